@@ -1,0 +1,36 @@
+# ParaTwin's two set-up commands: `make run` and `make test`. Each installs what is missing first.
+BUILD     ?= build
+JOBS      ?= $(shell nproc)
+FUZZ_TIME ?= 60
+CMAKE_ARGS ?=
+
+.PHONY: all deps configure build run test bench fuzz format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@$(BUILD)/bin/paratwin describe scenarios/quickstart.yaml
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+fuzz: build
+	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME)
+
+format:
+	@find plan sim exec cli gui tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i
+
+clean:
+	@rm -rf $(BUILD)

@@ -1,0 +1,28 @@
+// Subcommands of `paratwin`. Each registers itself on the app and, when chosen, sets the exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "plan/spec/doc.hpp"
+
+namespace paratwin::cli {
+
+// Exit statuses: 0 success, 1 failure of the machine (I/O), 2 bad input (files, flags).
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+void add_list_command(CLI::App& app, int& exit_status);
+void add_validate_command(CLI::App& app, int& exit_status);
+void add_describe_command(CLI::App& app, int& exit_status);
+void add_gui_command(CLI::App& app, int& exit_status, const std::string& argv0);
+
+// Parses each `--set KEY=VALUE`; throws InputError on a malformed one.
+std::vector<Override> parse_overrides(const std::vector<std::string>& arguments);
+// Prints warnings to standard error in the compiler-style format.
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
+
+}  // namespace paratwin::cli

@@ -1,0 +1,67 @@
+// paratwin: plan, simulate and run hybrid-parallel LLM training. Only main() decides exit statuses.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "exec/backend_info.hpp"
+#include "plan/spec/diagnostics.hpp"
+#include "sim/engine_info.hpp"
+
+namespace paratwin::cli {
+
+std::vector<Override> parse_overrides(const std::vector<std::string>& arguments) {
+  std::vector<Override> out;
+  for (const auto& a : arguments) out.push_back(parse_override(a));
+  return out;
+}
+
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics) {
+  for (const auto& d : diagnostics) std::cerr << d.str() << "\n";
+}
+
+static std::string version_text() {
+  const exec::CudaDevices cuda = exec::query_cuda_devices();
+  return std::string("paratwin ") + PARATWIN_VERSION + "\n  " + sim::simgrid_version() + "\n  " +
+         exec::mpi_library_version() + "\n  " + (cuda.built ? "CUDA backend: " : "") + cuda.detail + "\n";
+}
+
+}  // namespace paratwin::cli
+
+int main(int argc, char** argv) {
+  using namespace paratwin::cli;
+  CLI::App app{"ParaTwin: a digital twin of hybrid-parallel LLM training", "paratwin"};
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print versions of ParaTwin and the libraries it runs on");
+
+  int status = kExitOk;
+  add_list_command(app, status);
+  add_validate_command(app, status);
+  add_describe_command(app, status);
+  add_gui_command(app, status, argv[0]);
+
+  try {
+    app.parse(argc, argv);
+    if (show_version) {
+      std::cout << version_text();
+      return kExitOk;
+    }
+    if (app.get_subcommands().empty()) {
+      std::cout << app.help();
+      return kExitBadInput;
+    }
+    return status;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  } catch (const paratwin::InputError& e) {
+    print_diagnostics(e.diagnostics());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "paratwin: error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}

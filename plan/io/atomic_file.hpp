@@ -1,0 +1,14 @@
+// Output files appear whole or not at all: written to a temporary file beside the target, flushed
+// to disk, then renamed over it. An interrupted run never leaves a half-written report.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace paratwin {
+
+// Writes `content` to `path` atomically; "-" writes to standard output. Throws std::runtime_error
+// naming the path and the system's reason when the directory is missing or not writable.
+void write_file_atomically(const std::string& path, std::string_view content);
+
+}  // namespace paratwin

@@ -1,0 +1,202 @@
+// Cluster file parsing.
+#include "plan/spec/cluster.hpp"
+
+namespace paratwin {
+
+const EnumNames<Precision> kPrecisionNames = {{"fp32", Precision::Fp32},
+                                              {"tf32", Precision::Tf32},
+                                              {"fp16", Precision::Fp16},
+                                              {"bf16", Precision::Bf16},
+                                              {"fp8", Precision::Fp8}};
+const EnumNames<FabricKind> kFabricKindNames = {{"nvswitch", FabricKind::NvSwitch},
+                                                {"nvlink", FabricKind::NvLink},
+                                                {"pcie", FabricKind::Pcie},
+                                                {"infinity_fabric", FabricKind::InfinityFabric},
+                                                {"shared_memory", FabricKind::SharedMemory}};
+const EnumNames<NicKind> kNicKindNames = {
+    {"infiniband", NicKind::InfiniBand}, {"roce", NicKind::RoCE}, {"ethernet", NicKind::Ethernet}};
+const EnumNames<NetworkTopology> kNetworkTopologyNames = {{"star", NetworkTopology::Star},
+                                                          {"fat_tree", NetworkTopology::FatTree},
+                                                          {"rail_optimized", NetworkTopology::RailOptimized}};
+
+int ClusterSpec::gpus() const {
+  int n = 0;
+  for (const auto& p : pools) n += p.gpus();
+  return n;
+}
+
+FlopsPerSecond ClusterSpec::peak(Precision precision) const {
+  FlopsPerSecond total;
+  for (const auto& p : pools) {
+    const auto& peaks = device_of(p).peak;
+    if (auto it = peaks.find(precision); it != peaks.end()) total += it->second * p.gpus();
+  }
+  return total;
+}
+
+Bytes ClusterSpec::device_memory() const {
+  Bytes total;
+  for (const auto& p : pools) total += device_of(p).memory * p.gpus();
+  return total;
+}
+
+namespace {
+
+DeviceSpec parse_device(const std::string& name, const DocNode& node, const std::string& path, Diagnostics& diag,
+                        FieldLocations* locations) {
+  DeviceSpec d;
+  d.name = name;
+  MapReader r(node, path, diag, locations);
+  if (const DocNode* peak = r.require("peak")) {
+    MapReader pr(*peak, r.field("peak"), diag, locations);
+    for (const auto& [pname, precision] : kPrecisionNames) {
+      FlopsPerSecond rate;
+      if (pr.read_quantity(pname, rate)) d.peak[precision] = rate;
+    }
+    pr.finish();
+    if (peak->is_mapping() && peak->entries.empty())
+      diag.error(peak->location, r.field("peak") + " lists no precision; expected at least one of fp32, tf32, "
+                                                    "fp16, bf16, fp8");
+  }
+  r.read_quantity("memory", d.memory, true);
+  r.read_quantity("memory_bandwidth", d.memory_bandwidth, true);
+  r.read_quantity("power", d.power);
+  if (const DocNode* eff = r.get("efficiency")) {
+    MapReader er(*eff, r.field("efficiency"), diag, locations);
+    er.read("gemm", d.efficiency.gemm, 0.01, 1.0);
+    er.read("memory", d.efficiency.memory, 0.01, 1.0);
+    er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
+    er.finish();
+  }
+  r.finish();
+  return d;
+}
+
+PoolSpec parse_pool(const std::string& name, const DocNode& node, const std::string& path,
+                    const std::map<std::string, DeviceSpec>& devices, Diagnostics& diag, FieldLocations* locations) {
+  PoolSpec p;
+  p.name = name;
+  MapReader r(node, path, diag, locations);
+  if (const DocNode* dev = r.require("device")) {
+    std::vector<std::string> names;
+    for (const auto& [n, d] : devices) names.push_back(n);
+    if (auto chosen = read_choice(*dev, r.field("device"), names, diag)) p.device = *chosen;
+  }
+  r.read("nodes", p.nodes, 1, 1 << 20, true);
+  r.read("gpus_per_node", p.gpus_per_node, 1, 1024, true);
+  if (const DocNode* fabric = r.require("intra_node")) {
+    MapReader fr(*fabric, r.field("intra_node"), diag, locations);
+    fr.read_enum("kind", p.intra_node.kind, kFabricKindNames, true);
+    fr.read_quantity("bandwidth", p.intra_node.bandwidth, true);
+    fr.read_quantity("latency", p.intra_node.latency, false, true);
+    fr.read_quantity("allreduce_busbw", p.intra_node.allreduce_busbw);
+    fr.read("sharp", p.intra_node.sharp);
+    fr.finish();
+  }
+  if (const DocNode* nic = r.get("nic")) {
+    MapReader nr(*nic, r.field("nic"), diag, locations);
+    nr.read_enum("kind", p.nic.kind, kNicKindNames, true);
+    nr.read("count", p.nic.count, 1, 64);
+    nr.read_quantity("bandwidth", p.nic.bandwidth, true);
+    nr.read_quantity("achievable", p.nic.achievable);
+    nr.read_quantity("latency", p.nic.latency, false, true);
+    nr.finish();
+    if (p.nic.achievable && p.nic.bandwidth.value() > 0 && *p.nic.achievable > p.nic.bandwidth)
+      diag.error(nic->find("achievable")->location,
+                 nr.field("achievable") + " (" + to_string(*p.nic.achievable) + ") exceeds the line rate " +
+                     nr.field("bandwidth") + " (" + to_string(p.nic.bandwidth) + ")");
+  } else if (p.nodes > 1) {
+    diag.error(node.location, r.field("nic") + " is required for a pool of more than one node");
+  }
+  r.read_quantity("pcie_bandwidth", p.pcie_bandwidth, true);
+  r.read_quantity("host_memory", p.host_memory, true);
+  r.read_quantity("price_per_gpu_hour", p.price_per_gpu_hour, true);
+  r.read_quantity("node_power", p.node_power, false, true);
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnostics& diag,
+                          FieldLocations* locations) {
+  ClusterSpec c;
+  MapReader r(node, path, diag, locations);
+  if (!r.is_mapping()) return c;
+  r.read("name", c.name);
+  r.read("description", c.description);
+  r.get("source");
+  if (const DocNode* devices = r.require("devices")) {
+    MapReader dr(*devices, r.field("devices"), diag, locations);
+    for (const auto& e : devices->entries) {
+      dr.get(e.key);
+      c.devices[e.key] = parse_device(e.key, e.value.front(), dr.field(e.key), diag, locations);
+    }
+    if (devices->is_mapping() && devices->entries.empty())
+      diag.error(devices->location, r.field("devices") + " is empty; expected at least one device type");
+  }
+  if (const DocNode* pools = r.require("pools")) {
+    MapReader pr(*pools, r.field("pools"), diag, locations);
+    for (const auto& e : pools->entries) {
+      pr.get(e.key);
+      c.pools.push_back(parse_pool(e.key, e.value.front(), pr.field(e.key), c.devices, diag, locations));
+    }
+    if (pools->is_mapping() && pools->entries.empty())
+      diag.error(pools->location, r.field("pools") + " is empty; expected at least one node pool");
+  }
+  if (const DocNode* net = r.get("network")) {
+    MapReader nr(*net, r.field("network"), diag, locations);
+    nr.read_enum("topology", c.network.topology, kNetworkTopologyNames, true);
+    if (const DocNode* over = nr.get("oversubscription")) {
+      // Written as a ratio "7:1" or as a number 7.
+      if (over->is_scalar() && over->scalar.find(':') != std::string::npos) {
+        const std::string& s = over->scalar;
+        const size_t colon = s.find(':');
+        DocNode lhs = DocNode::scalar_node(s.substr(0, colon), over->location);
+        DocNode rhs = DocNode::scalar_node(s.substr(colon + 1), over->location);
+        auto a = read_number(lhs, nr.field("oversubscription"), diag, 0, 1e6, true);
+        auto b = a ? read_number(rhs, nr.field("oversubscription"), diag, 0, 1e6, true) : std::nullopt;
+        if (a && b) c.network.oversubscription = *a / *b;
+      } else if (auto v = read_number(*over, nr.field("oversubscription"), diag, 0, 1e6, true)) {
+        c.network.oversubscription = *v;
+      }
+      if (c.network.oversubscription < 1)
+        diag.error(over->location, nr.field("oversubscription") + " must be at least 1 (1:1 is full bisection)");
+    }
+    int pod = 0;
+    if (nr.read("pod_gpus", pod, 1, 1 << 24)) c.network.pod_gpus = pod;
+    nr.read("gpus_per_leaf", c.network.gpus_per_leaf, 1, 1 << 20);
+    nr.read_quantity("switch_latency", c.network.switch_latency, false, true);
+    nr.finish();
+  }
+  if (const DocNode* storage = r.get("storage")) {
+    MapReader sr(*storage, r.field("storage"), diag, locations);
+    sr.read_quantity("bandwidth", c.storage_bandwidth, true);
+    sr.finish();
+  }
+  r.read("pue", c.pue, 1.0, 5.0);
+
+  // `nodes` at the top resizes a one-pool cluster: `--set cluster.nodes=128`.
+  if (const DocNode* nodes = r.get("nodes")) {
+    if (auto n = read_int(*nodes, r.field("nodes"), diag, 1, 1 << 20)) {
+      if (c.pools.size() == 1) {
+        c.pools.front().nodes = static_cast<int>(*n);
+      } else if (c.pools.size() > 1) {
+        std::vector<std::string> names;
+        for (const auto& p : c.pools) names.push_back(p.name);
+        diag.error(nodes->location, r.field("nodes") + " resizes a cluster of one node pool, but this one has " +
+                                        std::to_string(c.pools.size()) + " (" + join(names) + "); set " +
+                                        r.field("pools") + "." + names.front() + ".nodes instead");
+      }
+    }
+  }
+  r.finish();
+  int nodes_total = 0;
+  for (const auto& p : c.pools) nodes_total += p.nodes;
+  if (nodes_total > 1 && !node.find("network"))
+    diag.error(node.location, "missing required key 'network'" + (path.empty() ? std::string() : " in " + path) +
+                                  ": a cluster of more than one node needs the fabric between nodes");
+  return c;
+}
+
+}  // namespace paratwin

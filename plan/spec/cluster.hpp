@@ -1,0 +1,106 @@
+// A cluster as the catalog's topology files describe it: device types, node pools, the network
+// between nodes, storage, prices and power. Several pools make a heterogeneous cluster.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/spec/diagnostics.hpp"
+#include "plan/spec/doc.hpp"
+#include "plan/spec/reader.hpp"
+#include "plan/spec/units.hpp"
+
+namespace paratwin {
+
+enum class Precision { Fp32, Tf32, Fp16, Bf16, Fp8 };
+extern const EnumNames<Precision> kPrecisionNames;
+
+// What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
+struct EfficiencySpec {
+  double gemm = 0.8;           // largest GEMM throughput / dense peak
+  double memory = 0.8;         // memory-bound kernels' share of memory bandwidth
+  Seconds kernel_launch{5e-6};  // fixed cost per kernel
+};
+
+struct DeviceSpec {
+  std::string name;
+  std::map<Precision, FlopsPerSecond> peak;  // dense, no sparsity
+  Bytes memory;
+  BytesPerSecond memory_bandwidth;
+  Watts power;
+  EfficiencySpec efficiency;
+};
+
+enum class FabricKind { NvSwitch, NvLink, Pcie, InfinityFabric, SharedMemory };
+extern const EnumNames<FabricKind> kFabricKindNames;
+
+// The GPU-to-GPU fabric inside a node; bandwidth is per GPU and direction.
+struct IntraNodeSpec {
+  FabricKind kind = FabricKind::NvSwitch;
+  BytesPerSecond bandwidth;
+  Seconds latency{1e-6};
+  std::optional<BytesPerSecond> allreduce_busbw;  // measured (nccl-tests busbw), when known
+  bool sharp = false;                             // in-switch reduction (NVLink SHARP)
+};
+
+enum class NicKind { InfiniBand, RoCE, Ethernet };
+extern const EnumNames<NicKind> kNicKindNames;
+
+struct NicSpec {
+  NicKind kind = NicKind::InfiniBand;
+  int count = 1;  // per node
+  BytesPerSecond bandwidth;                  // per NIC and direction (line rate)
+  std::optional<BytesPerSecond> achievable;  // measured through NCCL, when known
+  Seconds latency{2e-6};
+};
+
+struct PoolSpec {
+  std::string name;
+  std::string device;  // a key of ClusterSpec::devices
+  int nodes = 1;
+  int gpus_per_node = 1;
+  IntraNodeSpec intra_node;
+  NicSpec nic;
+  BytesPerSecond pcie_bandwidth;  // GPU to host, per GPU and direction
+  Bytes host_memory;
+  std::optional<Dollars> price_per_gpu_hour;
+  Watts node_power;  // beyond the GPUs: CPUs, NICs, fans
+
+  int gpus() const { return nodes * gpus_per_node; }
+};
+
+enum class NetworkTopology { Star, FatTree, RailOptimized };
+extern const EnumNames<NetworkTopology> kNetworkTopologyNames;
+
+struct NetworkSpec {
+  NetworkTopology topology = NetworkTopology::FatTree;
+  double oversubscription = 1.0;  // above a pod (or above the leaves without pods); 2 means 2:1
+  std::optional<int> pod_gpus;    // GPUs per full-bisection pod
+  int gpus_per_leaf = 0;          // GPUs under one leaf/top-of-rack switch; 0: one node
+  Seconds switch_latency{1e-6};
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  std::map<std::string, DeviceSpec> devices;
+  std::vector<PoolSpec> pools;  // in file order
+  NetworkSpec network;
+  BytesPerSecond storage_bandwidth;
+  double pue = 1.0;  // data-centre power usage effectiveness, for energy
+
+  int gpus() const;
+  const DeviceSpec& device_of(const PoolSpec& pool) const { return devices.at(pool.device); }
+  bool homogeneous() const { return pools.size() == 1; }
+  // Sum of the pools' dense peaks at `precision` (0 for devices without it).
+  FlopsPerSecond peak(Precision precision) const;
+  Bytes device_memory() const;
+};
+
+// Parses a cluster mapping. A top-level `nodes` resizes a cluster of one pool.
+ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnostics& diag,
+                          FieldLocations* locations = nullptr);
+
+}  // namespace paratwin

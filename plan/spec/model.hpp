@@ -1,0 +1,75 @@
+// A decoder-only transformer as the catalog's model files describe it, and the counts derived from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "plan/spec/diagnostics.hpp"
+#include "plan/spec/doc.hpp"
+#include "plan/spec/reader.hpp"
+
+namespace paratwin {
+
+enum class MlpKind { Gelu, SwiGlu };
+enum class NormKind { LayerNorm, RmsNorm };
+enum class PositionKind { Learned, Rope };
+
+extern const EnumNames<MlpKind> kMlpKindNames;
+extern const EnumNames<NormKind> kNormKindNames;
+extern const EnumNames<PositionKind> kPositionKindNames;
+
+// Mixture of experts: every `every`-th layer's MLP is `experts` copies, each token routed to `top_k`.
+struct MoeSpec {
+  int experts = 0;
+  int top_k = 0;
+  int every = 1;
+  double capacity_factor = 1.0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string description;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;    // grouped-query attention when below heads
+  int head_dim = 0;    // hidden / heads unless given
+  int ffn_hidden = 0;  // 4 x hidden for GELU, Llama's 8/3 x hidden rounded up to 256 for SwiGLU
+  int vocab = 0;
+  int seq_len = 0;     // the longest sequence the model supports
+  MlpKind mlp = MlpKind::Gelu;
+  NormKind norm = NormKind::LayerNorm;
+  PositionKind position = PositionKind::Learned;
+  bool tied_embeddings = true;
+  bool bias = true;  // biases on linear layers (GPT) or none (Llama)
+  std::optional<MoeSpec> moe;
+
+  bool is_moe_layer(int layer) const { return moe && (layer % moe->every) == moe->every - 1; }
+};
+
+// Parses a model mapping; `path` prefixes field names in messages ("model").
+ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics& diag,
+                      FieldLocations* locations = nullptr);
+
+// Parameter counts. Formulas (h hidden, a = heads x head_dim, k = kv_heads x head_dim, f ffn, V vocab):
+//   attention  h(a + 2k) + a h            (+ a + 2k + h biases)
+//   MLP        2 h f (GELU) or 3 h f (SwiGLU)  (+ f + h biases); MoE: experts copies + h x experts router
+//   norms      2 per layer + 1 final; 2h each (LayerNorm) or h (RMSNorm)
+//   embedding  V h (+ seq_len h learned positions); head V h unless tied
+struct ParameterCount {
+  double total = 0;
+  double embedding = 0;     // token (+ position) embedding and an untied head
+  double per_dense_layer = 0;
+  double per_moe_layer = 0;  // 0 without MoE
+  double active = 0;         // what one token touches: top_k experts instead of all
+};
+ParameterCount count_parameters(const ModelSpec& model);
+
+// Model FLOPs per token of training (forward + backward = 3 x forward) at sequence length `seq_len`:
+// 2 FLOPs per multiply-accumulate of every matmul a token passes (its active parameters and the logits),
+// plus attention scores and values, 4 x seq_len x heads x head_dim per layer forward (full, not causal,
+// as Megatron-LM counts). For GPT this equals 72 L h^2 (1 + s/6h + V/12Lh). No recompute.
+double training_flops_per_token(const ModelSpec& model, int seq_len);
+
+}  // namespace paratwin

@@ -1,0 +1,413 @@
+// Scenario parsing: references into the catalog, the plan request with `auto`, failures, sweeps.
+#include "plan/spec/scenario.hpp"
+
+#include <filesystem>
+
+#include "plan/spec/checks.hpp"
+
+namespace fs = std::filesystem;
+
+namespace paratwin {
+
+const EnumNames<OptimizerKind> kOptimizerNames = {
+    {"adamw", OptimizerKind::AdamW}, {"adam", OptimizerKind::Adam}, {"sgd", OptimizerKind::Sgd}};
+const EnumNames<Schedule> kScheduleNames = {
+    {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
+const EnumNames<Recompute> kRecomputeNames = {
+    {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
+const EnumNames<CompressionKind> kCompressionNames = {{"none", CompressionKind::None}, {"topk", CompressionKind::TopK}};
+const EnumNames<Objective> kObjectiveNames = {{"iteration_time", Objective::IterationTime},
+                                              {"cost_per_token", Objective::CostPerToken},
+                                              {"cost", Objective::Cost},
+                                              {"energy", Objective::Energy},
+                                              {"time_to_train", Objective::TimeToTrain}};
+const EnumNames<Component> kComponentNames = {{"gpu", Component::Gpu},
+                                              {"host", Component::Host},
+                                              {"nic", Component::Nic},
+                                              {"link", Component::Link},
+                                              {"switch", Component::Switch}};
+const EnumNames<FailureDistribution> kFailureDistributionNames = {
+    {"exponential", FailureDistribution::Exponential}, {"weibull", FailureDistribution::Weibull}};
+const EnumNames<ElasticPolicy> kElasticPolicyNames = {
+    {"restart", ElasticPolicy::Restart}, {"spares", ElasticPolicy::Spares}, {"shrink", ElasticPolicy::Shrink}};
+
+bool PlanRequest::fully_automatic() const {
+  return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
+         !sequence_parallel && !zero && !offload_optimizer && !offload_activations && !compression &&
+         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp;
+}
+
+bool PlanRequest::fully_fixed() const { return dp && tp && pp && micro_batch; }
+
+namespace {
+
+bool is_auto(const DocNode* n) { return n && n->is_scalar() && !n->quoted && n->scalar == "auto"; }
+
+// Reads `key` as an int, or leaves `out` empty for `auto` and when absent.
+void read_auto(MapReader& r, std::string_view key, std::optional<int>& out, int min, int max) {
+  const DocNode* n = r.get(key);
+  if (!n || is_auto(n)) return;
+  if (auto v = read_int(*n, r.field(key), r.diagnostics(), min, max)) out = static_cast<int>(*v);
+}
+
+void read_auto(MapReader& r, std::string_view key, std::optional<bool>& out) {
+  const DocNode* n = r.get(key);
+  if (!n || is_auto(n)) return;
+  out = read_bool(*n, r.field(key), r.diagnostics());
+}
+
+template <class E>
+void read_auto(MapReader& r, std::string_view key, std::optional<E>& out, const EnumNames<E>& names) {
+  const DocNode* n = r.get(key);
+  if (!n || is_auto(n)) return;
+  std::vector<std::string> choices = enum_choices(names);
+  choices.push_back("auto");
+  if (auto chosen = read_choice(*n, r.field(key), choices, r.diagnostics()))
+    for (const auto& [name, value] : names)
+      if (name == *chosen) out = value;
+}
+
+TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocations* locations) {
+  TrainingSpec t;
+  t.seq_len = model.seq_len;
+  const DocNode* node = top.require("training");
+  if (!node) return t;
+  MapReader r(*node, "training", top.diagnostics(), locations);
+  r.read("global_batch", t.global_batch, 1, std::int64_t(1) << 40, true);
+  r.read("seq_len", t.seq_len, 1, 1 << 24);
+  r.read_enum("precision", t.precision, kPrecisionNames);
+  r.read_enum("optimizer", t.optimizer, kOptimizerNames);
+  if (const DocNode* tokens = r.get("tokens"))
+    t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
+  std::int64_t steps = 0;
+  if (r.read("steps", steps, 1)) t.steps = steps;
+  if (t.tokens && t.steps)
+    top.diagnostics().error(node->find("steps")->location,
+                            "give training.tokens or training.steps, not both: each sets the length of training");
+  r.finish();
+  return t;
+}
+
+PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
+  PlanRequest p;
+  if (is_auto(&node)) return p;
+  MapReader r(node, "plan", diag, locations);
+  if (!r.is_mapping()) return p;
+  read_auto(r, "dp", p.dp, 1, 1 << 24);
+  read_auto(r, "tp", p.tp, 1, 1024);
+  read_auto(r, "pp", p.pp, 1, 4096);
+  read_auto(r, "cp", p.cp, 1, 1024);
+  read_auto(r, "ep", p.ep, 1, 4096);
+  read_auto(r, "micro_batch", p.micro_batch, 1, 1 << 20);
+  read_auto(r, "schedule", p.schedule, kScheduleNames);
+  read_auto(r, "virtual_stages", p.virtual_stages, 1, 1024);
+  read_auto(r, "recompute", p.recompute, kRecomputeNames);
+  read_auto(r, "sequence_parallel", p.sequence_parallel);
+  read_auto(r, "zero", p.zero, 0, 3);
+  if (const DocNode* off = r.get("offload"); off && !is_auto(off)) {
+    MapReader o(*off, r.field("offload"), diag, locations);
+    read_auto(o, "optimizer", p.offload_optimizer);
+    read_auto(o, "activations", p.offload_activations);
+    o.finish();
+  }
+  if (const DocNode* comp = r.get("compression"); comp && !is_auto(comp)) {
+    CompressionSpec c;
+    if (comp->is_scalar()) {
+      // Shorthand: `compression: none`.
+      if (auto kind = read_enum(*comp, r.field("compression"), kCompressionNames, diag)) {
+        c.kind = *kind;
+        if (c.kind == CompressionKind::TopK)
+          diag.error(comp->location, "plan.compression: topk needs a ratio, e.g. {kind: topk, ratio: 0.01}");
+      }
+    } else {
+      MapReader cr(*comp, r.field("compression"), diag, locations);
+      cr.read_enum("kind", c.kind, kCompressionNames, true);
+      const bool has_ratio = cr.get("ratio") != nullptr;
+      if (has_ratio) {
+        if (auto v = read_number(*comp->find("ratio"), cr.field("ratio"), diag, 0, 1, true)) c.ratio = *v;
+      } else if (c.kind == CompressionKind::TopK) {
+        diag.error(comp->location, "missing required key 'ratio' in plan.compression (share of gradient "
+                                   "entries sent, e.g. 0.01)");
+      }
+      cr.read("error_feedback", c.error_feedback);
+      cr.read("warmup_steps", c.warmup_steps, 0, 1 << 30);
+      cr.finish();
+    }
+    p.compression = c;
+  }
+  if (const DocNode* bucket = r.get("bucket_size"); bucket && !is_auto(bucket))
+    if (auto v = read_quantity(*bucket, r.field("bucket_size"), Dimension::DataSize, diag)) p.bucket_size = Bytes(*v);
+  if (const DocNode* ov = r.get("overlap"); ov && !is_auto(ov)) {
+    MapReader o(*ov, r.field("overlap"), diag, locations);
+    read_auto(o, "dp", p.overlap_dp);
+    read_auto(o, "tp", p.overlap_tp);
+    read_auto(o, "pp", p.overlap_pp);
+    o.finish();
+  }
+  r.finish();
+  return p;
+}
+
+ComponentFailures parse_component(const DocNode& node, const std::string& path, Diagnostics& diag,
+                                  FieldLocations* locations) {
+  ComponentFailures c;
+  MapReader r(node, path, diag, locations);
+  r.read_quantity("mtbf", c.mtbf, true);
+  r.read_enum("distribution", c.distribution, kFailureDistributionNames);
+  if (r.read("shape", c.shape, 0.05, 20) && c.distribution != FailureDistribution::Weibull)
+    diag.error(node.find("shape")->location, r.field("shape") + " applies to distribution: weibull only");
+  r.finish();
+  return c;
+}
+
+FailureSpec parse_failures(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
+  FailureSpec f;
+  MapReader r(node, "failures", diag, locations);
+  for (const auto& [name, component] : kComponentNames)
+    if (const DocNode* c = r.get(name)) f.rates[component] = parse_component(*c, r.field(name), diag, locations);
+  if (const DocNode* events = r.get("events")) {
+    if (!events->is_sequence()) {
+      diag.error(events->location, "expected a list of events for failures.events, got " + describe(*events));
+    } else {
+      for (size_t i = 0; i < events->items.size(); ++i) {
+        FailureEvent e;
+        MapReader er(events->items[i], "failures.events[" + std::to_string(i) + "]", diag, locations);
+        er.read_quantity("at", e.at, true, true);
+        er.read_enum("component", e.component, kComponentNames, true);
+        er.read("index", e.index, 0);
+        er.finish();
+        f.events.push_back(e);
+      }
+    }
+  }
+  if (const DocNode* st = r.get("stragglers")) {
+    auto parse_one = [&](const DocNode& n, const std::string& path) {
+      StragglerSpec s;
+      MapReader sr(n, path, diag, locations);
+      sr.read("count", s.count, 1, 1 << 24, true);
+      sr.read("slowdown", s.slowdown, 1.0, 1000.0, true);
+      sr.finish();
+      f.stragglers.push_back(s);
+    };
+    if (st->is_sequence())
+      for (size_t i = 0; i < st->items.size(); ++i)
+        parse_one(st->items[i], "failures.stragglers[" + std::to_string(i) + "]");
+    else
+      parse_one(*st, "failures.stragglers");
+  }
+  r.read_quantity("detection", f.detection, false, true);
+  r.read_quantity("restart", f.restart, false, true);
+  r.read_quantity("repair", f.repair, false, true);
+  r.finish();
+  return f;
+}
+
+SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
+  SweepSpec s;
+  MapReader r(node, "sweep", diag, locations);
+  r.read("simulate", s.simulate);
+  if (const DocNode* grid = r.require("grid")) {
+    if (!grid->is_mapping()) {
+      diag.error(grid->location, "expected a mapping of field paths to lists of values for sweep.grid, got " +
+                                     describe(*grid));
+    } else {
+      for (const auto& e : grid->entries) {
+        SweepAxis axis{e.key, {}};
+        const DocNode& values = e.value.front();
+        if (values.is_sequence() && !values.items.empty())
+          axis.values = values.items;
+        else
+          diag.error(values.location, "expected a non-empty list of values for sweep.grid." + e.key + ", got " +
+                                          describe(values));
+        s.grid.push_back(std::move(axis));
+      }
+      if (grid->entries.empty()) diag.error(grid->location, "sweep.grid is empty; expected at least one axis");
+    }
+  }
+  r.finish();
+  return s;
+}
+
+std::string base_directory(const Location& where) {
+  if (where.file.empty() || where.file.rfind("--set ", 0) == 0) return ".";
+  return fs::path(where.file).parent_path().string();
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml");
+}
+
+ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostics& diag, bool run_checks) {
+  ScenarioSpec s;
+  s.file = document.location.file;
+  FieldLocations* locs = &s.locations;
+  MapReader r(document, "", diag, locs);
+  if (!r.is_mapping()) return s;
+  r.read("name", s.name);
+  r.read("description", s.description);
+
+  if (const DocNode* m = r.require("model"))
+    if (auto resolved = resolve_reference(*m, CatalogKind::Model, catalog, diag))
+      s.model = parse_model(*resolved, "model", diag, locs);
+  if (const DocNode* c = r.require("cluster"))
+    if (auto resolved = resolve_reference(*c, CatalogKind::Topology, catalog, diag))
+      s.cluster = parse_cluster(*resolved, "cluster", diag, locs);
+  s.training = parse_training(r, s.model, locs);
+  if (const DocNode* p = r.get("plan")) s.plan = parse_plan(*p, diag, locs);
+  if (const DocNode* n = r.get("search")) {
+    MapReader sr(*n, "search", diag, locs);
+    sr.read_enum("objective", s.search.objective, kObjectiveNames);
+    int max_gpus = 0;
+    if (sr.read("max_gpus", max_gpus, 1, 1 << 24)) s.search.max_gpus = max_gpus;
+    sr.read("top", s.search.top, 1, 1000);
+    sr.read("tp_across_nodes", s.search.tp_across_nodes);
+    sr.finish();
+  }
+  if (const DocNode* n = r.get("failures")) s.failures = parse_failures(*n, diag, locs);
+  if (const DocNode* n = r.get("checkpoint")) {
+    MapReader cr(*n, "checkpoint", diag, locs);
+    if (const DocNode* interval = cr.get("interval"); interval && !is_auto(interval))
+      if (auto v = read_quantity(*interval, cr.field("interval"), Dimension::Duration, diag))
+        s.checkpoint.interval = Seconds(*v);
+    cr.finish();
+  }
+  if (const DocNode* n = r.get("elasticity")) {
+    MapReader er(*n, "elasticity", diag, locs);
+    er.read_enum("policy", s.elasticity.policy, kElasticPolicyNames);
+    er.read("spares", s.elasticity.spares, 0, 1 << 24);
+    int min_gpus = 0;
+    if (er.read("min_gpus", min_gpus, 1, 1 << 24)) s.elasticity.min_gpus = min_gpus;
+    er.finish();
+  }
+  if (const DocNode* n = r.get("sweep")) s.sweep = parse_sweep(*n, diag, locs);
+  if (const DocNode* n = r.get("goal")) {
+    MapReader gr(*n, "goal", diag, locs);
+    gr.read_quantity("deadline", s.goal.deadline);
+    gr.read_quantity("budget", s.goal.budget);
+    gr.finish();
+  }
+  r.finish();
+
+  // Semantic checks need every part parsed; on top of earlier errors they would only add noise.
+  if (run_checks && !diag.has_errors()) check_scenario(s, diag);
+  s.document = std::move(document);
+  return s;
+}
+
+// Each sweep value must be a valid value of its field: apply it as an override and parse.
+void check_sweep_values(const ScenarioSpec& s, const Catalog& catalog, Diagnostics& diag) {
+  DocNode base = s.document;
+  auto& entries = base.entries;
+  std::erase_if(entries, [](const DocEntry& e) { return e.key == "sweep"; });
+  for (const auto& axis : s.sweep.grid) {
+    Override o;
+    o.text = axis.path;
+    size_t start = 0;
+    while (true) {
+      const size_t dot = axis.path.find('.', start);
+      o.path.push_back(axis.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    for (const auto& value : axis.values) {
+      DocNode doc = base;
+      o.value = value;
+      Diagnostics point;
+      try {
+        apply_override(doc, o);
+        parse_scenario(std::move(doc), catalog, point, /*run_checks=*/false);
+      } catch (const InputError& e) {
+        for (const auto& d : e.diagnostics()) point.error(d.where, d.message);
+      }
+      for (const auto& d : point.all())
+        if (d.severity == Severity::Error) {
+          // An unknown key created by the path itself is best reported at the axis value.
+          const bool from_path = d.where.file.rfind("--set ", 0) == 0;
+          diag.error(from_path ? value.location : d.where, "sweep.grid." + axis.path + ": " + d.message);
+        }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind, const Catalog& catalog,
+                                         Diagnostics& diag) {
+  const std::string what = kind == CatalogKind::Model ? "model" : "cluster";
+  auto load_named = [&](const DocNode& ref) -> std::optional<DocNode> {
+    if (!ref.is_scalar() || ref.scalar.empty()) {
+      diag.error(ref.location, "expected a " + what + " name from the catalog, a file path or a mapping for " +
+                                   what + ", got " + describe(ref));
+      return std::nullopt;
+    }
+    std::string path;
+    if (looks_like_path(ref.scalar)) {
+      fs::path p(ref.scalar);
+      if (p.is_relative()) p = fs::path(base_directory(ref.location)) / p;
+      path = p.lexically_normal().string();
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec)) {
+        diag.error(ref.location, what + " file '" + ref.scalar + "' not found (looked for " + path + ")");
+        return std::nullopt;
+      }
+    } else if (auto found = catalog.find(kind, ref.scalar)) {
+      path = *found;
+    } else {
+      const auto names = catalog.names(kind);
+      std::string hint = did_you_mean(ref.scalar, names);
+      if (hint.empty()) hint = "; expected one of " + join(names);
+      diag.error(ref.location, "unknown " + what + " '" + ref.scalar + "'" + hint + " (see 'paratwin list " +
+                                   kind_directory(kind) + "')");
+      return std::nullopt;
+    }
+    try {
+      return load_yaml_file(path);
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) diag.error(d.where, d.message);
+      return std::nullopt;
+    }
+  };
+
+  if (value.is_mapping()) {
+    const DocNode* from = value.find("from");
+    if (!from) return value;  // inline
+    auto base = load_named(*from);
+    if (!base) return std::nullopt;
+    DocNode overlay = value;
+    std::erase_if(overlay.entries, [](const DocEntry& e) { return e.key == "from"; });
+    deep_merge(*base, overlay);
+    return *base;
+  }
+  return load_named(value);
+}
+
+ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides, const Catalog& catalog) {
+  for (const auto& o : overrides) apply_override(document, o);
+  Diagnostics diag;
+  ScenarioSpec s = parse_scenario(std::move(document), catalog, diag, /*run_checks=*/true);
+  if (!diag.has_errors() && !s.sweep.grid.empty()) check_sweep_values(s, catalog, diag);
+  diag.throw_if_errors();
+  s.warnings = diag.warnings();
+  return s;
+}
+
+ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>& overrides,
+                           const Catalog& catalog) {
+  return load_scenario(load_yaml_file(path), overrides, catalog);
+}
+
+ModelSpec load_model_file(const std::string& path) {
+  Diagnostics diag;
+  ModelSpec m = parse_model(load_yaml_file(path), "model", diag);
+  diag.throw_if_errors();
+  return m;
+}
+
+ClusterSpec load_cluster_file(const std::string& path) {
+  Diagnostics diag;
+  ClusterSpec c = parse_cluster(load_yaml_file(path), "cluster", diag);
+  diag.throw_if_errors();
+  return c;
+}
+
+}  // namespace paratwin

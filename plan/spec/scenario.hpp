@@ -1,0 +1,172 @@
+// A scenario: which model on which cluster, the training job, a fixed or automatic plan, search
+// settings, failures, checkpoint and elasticity policy, and for capacity planning a sweep.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/spec/catalog.hpp"
+#include "plan/spec/cluster.hpp"
+#include "plan/spec/diagnostics.hpp"
+#include "plan/spec/doc.hpp"
+#include "plan/spec/model.hpp"
+
+namespace paratwin {
+
+enum class OptimizerKind { AdamW, Adam, Sgd };
+extern const EnumNames<OptimizerKind> kOptimizerNames;
+
+struct TrainingSpec {
+  std::int64_t global_batch = 0;  // sequences per iteration
+  int seq_len = 0;                // the model's seq_len unless given
+  Precision precision = Precision::Bf16;
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  std::optional<double> tokens;        // training budget in tokens
+  std::optional<std::int64_t> steps;   // or in iterations
+};
+
+enum class Schedule { GPipe, OneFOneB, Interleaved };
+enum class Recompute { None, Selective, Full };
+enum class CompressionKind { None, TopK };
+extern const EnumNames<Schedule> kScheduleNames;
+extern const EnumNames<Recompute> kRecomputeNames;
+extern const EnumNames<CompressionKind> kCompressionNames;
+
+struct CompressionSpec {
+  CompressionKind kind = CompressionKind::None;
+  double ratio = 1.0;  // share of gradient entries sent (topk)
+  bool error_feedback = true;
+  int warmup_steps = 0;  // dense steps before compression starts
+};
+
+// The scenario's `plan:` section. Each field left out or written `auto` is for the optimizer to
+// choose (std::nullopt); `plan: auto` leaves all of them to it.
+struct PlanRequest {
+  std::optional<int> dp, tp, pp, cp, ep;
+  std::optional<int> micro_batch;
+  std::optional<Schedule> schedule;
+  std::optional<int> virtual_stages;
+  std::optional<Recompute> recompute;
+  std::optional<bool> sequence_parallel;
+  std::optional<int> zero;
+  std::optional<bool> offload_optimizer, offload_activations;
+  std::optional<CompressionSpec> compression;
+  std::optional<Bytes> bucket_size;
+  std::optional<bool> overlap_dp, overlap_tp, overlap_pp;
+
+  bool fully_automatic() const;
+  bool fully_fixed() const;  // every degree and micro-batch given
+};
+
+enum class Objective { IterationTime, CostPerToken, Cost, Energy, TimeToTrain };
+extern const EnumNames<Objective> kObjectiveNames;
+
+struct SearchSpec {
+  Objective objective = Objective::IterationTime;
+  std::optional<int> max_gpus;
+  int top = 5;
+  bool tp_across_nodes = false;  // allow TP groups to leave a node's fast fabric
+};
+
+enum class Component { Gpu, Host, Nic, Link, Switch };
+enum class FailureDistribution { Exponential, Weibull };
+extern const EnumNames<Component> kComponentNames;
+extern const EnumNames<FailureDistribution> kFailureDistributionNames;
+
+struct ComponentFailures {
+  Seconds mtbf;  // mean time between failures of one component
+  FailureDistribution distribution = FailureDistribution::Exponential;
+  double shape = 1.0;  // Weibull shape
+};
+
+struct FailureEvent {
+  Seconds at;
+  Component component = Component::Gpu;
+  int index = 0;  // which one, counted over the cluster
+};
+
+struct StragglerSpec {
+  int count = 0;        // hosts that straggle
+  double slowdown = 1;  // their compute takes this many times longer
+};
+
+struct FailureSpec {
+  std::map<Component, ComponentFailures> rates;
+  std::vector<FailureEvent> events;
+  std::vector<StragglerSpec> stragglers;
+  Seconds detection{30};
+  Seconds restart{300};
+  Seconds repair{4 * 3600};
+};
+
+struct CheckpointSpec {
+  std::optional<Seconds> interval;  // nullopt: chosen to maximize goodput
+};
+
+enum class ElasticPolicy { Restart, Spares, Shrink };
+extern const EnumNames<ElasticPolicy> kElasticPolicyNames;
+
+struct ElasticitySpec {
+  ElasticPolicy policy = ElasticPolicy::Restart;
+  int spares = 0;  // hot spare GPUs
+  std::optional<int> min_gpus;
+};
+
+// One axis of a sweep: a scenario field and the values it takes.
+struct SweepAxis {
+  std::string path;  // dotted, as for --set
+  std::vector<DocNode> values;
+};
+
+struct SweepSpec {
+  std::vector<SweepAxis> grid;  // the cross product of the axes
+  bool simulate = false;
+};
+
+struct GoalSpec {
+  std::optional<Seconds> deadline;
+  std::optional<Dollars> budget;
+};
+
+struct ScenarioSpec {
+  std::string name;
+  std::string description;
+  std::string file;  // where it was loaded from ("" for text)
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  PlanRequest plan;
+  SearchSpec search;
+  FailureSpec failures;
+  CheckpointSpec checkpoint;
+  ElasticitySpec elasticity;
+  SweepSpec sweep;
+  GoalSpec goal;
+
+  FieldLocations locations;          // where each field was written
+  std::vector<Diagnostic> warnings;  // problems that do not stop anything
+  DocNode document;                  // the scenario as written, overrides applied (for sweeps)
+};
+
+// Loads a scenario file, applies overrides in order, resolves its model and cluster and checks it.
+// Every problem is reported at once in one InputError.
+ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>& overrides = {},
+                           const Catalog& catalog = Catalog::installed());
+// As load_scenario, from a document already parsed (text, tests, fuzzing, sweeps).
+ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides = {},
+                           const Catalog& catalog = Catalog::installed());
+
+// Loads a model or cluster file on its own (validate, list).
+ModelSpec load_model_file(const std::string& path);
+ClusterSpec load_cluster_file(const std::string& path);
+
+// Resolves a `model:` or `cluster:` value into the document it stands for: a catalog name, a path
+// (relative to the file it is written in), an inline mapping, or `{from: NAME|PATH, ...overrides}`.
+// Returns nullopt after reporting why when it cannot.
+std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind, const Catalog& catalog,
+                                         Diagnostics& diag);
+
+}  // namespace paratwin

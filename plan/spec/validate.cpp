@@ -1,0 +1,69 @@
+// File-kind detection and validation of single catalog files.
+#include "plan/spec/validate.hpp"
+
+#include "plan/spec/scenario.hpp"
+#include "plan/spec/summary.hpp"
+
+namespace paratwin {
+
+std::string file_kind_name(FileKind kind) {
+  switch (kind) {
+    case FileKind::Model: return "model";
+    case FileKind::Cluster: return "cluster";
+    case FileKind::Scenario: return "scenario";
+  }
+  return "";
+}
+
+static FileKind detect_kind(const DocNode& doc) {
+  if (!doc.is_mapping())
+    throw InputError(doc.location, "expected a mapping (a model, a cluster or a scenario), got " + describe(doc));
+  if (doc.find("model") || doc.find("cluster") || doc.find("training")) return FileKind::Scenario;
+  if (doc.find("pools") || doc.find("devices")) return FileKind::Cluster;
+  if (doc.find("layers") || doc.find("hidden") || doc.find("heads")) return FileKind::Model;
+  throw InputError(doc.location,
+                   "cannot tell what this file describes: expected a scenario (with 'model', 'cluster' and "
+                   "'training'), a cluster (with 'devices' and 'pools') or a model (with 'layers', 'hidden', "
+                   "'heads')");
+}
+
+Validation validate_file(const std::string& path, const std::vector<Override>& overrides, const Catalog& catalog) {
+  DocNode doc = load_yaml_file(path);
+  Validation v;
+  v.kind = detect_kind(doc);
+  if (v.kind != FileKind::Scenario && !overrides.empty())
+    throw InputError(Location{"--set " + overrides.front().text, 1, 1},
+                     "--set applies to scenarios; " + path + " is a " + file_kind_name(v.kind));
+  switch (v.kind) {
+    case FileKind::Model: {
+      Diagnostics diag;
+      ModelSpec m = parse_model(doc, "model", diag);
+      diag.throw_if_errors();
+      v.warnings = diag.warnings();
+      const auto params = count_parameters(m);
+      v.summary = "model " + m.name + ": " + format_count(params.total) + " parameters, " + std::to_string(m.layers) +
+                  " layers";
+      break;
+    }
+    case FileKind::Cluster: {
+      Diagnostics diag;
+      ClusterSpec c = parse_cluster(doc, "cluster", diag);
+      diag.throw_if_errors();
+      v.warnings = diag.warnings();
+      v.summary = "cluster " + c.name + ": " + std::to_string(c.gpus()) + " GPUs in " +
+                  std::to_string(c.pools.size()) + (c.pools.size() == 1 ? " pool" : " pools");
+      break;
+    }
+    case FileKind::Scenario: {
+      ScenarioSpec s = load_scenario(std::move(doc), overrides, catalog);
+      v.warnings = s.warnings;
+      const ScenarioSummary sum = summarize(s);
+      v.summary = "scenario " + s.name + ": " + sum.model + " (" + format_count(sum.parameters) +
+                  " parameters) on " + sum.cluster + " (" + std::to_string(sum.gpus) + " GPUs)";
+      break;
+    }
+  }
+  return v;
+}
+
+}  // namespace paratwin
