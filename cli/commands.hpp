@@ -18,6 +18,7 @@ constexpr int kExitBadInput = 2;
 void add_list_command(CLI::App& app, int& exit_status);
 void add_validate_command(CLI::App& app, int& exit_status);
 void add_describe_command(CLI::App& app, int& exit_status);
+void add_plan_command(CLI::App& app, int& exit_status);
 void add_gui_command(CLI::App& app, int& exit_status, const std::string& argv0);
 
 // Parses each `--set KEY=VALUE`; throws InputError on a malformed one.

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add_list_command(app, status);
   add_validate_command(app, status);
   add_describe_command(app, status);
+  add_plan_command(app, status);
   add_gui_command(app, status, argv[0]);
 
   try {

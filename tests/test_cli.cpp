@@ -1,3 +1,167 @@
+// End-to-end tests of the `paratwin` command: exit statuses, messages, and the malformed-input corpus.
+//
+// Every file in tests/malformed/ is one bad input. Its header comments say what must happen:
+//   # expect: {file}:4:3: error: unknown key 'hiden' in model — did you mean 'hidden'?
+//   # args: --set plan.tp=3          (optional extra arguments to `paratwin validate`)
+// Each `expect` line must appear verbatim among the lines printed on standard error ({file} is the
+// input's path), and the command must exit with status 2.
 #define BOOST_TEST_MODULE cli
+#include <sys/wait.h>
+
 #include <boost/test/unit_test.hpp>
-BOOST_AUTO_TEST_CASE(placeholder) { BOOST_TEST(true); }
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the paratwin binary with arguments (no shell quoting needed for our test inputs).
+Result run(const std::string& arguments) {
+  const fs::path dir = fs::temp_directory_path() / ("paratwin_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / "out").string(), err = (dir / "err").string();
+  const std::string cmd = std::string(PARATWIN_BIN_DIR) + "/paratwin " + arguments + " >" + out + " 2>" + err;
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& l : lines_of(text))
+    if (l == line) return true;
+  return false;
+}
+
+std::string header_value(const std::string& line, const std::string& key) {
+  const std::string prefix = "# " + key + ":";
+  if (line.rfind(prefix, 0) != 0) return "";
+  std::string v = line.substr(prefix.size());
+  while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+  return v;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  return s;
+}
+
+const std::string kSource = PARATWIN_SOURCE_DIR;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_catalog_file_validates) {
+  Result r = run("validate " + kSource + "/models/*.yaml " + kSource + "/topologies/*.yaml " + kSource +
+                 "/scenarios/*.yaml");
+  BOOST_TEST_INFO(r.err);
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.out.find("FAIL") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(describe_prints_model_and_cluster_summary) {
+  Result r = run("describe " + kSource + "/scenarios/quickstart.yaml");
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.out.find("gpt3-1.7b: 1.65B parameters") != std::string::npos);
+  BOOST_TEST(r.out.find("dgx-a100-80g: 32 GPUs") != std::string::npos);
+  BOOST_TEST(r.out.find("9.98 PFLOP/s") != std::string::npos);  // 32 x 312 TFLOP/s
+}
+
+BOOST_AUTO_TEST_CASE(set_resizes_the_cluster_with_the_same_validation_as_the_file) {
+  Result ok = run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=8 --set plan.dp=32");
+  BOOST_TEST_INFO(ok.err);
+  BOOST_TEST(ok.status == 0);
+  BOOST_TEST(ok.out.find("64 GPUs") != std::string::npos);
+  Result bad = run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=many");
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(has_line(bad.err, "<--set cluster.nodes=many>:1:15: error: expected an integer for cluster.nodes, "
+                               "got 'many'"));
+}
+
+BOOST_AUTO_TEST_CASE(describe_writes_json_whole_or_not_at_all) {
+  const fs::path dir = fs::temp_directory_path() / ("paratwin_json_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string json = (dir / "summary.json").string();
+  Result r = run("describe " + kSource + "/scenarios/quickstart.yaml --json " + json);
+  BOOST_TEST(r.status == 0);
+  std::ifstream in(json);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(text.find("\"gpus\": 32") != std::string::npos);
+  // A failing run must not touch an existing output file.
+  Result bad = run("describe " + kSource + "/scenarios/quickstart.yaml --set plan.tp=3 --json " + json);
+  BOOST_TEST(bad.status == 2);
+  std::ifstream again(json);
+  std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  BOOST_TEST(after == text);
+  int leftovers = 0;
+  for (const auto& f : fs::directory_iterator(dir)) leftovers += f.path().filename() != "summary.json";
+  BOOST_TEST(leftovers == 0);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(list_shows_each_part_of_the_catalog) {
+  Result r = run("list models");
+  BOOST_TEST(r.status == 0);
+  for (const char* name : {"gpt3-175b", "llama3-405b", "mixtral-8x7b", "tiny-gpt", "gpt2-124m"})
+    BOOST_TEST(r.out.find(name) != std::string::npos, name);
+  Result t = run("list topologies");
+  for (const char* name : {"dgx-a100-80g", "dgx-h100", "dgx-h200", "h100-roce", "a100-pcie-ethernet",
+                           "hetero-h100-a100", "hetero-a100-v100", "local-cpu"})
+    BOOST_TEST(t.out.find(name) != std::string::npos, name);
+  BOOST_TEST(run("list widgets").status == 2);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_with_status_2) {
+  BOOST_TEST(run("frobnicate").status == 2);
+  BOOST_TEST(run("validate").status == 2);
+  BOOST_TEST(run("validate /nonexistent/file.yaml").status == 2);
+  BOOST_TEST(run("describe " + kSource + "/scenarios/quickstart.yaml --set noequals").status == 2);
+}
+
+BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
+  std::vector<fs::path> files;
+  for (const auto& f : fs::directory_iterator(fs::path(PARATWIN_TEST_DIR) / "malformed"))
+    if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  BOOST_TEST(files.size() >= 40u);
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::vector<std::string> expects;
+    std::string args;
+    for (std::string line; std::getline(in, line) && line.rfind("#", 0) == 0;) {
+      if (auto e = header_value(line, "expect"); !e.empty()) expects.push_back(replace_all(e, "{file}", file.string()));
+      if (auto a = header_value(line, "args"); !a.empty()) args = a;
+    }
+    BOOST_TEST_CONTEXT(file.filename().string()) {
+      BOOST_TEST(!expects.empty(), "no '# expect:' header");
+      Result r = run("validate " + file.string() + (args.empty() ? "" : " " + args));
+      BOOST_TEST(r.status == 2);
+      for (const auto& e : expects) BOOST_TEST(has_line(r.err, e), "missing line: " << e << "\ngot:\n" << r.err);
+    }
+  }
+}

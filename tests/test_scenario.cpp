@@ -1,3 +1,148 @@
+// Scenarios: references into the catalog, inline and overlaid parts, plan requests, semantic checks.
 #define BOOST_TEST_MODULE scenario
 #include <boost/test/unit_test.hpp>
-BOOST_AUTO_TEST_CASE(placeholder) { BOOST_TEST(true); }
+
+#include "plan/spec/scenario.hpp"
+#include "plan/spec/summary.hpp"
+
+using namespace paratwin;
+
+static const Catalog& catalog() {
+  static const Catalog c(PARATWIN_SOURCE_DIR);
+  return c;
+}
+
+static ScenarioSpec load(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  return load_scenario(parse_yaml(yaml, "s.yaml"), overrides, catalog());
+}
+
+static std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    load(yaml, sets);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  BOOST_FAIL("expected InputError");
+  return "";
+}
+
+BOOST_AUTO_TEST_CASE(the_architecture_example_loads_verbatim) {
+  const ScenarioSpec s = load(R"(
+name: gpt3-175b on 1024 A100
+model: gpt3-175b              # or inline: {layers: 96, hidden: 12288, heads: 96, vocab: 51200, seq_len: 2048}
+cluster: dgx-a100-80g         # or a path, or inline; size with cluster.nodes
+training:
+  global_batch: 1536          # sequences
+  seq_len: 2048
+  precision: bf16
+plan:
+  tp: 8
+  pp: 8
+  dp: 16
+  micro_batch: 1
+  schedule: interleaved       # gpipe | 1f1b | interleaved
+  virtual_stages: 2           # model chunks per pipeline rank (interleaved)
+  recompute: selective        # none | selective | full
+  sequence_parallel: true
+  zero: 1                     # 0 | 1 | 2 | 3
+)",
+                              {"cluster.nodes=128"});
+  BOOST_TEST(s.model.layers == 96);
+  BOOST_TEST(s.cluster.gpus() == 1024);
+  BOOST_TEST(*s.plan.tp == 8);
+  BOOST_TEST((*s.plan.schedule == Schedule::Interleaved));
+  BOOST_TEST((*s.plan.recompute == Recompute::Selective));
+  BOOST_TEST(*s.plan.zero == 1);
+  BOOST_TEST(s.plan.fully_fixed());
+}
+
+BOOST_AUTO_TEST_CASE(inline_model_and_cluster_overlay_are_accepted) {
+  const ScenarioSpec s = load(R"(
+model: {layers: 4, hidden: 256, heads: 8, vocab: 1000, seq_len: 512}
+cluster: {from: dgx-h100, nodes: 2}
+training: {global_batch: 64}
+plan: auto
+)");
+  BOOST_TEST(s.model.hidden == 256);
+  BOOST_TEST(s.training.seq_len == 512);  // the model's, when the job does not say
+  BOOST_TEST(s.cluster.gpus() == 16);
+  BOOST_TEST(s.plan.fully_automatic());
+}
+
+BOOST_AUTO_TEST_CASE(fixed_fields_with_the_rest_auto) {
+  const ScenarioSpec s = load(R"(
+model: llama3-8b
+cluster: dgx-h100
+training: {global_batch: 512, seq_len: 8192}
+plan: {tp: 8, pp: auto, recompute: auto}
+)");
+  BOOST_TEST(*s.plan.tp == 8);
+  BOOST_TEST(!s.plan.pp.has_value());
+  BOOST_TEST(!s.plan.recompute.has_value());
+  BOOST_TEST(!s.plan.fully_automatic());
+}
+
+BOOST_AUTO_TEST_CASE(errors_in_a_referenced_catalog_name_suggest_the_nearest) {
+  const std::string e = error_of("model: gpt3-175\ncluster: dgx-h100\ntraining: {global_batch: 8}\n");
+  BOOST_TEST(e.find("s.yaml:1:8: error: unknown model 'gpt3-175' — did you mean 'gpt3-175b'?") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(tp_must_divide_heads_and_fit_the_node) {
+  const std::string base = "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\ntraining: {global_batch: 8}\n";
+  BOOST_TEST(error_of(base + "plan: {tp: 5}\n").find("plan.tp=5 does not divide model.heads=96") != std::string::npos);
+  BOOST_TEST(error_of(base + "plan: {tp: 16}\n").find("does not fit the 8 GPUs per node") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(degrees_must_use_the_whole_cluster) {
+  const std::string e = error_of(R"(
+model: gpt3-1.7b
+cluster: {from: dgx-a100-80g, nodes: 4}
+training: {global_batch: 512}
+plan: {tp: 2, pp: 1, dp: 8}
+)");
+  BOOST_TEST(e.find("dp x tp x pp x cp = 16 but the cluster has 32 GPUs; set cluster.nodes=2 or set plan.dp=16") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(global_batch_must_split_into_whole_micro_batches) {
+  const std::string e = error_of(R"(
+model: gpt3-1.7b
+cluster: {from: dgx-a100-80g, nodes: 4}
+training: {global_batch: 512}
+plan: {tp: 2, pp: 1, dp: 16, micro_batch: 3}
+)");
+  BOOST_TEST(e.find("training.global_batch=512 is not divisible by dp x micro_batch = 48") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(overrides_are_checked_like_the_file) {
+  const std::string yaml = "model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 4}\ntraining: {global_batch: 512}\n";
+  const std::string e = error_of(yaml, {"plan.schedule=interleave"});
+  BOOST_TEST(e.find("<--set plan.schedule=interleave>:1:15: error: invalid value 'interleave' for plan.schedule") !=
+             std::string::npos);
+  BOOST_TEST(e.find("did you mean 'interleaved'?") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(sweep_values_are_validated_one_by_one) {
+  const std::string e = error_of(R"(
+model: gpt3-1.7b
+cluster: dgx-a100-80g
+training: {global_batch: 512, tokens: 1B}
+sweep:
+  grid:
+    cluster.nodes: [4, many]
+)");
+  BOOST_TEST(e.find("s.yaml:7:24: error: sweep.grid.cluster.nodes: expected an integer for cluster.nodes, got "
+                    "'many'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(summary_counts_flops_per_iteration) {
+  const ScenarioSpec s = load("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+                              "training: {global_batch: 1536, tokens: 300B}\n");
+  const ScenarioSummary sum = summarize(s);
+  BOOST_TEST(sum.gpus == 1024);
+  BOOST_TEST(sum.tokens_per_iteration == 1536.0 * 2048);
+  BOOST_TEST(sum.peak.value() == 1024 * 312e12);
+  BOOST_TEST(sum.iterations == 300e9 / (1536.0 * 2048), boost::test_tools::tolerance(1e-12));
+}

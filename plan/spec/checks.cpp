@@ -100,7 +100,7 @@ class Checker {
                              ": expert-parallel groups are formed inside the data-parallel group");
     }
     const int gpus = s_.cluster.gpus();
-    const int model_parallel = p.tp.value_or(1) * p.pp.value_or(1) * p.cp.value_or(1);
+    const long long model_parallel = static_cast<long long>(p.tp.value_or(1)) * p.pp.value_or(1) * p.cp.value_or(1);
     if (p.dp && p.tp && p.pp) {
       const long long used = static_cast<long long>(*p.dp) * model_parallel;
       if (used != gpus)

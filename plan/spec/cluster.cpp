@@ -191,8 +191,16 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
     }
   }
   r.finish();
-  int nodes_total = 0;
-  for (const auto& p : c.pools) nodes_total += p.nodes;
+  long long nodes_total = 0, gpus_total = 0;
+  for (const auto& p : c.pools) {
+    nodes_total += p.nodes;
+    gpus_total += static_cast<long long>(p.nodes) * p.gpus_per_node;
+  }
+  if (gpus_total > kMaxClusterGpus) {
+    diag.error(node.location, "the cluster has " + std::to_string(gpus_total) + " GPUs; ParaTwin models up to " +
+                                  std::to_string(kMaxClusterGpus));
+    c.pools.clear();  // keep gpus() within int for whoever looks at the partial result
+  }
   if (nodes_total > 1 && !node.find("network"))
     diag.error(node.location, "missing required key 'network'" + (path.empty() ? std::string() : " in " + path) +
                                   ": a cluster of more than one node needs the fabric between nodes");

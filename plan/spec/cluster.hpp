@@ -82,6 +82,9 @@ struct NetworkSpec {
   Seconds switch_latency{1e-6};
 };
 
+// Large enough for any cluster built so far, small enough that GPU counts fit an int.
+constexpr int kMaxClusterGpus = 1 << 24;
+
 struct ClusterSpec {
   std::string name;
   std::string description;

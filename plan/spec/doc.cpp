@@ -130,8 +130,14 @@ void deep_merge(DocNode& base, const DocNode& over) {
   base = over;
 }
 
+Location override_location(const std::string& argument, int column) {
+  return {"<--set " + argument + ">", 1, column};
+}
+
+bool is_override_location(const Location& where) { return where.file.rfind("<--set ", 0) == 0; }
+
 Override parse_override(const std::string& argument) {
-  const Location whole{"--set " + argument, 1, 1};
+  const Location whole = override_location(argument);
   const size_t eq = argument.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError(whole, "expected KEY=VALUE such as plan.tp=8 or cluster.nodes=64");
@@ -173,7 +179,7 @@ Override parse_override(const std::string& argument) {
 }
 
 void apply_override(DocNode& root, const Override& o) {
-  const Location where{"--set " + o.text, 1, 1};
+  const Location where = override_location(o.text);
   DocNode* node = &root;
   for (size_t i = 0; i < o.path.size(); ++i) {
     const std::string& key = o.path[i];

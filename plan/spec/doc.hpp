@@ -62,6 +62,10 @@ struct Override {
   std::string text;  // as the user wrote it, for messages
 };
 
+// Messages about an override point into the argument itself: "<--set plan.tp=x>:1:9".
+Location override_location(const std::string& argument, int column = 1);
+bool is_override_location(const Location& where);
+
 // Parses "a.b.c=VALUE"; a malformed argument throws InputError.
 Override parse_override(const std::string& argument);
 

@@ -34,6 +34,8 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
   r.read_enum("position", m.position, kPositionKindNames);
   r.read("tied_embeddings", m.tied_embeddings);
   r.read("bias", m.bias);
+  m.dropout = m.mlp == MlpKind::Gelu;
+  r.read("dropout", m.dropout);
   if (const DocNode* moe_node = r.get("moe")) {
     MoeSpec moe;
     MapReader mr(*moe_node, r.field("moe"), diag, locations);

@@ -43,6 +43,7 @@ struct ModelSpec {
   PositionKind position = PositionKind::Learned;
   bool tied_embeddings = true;
   bool bias = true;  // biases on linear layers (GPT) or none (Llama)
+  bool dropout = true;  // dropout after attention and MLP (GPT); Llama trains without; default: GELU models
   std::optional<MoeSpec> moe;
 
   bool is_moe_layer(int layer) const { return moe && (layer % moe->every) == moe->every - 1; }

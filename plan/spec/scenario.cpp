@@ -31,10 +31,13 @@ const EnumNames<FailureDistribution> kFailureDistributionNames = {
 const EnumNames<ElasticPolicy> kElasticPolicyNames = {
     {"restart", ElasticPolicy::Restart}, {"spares", ElasticPolicy::Spares}, {"shrink", ElasticPolicy::Shrink}};
 
+const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp", "tp-pp-cp-dp"};
+
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !offload_optimizer && !offload_activations && !compression &&
-         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp;
+         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order && !num_microbatches && !stages &&
+         !checkpoint_interval;
 }
 
 bool PlanRequest::fully_fixed() const { return dp && tp && pp && micro_batch; }
@@ -144,6 +147,42 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
     read_auto(o, "pp", p.overlap_pp);
     o.finish();
   }
+  if (const DocNode* order = r.get("order"); order && !is_auto(order))
+    p.order = read_choice(*order, r.field("order"), kRankOrders, diag);
+  read_auto(r, "num_microbatches", p.num_microbatches, 1, 1 << 24);
+  if (const DocNode* interval = r.get("checkpoint_interval"); interval && !is_auto(interval))
+    if (auto v = read_quantity(*interval, r.field("checkpoint_interval"), Dimension::Duration, diag))
+      p.checkpoint_interval = Seconds(*v);
+  if (const DocNode* stages = r.get("stages"); stages && !is_auto(stages)) {
+    if (!stages->is_sequence() || stages->items.empty()) {
+      diag.error(stages->location, "expected a list of stages for plan.stages, got " + describe(*stages));
+    } else {
+      std::vector<StagePlan> list;
+      for (size_t i = 0; i < stages->items.size(); ++i) {
+        const std::string path = "plan.stages[" + std::to_string(i) + "]";
+        StagePlan st;
+        MapReader sr(stages->items[i], path, diag, locations);
+        if (const DocNode* layers = sr.require("layers")) {
+          if (layers->is_sequence() && layers->items.size() == 2) {
+            auto b = read_int(layers->items[0], path + ".layers[0]", diag, 0, 1 << 20);
+            auto e = read_int(layers->items[1], path + ".layers[1]", diag, 1, 1 << 20);
+            if (b && e && *e <= *b)
+              diag.error(layers->location, path + ".layers = [" + std::to_string(*b) + ", " + std::to_string(*e) +
+                                               "] is empty; expected [first, end) with end > first");
+            if (b && e) st.layer_begin = static_cast<int>(*b), st.layer_end = static_cast<int>(*e);
+          } else {
+            diag.error(layers->location, "expected [first, end) for " + path + ".layers, e.g. [0, 12], got " +
+                                             describe(*layers));
+          }
+        }
+        sr.read("pool", st.pool);
+        sr.read_enum("recompute", st.recompute, kRecomputeNames);
+        sr.finish();
+        list.push_back(st);
+      }
+      p.stages = list;
+    }
+  }
   r.finish();
   return p;
 }
@@ -229,7 +268,7 @@ SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* lo
 }
 
 std::string base_directory(const Location& where) {
-  if (where.file.empty() || where.file.rfind("--set ", 0) == 0) return ".";
+  if (where.file.empty() || is_override_location(where)) return ".";
   return fs::path(where.file).parent_path().string();
 }
 
@@ -322,7 +361,7 @@ void check_sweep_values(const ScenarioSpec& s, const Catalog& catalog, Diagnosti
       for (const auto& d : point.all())
         if (d.severity == Severity::Error) {
           // An unknown key created by the path itself is best reported at the axis value.
-          const bool from_path = d.where.file.rfind("--set ", 0) == 0;
+          const bool from_path = is_override_location(d.where);
           diag.error(from_path ? value.location : d.where, "sweep.grid." + axis.path + ": " + d.message);
         }
     }
@@ -394,6 +433,10 @@ ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overri
 ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>& overrides,
                            const Catalog& catalog) {
   return load_scenario(load_yaml_file(path), overrides, catalog);
+}
+
+PlanRequest parse_plan_request(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
+  return parse_plan(node, diag, locations);
 }
 
 ModelSpec load_model_file(const std::string& path) {

@@ -40,7 +40,24 @@ struct CompressionSpec {
   double ratio = 1.0;  // share of gradient entries sent (topk)
   bool error_feedback = true;
   int warmup_steps = 0;  // dense steps before compression starts
+
+  bool operator==(const CompressionSpec&) const = default;
 };
+
+// One model chunk of a pipeline: transformer layers [layer_begin, layer_end), the node pool that runs
+// it and its recompute mode. Chunk c runs on pipeline rank c % pp; the embedding belongs to chunk 0
+// and the head and loss to the last chunk.
+struct StagePlan {
+  int layer_begin = 0;
+  int layer_end = 0;
+  std::string pool;
+  Recompute recompute = Recompute::None;
+
+  bool operator==(const StagePlan&) const = default;
+};
+
+// Rank orders: parallel dimensions listed fastest-varying first (Megatron-LM's default first).
+extern const std::vector<std::string> kRankOrders;
 
 // The scenario's `plan:` section. Each field left out or written `auto` is for the optimizer to
 // choose (std::nullopt); `plan: auto` leaves all of them to it.
@@ -56,6 +73,11 @@ struct PlanRequest {
   std::optional<CompressionSpec> compression;
   std::optional<Bytes> bucket_size;
   std::optional<bool> overlap_dp, overlap_tp, overlap_pp;
+  // Written in plan files (and allowed in scenarios): everything else a plan says.
+  std::optional<std::string> order;
+  std::optional<int> num_microbatches;
+  std::optional<std::vector<StagePlan>> stages;
+  std::optional<Seconds> checkpoint_interval;
 
   bool fully_automatic() const;
   bool fully_fixed() const;  // every degree and micro-batch given
@@ -158,6 +180,9 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>&
 // As load_scenario, from a document already parsed (text, tests, fuzzing, sweeps).
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides = {},
                            const Catalog& catalog = Catalog::installed());
+
+// Parses a `plan:` section or a plan file (the same keys); `auto` and absent fields stay empty.
+PlanRequest parse_plan_request(const DocNode& node, Diagnostics& diag, FieldLocations* locations = nullptr);
 
 // Loads a model or cluster file on its own (validate, list).
 ModelSpec load_model_file(const std::string& path);

@@ -32,7 +32,7 @@ Validation validate_file(const std::string& path, const std::vector<Override>& o
   Validation v;
   v.kind = detect_kind(doc);
   if (v.kind != FileKind::Scenario && !overrides.empty())
-    throw InputError(Location{"--set " + overrides.front().text, 1, 1},
+    throw InputError(override_location(overrides.front().text),
                      "--set applies to scenarios; " + path + " is a " + file_kind_name(v.kind));
   switch (v.kind) {
     case FileKind::Model: {

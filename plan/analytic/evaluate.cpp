@@ -1,0 +1,235 @@
+// List scheduling of the Program over all roles at once: a task starts when its stream is free,
+// its dependencies have ended and, for a receive, its matching send has started.
+#include "plan/analytic/evaluate.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace paratwin {
+namespace {
+
+const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
+  for (const auto& p : c.pools)
+    if (p.name == name) return p;
+  throw std::logic_error("no pool " + name);
+}
+
+// A transfer is known by its direction, micro-batch and the chunk that receives it.
+using P2pKey = std::tuple<int /*direction*/, int /*microbatch*/, int /*receiving chunk*/>;
+
+P2pKey key_of(const Task& t) {
+  int receiver = t.chunk;
+  if (t.kind == TaskKind::Send) receiver = t.direction == Direction::Forward ? t.chunk + 1 : t.chunk - 1;
+  return {static_cast<int>(t.direction), t.microbatch, receiver};
+}
+
+// Total length of a union of intervals, and of its part outside another union.
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double length(const Intervals& v) {
+  double s = 0;
+  for (const auto& iv : v) s += iv.second - iv.first;
+  return s;
+}
+
+// Length of `a` not covered by `b` (both merged).
+double uncovered(const Intervals& a, const Intervals& b) {
+  double s = 0;
+  size_t j = 0;
+  for (const auto& [lo, hi] : a) {
+    double cursor = lo;
+    while (j < b.size() && b[j].second <= cursor) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < hi; ++k) {
+      if (b[k].first > cursor) s += b[k].first - cursor;
+      cursor = std::max(cursor, b[k].second);
+      if (cursor >= hi) break;
+    }
+    if (cursor < hi) s += hi - cursor;
+  }
+  return s;
+}
+
+Intervals united(const Intervals& a, const Intervals& b) {
+  Intervals all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  return merged(all);
+}
+
+}  // namespace
+
+double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision) {
+  switch (t.kind) {
+    case TaskKind::Forward:
+    case TaskKind::Backward:
+    case TaskKind::Recompute:
+    case TaskKind::Optimizer:
+      return cost::compute_time(t.work, cluster.device_of(pool), precision).value();
+    case TaskKind::Collective:
+      return cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value() * t.count;
+    case TaskKind::Send: return cost::p2p_time(t.bytes, t.peer_same_node, pool, cluster).value();
+    case TaskKind::Recv: return 0;
+    case TaskKind::Copy: return t.bytes.value() / pool.pcie_bandwidth.value();
+  }
+  return 0;
+}
+
+Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
+  const size_t roles = program.roles.size();
+  constexpr int kStreams = 5;
+  Evaluation ev;
+  ev.roles.resize(roles);
+  std::vector<std::vector<double>> duration(roles);
+  std::vector<std::vector<char>> done(roles);
+  std::vector<std::array<std::vector<int>, kStreams>> queue(roles);
+  std::vector<std::array<size_t, kStreams>> head(roles);
+  std::vector<std::array<double, kStreams>> stream_free(roles);
+  std::map<std::pair<int, P2pKey>, TaskTiming> sends;  // by receiving pipeline rank
+
+  for (size_t r = 0; r < roles; ++r) {
+    const Role& role = program.roles[r];
+    const PoolSpec& pool = pool_named(cluster, role.pool);
+    ev.roles[r].tasks.resize(role.tasks.size());
+    done[r].assign(role.tasks.size(), 0);
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      duration[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
+      queue[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
+    }
+    head[r].fill(0);
+    stream_free[r].fill(0);
+  }
+
+  size_t remaining = program.task_count();
+  while (remaining > 0) {
+    bool progress = false;
+    for (size_t r = 0; r < roles; ++r) {
+      const Role& role = program.roles[r];
+      for (int s = 0; s < kStreams; ++s) {
+        while (head[r][s] < queue[r][s].size()) {
+          const int i = queue[r][s][head[r][s]];
+          const Task& t = role.tasks[i];
+          double start = stream_free[r][s];
+          bool ready = true;
+          for (int d : t.deps) {
+            if (!done[r][d]) {
+              ready = false;
+              break;
+            }
+            start = std::max(start, ev.roles[r].tasks[d].end_s);
+          }
+          const TaskTiming* send = nullptr;
+          if (ready && t.kind == TaskKind::Recv) {
+            auto it = sends.find({role.pipeline_rank, key_of(t)});
+            if (it == sends.end())
+              ready = false;
+            else
+              send = &it->second;
+          }
+          if (!ready) break;
+          double end = start + duration[r][i];
+          if (send) {
+            start = std::max(start, send->start_s);
+            end = std::max(start, send->end_s);
+          }
+          ev.roles[r].tasks[i] = {start, end};
+          if (t.kind == TaskKind::Send) sends[{t.peer, key_of(t)}] = {start, end};
+          stream_free[r][s] = end;
+          done[r][i] = 1;
+          ++head[r][s];
+          --remaining;
+          progress = true;
+        }
+      }
+    }
+    if (!progress) throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
+  }
+
+  // Per role: end, breakdown, memory.
+  for (size_t r = 0; r < roles; ++r) {
+    const Role& role = program.roles[r];
+    RoleEvaluation& re = ev.roles[r];
+    const PoolSpec& pool = pool_named(cluster, role.pool);
+    Intervals compute, tp, pp, dp, copy;
+    std::vector<std::pair<double, double>> memory_events;  // (time, +alloc / -free)
+    Flops executed;
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      const Task& t = role.tasks[i];
+      const TaskTiming& tm = re.tasks[i];
+      const double d = tm.end_s - tm.start_s;
+      re.end_s = std::max(re.end_s, tm.end_s);
+      executed += t.work.gemm_flops;
+      switch (t.kind) {
+        case TaskKind::Forward:
+        case TaskKind::Backward: re.breakdown.compute_s += d; break;
+        case TaskKind::Recompute: re.breakdown.recompute_s += d; break;
+        case TaskKind::Optimizer: re.breakdown.optimizer_s += d; break;
+        default: break;
+      }
+      const auto iv = std::make_pair(tm.start_s, tm.end_s);
+      if (t.stream == StreamKind::Compute) {
+        if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv) pp.push_back(iv);
+        else compute.push_back(iv);
+      } else if (t.stream == StreamKind::Tp) {
+        tp.push_back(iv);
+      } else if (t.stream == StreamKind::Pp) {
+        pp.push_back(iv);
+      } else if (t.stream == StreamKind::Dp) {
+        dp.push_back(iv);
+      } else {
+        copy.push_back(iv);
+      }
+      if (t.alloc.value() > 0) memory_events.push_back({tm.start_s, t.alloc.value()});
+      if (t.free.value() > 0) memory_events.push_back({tm.end_s, -t.free.value()});
+    }
+    compute = merged(compute);
+    tp = merged(tp);
+    pp = merged(pp);
+    dp = merged(dp);
+    copy = merged(copy);
+    TimeBreakdown& b = re.breakdown;
+    b.tp_comm_s = length(tp);
+    b.pp_comm_s = length(pp);
+    b.dp_comm_s = length(dp);
+    b.offload_s = length(copy);
+    // Exposed: communication while the compute stream idles, counted once however many streams are busy.
+    const Intervals comm = united(united(tp, pp), united(dp, copy));
+    b.exposed_comm_s = uncovered(comm, compute);
+    b.bubble_s = std::max(0.0, re.end_s - length(compute) - b.exposed_comm_s);
+
+    // Frees before allocations at the same instant: a buffer handed over is not held twice.
+    std::sort(memory_events.begin(), memory_events.end());
+    double held = 0, peak = 0;
+    for (const auto& [time, delta] : memory_events) {
+      held += delta;
+      peak = std::max(peak, held);
+    }
+    re.activations_peak = Bytes(peak);
+    re.peak_memory = role.state.total() + role.buffers + re.activations_peak;
+    re.capacity = cluster.device_of(pool).memory;
+    ev.hardware_flops += executed * role.instances;
+    const auto& peaks = cluster.device_of(pool).peak;
+    if (auto it = peaks.find(training.precision); it != peaks.end()) ev.peak += it->second * role.instances;
+    if (re.end_s > ev.iteration_time_s) {
+      ev.iteration_time_s = re.end_s;
+      ev.critical_role = static_cast<int>(r);
+    }
+  }
+  return ev;
+}
+
+}  // namespace paratwin

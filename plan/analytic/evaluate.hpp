@@ -1,0 +1,54 @@
+// The analytic evaluator: the Program's critical path with every task costed by the cost model,
+// streams running their tasks in order and overlapping each other, and no contention (every flow
+// has its links to itself). Fast enough for the optimizer; the simulator adds contention and faults.
+#pragma once
+
+#include <vector>
+
+#include "plan/ir/program.hpp"
+
+namespace paratwin {
+
+struct TaskTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+
+// Where one role's iteration time goes. Communication totals are stream busy time; exposed_comm_s
+// is the part of it during which the compute stream is idle; bubble_s is the idle rest.
+struct TimeBreakdown {
+  double compute_s = 0;    // forward and backward
+  double recompute_s = 0;
+  double optimizer_s = 0;
+  double tp_comm_s = 0;    // TP, CP and EP collectives
+  double pp_comm_s = 0;    // pipeline transfers
+  double dp_comm_s = 0;    // gradient buckets, ZeRO gathers, tied-embedding gradients
+  double offload_s = 0;    // host copies
+  double exposed_comm_s = 0;
+  double bubble_s = 0;
+};
+
+struct RoleEvaluation {
+  std::vector<TaskTiming> tasks;  // by task index
+  double end_s = 0;
+  TimeBreakdown breakdown;
+  Bytes activations_peak;  // most activation memory held at once
+  Bytes peak_memory;       // model states + buffers + activations at their peak
+  Bytes capacity;
+};
+
+struct Evaluation {
+  double iteration_time_s = 0;
+  std::vector<RoleEvaluation> roles;
+  int critical_role = 0;  // the role that finishes last
+  Flops hardware_flops;   // executed by all ranks, recompute included
+  FlopsPerSecond peak;    // of the ranks the plan uses, at the training precision
+};
+
+// Duration of one task on its role's hardware (a receive takes no time of its own: it ends with
+// its send).
+double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision);
+
+Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
+
+}  // namespace paratwin

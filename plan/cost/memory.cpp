@@ -1,0 +1,88 @@
+// Model-state and activation memory per rank (ZeRO paper section 3; Korthikanti et al. 2022 section 4).
+#include "plan/cost/memory.hpp"
+
+#include <cassert>
+
+namespace paratwin::cost {
+
+static bool mixed_precision(Precision p) {
+  return p != Precision::Fp32 && p != Precision::Tf32;
+}
+
+double element_bytes(Precision precision) {
+  return mixed_precision(precision) ? 2 : 4;
+}
+
+double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precision) {
+  const bool adam = optimizer != OptimizerKind::Sgd;
+  // Mixed precision keeps an fp32 master copy (4) beside the moments; fp32 training updates the weights.
+  const double moments = adam ? 8 : 4;
+  return moments + (mixed_precision(precision) ? 4 : 0);
+}
+
+ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
+                                  Precision precision) {
+  assert(dp >= 1 && "data-parallel degree must be at least 1");
+  assert(zero >= 0 && zero <= 3 && "ZeRO stage must be 0, 1, 2 or 3");
+  const double e = element_bytes(precision), K = optimizer_bytes_per_parameter(optimizer, precision);
+  // ZeRO stage z shards the optimizer states from stage 1, the gradients from 2, the weights from 3.
+  const double shard = 1.0 / dp;
+  ModelStateBytes m;
+  m.weights = Bytes(e * parameters * (zero >= 3 ? shard : 1));
+  m.gradients = Bytes(e * parameters * (zero >= 2 ? shard : 1));
+  m.optimizer = Bytes(K * parameters * (zero >= 1 ? shard : 1));
+  return m;
+}
+
+// Korthikanti et al. section 4.1 counts, per layer, with e bytes per element (2 in their paper), A =
+// heads x head_dim, Kv = kv_heads x head_dim, f = ffn_hidden, and 1-byte dropout masks:
+//   outside the TP regions (split by t only with SP), per token:
+//     QKV GEMM input e h, MLP input e h, two norm inputs 2 e h, two dropout masks 2 h
+//                                                       (GPT: 10 h)
+//   inside the TP regions (split by t), per token:
+//     Q e A, K and V 2 e Kv (GQA keeps only the kv heads), output-projection input e A,
+//     MLP: GELU input and output 2 e f, or SwiGLU gate, up and product 3 e f      (GPT: 24 h)
+//   attention core (split by t), per query and key: softmax output e a, and with dropout its
+//     mask a and output e a                                                        (GPT: 5 a s)
+// Selective recompute drops the attention core; full recompute keeps the layer input only.
+// Context parallelism: a rank holds s/cp tokens, and its queries score all s keys.
+// MoE: the router's input is the MLP input above; add its fp32 probabilities 4 E, top_k permuted copies
+// of the token e h each (outside TP), and top_k expert MLPs' intermediates (inside TP).
+Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, bool moe_layer) {
+  assert(c.tp >= 1 && c.cp >= 1 && c.micro_batch >= 1 && c.seq_len >= 1 && "bad activation config");
+  const double e = element_bytes(c.precision), h = model.hidden, f = model.ffn_hidden;
+  const double A = double(model.heads) * model.head_dim, Kv = double(model.kv_heads) * model.head_dim;
+  const double t = c.tp, tokens = double(c.micro_batch) * c.seq_len / c.cp;  // s b on this rank
+  const double sp = c.sequence_parallel ? t : 1;
+
+  if (c.recompute == Recompute::Full) return Bytes(e * tokens * h / sp);
+
+  const double mlp_inner = (model.mlp == MlpKind::SwiGlu ? 3 : 2) * e * f;
+  double outside = 4 * e * h + (model.dropout ? 2 * h : 0);
+  double inside = e * (2 * A + 2 * Kv) + mlp_inner;
+  if (moe_layer) {
+    assert(model.moe && "an MoE layer in a model without moe");
+    const double k = model.moe->top_k;
+    outside += 4.0 * model.moe->experts + k * e * h;
+    inside += (k - 1) * mlp_inner;
+  }
+  double bytes = tokens * (outside / sp + inside / t);
+  if (c.recompute == Recompute::None) {
+    const double per_score = e + (model.dropout ? 1 + e : 0);
+    bytes += model.heads * tokens * c.seq_len * per_score / t;
+  }
+  return Bytes(bytes);
+}
+
+Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
+  const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
+  return Bytes(element_bytes(c.precision) * tokens * model.hidden / (c.sequence_parallel ? c.tp : 1));
+}
+
+Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
+  // Vocabulary-parallel logits (e bytes) and the cross-entropy's fp32 softmax (4 bytes), each s b V / t.
+  const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
+  return Bytes(tokens * model.vocab * (element_bytes(c.precision) + 4) / c.tp);
+}
+
+}  // namespace paratwin::cost

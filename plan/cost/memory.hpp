@@ -1,0 +1,65 @@
+// Memory per rank: model states under mixed precision and ZeRO, and activations per layer by
+// recompute mode, tensor/sequence/context parallelism. Formulas from the ZeRO paper (Rajbhandari
+// et al. 2020, section 3) and from Korthikanti et al. 2022 ("Reducing Activation Recomputation in
+// Large Transformer Models", section 4), generalized to GQA, SwiGLU and models without dropout.
+#pragma once
+
+#include "plan/spec/cluster.hpp"
+#include "plan/spec/model.hpp"
+#include "plan/spec/scenario.hpp"
+#include "plan/spec/units.hpp"
+
+namespace paratwin::cost {
+
+// Bytes of one element of weights/activations at a training precision: fp32/tf32 4, fp16/bf16 2,
+// fp8 2 as well (activations and weights stay bf16 under FP8 GEMMs).
+double element_bytes(Precision precision);
+
+struct ModelStateBytes {
+  Bytes weights;     // the working copy the GEMMs read (bf16 under mixed precision)
+  Bytes gradients;   // gradient buffer
+  Bytes optimizer;   // fp32 master weights + optimizer moments (the ZeRO paper's K x Psi)
+
+  Bytes total() const { return weights + gradients + optimizer; }
+};
+
+// The ZeRO paper's K: optimizer-state bytes per parameter. Mixed precision (bf16/fp16/fp8): AdamW and
+// Adam 12 (fp32 master, m, v), SGD with momentum 8 (master, momentum). fp32/tf32: Adam 8 (m, v; the
+// weights are the master), SGD 4.
+double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precision);
+
+// Model states of a rank holding `parameters` parameters (its TP/PP share), data-parallel degree
+// `dp`, ZeRO stage 0-3:
+//   ZeRO-0: (2 + 2 + K) Psi      ZeRO-1: 2 Psi + 2 Psi + K Psi / dp
+//   ZeRO-2: 2 Psi + (2 + K) Psi / dp      ZeRO-3: (2 + 2 + K) Psi / dp
+// (2 stands for element_bytes: 4 under fp32.)
+ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
+                                  Precision precision);
+
+struct ActivationConfig {
+  int micro_batch = 1;   // b, sequences
+  int seq_len = 0;       // s, the full sequence (context parallelism divides it by cp)
+  int tp = 1;            // t
+  int cp = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::None;
+  Precision precision = Precision::Bf16;
+};
+
+// Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h
+// GELU MLP, MHA, dropout, 16-bit) this is Korthikanti et al.'s table 2:
+//   none, no SP:        s b h (10 + 24/t + 5 a s / (h t))
+//   none, SP:           s b h (34/t + 5 a s / (h t))
+//   selective, no SP:   s b h (10 + 24/t)
+//   selective, SP:      s b h (34/t)
+//   full:               2 s b h (no SP) or 2 s b h / t (SP): the layer input only
+// where a is the number of heads. Context parallelism divides s by cp. MoE layers keep top_k expert
+// MLP activations per token plus the router's.
+Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
+
+// The embedding's output kept for backward (s b h, split by SP) and, on the last stage, the logits in
+// 16 bits plus fp32 softmax for the loss: s b V (2 + 4) / t.
+Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig& config);
+Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& config);
+
+}  // namespace paratwin::cost

@@ -1,0 +1,488 @@
+// Lowering: (model, cluster, plan) -> Program. One role per pipeline rank; its tasks follow the
+// pipeline schedule, with the TP/CP/EP collectives of every pass, the PP transfers between stages,
+// DP gradient buckets issued as their layers' gradients become final, ZeRO gathers, offload copies,
+// recomputation and the optimizer step.
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "plan/ir/program.hpp"
+#include "plan/ir/schedule.hpp"
+
+namespace paratwin {
+
+using cost::CollectiveKind;
+
+namespace {
+
+struct Dimensions {
+  int size = 1;
+  long long stride = 1;  // distance in global ranks between consecutive members
+};
+
+// Sizes and strides of each parallel dimension under the plan's rank order.
+std::map<std::string, Dimensions> rank_layout(const Plan& p) {
+  const std::map<std::string, int> size = {{"tp", p.tp}, {"cp", p.cp}, {"dp", p.dp}, {"pp", p.pp}};
+  std::map<std::string, Dimensions> out;
+  long long stride = 1;
+  size_t start = 0;
+  while (start < p.order.size()) {
+    const size_t dash = p.order.find('-', start);
+    const std::string dim = p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    out[dim] = {size.at(dim), stride};
+    stride *= size.at(dim);
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  return out;
+}
+
+// Where `n` members `stride` ranks apart sit on nodes of `gpus_per_node`.
+cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster) {
+  cost::GroupPlacement g;
+  g.size = n;
+  const long long per_node = pool.gpus_per_node;
+  g.per_node = stride >= per_node ? 1 : static_cast<int>(std::min<long long>(n, per_node / stride));
+  const long long span = stride * (n - 1) + 1;
+  const long long boundary = cluster.network.pod_gpus       ? *cluster.network.pod_gpus
+                             : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
+                                                             : per_node;
+  g.crosses_pods = span > boundary;
+  return g;
+}
+
+class RoleBuilder {
+ public:
+  RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank)
+      : p_(p), m_(m), c_(c), t_(t), rank_(rank) {
+    role_.pipeline_rank = rank;
+    role_.pool = p.stages[rank].pool;
+    role_.instances = p.dp * p.tp * p.cp;
+    for (const auto& pool : c.pools)
+      if (pool.name == role_.pool) pool_ = &pool;
+    const auto layout = rank_layout(p);
+    tp_ = place(p.tp, layout.at("tp").stride, *pool_, c);
+    cp_ = place(p.cp, layout.at("cp").stride, *pool_, c);
+    dp_ = place(p.dp, layout.at("dp").stride, *pool_, c);
+    ep_ = place(p.ep, layout.at("dp").stride, *pool_, c);  // expert groups are carved out of dp
+    pp_stride_ = layout.at("pp").stride;
+    elem_ = cost::element_bytes(t.precision);
+  }
+
+  Role build() {
+    parameters_and_buckets();
+    const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
+    // The last backward of each chunk finalizes its gradients.
+    std::map<int, int> last_backward;
+    for (const auto& s : order)
+      if (!s.forward) last_backward[s.chunk] = s.microbatch;
+    for (const auto& s : order) {
+      if (s.forward)
+        forward(s.microbatch, s.chunk);
+      else
+        backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
+    }
+    optimizer();
+    return std::move(role_);
+  }
+
+ private:
+  int add(Task task) {
+    role_.tasks.push_back(std::move(task));
+    return static_cast<int>(role_.tasks.size()) - 1;
+  }
+
+  static std::string tag(int mb, int chunk) { return "mb" + std::to_string(mb) + " c" + std::to_string(chunk); }
+  bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
+  const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
+
+  cost::LayerWork layer_work() const {
+    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision};
+  }
+
+  int moe_layers(int begin, int end) const {
+    int n = 0;
+    for (int l = begin; l < end; ++l) n += m_.is_moe_layer(l) ? 1 : 0;
+    return n;
+  }
+
+  // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live.
+  cost::KernelCost pass_work(int chunk, int begin, int end, bool forward, bool with_embedding, bool with_head) {
+    const auto w = layer_work();
+    const int moe = moe_layers(begin, end), dense = end - begin - moe;
+    cost::KernelCost k;
+    if (dense) k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
+    if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
+    if (with_embedding) k += cost::embedding_forward(m_, w);
+    if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
+    (void)chunk;
+    return k;
+  }
+
+  Bytes activations(int chunk) const {
+    const StagePlan& st = stage(chunk);
+    cost::ActivationConfig a{p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, st.recompute,
+                             t_.precision};
+    Bytes total;
+    for (int l = st.layer_begin; l < st.layer_end; ++l) total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
+    if (chunk == 0) total += cost::embedding_activation_bytes(m_, a);
+    if (last_chunk(chunk)) total += cost::head_activation_bytes(m_, a);
+    return total;
+  }
+
+  // One rank's share of an activation tensor of the micro-batch (b x s/cp x h), split by tp under SP.
+  Bytes boundary_bytes() const {
+    double tokens = double(p_.micro_batch) * t_.seq_len / p_.cp;
+    if (p_.sequence_parallel) tokens /= p_.tp;
+    return Bytes(tokens * m_.hidden * elem_);
+  }
+
+  Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes, int count,
+                  StreamKind stream, std::string name, std::vector<int> deps) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.stream = stream;
+    t.collective = kind;
+    t.group = group;
+    t.placement = where;
+    t.bytes = bytes;
+    t.count = count;
+    t.name = std::move(name);
+    t.deps = std::move(deps);
+    return t;
+  }
+
+  // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
+  std::vector<int> model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after,
+                                       int passes) {
+    std::vector<int> ids;
+    const std::string what = std::string(forward ? "F " : "B ") + tag(mb, chunk);
+    const int layers = end - begin;
+    const StreamKind stream = StreamKind::Tp;
+    if (p_.tp > 1 && layers > 0) {
+      // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
+      // the vocabulary-parallel embedding.
+      const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
+      const Bytes full(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.hidden * elem_);
+      if (p_.sequence_parallel) {
+        ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
+                                     "AG tp " + what, {after})));
+        ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
+                                     "RS tp " + what, {ids.back()})));
+      } else {
+        ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
+                                     "AR tp " + what, {after})));
+      }
+    }
+    if (p_.cp > 1 && layers > 0) {
+      // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
+      const double kv_dim = double(m_.kv_heads) * m_.head_dim / p_.tp;
+      const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
+      ids.push_back(add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter,
+                                   GroupKind::Cp, cp_, kv, layers * passes, stream,
+                                   (forward ? "AG cp " : "RS cp ") + what, {after})));
+    }
+    const int moe = moe_layers(begin, end);
+    if (m_.moe && p_.ep > 1 && moe > 0) {
+      // Dispatch and combine: each token's hidden state to its top_k experts and back.
+      const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
+      ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes, stream,
+                                   "A2A ep " + what, {after})));
+    }
+    return ids;
+  }
+
+  // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
+  std::vector<int> compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
+                                     int passes) {
+    const std::vector<int> deps = compute.deps;
+    const int id = add(std::move(compute));
+    // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
+    auto comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
+    for (int c : comm) {
+      auto& d = role_.tasks[c].deps;
+      std::erase(d, -1);
+      if (p_.overlap_tp && c == comm.front()) d = deps;
+    }
+    std::vector<int> done{id};
+    if (!comm.empty()) done.push_back(comm.back());
+    if (p_.overlap_tp) done.insert(done.end(), comm.begin(), comm.end());
+    return done;
+  }
+
+  int p2p(TaskKind kind, Direction dir, int mb, int chunk, std::vector<int> deps) {
+    Task t;
+    t.kind = kind;
+    t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
+    t.direction = dir;
+    t.microbatch = mb;
+    t.chunk = chunk;
+    t.bytes = boundary_bytes();
+    const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
+    t.peer = other_chunk % p_.pp;
+    t.peer_same_node = pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node &&
+                       p_.stages[t.peer].pool == role_.pool;
+    t.name = std::string(kind == TaskKind::Send ? "send " : "recv ") + (dir == Direction::Forward ? "F " : "B ") +
+             tag(mb, chunk);
+    t.deps = std::move(deps);
+    return add(std::move(t));
+  }
+
+  int zero3_gather(int mb, int chunk, bool forward) {
+    return add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_), 1,
+                          StreamKind::Dp, std::string("AG dp params ") + (forward ? "F " : "B ") + tag(mb, chunk),
+                          {}));
+  }
+
+  void forward(int mb, int chunk) {
+    const StagePlan& st = stage(chunk);
+    std::vector<int> deps;
+    if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
+    if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
+    Task f;
+    f.kind = TaskKind::Forward;
+    f.name = "F " + tag(mb, chunk);
+    f.microbatch = mb;
+    f.chunk = chunk;
+    f.layer_begin = st.layer_begin;
+    f.layer_end = st.layer_end;
+    f.work = pass_work(chunk, st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
+    f.alloc = activations(chunk);
+    f.deps = deps;
+    std::vector<int> done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
+    if (p_.offload_activations) {
+      Task out;
+      out.kind = TaskKind::Copy;
+      out.stream = StreamKind::Copy;
+      out.to_host = true;
+      out.bytes = activations(chunk);
+      out.free = out.bytes;
+      out.name = "copy d2h act " + tag(mb, chunk);
+      out.deps = {done.front()};
+      add(std::move(out));
+    }
+    if (!last_chunk(chunk)) p2p(TaskKind::Send, Direction::Forward, mb, chunk, done);
+  }
+
+  void backward(int mb, int chunk, bool final_microbatch) {
+    const StagePlan& st = stage(chunk);
+    std::vector<int> deps;
+    if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
+    if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
+    if (p_.offload_activations) {
+      Task in;
+      in.kind = TaskKind::Copy;
+      in.stream = StreamKind::Copy;
+      in.bytes = activations(chunk);
+      in.alloc = in.bytes;
+      in.name = "copy h2d act " + tag(mb, chunk);
+      deps.push_back(add(std::move(in)));
+    }
+    if (st.recompute != Recompute::None) {
+      Task r;
+      r.kind = TaskKind::Recompute;
+      r.name = "R " + tag(mb, chunk);
+      r.microbatch = mb;
+      r.chunk = chunk;
+      r.layer_begin = st.layer_begin;
+      r.layer_end = st.layer_end;
+      if (st.recompute == Recompute::Full) {
+        r.work = pass_work(chunk, st.layer_begin, st.layer_end, true, false, false);
+      } else {
+        r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
+      }
+      r.recompute_flops = r.work.gemm_flops;
+      r.deps = deps;
+      // Full recompute repeats the forward's collectives too.
+      deps = st.recompute == Recompute::Full
+                 ? compute_with_comm(std::move(r), chunk, st.layer_begin, st.layer_end, true, mb, 1)
+                 : std::vector<int>{add(std::move(r))};
+    }
+    // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
+    // its layers are done (when DP overlap is on).
+    std::vector<std::pair<int, int>> segments{{st.layer_end, st.layer_begin}};
+    if (final_microbatch && p_.overlap_dp && p_.dp > 1) segments = bucket_segments_[chunk];
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const auto [hi, lo] = segments[i];
+      Task b;
+      b.kind = TaskKind::Backward;
+      b.microbatch = mb;
+      b.chunk = chunk;
+      b.layer_begin = lo;
+      b.layer_end = hi;
+      b.name = "B " + tag(mb, chunk) + (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
+      const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
+      b.work = pass_work(chunk, lo, hi, false, embedding, head);
+      if (i + 1 == segments.size()) b.free = p_.offload_activations ? activations(chunk) : activations(chunk);
+      b.deps = deps;
+      deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
+      if (final_microbatch) {
+        segment_done_[{chunk, lo}] = deps.front();
+        last_compute_ = deps.front();
+      }
+    }
+    last_compute_ = role_.tasks.size() - 1;
+    if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
+  }
+
+  // Parameters per chunk on this rank and the DP buckets they form, walked from the last layer back.
+  void parameters_and_buckets() {
+    const ParameterCount pc = count_parameters(m_);
+    const double embedding = double(m_.vocab) * m_.hidden / p_.tp;
+    const double positions = m_.position == PositionKind::Learned ? double(m_.seq_len) * m_.hidden : 0;
+    for (int j = 0; j < p_.virtual_stages; ++j) {
+      const int chunk = j * p_.pp + rank_;
+      const StagePlan& st = stage(chunk);
+      std::vector<double> layer_params;
+      for (int l = st.layer_begin; l < st.layer_end; ++l) {
+        double lp = m_.is_moe_layer(l) ? pc.per_moe_layer : pc.per_dense_layer;
+        if (m_.is_moe_layer(l)) {
+          const double experts = pc.per_moe_layer - pc.per_dense_layer;  // roughly the extra experts
+          lp = pc.per_dense_layer + experts / p_.ep;
+        }
+        layer_params.push_back(lp / p_.tp);
+      }
+      double extra_first = 0, extra_last = 0;
+      if (chunk == 0) extra_first = embedding + positions;
+      if (last_chunk(chunk) && (!m_.tied_embeddings || p_.pp > 1)) extra_last = embedding;
+      double total = extra_first + extra_last;
+      for (double lp : layer_params) total += lp;
+      chunk_params_[chunk] = total;
+      role_.parameters += total;
+
+      // Buckets in gradient order: head, then layers from the last, then the embedding.
+      const double bucket_elems = p_.bucket_size.value() / elem_;
+      std::vector<std::pair<int, int>> segments;
+      double filled = extra_last;
+      int hi = st.layer_end;
+      for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
+        filled += layer_params[l - st.layer_begin];
+        const bool close = filled >= bucket_elems || l == st.layer_begin;
+        if (close) {
+          const double elems = filled + (l == st.layer_begin ? extra_first : 0);
+          segments.push_back({hi, l});
+          buckets_.push_back({chunk, l, elems});
+          hi = l;
+          filled = 0;
+        }
+      }
+      bucket_segments_[chunk] = segments;
+    }
+  }
+
+  void optimizer() {
+    std::vector<int> step_deps;
+    if (last_compute_ >= 0) step_deps.push_back(last_compute_);
+    if (p_.dp > 1) {
+      int index = 0;
+      for (const auto& b : buckets_) {
+        const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.first_layer}) : last_compute_;
+        Task t;
+        const bool topk = p_.compression.kind == CompressionKind::TopK;
+        if (topk) {
+          // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them.
+          const double pairs = p_.compression.ratio * b.elements;
+          t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(p_.dp * pairs * (elem_ + 4)), 1,
+                         StreamKind::Dp, "AG dp topk bucket" + std::to_string(index), {ready});
+        } else {
+          t = collective(p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
+                         Bytes(b.elements * elem_), 1, StreamKind::Dp,
+                         std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index), {ready});
+        }
+        step_deps.push_back(add(std::move(t)));
+        ++index;
+      }
+    }
+    if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
+      cost::GroupPlacement pair{2, 1, place(2, pp_stride_ * (p_.pp - 1), *pool_, c_).crosses_pods};
+      step_deps.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
+                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1, StreamKind::Dp,
+                                         "AR embedding grads", {last_compute_})));
+    }
+    const double shard = role_.parameters / (p_.zero >= 1 ? p_.dp : 1);
+    const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
+    if (p_.offload_optimizer) {
+      Task in;
+      in.kind = TaskKind::Copy;
+      in.stream = StreamKind::Copy;
+      in.bytes = Bytes(shard * k_bytes);
+      in.name = "copy h2d optimizer";
+      in.deps = step_deps;
+      step_deps = {add(std::move(in))};
+    }
+    Task step;
+    step.kind = TaskKind::Optimizer;
+    step.name = "optimizer step";
+    step.work = cost::optimizer_step(shard, t_.optimizer, t_.precision);
+    step.deps = step_deps;
+    const int step_id = add(std::move(step));
+    if (p_.offload_optimizer) {
+      Task out;
+      out.kind = TaskKind::Copy;
+      out.stream = StreamKind::Copy;
+      out.to_host = true;
+      out.bytes = Bytes(shard * k_bytes);
+      out.name = "copy d2h optimizer";
+      out.deps = {step_id};
+      add(std::move(out));
+    }
+    if ((p_.zero == 1 || p_.zero == 2) && p_.dp > 1)
+      add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_), 1,
+                     StreamKind::Dp, "AG dp params", {step_id}));
+
+    role_.state = cost::model_state_bytes(role_.parameters, p_.dp, p_.zero, t_.optimizer, t_.precision);
+    if (p_.offload_optimizer) {
+      role_.host_state = role_.state.optimizer;
+      role_.state.optimizer = Bytes(0);
+    }
+    // Two DP buckets in flight, and a PP send and receive buffer each way.
+    role_.buffers = (p_.dp > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
+  }
+
+  struct Bucket {
+    int chunk;
+    int first_layer;
+    double elements;
+  };
+
+  const Plan& p_;
+  const ModelSpec& m_;
+  const ClusterSpec& c_;
+  const TrainingSpec& t_;
+  const int rank_;
+  const PoolSpec* pool_ = nullptr;
+  cost::GroupPlacement tp_, cp_, dp_, ep_;
+  long long pp_stride_ = 1;
+  double elem_ = 2;
+  Role role_;
+  std::map<int, double> chunk_params_;
+  std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
+  std::map<std::pair<int, int>, int> segment_done_;
+  std::vector<Bucket> buckets_;
+  int last_compute_ = -1;
+};
+
+}  // namespace
+
+size_t Program::task_count() const {
+  size_t n = 0;
+  for (const auto& r : roles) n += r.tasks.size();
+  return n;
+}
+
+Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training) {
+  if (auto problems = verify(plan, model, cluster, training); !problems.empty())
+    throw std::logic_error("lower() needs a verified plan: " + problems.front());
+  Program program;
+  program.plan = plan;
+  program.model = model.name;
+  program.cluster = cluster.name;
+  program.world = plan.gpus();
+  program.tokens_per_iteration = double(training.global_batch) * training.seq_len;
+  program.model_flops_per_iteration =
+      Flops(training_flops_per_token(model, training.seq_len) * program.tokens_per_iteration);
+  for (int r = 0; r < plan.pp; ++r) program.roles.push_back(RoleBuilder(plan, model, cluster, training, r).build());
+  return program;
+}
+
+}  // namespace paratwin

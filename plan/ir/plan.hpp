@@ -1,0 +1,58 @@
+// A Plan: everything the evaluators need to know about how a model is split over a cluster and
+// trained. A plain value, written and read as YAML (round trip exact); the optimizer writes plans,
+// users may write them by hand, and sim/ and exec/ read them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin {
+
+struct Plan {
+  int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  std::string order = "tp-cp-dp-pp";  // rank order, fastest-varying dimension first
+  int micro_batch = 1;                // sequences per micro-batch
+  int num_microbatches = 1;           // per data-parallel replica and iteration
+  Schedule schedule = Schedule::OneFOneB;
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved)
+  bool sequence_parallel = false;
+  int zero = 0;
+  bool offload_optimizer = false;
+  bool offload_activations = false;
+  CompressionSpec compression;
+  Bytes bucket_size{25.0 * 1024 * 1024};  // DP gradient bucket (PyTorch DDP's default)
+  bool overlap_dp = true;   // DP buckets start as soon as their layers' gradients are final
+  bool overlap_tp = false;  // TP collectives overlap the GEMMs they belong to
+  bool overlap_pp = true;   // PP sends and receives run on their own stream
+  std::optional<Seconds> checkpoint_interval;
+  std::vector<StagePlan> stages;  // pp x virtual_stages chunks in model order
+
+  int chunks() const { return pp * virtual_stages; }
+  int gpus() const { return dp * tp * pp * cp; }
+  bool operator==(const Plan&) const = default;
+};
+
+// The plan a scenario fixes. Secondary fields left out take documented defaults (cp, ep 1; schedule
+// 1f1b; recompute none; ZeRO 0; no offload, no compression; overlap of DP and PP on); dp follows from
+// the cluster when tp and pp are given; stages are split as evenly as the layers allow. A field the
+// optimizer would have to choose (plan: auto, or tp/pp/micro_batch auto) throws InputError saying so.
+Plan complete_plan(const ScenarioSpec& scenario);
+Plan complete_plan(const PlanRequest& request, const ScenarioSpec& scenario);
+
+// Layers split into `chunks` contiguous ranges as evenly as possible (the first ones get the extra).
+std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute);
+
+// Every problem with a plan for this model, cluster and job, in words a user understands; empty
+// when the plan can run.
+std::vector<std::string> verify(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+                                const TrainingSpec& training);
+
+// The plan file: the keys of a scenario's `plan:` section, all of them given.
+std::string to_yaml(const Plan& plan);
+// Reads a plan file; with a scenario, fills what the file leaves out as complete_plan does.
+Plan load_plan_file(const std::string& path, const ScenarioSpec& scenario);
+
+}  // namespace paratwin

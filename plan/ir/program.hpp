@@ -1,0 +1,85 @@
+// The Program: the execution IR that the analytic evaluator, the simulator and the live engine all
+// consume. For each distinct rank role (a pipeline rank on its pool; the dp x tp x cp ranks of a
+// pipeline rank differ only in their group members and share the role), an ordered DAG of tasks on
+// streams, with FLOPs, bytes and memory on every task. Durations are not in the IR: each evaluator
+// costs the tasks on its own hardware model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/cost/collectives.hpp"
+#include "plan/cost/compute.hpp"
+#include "plan/cost/memory.hpp"
+#include "plan/ir/plan.hpp"
+
+namespace paratwin {
+
+enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, Send, Recv, Copy };
+enum class StreamKind { Compute, Tp, Pp, Dp, Copy };
+enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding };  // Embedding: first + last stage (tied)
+enum class Direction { Forward, Backward };
+
+extern const EnumNames<TaskKind> kTaskKindNames;
+extern const EnumNames<StreamKind> kStreamKindNames;
+extern const EnumNames<GroupKind> kGroupKindNames;
+extern const EnumNames<cost::CollectiveKind> kCollectiveKindNames;
+
+struct Task {
+  TaskKind kind = TaskKind::Forward;
+  StreamKind stream = StreamKind::Compute;
+  std::string name;  // identity within the role, stable across evaluators: profiles are keyed by it
+  int microbatch = -1;
+  int chunk = -1;
+  int layer_begin = -1, layer_end = -1;
+
+  cost::KernelCost work;  // compute tasks
+  Flops recompute_flops;  // of work.gemm_flops, the part that repeats the forward (HFU, not MFU)
+
+  cost::CollectiveKind collective = cost::CollectiveKind::AllReduce;  // collective tasks
+  GroupKind group = GroupKind::None;
+  cost::GroupPlacement placement;  // who takes part, and where they sit
+  Bytes bytes;                     // message size (collective, send/recv, copy)
+  int count = 1;                   // identical collectives folded into this task (e.g. 2 per layer)
+
+  Direction direction = Direction::Forward;  // send/recv: activations forward, gradients backward
+  int peer = -1;                             // send/recv: the other pipeline rank
+  bool peer_same_node = false;
+  bool to_host = false;  // copy: device to host (true) or host to device
+
+  Bytes alloc;  // device memory taken when the task starts
+  Bytes free;   // and given back when it ends
+  std::vector<int> deps;  // indices of tasks of the same role that must end first
+};
+
+struct Role {
+  int pipeline_rank = 0;
+  std::string pool;
+  int instances = 1;  // ranks that play this role: dp x tp x cp
+  double parameters = 0;  // held by one rank before ZeRO sharding
+  cost::ModelStateBytes state;  // per rank, after ZeRO, on the device
+  Bytes host_state;             // offloaded to host memory
+  Bytes buffers;                // communication buffers (DP buckets, PP messages)
+  std::vector<Task> tasks;      // in issue order; each stream runs its tasks in this order
+};
+
+struct Program {
+  Plan plan;
+  std::string model;
+  std::string cluster;
+  int world = 0;
+  double tokens_per_iteration = 0;
+  Flops model_flops_per_iteration;  // MFU's numerator: training FLOPs of the model, no recompute
+  std::vector<Role> roles;
+
+  size_t task_count() const;
+};
+
+// Lowers a verified plan. `verify(plan, ...)` must be empty; a plan that is not verified is a
+// programming error (std::logic_error).
+Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training);
+
+// The text form, for golden tests and debugging: one line per task with its stream, sizes and deps.
+std::string to_text(const Program& program);
+
+}  // namespace paratwin

@@ -1,0 +1,384 @@
+// Cost and memory model: each formula pinned against published or hand-derived numbers.
+#define BOOST_TEST_MODULE cost
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include "plan/cost/collectives.hpp"
+#include "plan/cost/compute.hpp"
+#include "plan/cost/memory.hpp"
+#include "plan/spec/model.hpp"
+#include "plan/spec/scenario.hpp"
+
+using namespace paratwin;
+using namespace paratwin::cost;
+namespace tt = boost::test_tools;
+
+static ModelSpec model(const std::string& name) {
+  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
+}
+static ClusterSpec cluster(const std::string& name) {
+  return load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/" + name + ".yaml");
+}
+
+// ---- model states (ZeRO paper, Rajbhandari et al. 2020) ----
+
+BOOST_AUTO_TEST_CASE(sixteen_bit_precisions_take_two_bytes_and_fp32_four) {
+  BOOST_TEST(element_bytes(Precision::Bf16) == 2);
+  BOOST_TEST(element_bytes(Precision::Fp16) == 2);
+  BOOST_TEST(element_bytes(Precision::Fp8) == 2);  // FP8 GEMMs, bf16 weights and activations
+  BOOST_TEST(element_bytes(Precision::Tf32) == 4);
+  BOOST_TEST(element_bytes(Precision::Fp32) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_keeps_k_bytes_per_parameter) {
+  // Mixed precision: fp32 master + Adam's m and v = 12 (the paper's K); SGD's master + momentum = 8.
+  BOOST_TEST(optimizer_bytes_per_parameter(OptimizerKind::AdamW, Precision::Bf16) == 12);
+  BOOST_TEST(optimizer_bytes_per_parameter(OptimizerKind::Adam, Precision::Fp16) == 12);
+  BOOST_TEST(optimizer_bytes_per_parameter(OptimizerKind::Sgd, Precision::Bf16) == 8);
+  // fp32: the weights are the master; only the moments remain.
+  BOOST_TEST(optimizer_bytes_per_parameter(OptimizerKind::AdamW, Precision::Fp32) == 8);
+  BOOST_TEST(optimizer_bytes_per_parameter(OptimizerKind::Sgd, Precision::Tf32) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(zero_stages_reproduce_the_zero_paper_figure_1) {
+  // Psi = 7.5B, K = 12, Nd = 64: baseline (2+2+K) Psi = 120 GB; P_os 2Psi + 2Psi + K Psi/Nd = 31.4 GB;
+  // P_os+g 2Psi + (2+K) Psi/Nd = 16.6 GB; P_os+g+p (2+2+K) Psi/Nd = 1.9 GB.
+  const double psi = 7.5e9;
+  auto total = [&](int zero) {
+    return model_state_bytes(psi, 64, zero, OptimizerKind::AdamW, Precision::Bf16).total().value();
+  };
+  BOOST_TEST(total(0) == 120e9, tt::tolerance(1e-12));
+  BOOST_TEST(total(1) == 31.40625e9, tt::tolerance(1e-12));
+  BOOST_TEST(total(2) == 16.640625e9, tt::tolerance(1e-12));
+  BOOST_TEST(total(3) == 1.875e9, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(zero_2_shards_gradients_and_optimizer_but_not_weights) {
+  const ModelStateBytes m = model_state_bytes(7.5e9, 64, 2, OptimizerKind::AdamW, Precision::Bf16);
+  BOOST_TEST(m.weights.value() == 15e9, tt::tolerance(1e-12));         // 2 Psi
+  BOOST_TEST(m.gradients.value() == 15e9 / 64, tt::tolerance(1e-12));  // 2 Psi / Nd
+  BOOST_TEST(m.optimizer.value() == 90e9 / 64, tt::tolerance(1e-12));  // 12 Psi / Nd
+}
+
+BOOST_AUTO_TEST_CASE(fp32_training_keeps_four_byte_weights_and_gradients) {
+  // (4 + 4 + 8) Psi without ZeRO: weights, gradients, Adam's m and v.
+  const ModelStateBytes m = model_state_bytes(1e9, 8, 0, OptimizerKind::Adam, Precision::Fp32);
+  BOOST_TEST(m.total().value() == 16e9, tt::tolerance(1e-12));
+  BOOST_TEST(m.weights.value() == 4e9, tt::tolerance(1e-12));
+}
+
+// ---- activations (Korthikanti et al. 2022, table 2), GPT-3 175B: s 2048, b 1, h 12288, a 96, t 8 ----
+
+static double gpt3_layer(Recompute recompute, bool sp) {
+  ActivationConfig c;
+  c.micro_batch = 1;
+  c.seq_len = 2048;
+  c.tp = 8;
+  c.sequence_parallel = sp;
+  c.recompute = recompute;
+  return layer_activation_bytes(model("gpt3-175b"), c, false).value();
+}
+static constexpr double kSbh = 2048.0 * 12288;  // s b h; 5 a s / (h t) = 5 x 96 x 2048 / 98304 = 10
+
+BOOST_AUTO_TEST_CASE(no_recompute_without_sp_keeps_10_plus_24_over_t_plus_5as_over_ht_sbh) {
+  BOOST_TEST(gpt3_layer(Recompute::None, false) == kSbh * (10 + 24.0 / 8 + 10), tt::tolerance(1e-12));
+  BOOST_TEST(gpt3_layer(Recompute::None, false) == 578813952.0, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(no_recompute_with_sp_keeps_34_over_t_plus_5as_over_ht_sbh) {
+  BOOST_TEST(gpt3_layer(Recompute::None, true) == kSbh * (34.0 / 8 + 10), tt::tolerance(1e-12));
+  BOOST_TEST(gpt3_layer(Recompute::None, true) == 358612992.0, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(selective_recompute_without_sp_keeps_10_plus_24_over_t_sbh) {
+  BOOST_TEST(gpt3_layer(Recompute::Selective, false) == kSbh * (10 + 24.0 / 8), tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(selective_recompute_with_sp_keeps_34_sbh_over_t) {
+  BOOST_TEST(gpt3_layer(Recompute::Selective, true) == kSbh * 34 / 8, tt::tolerance(1e-12));
+  BOOST_TEST(gpt3_layer(Recompute::Selective, true) == 106954752.0, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(full_recompute_keeps_only_the_2_sbh_layer_input) {
+  BOOST_TEST(gpt3_layer(Recompute::Full, false) == 2 * kSbh, tt::tolerance(1e-12));
+  BOOST_TEST(gpt3_layer(Recompute::Full, true) == 2 * kSbh / 8, tt::tolerance(1e-12));
+}
+
+// Llama 3 8B (GQA 32/8 heads of 128, SwiGLU f = 14336, RMSNorm, no dropout), s 4096, b 1, t 4, bf16.
+// By the same count as Korthikanti et al., per token, in bytes:
+//   outside TP: QKV input 2h, MLP input 2h, two norm inputs 4h, no dropout masks          = 8h
+//   inside TP:  Q 2h, K and V 2 x 2 x 1024 = h, projection input 2h, SwiGLU gate, up and
+//               product 3 x 2 x 14336 = 21h                                                = 26h
+//   scores:     softmax output only (no dropout): 2 a s per token inside TP = 2 x 32 x 4096
+// So none/no SP = sbh (8 + 26/4) + 2 a s^2 / 4 = 14.5 sbh + 64 s^2 / 4.
+BOOST_AUTO_TEST_CASE(gqa_swiglu_without_dropout_follows_the_hand_count) {
+  const ModelSpec m = model("llama3-8b");
+  const double sbh = 4096.0 * 4096, scores = 2.0 * 32 * 4096 * 4096 / 4;
+  ActivationConfig c;
+  c.seq_len = 4096;
+  c.tp = 4;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * sbh + scores, tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 511705088.0, tt::tolerance(1e-12));
+  c.sequence_parallel = true;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * sbh / 4 + scores, tt::tolerance(1e-12));
+  c.recompute = Recompute::Selective;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * sbh / 4, tt::tolerance(1e-12));
+  c.recompute = Recompute::Full;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 2 * sbh / 4, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(context_parallelism_divides_a_layers_activations_by_cp) {
+  // Tokens per rank s/cp; scores (s/cp) x s, since local queries attend to every key.
+  const ModelSpec m = model("llama3-8b");
+  ActivationConfig c;
+  c.seq_len = 8192;
+  const double whole = layer_activation_bytes(m, c, false).value();
+  c.cp = 2;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == whole / 2, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(moe_layer_keeps_top_k_expert_activations_and_router_probabilities) {
+  // Mixtral 8x7B has Llama 3 8B's layer shape; s 4096, b 1, t 1, selective. Dense: 34 sbh.
+  // MoE adds per token: fp32 router probabilities 4 x 8 = 32, top_k = 2 permuted copies 2 x 2h = 16384,
+  // and the second expert's SwiGLU intermediates 3 x 2 x 14336 = 86016:
+  //   s b (34h + 32 + 16384 + 86016) = 4096 x (139264 + 102432)
+  const ModelSpec m = model("mixtral-8x7b");
+  ActivationConfig c;
+  c.seq_len = 4096;
+  c.recompute = Recompute::Selective;
+  BOOST_TEST(layer_activation_bytes(m, c, true).value() == 4096.0 * (139264 + 102432), tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(head_keeps_16_bit_logits_and_fp32_softmax_over_t) {
+  const ModelSpec m = model("gpt3-175b");
+  ActivationConfig c;
+  c.seq_len = 2048;
+  c.tp = 8;
+  c.sequence_parallel = true;
+  BOOST_TEST(head_activation_bytes(m, c).value() == 2048.0 * 51200 * (2 + 4) / 8, tt::tolerance(1e-12));
+  BOOST_TEST(embedding_activation_bytes(m, c).value() == 2 * kSbh / 8, tt::tolerance(1e-12));
+}
+
+// ---- collectives: closed forms, n = 1 GB, p = 8, b = 100 GB/s, alpha = 10 us ----
+
+static const Bytes kGB(1e9);
+static const BytesPerSecond k100GBps(100e9);
+static const Seconds k10us(10e-6);
+
+BOOST_AUTO_TEST_CASE(ring_allreduce_moves_2_p_minus_1_over_p_of_the_buffer) {
+  // 2 x 7 x 10 us + 2 x 7/8 x 1 GB / 100 GB/s = 140 us + 17.5 ms
+  BOOST_TEST(ring_allreduce_time(kGB, 8, k100GBps, k10us).value() == 0.01764, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(tree_allreduce_pays_log_p_latency_and_2n_over_b) {
+  // 2 x ceil(log2 8) x 10 us + 2 x 1 GB / 100 GB/s = 60 us + 20 ms; ceil(log2 5) = 3 as well.
+  BOOST_TEST(tree_allreduce_time(kGB, 8, k100GBps, k10us).value() == 0.02006, tt::tolerance(1e-12));
+  BOOST_TEST(tree_allreduce_time(kGB, 5, k100GBps, k10us).value() == 0.02006, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(all_gather_reduce_scatter_and_all_to_all_move_p_minus_1_over_p) {
+  // 7 x 10 us + 7/8 x 1 GB / 100 GB/s = 70 us + 8.75 ms
+  BOOST_TEST(ring_gather_time(kGB, 8, k100GBps, k10us).value() == 0.00882, tt::tolerance(1e-12));
+  BOOST_TEST(alltoall_time(kGB, 8, k100GBps, k10us).value() == 0.00882, tt::tolerance(1e-12));
+  // Chain broadcast: 70 us + 10 ms.
+  BOOST_TEST(broadcast_time(kGB, 8, k100GBps, k10us).value() == 0.01007, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(one_rank_communicates_for_free) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  BOOST_TEST(ring_allreduce_time(kGB, 1, k100GBps, k10us).value() == 0);
+  BOOST_TEST(tree_allreduce_time(kGB, 1, k100GBps, k10us).value() == 0);
+  BOOST_TEST(ring_gather_time(kGB, 1, k100GBps, k10us).value() == 0);
+  BOOST_TEST(alltoall_time(kGB, 1, k100GBps, k10us).value() == 0);
+  BOOST_TEST(broadcast_time(kGB, 1, k100GBps, k10us).value() == 0);
+  BOOST_TEST(collective_time(CollectiveKind::AllReduce, kGB, {1, 1, false}, dgx.pools[0], dgx).time.value() ==
+             0);
+}
+
+// ---- collective_time on the catalog's clusters ----
+
+BOOST_AUTO_TEST_CASE(group_inside_a_node_uses_the_measured_intra_node_busbw) {
+  // DGX A100: 8 GPUs, all-reduce busbw 230 GB/s, 2 us: 2 x 7 x 2 us + 1.75 x 1 GB / 230 GB/s.
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const CollectiveCost c = collective_time(CollectiveKind::AllReduce, kGB, {8, 8, false}, dgx.pools[0], dgx);
+  BOOST_TEST(c.time.value() == 28e-6 + 1.75 / 230, tt::tolerance(1e-12));
+  BOOST_TEST((c.algorithm == Algorithm::Ring));
+}
+
+BOOST_AUTO_TEST_CASE(nvlink_sharp_reduces_in_the_switch_when_faster) {
+  // H100 node: ring 28 us + 1.75 GB / 370 GB/s = 4.76 ms; SHARP 2 x 2 us + 1 GB / 370 GB/s = 2.71 ms.
+  const ClusterSpec roce = cluster("h100-roce");
+  const CollectiveCost c =
+      collective_time(CollectiveKind::AllReduce, kGB, {8, 8, false}, roce.pools[0], roce);
+  BOOST_TEST(c.time.value() == 4e-6 + 1.0 / 370, tt::tolerance(1e-12));
+  BOOST_TEST((c.algorithm == Algorithm::Sharp));
+}
+
+BOOST_AUTO_TEST_CASE(one_member_per_node_uses_a_gpus_share_of_the_nics) {
+  // DGX A100: 8 NICs x 24 GB/s achievable / 8 GPUs = 24 GB/s; alpha = 2 us NIC + 2 x 1 us switch.
+  // 16 nodes, 1 GB: ring 2 x 15 x 4 us + 2 x 15/16 GB / 24 GB/s = 78.245 ms beats tree 83.365 ms.
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const CollectiveCost big =
+      collective_time(CollectiveKind::AllReduce, kGB, {16, 1, false}, dgx.pools[0], dgx);
+  BOOST_TEST(big.time.value() == 0.078245, tt::tolerance(1e-12));
+  BOOST_TEST((big.algorithm == Algorithm::Ring));
+  // 1 kB: tree 2 x 4 x 4 us + 2 kB / 24 GB/s = 32.08 us beats ring's 120 us of latency.
+  const CollectiveCost small =
+      collective_time(CollectiveKind::AllReduce, Bytes(1e3), {16, 1, false}, dgx.pools[0], dgx);
+  BOOST_TEST(small.time.value() == 32e-6 + 2e3 / 24e9, tt::tolerance(1e-12));
+  BOOST_TEST((small.algorithm == Algorithm::Tree));
+}
+
+BOOST_AUTO_TEST_CASE(hierarchical_all_gather_wins_on_latency_and_flat_ring_on_bandwidth) {
+  // 16 DGX A100 nodes x 8 members. Flat ring: 127 steps of 4 us, bandwidth min(230, 8 x 24) = 192 GB/s.
+  // Hierarchical: across 16 nodes on n/8 at 24 GB/s, then inside the node at 230 GB/s, 2 us.
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  auto flat = [](double n) { return 127 * 4e-6 + 127.0 / 128 * n / 192e9; };
+  auto hier = [](double n) { return 15 * 4e-6 + 15.0 / 16 * n / 8 / 24e9 + 7 * 2e-6 + 7.0 / 8 * n / 230e9; };
+  const CollectiveCost mid =
+      collective_time(CollectiveKind::AllGather, Bytes(64e6), {128, 8, false}, dgx.pools[0], dgx);
+  BOOST_TEST(mid.time.value() == hier(64e6), tt::tolerance(1e-12));  // 0.630 ms against 0.839 ms
+  BOOST_TEST((mid.algorithm == Algorithm::Hierarchical));
+  const CollectiveCost big =
+      collective_time(CollectiveKind::AllGather, Bytes(8e9), {128, 8, false}, dgx.pools[0], dgx);
+  BOOST_TEST(big.time.value() == flat(8e9), tt::tolerance(1e-12));  // 41.8 ms against 69.6 ms
+  BOOST_TEST((big.algorithm == Algorithm::Ring));
+}
+
+BOOST_AUTO_TEST_CASE(crossing_pods_divides_nic_bandwidth_by_the_oversubscription) {
+  // h100-roce: 8 x 48 GB/s / 8 = 48 GB/s per GPU, 7:1 above the pods; alpha 3 us + 2 x 1 us.
+  const ClusterSpec roce = cluster("h100-roce");
+  const Seconds alpha(5e-6);
+  const CollectiveCost inside =
+      collective_time(CollectiveKind::AllReduce, kGB, {16, 1, false}, roce.pools[0], roce);
+  const CollectiveCost across =
+      collective_time(CollectiveKind::AllReduce, kGB, {16, 1, true}, roce.pools[0], roce);
+  BOOST_TEST(inside.time.value() == ring_allreduce_time(kGB, 16, BytesPerSecond(48e9), alpha).value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(across.time.value() == ring_allreduce_time(kGB, 16, BytesPerSecond(48e9 / 7), alpha).value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(across.time.value() == 0.2735875, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(all_to_all_across_nodes_sends_only_the_remote_share_through_the_nics) {
+  // 16 ranks on 2 DGX A100 nodes: 8/16 of n leaves through 24 GB/s while 7/16 crosses NVSwitch.
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const CollectiveCost c = collective_time(CollectiveKind::AllToAll, kGB, {16, 8, false}, dgx.pools[0], dgx);
+  BOOST_TEST(c.time.value() == 15 * 4e-6 + 0.5 / 24, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(point_to_point_uses_the_fabric_inside_a_node_and_a_nic_share_across) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  BOOST_TEST(p2p_time(kGB, true, dgx.pools[0], dgx).value() == 2e-6 + 1.0 / 300, tt::tolerance(1e-12));
+  BOOST_TEST(p2p_time(kGB, false, dgx.pools[0], dgx).value() == 4e-6 + 1.0 / 24, tt::tolerance(1e-12));
+}
+
+// ---- compute_time on an A100: 312 TFLOP/s x 0.87, 2039 GB/s x 0.8, 5 us per launch ----
+
+BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  // 8192^3 bf16: 2 x 8192^3 FLOPs / 271.44 TFLOP/s = 4.0507 ms > 3 x 8192^2 x 2 B / 1631 GB/s = 0.247 ms.
+  const KernelCost gemm{Flops(2.0 * 8192 * 8192 * 8192), Bytes(2.0 * 3 * 8192 * 8192), Bytes(0), 1};
+  BOOST_TEST(compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 0.004055661758679634,
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  // 64^3: 1.9 ns of math, 24,576 B = 15 ns of traffic, 5 us of launch.
+  const KernelCost gemm{Flops(2.0 * 64 * 64 * 64), Bytes(2.0 * 3 * 64 * 64), Bytes(0), 1};
+  const double t = compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value();
+  BOOST_TEST(t == 5e-6 + 24576 / (2039e9 * 0.8), tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(elementwise_traffic_runs_at_memory_bandwidth_times_efficiency) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const KernelCost copy{Flops(0), Bytes(0), kGB, 0};
+  BOOST_TEST(compute_time(copy, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 1 / (2039.0 * 0.8),
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(kernel_costs_add_and_repeat_per_layer) {
+  KernelCost c{Flops(1), Bytes(2), Bytes(3), 4};
+  c += c;
+  const KernelCost layers = c * 3;
+  BOOST_TEST(layers.gemm_flops.value() == 6);
+  BOOST_TEST(layers.gemm_bytes.value() == 12);
+  BOOST_TEST(layers.elementwise_bytes.value() == 18);
+  BOOST_TEST(layers.launches == 24);
+}
+
+// ---- FLOPs: per-rank kernels add up to the model's training FLOPs ----
+
+// Forward GEMM FLOPs of every layer and the head on one rank, times the tp x cp ranks sharing the
+// micro-batch, times 3 for forward + backward.
+static double training_flops_of_micro_batch(const ModelSpec& m, const LayerWork& w) {
+  double forward = head_forward(m, w).gemm_flops.value();
+  for (int l = 0; l < m.layers; ++l) forward += layer_forward(m, w, m.is_moe_layer(l)).gemm_flops.value();
+  return 3 * forward * w.tp * w.cp;
+}
+
+BOOST_AUTO_TEST_CASE(dense_gpt_layer_flops_add_up_to_training_flops_per_token) {
+  const ModelSpec m = model("gpt3-175b");
+  LayerWork w;
+  w.micro_batch = 2;
+  w.seq_len = 2048;
+  w.tp = 8;
+  w.sequence_parallel = true;
+  BOOST_TEST(training_flops_of_micro_batch(m, w) == training_flops_per_token(m, 2048) * 2 * 2048,
+             tt::tolerance(1e-12));
+  // A shorter sequence than the model's, split by context parallelism, on a GQA model.
+  const ModelSpec llama = model("llama3-8b");
+  w.seq_len = 4096;
+  w.tp = 4;
+  w.cp = 2;
+  BOOST_TEST(training_flops_of_micro_batch(llama, w) == training_flops_per_token(llama, 4096) * 2 * 4096,
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(moe_layer_flops_add_up_to_training_flops_per_token) {
+  const ModelSpec m = model("mixtral-8x7b");
+  LayerWork w;
+  w.seq_len = 8192;
+  w.tp = 2;
+  w.cp = 2;
+  BOOST_TEST(training_flops_of_micro_batch(m, w) == training_flops_per_token(m, 8192) * 8192,
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(backward_doubles_the_forward_gemms) {
+  const ModelSpec m = model("gpt3-175b");
+  LayerWork w;
+  w.seq_len = 2048;
+  w.tp = 8;
+  BOOST_TEST(layer_backward(m, w, false).gemm_flops.value() ==
+             2 * layer_forward(m, w, false).gemm_flops.value());
+  BOOST_TEST(head_backward(m, w).gemm_flops.value() == 2 * head_forward(m, w).gemm_flops.value());
+  // Logits: 2 b s h V / t.
+  BOOST_TEST(head_forward(m, w).gemm_flops.value() == 2.0 * 2048 * 12288 * 51200 / 8, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {
+  // QK^T and attention over V: 2 x 2 b s^2 (heads x head_dim) / t; with cp 2 the rank has half the queries.
+  const ModelSpec m = model("gpt3-175b");
+  LayerWork w;
+  w.seq_len = 2048;
+  w.tp = 8;
+  w.cp = 2;
+  BOOST_TEST(attention_core_forward(m, w).gemm_flops.value() == 4.0 * 1024 * 2048 * 12288 / 8,
+             tt::tolerance(1e-12));
+  BOOST_TEST(attention_core_forward(m, w).elementwise_bytes.value() > 0);  // softmax and dropout
+}
+
+// ---- optimizer step ----
+
+BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_and_weights) {
+  // bf16 AdamW: read and write master, m, v (2 x 12), read the bf16 gradient (2), write bf16 weights (2).
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).elementwise_bytes.value() == 28e9);
+  // bf16 SGD with momentum: 2 x 8 + 2 + 2.
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Sgd, Precision::Bf16).elementwise_bytes.value() == 20e9);
+  // fp32 Adam: read and write weights, m, v (2 x 12), read the fp32 gradient (4).
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Adam, Precision::Fp32).elementwise_bytes.value() == 28e9);
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).gemm_flops.value() == 0);
+}
