@@ -37,7 +37,7 @@ class Checker {
   void training() {
     const auto& t = s_.training;
     if (t.seq_len > s_.model.seq_len)
-      error("training.seq_len", kv("training.seq_len", t.seq_len) + " exceeds the model's maximum sequence " +
+      error("training.seq_len", kv("training.seq_len", t.seq_len) + " exceeds the model's maximum sequence length " +
                                     kv("model.seq_len", s_.model.seq_len));
     for (const auto& pool : s_.cluster.pools) {
       const DeviceSpec& d = s_.cluster.device_of(pool);
@@ -57,11 +57,11 @@ class Checker {
       const int tp = *p.tp;
       if (m.heads % tp != 0)
         error("plan.tp", kv("plan.tp", tp) + " does not divide " + kv("model.heads", m.heads) +
-                             "; tensor parallelism splits attention heads evenly" + nearest_divisor(m.heads, tp));
+                             "; tensor parallelism splits attention heads evenly" + nearest_divisor(m.heads, tp, "plan.tp"));
       else if (m.kv_heads % tp != 0)
         error("plan.tp", kv("plan.tp", tp) + " does not divide " + kv("model.kv_heads", m.kv_heads) +
                              "; each tensor-parallel rank needs whole key/value head groups" +
-                             nearest_divisor(m.kv_heads, tp));
+                             nearest_divisor(m.kv_heads, tp, "plan.tp"));
       if (m.vocab % tp != 0)
         warning("plan.tp", "model.vocab=" + std::to_string(m.vocab) + " is not divisible by " + kv("plan.tp", tp) +
                                "; the vocabulary-parallel embedding is padded");
@@ -72,7 +72,7 @@ class Checker {
                                  " GPUs per node of pool " + pool.name +
                                  ": tensor parallelism stays inside a node's fabric unless "
                                  "search.tp_across_nodes is true" +
-                                 nearest_divisor(pool.gpus_per_node, tp));
+                                 nearest_divisor(pool.gpus_per_node, tp, "plan.tp"));
     }
     if (p.pp) {
       const int stages = *p.pp * p.virtual_stages.value_or(1);
@@ -94,7 +94,7 @@ class Checker {
                              " has no moe section (use ep: 1)");
       else if (m.moe->experts % *p.ep != 0)
         error("plan.ep", kv("plan.ep", *p.ep) + " does not divide " + kv("model.moe.experts", m.moe->experts) +
-                             nearest_divisor(m.moe->experts, *p.ep));
+                             nearest_divisor(m.moe->experts, *p.ep, "plan.ep"));
       if (p.dp && *p.dp % *p.ep != 0)
         error("plan.ep", kv("plan.ep", *p.ep) + " must divide " + kv("plan.dp", *p.dp) +
                              ": expert-parallel groups are formed inside the data-parallel group");
@@ -105,9 +105,7 @@ class Checker {
       const long long used = static_cast<long long>(*p.dp) * model_parallel;
       if (used != gpus)
         error("plan.dp", "dp x tp x pp x cp = " + std::to_string(used) + " but the cluster has " +
-                             std::to_string(gpus) + " GPUs" + resize_hint(used) +
-                             (gpus % model_parallel == 0 ? " or set plan.dp=" + std::to_string(gpus / model_parallel)
-                                                         : ""));
+                             std::to_string(gpus) + " GPUs" + resize_hint(used, gpus, model_parallel));
     } else if (gpus % model_parallel != 0) {
       error(p.pp ? "plan.pp" : "plan.tp", "tp x pp x cp = " + std::to_string(model_parallel) +
                                               " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
@@ -146,7 +144,7 @@ class Checker {
       const long long per_step = static_cast<long long>(*p.dp) * *p.micro_batch;
       if (gb % per_step != 0) {
         error("plan.micro_batch", kv("training.global_batch", gb) + " is not divisible by dp x micro_batch = " +
-                                      std::to_string(per_step) + nearest_divisor(gb / *p.dp, *p.micro_batch));
+                                      std::to_string(per_step) + nearest_divisor(gb / *p.dp, *p.micro_batch, "plan.micro_batch"));
         return;
       }
       const long long microbatches = gb / per_step;
@@ -198,19 +196,21 @@ class Checker {
     return 0;
   }
 
-  // "; the nearest that works is 4" for a degree that must divide `n`.
-  static std::string nearest_divisor(long long n, long long wanted) {
+  // "; the nearest plan.tp that works is 4" for a degree that must divide `n`.
+  static std::string nearest_divisor(long long n, long long wanted, const std::string& field) {
     long long best = 1;
     for (long long d = 1; d <= n; ++d)
       if (n % d == 0 && std::llabs(d - wanted) < std::llabs(best - wanted)) best = d;
-    return "; the nearest value that works is " + std::to_string(best);
+    return "; the nearest " + field + " that works is " + std::to_string(best);
   }
 
-  std::string resize_hint(long long used) const {
-    if (s_.cluster.pools.size() != 1) return "";
-    const int per_node = s_.cluster.pools.front().gpus_per_node;
-    if (used % per_node != 0) return "";
-    return "; set cluster.nodes=" + std::to_string(used / per_node);
+  // "; set cluster.nodes=2 or set plan.dp=16": the fixes that would make the degrees use the cluster.
+  std::string resize_hint(long long used, long long gpus, long long model_parallel) const {
+    std::vector<std::string> fixes;
+    if (s_.cluster.pools.size() == 1 && used % s_.cluster.pools.front().gpus_per_node == 0)
+      fixes.push_back("set cluster.nodes=" + std::to_string(used / s_.cluster.pools.front().gpus_per_node));
+    if (gpus % model_parallel == 0) fixes.push_back("set plan.dp=" + std::to_string(gpus / model_parallel));
+    return fixes.empty() ? "" : "; " + join(fixes, " or ");
   }
 
   const ScenarioSpec& s_;

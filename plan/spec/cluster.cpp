@@ -1,6 +1,8 @@
 // Cluster file parsing.
 #include "plan/spec/cluster.hpp"
 
+#include <charconv>
+
 namespace paratwin {
 
 const EnumNames<Precision> kPrecisionNames = {{"fp32", Precision::Fp32},
@@ -41,6 +43,23 @@ Bytes ClusterSpec::device_memory() const {
 }
 
 namespace {
+
+// "7:1" or "7" as 7; nullopt unless both sides are positive numbers.
+std::optional<double> parse_ratio(const DocNode& node) {
+  if (!node.is_scalar() || node.quoted && node.scalar.find(':') == std::string::npos) return std::nullopt;
+  auto number = [](std::string_view s) -> std::optional<double> {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || ptr != s.data() + s.size() || !(v > 0) || v > 1e6) return std::nullopt;
+    return v;
+  };
+  const std::string& s = node.scalar;
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos) return number(s);
+  auto a = number(std::string_view(s).substr(0, colon)), b = number(std::string_view(s).substr(colon + 1));
+  if (!a || !b) return std::nullopt;
+  return *a / *b;
+}
 
 DeviceSpec parse_device(const std::string& name, const DocNode& node, const std::string& path, Diagnostics& diag,
                         FieldLocations* locations) {
@@ -148,20 +167,16 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
     MapReader nr(*net, r.field("network"), diag, locations);
     nr.read_enum("topology", c.network.topology, kNetworkTopologyNames, true);
     if (const DocNode* over = nr.get("oversubscription")) {
-      // Written as a ratio "7:1" or as a number 7.
-      if (over->is_scalar() && over->scalar.find(':') != std::string::npos) {
-        const std::string& s = over->scalar;
-        const size_t colon = s.find(':');
-        DocNode lhs = DocNode::scalar_node(s.substr(0, colon), over->location);
-        DocNode rhs = DocNode::scalar_node(s.substr(colon + 1), over->location);
-        auto a = read_number(lhs, nr.field("oversubscription"), diag, 0, 1e6, true);
-        auto b = a ? read_number(rhs, nr.field("oversubscription"), diag, 0, 1e6, true) : std::nullopt;
-        if (a && b) c.network.oversubscription = *a / *b;
-      } else if (auto v = read_number(*over, nr.field("oversubscription"), diag, 0, 1e6, true)) {
-        c.network.oversubscription = *v;
+      if (auto ratio = parse_ratio(*over)) {
+        c.network.oversubscription = *ratio;
+        if (*ratio < 1)
+          diag.error(over->location, nr.field("oversubscription") +
+                                         " must be at least 1 (1:1 is full bisection), got " + over->scalar);
+      } else {
+        diag.error(over->location, nr.field("oversubscription") +
+                                       ": expected a number such as 2 or a ratio of positive numbers such as 2:1, "
+                                       "got " + (over->is_scalar() ? "'" + over->scalar + "'" : describe(*over)));
       }
-      if (c.network.oversubscription < 1)
-        diag.error(over->location, nr.field("oversubscription") + " must be at least 1 (1:1 is full bisection)");
     }
     int pod = 0;
     if (nr.read("pod_gpus", pod, 1, 1 << 24)) c.network.pod_gpus = pod;

@@ -3,7 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace paratwin {
@@ -48,8 +50,8 @@ std::string describe(const DocNode& node) {
   switch (node.kind) {
     case DocNode::Kind::Null: return "nothing";
     case DocNode::Kind::Scalar: return "'" + node.scalar + "'";
-    case DocNode::Kind::Sequence: return "a list";
-    case DocNode::Kind::Mapping: return "a mapping";
+    case DocNode::Kind::Sequence: return node.items.empty() ? "an empty list" : "a list";
+    case DocNode::Kind::Mapping: return node.entries.empty() ? "an empty mapping" : "a mapping";
   }
   return "?";
 }
@@ -90,26 +92,125 @@ DocNode convert(const YAML::Node& node, const std::string& file, const Location&
         // A key written with nothing after it ("hidden:") has no mark of its own; point after the key.
         Location value_fallback = key_loc;
         value_fallback.column += static_cast<int>(key.size()) + 1;
-        out.entries.push_back({key, key_loc, {convert(kv.second, file, value_fallback)}});
+        DocNode value = convert(kv.second, file, value_fallback);
+        // yaml-cpp marks an empty value at the next token, often on the next line.
+        if (value.is_null() && value.location.line != key_loc.line) value.location = value_fallback;
+        out.entries.push_back({key, key_loc, {std::move(value)}});
       }
       break;
   }
   return out;
 }
 
+// Where the last `open` bracket that is never closed sits, skipping quoted text and comments; yaml-cpp
+// reports such errors at the end of the input, far from the cause.
+std::optional<Location> unclosed_bracket(std::string_view text, char open, const std::string& file,
+                                         int column_offset) {
+  std::vector<std::pair<char, Location>> stack;
+  int line = 1, column = 0;
+  char quote = 0;
+  bool comment = false;
+  for (char ch : text) {
+    ++column;
+    if (ch == '\n') {
+      ++line, column = 0, comment = false;
+    } else if (comment) {
+    } else if (quote) {
+      if (ch == quote) quote = 0;
+    } else if (ch == '"' || ch == '\'') {
+      quote = ch;
+    } else if (ch == '#') {
+      comment = true;
+    } else if (ch == '[' || ch == '{') {
+      stack.push_back({ch, {file, line, column + column_offset}});
+    } else if ((ch == ']' || ch == '}') && !stack.empty()) {
+      stack.pop_back();
+    }
+  }
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+    if (it->first == open) return it->second;
+  return std::nullopt;
+}
+
+// A quote that opens a value and is not closed on its line. YAML would let it run on over the
+// following lines (yaml-cpp even to the end of the file), silently swallowing keys; ParaTwin files
+// never need multi-line quoted text, so this is reported at the quote.
+std::optional<std::pair<Location, char>> unclosed_quote(std::string_view text, const std::string& file) {
+  int line = 1;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view l = text.substr(begin, end - begin);
+    char quote = 0;
+    size_t opened = 0;
+    char previous = 0;  // last character outside quotes that is not a space
+    for (size_t i = 0; i < l.size(); ++i) {
+      const char ch = l[i];
+      if (quote) {
+        if (ch == quote) quote = 0, previous = ch;
+        continue;
+      }
+      if (ch == '#' && (i == 0 || l[i - 1] == ' ')) break;
+      const bool starts_value = previous == 0 || previous == ':' || previous == '-' || previous == '[' ||
+                                previous == '{' || previous == ',';
+      if ((ch == '"' || ch == '\'') && starts_value) quote = ch, opened = i;
+      else if (ch != ' ' && ch != '\t') previous = ch;
+    }
+    if (quote) return std::pair{Location{file, line, static_cast<int>(opened) + 1}, quote};
+    begin = end + 1;
+    ++line;
+  }
+  return std::nullopt;
+}
+
+// yaml-cpp's terse messages, with what the user should look for.
+InputError syntax_error(const YAML::Exception& e, std::string_view text, const std::string& file,
+                        const Location& start, const std::string& prefix) {
+  Location where = location_of(e.mark, file, start);
+  std::string message = e.msg;
+  const int offset = start.column - 1;
+  if (message == YAML::ErrorMsg::END_OF_SEQ_FLOW || message == YAML::ErrorMsg::END_OF_MAP_FLOW) {
+    const bool seq = message == YAML::ErrorMsg::END_OF_SEQ_FLOW;
+    if (auto open = unclosed_bracket(text, seq ? '[' : '{', file, offset)) where = *open;
+    message = seq ? "'[' is never closed; expected ']'" : "'{' is never closed; expected '}'";
+  } else if (message == YAML::ErrorMsg::BLOCK_ENTRY || message == "illegal map value") {
+    message += " (is a key indented deeper than the keys above it, or a value holding an unquoted ': '?)";
+  }
+  return InputError(where, prefix + message);
+}
+
 }  // namespace
 
 DocNode parse_yaml(std::string_view text, const std::string& file_name) {
   const Location start{file_name, 1, 1};
+  std::vector<YAML::Node> documents;
   try {
-    YAML::Node root = YAML::Load(std::string(text));
-    return convert(root, file_name, start);
+    documents = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    throw InputError(location_of(e.mark, file_name, start), "YAML syntax error: " + e.msg);
+    throw syntax_error(e, text, file_name, start, "YAML syntax error: ");
   }
+  if (auto quote = unclosed_quote(text, file_name))
+    throw InputError(quote->first, std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
+  if (documents.size() > 1) {
+    // Point at the "---" that starts the second document, not at its first value.
+    const Location first_value = location_of(documents[1].Mark(), file_name, start);
+    Location where = first_value;
+    size_t pos = 0;
+    for (int line = 1; line < first_value.line && pos < text.size(); ++line) {
+      if (text.substr(pos, 3) == "---") where = {file_name, line, 1};
+      const size_t newline = text.find('\n', pos);
+      if (newline == std::string_view::npos) break;
+      pos = newline + 1;
+    }
+    throw InputError(where, "a second YAML document starts here; ParaTwin reads one document per file");
+  }
+  return convert(documents.empty() ? YAML::Node() : documents.front(), file_name, start);
 }
 
 DocNode load_yaml_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(Location{path}, "cannot read file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Location{path}, "cannot read file");
   std::ostringstream text;
@@ -159,7 +260,7 @@ Override parse_override(const std::string& argument) {
   try {
     o.value = convert(YAML::Load(value_text), whole.file, value_loc);
   } catch (const YAML::Exception& e) {
-    throw InputError(value_loc, "YAML syntax error in value: " + e.msg);
+    throw syntax_error(e, value_text, whole.file, value_loc, "YAML syntax error in value: ");
   }
   // Positions inside the value are relative to the value; shift them onto the argument.
   struct Shift {
@@ -181,10 +282,13 @@ Override parse_override(const std::string& argument) {
 void apply_override(DocNode& root, const Override& o) {
   const Location where = override_location(o.text);
   DocNode* node = &root;
+  int column = 1;
   for (size_t i = 0; i < o.path.size(); ++i) {
     const std::string& key = o.path[i];
-    if (node->is_null()) *node = DocNode::mapping_node(where);
-    if (node->is_scalar()) {
+    const Location key_where = override_location(o.text, column);
+    column += static_cast<int>(key.size()) + 1;
+    if (node->is_null() || (node->is_scalar() && node->scalar == "auto")) *node = DocNode::mapping_node(where);
+    if (node->is_scalar() && i == 1 && (o.path[0] == "model" || o.path[0] == "cluster")) {
       // `cluster: dgx-h100` walked into by `cluster.nodes`: keep the reference, overlay the rest.
       DocNode reference = *node;
       *node = DocNode::mapping_node(reference.location);
@@ -193,14 +297,14 @@ void apply_override(DocNode& root, const Override& o) {
     if (!node->is_mapping()) {
       std::string prefix;
       for (size_t j = 0; j < i; ++j) prefix += (j ? "." : "") + o.path[j];
-      throw InputError(where, "cannot set '" + key + "' inside " + prefix + ", which is " + describe(*node));
+      throw InputError(key_where, "cannot set '" + key + "' inside " + prefix + ", which is " + describe(*node));
     }
     if (i + 1 == o.path.size()) {
-      node->set(key, o.value, where);
+      node->set(key, o.value, key_where);
       return;
     }
     DocNode* child = node->find(key);
-    if (!child) child = &node->set(key, DocNode::mapping_node(where), where);
+    if (!child) child = &node->set(key, DocNode::mapping_node(key_where), key_where);
     node = child;
   }
 }

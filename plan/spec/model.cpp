@@ -45,7 +45,7 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     mr.read("capacity_factor", moe.capacity_factor, 1.0, 64.0);
     mr.finish();
     if (moe.experts > 0 && moe.top_k > moe.experts)
-      diag.error(moe_node->location, mr.field("top_k") + "=" + std::to_string(moe.top_k) +
+      diag.error(moe_node->find("top_k")->location, mr.field("top_k") + "=" + std::to_string(moe.top_k) +
                                          " exceeds " + mr.field("experts") + "=" + std::to_string(moe.experts));
     m.moe = moe;
   }

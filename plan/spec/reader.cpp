@@ -16,6 +16,12 @@ std::string got(const DocNode& node) {
 
 bool is_auto_like(const DocNode& node) { return node.is_scalar() && node.scalar == "auto"; }
 
+std::string range_text(std::int64_t min, std::int64_t max) {
+  return max == std::numeric_limits<std::int64_t>::max()
+             ? "at least " + std::to_string(min)
+             : "between " + std::to_string(min) + " and " + std::to_string(max);
+}
+
 std::string format_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -43,16 +49,18 @@ std::optional<std::int64_t> read_int(const DocNode& node, const std::string& wha
       }
     }
   }
+  if (!parsed && node.is_scalar() && !node.quoted && !node.scalar.empty() &&
+      node.scalar.find_first_not_of("+-0123456789") == std::string::npos) {
+    diag.error(node.location, what + " must be " + range_text(min, max) + ", got " + node.scalar);
+    return std::nullopt;
+  }
   if (!parsed) {
     diag.error(node.location, "expected an integer for " + what + ", got " + got(node) +
                                   (is_auto_like(node) ? " ('auto' is not allowed here)" : ""));
     return std::nullopt;
   }
   if (value < min || value > max) {
-    std::string range = max == std::numeric_limits<std::int64_t>::max()
-                            ? "at least " + std::to_string(min)
-                            : "between " + std::to_string(min) + " and " + std::to_string(max);
-    diag.error(node.location, what + " must be " + range + ", got " + std::to_string(value));
+    diag.error(node.location, what + " must be " + range_text(min, max) + ", got " + std::to_string(value));
     return std::nullopt;
   }
   return value;
@@ -87,7 +95,14 @@ std::optional<bool> read_bool(const DocNode& node, const std::string& what, Diag
     if (node.scalar == "false") return false;
   }
   std::string hint;
-  if (node.is_scalar()) hint = did_you_mean(node.scalar, {"true", "false"});
+  if (node.is_scalar()) {
+    // YAML 1.1 spellings that YAML 1.2 (and ParaTwin) read as text.
+    static const std::vector<std::pair<std::string, std::string>> old = {
+        {"yes", "true"}, {"on", "true"}, {"y", "true"}, {"no", "false"}, {"off", "false"}, {"n", "false"}};
+    for (const auto& [word, meant] : old)
+      if (edit_distance(node.scalar, word) == 0) hint = " — did you mean '" + meant + "'?";
+    if (hint.empty()) hint = did_you_mean(node.scalar, {"true", "false"});
+  }
   diag.error(node.location, "expected true or false for " + what + ", got " + got(node) + hint);
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 // Scenario parsing: references into the catalog, the plan request with `auto`, failures, sweeps.
 #include "plan/spec/scenario.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "plan/spec/checks.hpp"
@@ -94,8 +95,11 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
 PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
   PlanRequest p;
   if (is_auto(&node)) return p;
+  if (!node.is_mapping()) {
+    diag.error(node.location, "expected a mapping or auto for plan, got " + describe(node));
+    return p;
+  }
   MapReader r(node, "plan", diag, locations);
-  if (!r.is_mapping()) return p;
   read_auto(r, "dp", p.dp, 1, 1 << 24);
   read_auto(r, "tp", p.tp, 1, 1024);
   read_auto(r, "pp", p.pp, 1, 4096);
@@ -251,7 +255,7 @@ SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* lo
                                      describe(*grid));
     } else {
       for (const auto& e : grid->entries) {
-        SweepAxis axis{e.key, {}};
+        SweepAxis axis{e.key, e.key_location, {}};
         const DocNode& values = e.value.front();
         if (values.is_sequence() && !values.items.empty())
           axis.values = values.items;
@@ -333,24 +337,17 @@ ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostic
   return s;
 }
 
-// Each sweep value must be a valid value of its field: apply it as an override and parse.
+// Each sweep value must be a valid value of its field: apply it as an override and parse. A problem
+// with the path itself is reported once, at the axis; a problem with a value, at that value.
 void check_sweep_values(const ScenarioSpec& s, const Catalog& catalog, Diagnostics& diag) {
   DocNode base = s.document;
-  auto& entries = base.entries;
-  std::erase_if(entries, [](const DocEntry& e) { return e.key == "sweep"; });
+  std::erase_if(base.entries, [](const DocEntry& e) { return e.key == "sweep"; });
   for (const auto& axis : s.sweep.grid) {
-    Override o;
-    o.text = axis.path;
-    size_t start = 0;
-    while (true) {
-      const size_t dot = axis.path.find('.', start);
-      o.path.push_back(axis.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
+    std::vector<std::string> reported;
     for (const auto& value : axis.values) {
-      DocNode doc = base;
+      Override o = parse_override(axis.path + "=null");
       o.value = value;
+      DocNode doc = base;
       Diagnostics point;
       try {
         apply_override(doc, o);
@@ -358,12 +355,14 @@ void check_sweep_values(const ScenarioSpec& s, const Catalog& catalog, Diagnosti
       } catch (const InputError& e) {
         for (const auto& d : e.diagnostics()) point.error(d.where, d.message);
       }
-      for (const auto& d : point.all())
-        if (d.severity == Severity::Error) {
-          // An unknown key created by the path itself is best reported at the axis value.
-          const bool from_path = is_override_location(d.where);
-          diag.error(from_path ? value.location : d.where, "sweep.grid." + axis.path + ": " + d.message);
-        }
+      for (const auto& d : point.all()) {
+        if (d.severity != Severity::Error) continue;
+        const bool from_path = is_override_location(d.where);
+        const std::string message = "sweep.grid." + axis.path + ": " + d.message;
+        if (from_path && std::find(reported.begin(), reported.end(), message) != reported.end()) continue;
+        if (from_path) reported.push_back(message);
+        diag.error(from_path ? axis.location : d.where, message);
+      }
     }
   }
 }

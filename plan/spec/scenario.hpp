@@ -140,6 +140,7 @@ struct ElasticitySpec {
 // One axis of a sweep: a scenario field and the values it takes.
 struct SweepAxis {
   std::string path;  // dotted, as for --set
+  Location location;  // of the path, in the scenario
   std::vector<DocNode> values;
 };
 

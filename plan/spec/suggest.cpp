@@ -24,6 +24,13 @@ int edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::optional<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  // A prefix ("dgx-a100" for "dgx-a100-80g") is the likeliest meaning: an abbreviation, not a typo.
+  std::optional<std::string> prefix;
+  for (const auto& c : candidates)
+    if (word.size() >= 3 && c.size() > word.size() && c.compare(0, word.size(), word) == 0 &&
+        (!prefix || c.size() < prefix->size()))
+      prefix = c;
+  if (prefix) return prefix;
   std::optional<std::string> best;
   int best_distance = 0;
   for (const auto& c : candidates) {
@@ -36,9 +43,6 @@ std::optional<std::string> nearest(std::string_view word, const std::vector<std:
   // A typo changes a few characters; beyond a third of the word it is a different word.
   const int limit = std::max<int>(2, static_cast<int>(std::max(word.size(), best ? best->size() : 0)) / 3);
   if (best && best_distance <= limit && best_distance < static_cast<int>(word.size())) return best;
-  // A prefix ("inter" for "interleaved") is a plausible abbreviation too.
-  for (const auto& c : candidates)
-    if (word.size() >= 3 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) return c;
   return std::nullopt;
 }
 
