@@ -193,8 +193,11 @@ class RoleBuilder {
   }
 
   // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
+  // Every compute task also waits for the previous one's collectives: a layer needs its input reduced.
   std::vector<int> compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
                                      int passes) {
+    for (int d : previous_compute_)
+      if (std::find(compute.deps.begin(), compute.deps.end(), d) == compute.deps.end()) compute.deps.push_back(d);
     const std::vector<int> deps = compute.deps;
     const int id = add(std::move(compute));
     // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
@@ -206,7 +209,8 @@ class RoleBuilder {
     }
     std::vector<int> done{id};
     if (!comm.empty()) done.push_back(comm.back());
-    if (p_.overlap_tp) done.insert(done.end(), comm.begin(), comm.end());
+    if (p_.overlap_tp && comm.size() > 1) done.insert(done.end(), comm.begin(), comm.end() - 1);
+    previous_compute_ = done;
     return done;
   }
 
@@ -250,6 +254,7 @@ class RoleBuilder {
     f.alloc = activations(chunk);
     f.deps = deps;
     std::vector<int> done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
+    forward_done_[{mb, chunk}] = done;
     if (p_.offload_activations) {
       Task out;
       out.kind = TaskKind::Copy;
@@ -266,7 +271,7 @@ class RoleBuilder {
 
   void backward(int mb, int chunk, bool final_microbatch) {
     const StagePlan& st = stage(chunk);
-    std::vector<int> deps;
+    std::vector<int> deps = forward_done_.at({mb, chunk});
     if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
     if (p_.offload_activations) {
@@ -313,15 +318,11 @@ class RoleBuilder {
       b.name = "B " + tag(mb, chunk) + (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(chunk, lo, hi, false, embedding, head);
-      if (i + 1 == segments.size()) b.free = p_.offload_activations ? activations(chunk) : activations(chunk);
+      if (i + 1 == segments.size()) b.free = activations(chunk);
       b.deps = deps;
       deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
-      if (final_microbatch) {
-        segment_done_[{chunk, lo}] = deps.front();
-        last_compute_ = deps.front();
-      }
+      if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
     }
-    last_compute_ = role_.tasks.size() - 1;
     if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
   }
 
@@ -371,12 +372,13 @@ class RoleBuilder {
   }
 
   void optimizer() {
-    std::vector<int> step_deps;
-    if (last_compute_ >= 0) step_deps.push_back(last_compute_);
+    // Everything the backward passes left running ends before the step.
+    std::vector<int> step_deps = previous_compute_;
+    const int last_compute = previous_compute_.front();
     if (p_.dp > 1) {
       int index = 0;
       for (const auto& b : buckets_) {
-        const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.first_layer}) : last_compute_;
+        const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.first_layer}) : last_compute;
         Task t;
         const bool topk = p_.compression.kind == CompressionKind::TopK;
         if (topk) {
@@ -394,10 +396,10 @@ class RoleBuilder {
       }
     }
     if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
-      cost::GroupPlacement pair{2, 1, place(2, pp_stride_ * (p_.pp - 1), *pool_, c_).crosses_pods};
+      const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
       step_deps.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
                                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1, StreamKind::Dp,
-                                         "AR embedding grads", {last_compute_})));
+                                         "AR embedding grads", previous_compute_)));
     }
     const double shard = role_.parameters / (p_.zero >= 1 ? p_.dp : 1);
     const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
@@ -458,8 +460,9 @@ class RoleBuilder {
   std::map<int, double> chunk_params_;
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
   std::map<std::pair<int, int>, int> segment_done_;
+  std::map<std::pair<int, int>, std::vector<int>> forward_done_;  // (micro-batch, chunk) -> its tasks
+  std::vector<int> previous_compute_;
   std::vector<Bucket> buckets_;
-  int last_compute_ = -1;
 };
 
 }  // namespace

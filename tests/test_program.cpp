@@ -1,0 +1,241 @@
+// Plans, lowering and the analytic evaluator: schedules, bubbles, FLOPs conservation, memory, the
+// plan file round trip, verification, and golden Program texts (PARATWIN_UPDATE_GOLDEN=1 rewrites them).
+#define BOOST_TEST_MODULE program
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <fstream>
+#include <sstream>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/ir/schedule.hpp"
+#include "plan/report/report.hpp"
+
+using namespace paratwin;
+namespace tt = boost::test_tools;
+
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c(PARATWIN_SOURCE_DIR);
+  return c;
+}
+
+ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog());
+}
+
+// A cluster where communication is nearly free, so that pipeline timing is compute alone.
+const char* kFastCluster = R"(
+cluster:
+  name: fast
+  devices:
+    gpu: {peak: {bf16: 100Tflops}, memory: 80GiB, memory_bandwidth: 2000GBps,
+          efficiency: {gemm: 0.5, memory: 0.5, kernel_launch: 0us}}
+  pools:
+    main:
+      device: gpu
+      nodes: 2
+      gpus_per_node: 2
+      intra_node: {kind: nvswitch, bandwidth: 1000000TBps, latency: 0us}
+      nic: {kind: infiniband, count: 8, bandwidth: 8000000Tbps, latency: 0us}
+      pcie_bandwidth: 1000000TBps
+      host_memory: 1TiB
+      price_per_gpu_hour: $1
+  network: {topology: fat_tree, switch_latency: 0us}
+)";
+
+// Layers dominate: a deep, narrow model with a small vocabulary.
+const char* kDeepModel = "model: {name: deep, layers: 32, hidden: 2048, heads: 16, vocab: 512, seq_len: 1024}\n";
+
+struct Run {
+  ScenarioSpec s;
+  Plan plan;
+  Program program;
+  Evaluation eval;
+};
+
+Run run(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  Run r{scenario(yaml, sets), {}, {}, {}};
+  r.plan = complete_plan(r.s);
+  const auto problems = verify(r.plan, r.s.model, r.s.cluster, r.s.training);
+  BOOST_REQUIRE_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front()));
+  r.program = lower(r.plan, r.s.model, r.s.cluster, r.s.training);
+  r.eval = evaluate(r.program, r.s.cluster, r.s.training);
+  return r;
+}
+
+double bubble_fraction(const Run& r) {
+  const TimeBreakdown& b = r.eval.roles[r.eval.critical_role].breakdown;
+  return b.bubble_s / (b.compute_s + b.recompute_s);
+}
+
+std::string pipeline(int pp, int m, const std::string& schedule, int v = 1) {
+  return std::string(kDeepModel) + kFastCluster +
+         "training: {global_batch: " + std::to_string(m) + ", seq_len: 1024}\n"
+         "plan: {tp: 1, pp: " + std::to_string(pp) + ", dp: 1, micro_batch: 1, schedule: " + schedule +
+         ", virtual_stages: " + std::to_string(v) + "}\n";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_warms_up_with_pp_minus_rank_minus_one_forwards) {
+  const auto order = pipeline_order(Schedule::OneFOneB, 4, 1, 8, 1);
+  BOOST_REQUIRE(order.size() == 16u);
+  BOOST_TEST(order[0].forward);
+  BOOST_TEST(order[1].forward);
+  BOOST_TEST(order[2].forward);
+  BOOST_TEST(!order[3].forward);  // after 2 warm-up forwards, F then B alternate
+  BOOST_TEST(order[3].microbatch == 0);
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_schedule_visits_every_chunk_of_every_microbatch_once) {
+  const int pp = 4, v = 2, m = 8;
+  for (int rank = 0; rank < pp; ++rank) {
+    const auto order = pipeline_order(Schedule::Interleaved, pp, v, m, rank);
+    BOOST_REQUIRE(order.size() == size_t(2 * m * v));
+    std::set<std::tuple<bool, int, int>> seen;
+    for (const auto& s : order) {
+      BOOST_TEST(s.chunk % pp == rank);
+      seen.insert({s.forward, s.microbatch, s.chunk});
+    }
+    BOOST_TEST(seen.size() == size_t(2 * m * v));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gpipe_and_one_f_one_b_bubble_is_pp_minus_one_over_m) {
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    const Run r = run(pipeline(4, 16, schedule));
+    BOOST_TEST_CONTEXT(schedule) { BOOST_TEST(bubble_fraction(r) == 3.0 / 16, tt::tolerance(0.05)); }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(interleaved_schedule_shrinks_bubble_by_v) {
+  const Run plain = run(pipeline(4, 16, "1f1b"));
+  const Run interleaved = run(pipeline(4, 16, "interleaved", 2));
+  BOOST_TEST(bubble_fraction(interleaved) == 3.0 / (2 * 16), tt::tolerance(0.08));
+  BOOST_TEST(interleaved.eval.iteration_time_s < plain.eval.iteration_time_s);
+}
+
+BOOST_AUTO_TEST_CASE(one_f_one_b_holds_fewer_activations_than_gpipe) {
+  const Run gpipe = run(pipeline(4, 16, "gpipe"));
+  const Run ofob = run(pipeline(4, 16, "1f1b"));
+  // GPipe keeps all 16 micro-batches; 1F1B at most pp = 4 on the first stage.
+  const double ratio = gpipe.eval.roles[0].activations_peak / ofob.eval.roles[0].activations_peak;
+  BOOST_TEST(ratio == 4.0, tt::tolerance(0.02));
+}
+
+BOOST_AUTO_TEST_CASE(program_flops_add_up_to_model_flops_plus_recompute) {
+  const Run r = run(std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+                    "training: {global_batch: 64}\n"
+                    "plan: {tp: 2, pp: 2, dp: 4, micro_batch: 2, recompute: full, sequence_parallel: true}\n");
+  double model = 0, recompute = 0;
+  for (const auto& role : r.program.roles)
+    for (const auto& t : role.tasks) {
+      model += (t.work.gemm_flops - t.recompute_flops).value() * role.instances;
+      recompute += t.recompute_flops.value() * role.instances;
+    }
+  // The optimizer does no GEMMs; everything else is the model's FLOPs, once.
+  BOOST_TEST(model == r.program.model_flops_per_iteration.value(), tt::tolerance(1e-9));
+  // Full recompute repeats every layer's forward: a third of the layers' training FLOPs.
+  BOOST_TEST(recompute / model > 0.30);
+  BOOST_TEST(recompute / model < 1.0 / 3);
+  const Report report = make_report("t", r.program, r.eval);
+  BOOST_TEST(report.metrics.hfu > report.metrics.mfu);
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_that_does_not_fit_names_the_overflowing_stage) {
+  const Run r = run(std::string("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 4}\n") +
+                    "training: {global_batch: 32}\n"
+                    "plan: {tp: 8, pp: 4, dp: 1, micro_batch: 1, recompute: none}\n");
+  const Report report = make_report("t", r.program, r.eval);
+  BOOST_TEST(!report.metrics.fits);
+  BOOST_TEST(!report.stages[report.worst_stage].fits());
+  BOOST_TEST(report.metrics.peak_memory_gib > 80);
+  BOOST_TEST(to_text(report).find("DOES NOT FIT") != std::string::npos);
+  BOOST_TEST(to_json(report)["metrics"]["fits"] == false);
+}
+
+BOOST_AUTO_TEST_CASE(zero_stages_shrink_model_state_memory_in_order) {
+  double previous = 1e300;
+  for (int zero = 0; zero <= 3; ++zero) {
+    const Run r = run(std::string("model: gpt3-7.5b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+                          "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 16, micro_batch: 1}\n",
+                      {"plan.zero=" + std::to_string(zero)});
+    const double state = r.program.roles[0].state.total().value();
+    BOOST_TEST(state < previous);
+    previous = state;
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
+  const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: a100-pcie-ethernet, nodes: 4}\n") +
+                           "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 32, micro_batch: 2}\n";
+  const Run overlapped = run(base, {"plan.overlap.dp=true"});
+  const Run serial = run(base, {"plan.overlap.dp=false"});
+  BOOST_TEST(overlapped.eval.iteration_time_s < serial.eval.iteration_time_s);
+  const auto& b = overlapped.eval.roles[0].breakdown;
+  BOOST_TEST(b.exposed_comm_s < b.dp_comm_s);
+}
+
+BOOST_AUTO_TEST_CASE(plan_file_round_trip_is_exact) {
+  ScenarioSpec s = scenario(std::string("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n") +
+                            "training: {global_batch: 1536}\n"
+                            "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
+                            " recompute: selective, sequence_parallel: true, zero: 1,"
+                            " compression: {kind: topk, ratio: 0.01, warmup_steps: 10}, bucket_size: 40MB}\n");
+  const Plan plan = complete_plan(s);
+  const std::string path = (std::filesystem::temp_directory_path() / "paratwin_plan_roundtrip.yaml").string();
+  std::ofstream(path) << to_yaml(plan);
+  const Plan back = load_plan_file(path, s);
+  BOOST_TEST((back == plan));
+  BOOST_TEST(to_yaml(back) == to_yaml(plan));
+}
+
+BOOST_AUTO_TEST_CASE(verify_reports_every_problem_at_once) {
+  ScenarioSpec s = scenario(std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 4}\n") +
+                            "training: {global_batch: 512}\nplan: {tp: 2, pp: 2, dp: 8, micro_batch: 4}\n");
+  Plan p = complete_plan(s);
+  p.stages[1].layer_begin = 13;  // a gap after stage 0
+  p.num_microbatches = 3;        // 8 x 4 x 3 != 512
+  p.stages[1].pool = "nowhere";
+  const auto problems = verify(p, s.model, s.cluster, s.training);
+  BOOST_TEST(problems.size() >= 3u);
+  std::string all;
+  for (const auto& x : problems) all += x + "\n";
+  BOOST_TEST(all.find("without gaps") != std::string::npos);
+  BOOST_TEST(all.find("global batch is 512") != std::string::npos);
+  BOOST_TEST(all.find("unknown pool 'nowhere'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(sixteen_thousand_gpus_lower_to_one_role_per_stage) {
+  const Run r = run(std::string("model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: 8192}\n") +
+                    "plan: {tp: 8, pp: 16, dp: 128, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
+                    " recompute: selective, sequence_parallel: true, zero: 1}\n");
+  BOOST_TEST(r.program.world == 16384);
+  BOOST_TEST(r.program.roles.size() == 16u);
+  BOOST_TEST(r.program.task_count() < 20000u);
+}
+
+// Golden Program texts: a small plan of each schedule.
+BOOST_AUTO_TEST_CASE(program_text_matches_golden_files) {
+  const bool update = std::getenv("PARATWIN_UPDATE_GOLDEN") != nullptr;
+  for (const auto& [name, schedule, v] : {std::tuple{"gpipe", "gpipe", 1}, std::tuple{"1f1b", "1f1b", 1},
+                                          std::tuple{"interleaved", "interleaved", 2}}) {
+    const Run r = run(std::string("model: tiny-gpt\ncluster: {from: dgx-a100-80g, nodes: 1}\n") +
+                      "training: {global_batch: 16, seq_len: 128}\n"
+                      "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 4, schedule: " + schedule +
+                      ", virtual_stages: " + std::to_string(v) + ", sequence_parallel: true, zero: 1}\n");
+    const std::string text = to_text(r.program);
+    const std::string path = std::string(PARATWIN_TEST_DIR) + "/golden/program-" + name + ".txt";
+    if (update) std::ofstream(path) << text;
+    std::ifstream in(path);
+    std::stringstream expected;
+    expected << in.rdbuf();
+    BOOST_TEST_CONTEXT(path) { BOOST_TEST(text == expected.str()); }
+  }
+}
