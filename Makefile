@@ -18,7 +18,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	@$(BUILD)/bin/paratwin describe scenarios/quickstart.yaml
+	@$(BUILD)/bin/paratwin plan scenarios/quickstart.yaml
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -15,7 +15,8 @@ void add_describe_command(CLI::App& app, int& exit_status) {
     std::string json;
   };
   auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("describe", "summarize a scenario: model size and FLOPs, cluster size and peak");
+  auto* cmd =
+      app.add_subcommand("describe", "summarize a scenario: model size and FLOPs, cluster size and peak");
   cmd->add_option("scenario", opts->scenario, "scenario file")->required();
   cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set cluster.nodes=64")
       ->type_name("KEY=VALUE");

@@ -20,13 +20,17 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     std::string emit;
   };
   auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("plan", "evaluate a scenario's plan: iteration time, MFU, memory, breakdown");
+  auto* cmd =
+      app.add_subcommand("plan", "evaluate a scenario's plan: iteration time, MFU, memory, breakdown");
   cmd->add_option("scenario", opts->scenario, "scenario file")->required();
-  cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")->type_name("KEY=VALUE");
+  cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")
+      ->type_name("KEY=VALUE");
   cmd->add_option("--plan", opts->plan_file, "evaluate this plan file instead of the scenario's plan")
       ->type_name("PLAN.yaml");
-  cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")->type_name("FILE|-");
-  cmd->add_option("--trace", opts->trace, "write the schedule as a Chrome trace (Perfetto)")->type_name("FILE");
+  cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
+      ->type_name("FILE|-");
+  cmd->add_option("--trace", opts->trace, "write the schedule as a Chrome trace (Perfetto)")
+      ->type_name("FILE");
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
@@ -35,13 +39,15 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->callback([opts, &exit_status] {
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
     print_diagnostics(scenario.warnings);
-    const Plan plan = opts->plan_file.empty() ? complete_plan(scenario) : load_plan_file(opts->plan_file, scenario);
-    if (auto problems = verify(plan, scenario.model, scenario.cluster, scenario.training); !problems.empty()) {
+    const Plan plan =
+        opts->plan_file.empty() ? complete_plan(scenario) : load_plan_file(opts->plan_file, scenario);
+    if (auto problems = verify(plan, scenario.model, scenario.cluster, scenario.training);
+        !problems.empty()) {
       std::vector<Diagnostic> errors;
-      const Location where = opts->plan_file.empty() ? scenario.locations.count("plan")
-                                                           ? scenario.locations.at("plan")
-                                                           : scenario.document.location
-                                                     : Location{opts->plan_file};
+      const Location where =
+          opts->plan_file.empty()
+              ? scenario.locations.count("plan") ? scenario.locations.at("plan") : scenario.document.location
+              : Location{opts->plan_file};
       for (auto& p : problems) errors.push_back({Severity::Error, where, "the plan cannot run: " + p});
       throw InputError(std::move(errors));
     }

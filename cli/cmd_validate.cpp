@@ -12,9 +12,11 @@ void add_validate_command(CLI::App& app, int& exit_status) {
     std::vector<std::string> sets;
   };
   auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("validate", "check YAML files (models, clusters, scenarios); exit 2 on errors");
+  auto* cmd =
+      app.add_subcommand("validate", "check YAML files (models, clusters, scenarios); exit 2 on errors");
   cmd->add_option("files", opts->files, "files to check")->required();
-  cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")->type_name("KEY=VALUE");
+  cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")
+      ->type_name("KEY=VALUE");
   cmd->callback([opts, &exit_status] {
     const std::vector<Override> overrides = parse_overrides(opts->sets);
     int failed = 0;

@@ -3,6 +3,8 @@
 
 namespace paratwin::exec {
 
-CudaDevices query_cuda_devices() { return {false, 0, "CUDA backend not built (no CUDA toolkit at configure time)"}; }
+CudaDevices query_cuda_devices() {
+  return {false, 0, "CUDA backend not built (no CUDA toolkit at configure time)"};
+}
 
 }  // namespace paratwin::exec

@@ -68,7 +68,8 @@ std::string header_value(const std::string& line, const std::string& key) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
   return s;
 }
 
@@ -93,14 +94,16 @@ BOOST_AUTO_TEST_CASE(describe_prints_model_and_cluster_summary) {
 }
 
 BOOST_AUTO_TEST_CASE(set_resizes_the_cluster_with_the_same_validation_as_the_file) {
-  Result ok = run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=8 --set plan.dp=32");
+  Result ok =
+      run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=8 --set plan.dp=32");
   BOOST_TEST_INFO(ok.err);
   BOOST_TEST(ok.status == 0);
   BOOST_TEST(ok.out.find("64 GPUs") != std::string::npos);
   Result bad = run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=many");
   BOOST_TEST(bad.status == 2);
-  BOOST_TEST(has_line(bad.err, "<--set cluster.nodes=many>:1:15: error: expected an integer for cluster.nodes, "
-                               "got 'many'"));
+  BOOST_TEST(has_line(bad.err,
+                      "<--set cluster.nodes=many>:1:15: error: expected an integer for cluster.nodes, "
+                      "got 'many'"));
 }
 
 BOOST_AUTO_TEST_CASE(describe_writes_json_whole_or_not_at_all) {
@@ -121,6 +124,60 @@ BOOST_AUTO_TEST_CASE(describe_writes_json_whole_or_not_at_all) {
   int leftovers = 0;
   for (const auto& f : fs::directory_iterator(dir)) leftovers += f.path().filename() != "summary.json";
   BOOST_TEST(leftovers == 0);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(plan_reports_the_architecture_keys_and_writes_trace_and_plan) {
+  const fs::path dir = fs::temp_directory_path() / ("paratwin_plan_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string json = (dir / "report.json").string(), trace = (dir / "trace.json").string(),
+                    plan = (dir / "plan.yaml").string();
+  Result r = run("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --json " + json + " --trace " +
+                 trace + " -o " + plan);
+  BOOST_TEST_INFO(r.err);
+  BOOST_REQUIRE(r.status == 0);
+  BOOST_TEST(r.out.find("iteration time") != std::string::npos);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string report = slurp(json);
+  for (const char* key :
+       {"\"scenario\"", "\"plan\"", "\"metrics\"", "\"iteration_time_s\"", "\"tokens_per_s\"",
+        "\"model_tflops_per_gpu\"", "\"mfu\"", "\"hfu\"", "\"peak_memory_gib\"", "\"fits\"", "\"breakdown\"",
+        "\"bubble_s\"", "\"exposed_comm_s\"", "\"memory\"", "\"activations_gib\""})
+    BOOST_TEST(report.find(key) != std::string::npos, key);
+  const std::string events = slurp(trace);
+  BOOST_TEST(events.find("\"traceEvents\"") != std::string::npos);
+  BOOST_TEST(events.find("\"stage 7 (dgx, 128 ranks)\"") != std::string::npos);
+  // The written plan evaluates to the same report.
+  Result again = run("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --plan " + plan + " --json -");
+  BOOST_TEST(again.status == 0);
+  BOOST_TEST(again.out.find("\"iteration_time_s\"") != std::string::npos);
+  const auto time_of = [](const std::string& text) {
+    const size_t k = text.find("\"iteration_time_s\": ");
+    return text.substr(k, text.find(',', k) - k);
+  };
+  BOOST_TEST(time_of(again.out) == time_of(report));
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(plan_that_cannot_run_exits_2_with_every_reason) {
+  const fs::path dir = fs::temp_directory_path() / ("paratwin_badplan_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string plan = (dir / "plan.yaml").string();
+  Result ok = run("plan " + kSource + "/scenarios/quickstart.yaml --emit plan");
+  BOOST_REQUIRE(ok.status == 0);
+  std::string text = ok.out;
+  text.replace(text.find("num_microbatches: 8"), 19, "num_microbatches: 5");
+  text.replace(text.find("pool: dgx"), 9, "pool: dgz");
+  std::ofstream(plan) << text;
+  Result bad = run("plan " + kSource + "/scenarios/quickstart.yaml --plan " + plan);
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(
+      bad.err.find("the plan cannot run: dp x micro_batch x num_microbatches = 16 x 4 x 5 = 320 sequences, "
+                   "but the global batch is 512") != std::string::npos);
+  BOOST_TEST(bad.err.find("the plan cannot run: stage 0 runs on unknown pool 'dgz'") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -154,14 +211,16 @@ BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
     std::vector<std::string> expects;
     std::string args;
     for (std::string line; std::getline(in, line) && line.rfind("#", 0) == 0;) {
-      if (auto e = header_value(line, "expect"); !e.empty()) expects.push_back(replace_all(e, "{file}", file.string()));
+      if (auto e = header_value(line, "expect"); !e.empty())
+        expects.push_back(replace_all(e, "{file}", file.string()));
       if (auto a = header_value(line, "args"); !a.empty()) args = a;
     }
     BOOST_TEST_CONTEXT(file.filename().string()) {
       BOOST_TEST(!expects.empty(), "no '# expect:' header");
       Result r = run("validate " + file.string() + (args.empty() ? "" : " " + args));
       BOOST_TEST(r.status == 2);
-      for (const auto& e : expects) BOOST_TEST(has_line(r.err, e), "missing line: " << e << "\ngot:\n" << r.err);
+      for (const auto& e : expects)
+        BOOST_TEST(has_line(r.err, e), "missing line: " << e << "\ngot:\n" << r.err);
     }
   }
 }

@@ -35,8 +35,8 @@ BOOST_AUTO_TEST_CASE(heterogeneous_clusters_keep_their_pools_in_file_order) {
   BOOST_TEST(c.pools[0].name == "h100");
   BOOST_TEST(c.pools[1].name == "a100");
   BOOST_TEST(c.devices.size() == 2u);
-  BOOST_TEST(c.peak(Precision::Bf16).value() ==
-             c.pools[0].gpus() * 989e12 + c.pools[1].gpus() * 312e12, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(c.peak(Precision::Bf16).value() == c.pools[0].gpus() * 989e12 + c.pools[1].gpus() * 312e12,
+             boost::test_tools::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(v100_has_no_bf16_peak) {

@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(defaults_follow_the_mlp_kind) {
   BOOST_TEST(gelu.ffn_hidden == 3072);
   BOOST_TEST(gelu.kv_heads == 12);
   BOOST_TEST(gelu.head_dim == 64);
-  const ModelSpec swiglu = parse("{layers: 2, hidden: 4096, heads: 32, vocab: 100, seq_len: 64, mlp: swiglu}");
+  const ModelSpec swiglu =
+      parse("{layers: 2, hidden: 4096, heads: 32, vocab: 100, seq_len: 64, mlp: swiglu}");
   BOOST_TEST(swiglu.ffn_hidden == 11008);  // Llama's 8/3 h rounded up to 256
 }
 

@@ -4,8 +4,8 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "plan/analytic/evaluate.hpp"
@@ -50,7 +50,8 @@ cluster:
 )";
 
 // Layers dominate: a deep, narrow model with a small vocabulary.
-const char* kDeepModel = "model: {name: deep, layers: 32, hidden: 2048, heads: 16, vocab: 512, seq_len: 1024}\n";
+const char* kDeepModel =
+    "model: {name: deep, layers: 32, hidden: 2048, heads: 16, vocab: 512, seq_len: 1024}\n";
 
 struct Run {
   ScenarioSpec s;
@@ -75,9 +76,10 @@ double bubble_fraction(const Run& r) {
 }
 
 std::string pipeline(int pp, int m, const std::string& schedule, int v = 1) {
-  return std::string(kDeepModel) + kFastCluster +
-         "training: {global_batch: " + std::to_string(m) + ", seq_len: 1024}\n"
-         "plan: {tp: 1, pp: " + std::to_string(pp) + ", dp: 1, micro_batch: 1, schedule: " + schedule +
+  return std::string(kDeepModel) + kFastCluster + "training: {global_batch: " + std::to_string(m) +
+         ", seq_len: 1024}\n"
+         "plan: {tp: 1, pp: " +
+         std::to_string(pp) + ", dp: 1, micro_batch: 1, schedule: " + schedule +
          ", virtual_stages: " + std::to_string(v) + "}\n";
 }
 
@@ -110,7 +112,9 @@ BOOST_AUTO_TEST_CASE(interleaved_schedule_visits_every_chunk_of_every_microbatch
 BOOST_AUTO_TEST_CASE(gpipe_and_one_f_one_b_bubble_is_pp_minus_one_over_m) {
   for (const char* schedule : {"gpipe", "1f1b"}) {
     const Run r = run(pipeline(4, 16, schedule));
-    BOOST_TEST_CONTEXT(schedule) { BOOST_TEST(bubble_fraction(r) == 3.0 / 16, tt::tolerance(0.05)); }
+    BOOST_TEST_CONTEXT(schedule) {
+      BOOST_TEST(bubble_fraction(r) == 3.0 / 16, tt::tolerance(0.05));
+    }
   }
 }
 
@@ -130,9 +134,10 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_holds_fewer_activations_than_gpipe) {
 }
 
 BOOST_AUTO_TEST_CASE(program_flops_add_up_to_model_flops_plus_recompute) {
-  const Run r = run(std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
-                    "training: {global_batch: 64}\n"
-                    "plan: {tp: 2, pp: 2, dp: 4, micro_batch: 2, recompute: full, sequence_parallel: true}\n");
+  const Run r =
+      run(std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+          "training: {global_batch: 64}\n"
+          "plan: {tp: 2, pp: 2, dp: 4, micro_batch: 2, recompute: full, sequence_parallel: true}\n");
   double model = 0, recompute = 0;
   for (const auto& role : r.program.roles)
     for (const auto& t : role.tasks) {
@@ -183,11 +188,12 @@ BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
 }
 
 BOOST_AUTO_TEST_CASE(plan_file_round_trip_is_exact) {
-  ScenarioSpec s = scenario(std::string("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n") +
-                            "training: {global_batch: 1536}\n"
-                            "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
-                            " recompute: selective, sequence_parallel: true, zero: 1,"
-                            " compression: {kind: topk, ratio: 0.01, warmup_steps: 10}, bucket_size: 40MB}\n");
+  ScenarioSpec s =
+      scenario(std::string("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n") +
+               "training: {global_batch: 1536}\n"
+               "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
+               " recompute: selective, sequence_parallel: true, zero: 1,"
+               " compression: {kind: topk, ratio: 0.01, warmup_steps: 10}, bucket_size: 40MB}\n");
   const Plan plan = complete_plan(s);
   const std::string path = (std::filesystem::temp_directory_path() / "paratwin_plan_roundtrip.yaml").string();
   std::ofstream(path) << to_yaml(plan);
@@ -213,9 +219,10 @@ BOOST_AUTO_TEST_CASE(verify_reports_every_problem_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(sixteen_thousand_gpus_lower_to_one_role_per_stage) {
-  const Run r = run(std::string("model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: 8192}\n") +
-                    "plan: {tp: 8, pp: 16, dp: 128, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
-                    " recompute: selective, sequence_parallel: true, zero: 1}\n");
+  const Run r = run(
+      std::string("model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: 8192}\n") +
+      "plan: {tp: 8, pp: 16, dp: 128, micro_batch: 1, schedule: interleaved, virtual_stages: 2,"
+      " recompute: selective, sequence_parallel: true, zero: 1}\n");
   BOOST_TEST(r.program.world == 16384);
   BOOST_TEST(r.program.roles.size() == 16u);
   BOOST_TEST(r.program.task_count() < 20000u);
@@ -226,16 +233,19 @@ BOOST_AUTO_TEST_CASE(program_text_matches_golden_files) {
   const bool update = std::getenv("PARATWIN_UPDATE_GOLDEN") != nullptr;
   for (const auto& [name, schedule, v] : {std::tuple{"gpipe", "gpipe", 1}, std::tuple{"1f1b", "1f1b", 1},
                                           std::tuple{"interleaved", "interleaved", 2}}) {
-    const Run r = run(std::string("model: tiny-gpt\ncluster: {from: dgx-a100-80g, nodes: 1}\n") +
-                      "training: {global_batch: 16, seq_len: 128}\n"
-                      "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 4, schedule: " + schedule +
-                      ", virtual_stages: " + std::to_string(v) + ", sequence_parallel: true, zero: 1}\n");
+    const Run r =
+        run(std::string("model: tiny-gpt\ncluster: {from: dgx-a100-80g, nodes: 1}\n") +
+            "training: {global_batch: 16, seq_len: 128}\n"
+            "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 4, schedule: " +
+            schedule + ", virtual_stages: " + std::to_string(v) + ", sequence_parallel: true, zero: 1}\n");
     const std::string text = to_text(r.program);
     const std::string path = std::string(PARATWIN_TEST_DIR) + "/golden/program-" + name + ".txt";
     if (update) std::ofstream(path) << text;
     std::ifstream in(path);
     std::stringstream expected;
     expected << in.rdbuf();
-    BOOST_TEST_CONTEXT(path) { BOOST_TEST(text == expected.str()); }
+    BOOST_TEST_CONTEXT(path) {
+      BOOST_TEST(text == expected.str());
+    }
   }
 }

@@ -86,13 +86,17 @@ plan: {tp: 8, pp: auto, recompute: auto}
 
 BOOST_AUTO_TEST_CASE(errors_in_a_referenced_catalog_name_suggest_the_nearest) {
   const std::string e = error_of("model: gpt3-175\ncluster: dgx-h100\ntraining: {global_batch: 8}\n");
-  BOOST_TEST(e.find("s.yaml:1:8: error: unknown model 'gpt3-175' — did you mean 'gpt3-175b'?") != std::string::npos);
+  BOOST_TEST(e.find("s.yaml:1:8: error: unknown model 'gpt3-175' — did you mean 'gpt3-175b'?") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(tp_must_divide_heads_and_fit_the_node) {
-  const std::string base = "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\ntraining: {global_batch: 8}\n";
-  BOOST_TEST(error_of(base + "plan: {tp: 5}\n").find("plan.tp=5 does not divide model.heads=96") != std::string::npos);
-  BOOST_TEST(error_of(base + "plan: {tp: 16}\n").find("does not fit the 8 GPUs per node") != std::string::npos);
+  const std::string base =
+      "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\ntraining: {global_batch: 8}\n";
+  BOOST_TEST(error_of(base + "plan: {tp: 5}\n").find("plan.tp=5 does not divide model.heads=96") !=
+             std::string::npos);
+  BOOST_TEST(error_of(base + "plan: {tp: 16}\n").find("does not fit the 8 GPUs per node") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(degrees_must_use_the_whole_cluster) {
@@ -102,8 +106,9 @@ cluster: {from: dgx-a100-80g, nodes: 4}
 training: {global_batch: 512}
 plan: {tp: 2, pp: 1, dp: 8}
 )");
-  BOOST_TEST(e.find("dp x tp x pp x cp = 16 but the cluster has 32 GPUs; set cluster.nodes=2 or set plan.dp=16") !=
-             std::string::npos);
+  BOOST_TEST(
+      e.find("dp x tp x pp x cp = 16 but the cluster has 32 GPUs; set cluster.nodes=2 or set plan.dp=16") !=
+      std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(global_batch_must_split_into_whole_micro_batches) {
@@ -113,14 +118,17 @@ cluster: {from: dgx-a100-80g, nodes: 4}
 training: {global_batch: 512}
 plan: {tp: 2, pp: 1, dp: 16, micro_batch: 3}
 )");
-  BOOST_TEST(e.find("training.global_batch=512 is not divisible by dp x micro_batch = 48") != std::string::npos);
+  BOOST_TEST(e.find("training.global_batch=512 is not divisible by dp x micro_batch = 48") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(overrides_are_checked_like_the_file) {
-  const std::string yaml = "model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 4}\ntraining: {global_batch: 512}\n";
+  const std::string yaml =
+      "model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 4}\ntraining: {global_batch: 512}\n";
   const std::string e = error_of(yaml, {"plan.schedule=interleave"});
-  BOOST_TEST(e.find("<--set plan.schedule=interleave>:1:15: error: invalid value 'interleave' for plan.schedule") !=
-             std::string::npos);
+  BOOST_TEST(
+      e.find("<--set plan.schedule=interleave>:1:15: error: invalid value 'interleave' for plan.schedule") !=
+      std::string::npos);
   BOOST_TEST(e.find("did you mean 'interleaved'?") != std::string::npos);
 }
 
@@ -133,13 +141,15 @@ sweep:
   grid:
     cluster.nodes: [4, many]
 )");
-  BOOST_TEST(e.find("s.yaml:7:24: error: sweep.grid.cluster.nodes: expected an integer for cluster.nodes, got "
-                    "'many'") != std::string::npos);
+  BOOST_TEST(
+      e.find("s.yaml:7:24: error: sweep.grid.cluster.nodes: expected an integer for cluster.nodes, got "
+             "'many'") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(summary_counts_flops_per_iteration) {
-  const ScenarioSpec s = load("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
-                              "training: {global_batch: 1536, tokens: 300B}\n");
+  const ScenarioSpec s = load(
+      "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+      "training: {global_batch: 1536, tokens: 300B}\n");
   const ScenarioSummary sum = summarize(s);
   BOOST_TEST(sum.gpus == 1024);
   BOOST_TEST(sum.tokens_per_iteration == 1536.0 * 2048);

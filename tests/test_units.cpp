@@ -59,8 +59,9 @@ BOOST_AUTO_TEST_CASE(bare_number_is_rejected_where_a_unit_is_needed) {
 }
 
 BOOST_AUTO_TEST_CASE(unit_of_another_dimension_is_named) {
-  BOOST_TEST(error_of("80GB", Dimension::Bandwidth) == "'80GB' is a data size; expected a bandwidth such as "
-                                                       "200Gbps or 25GBps");
+  BOOST_TEST(error_of("80GB", Dimension::Bandwidth) ==
+             "'80GB' is a data size; expected a bandwidth such as "
+             "200Gbps or 25GBps");
 }
 
 BOOST_AUTO_TEST_CASE(misspelled_unit_gets_the_nearest_one) {

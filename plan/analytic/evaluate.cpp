@@ -82,9 +82,12 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
       return cost::compute_time(t.work, cluster.device_of(pool), precision).value();
     case TaskKind::Collective:
       return cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value() * t.count;
-    case TaskKind::Send: return cost::p2p_time(t.bytes, t.peer_same_node, pool, cluster).value();
-    case TaskKind::Recv: return 0;
-    case TaskKind::Copy: return t.bytes.value() / pool.pcie_bandwidth.value();
+    case TaskKind::Send:
+      return cost::p2p_time(t.bytes, t.peer_same_node, pool, cluster).value();
+    case TaskKind::Recv:
+      return 0;
+    case TaskKind::Copy:
+      return t.bytes.value() / pool.pcie_bandwidth.value();
   }
   return 0;
 }
@@ -156,7 +159,8 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
         }
       }
     }
-    if (!progress) throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
+    if (!progress)
+      throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
   }
 
   // Per role: end, breakdown, memory.
@@ -175,15 +179,24 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
       executed += t.work.gemm_flops;
       switch (t.kind) {
         case TaskKind::Forward:
-        case TaskKind::Backward: re.breakdown.compute_s += d; break;
-        case TaskKind::Recompute: re.breakdown.recompute_s += d; break;
-        case TaskKind::Optimizer: re.breakdown.optimizer_s += d; break;
-        default: break;
+        case TaskKind::Backward:
+          re.breakdown.compute_s += d;
+          break;
+        case TaskKind::Recompute:
+          re.breakdown.recompute_s += d;
+          break;
+        case TaskKind::Optimizer:
+          re.breakdown.optimizer_s += d;
+          break;
+        default:
+          break;
       }
       const auto iv = std::make_pair(tm.start_s, tm.end_s);
       if (t.stream == StreamKind::Compute) {
-        if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv) pp.push_back(iv);
-        else compute.push_back(iv);
+        if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv)
+          pp.push_back(iv);
+        else
+          compute.push_back(iv);
       } else if (t.stream == StreamKind::Tp) {
         tp.push_back(iv);
       } else if (t.stream == StreamKind::Pp) {

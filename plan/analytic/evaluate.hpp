@@ -17,13 +17,13 @@ struct TaskTiming {
 // Where one role's iteration time goes. Communication totals are stream busy time; exposed_comm_s
 // is the part of it during which the compute stream is idle; bubble_s is the idle rest.
 struct TimeBreakdown {
-  double compute_s = 0;    // forward and backward
+  double compute_s = 0;  // forward and backward
   double recompute_s = 0;
   double optimizer_s = 0;
-  double tp_comm_s = 0;    // TP, CP and EP collectives
-  double pp_comm_s = 0;    // pipeline transfers
-  double dp_comm_s = 0;    // gradient buckets, ZeRO gathers, tied-embedding gradients
-  double offload_s = 0;    // host copies
+  double tp_comm_s = 0;  // TP, CP and EP collectives
+  double pp_comm_s = 0;  // pipeline transfers
+  double dp_comm_s = 0;  // gradient buckets, ZeRO gathers, tied-embedding gradients
+  double offload_s = 0;  // host copies
   double exposed_comm_s = 0;
   double bubble_s = 0;
 };
@@ -47,7 +47,8 @@ struct Evaluation {
 
 // Duration of one task on its role's hardware (a receive takes no time of its own: it ends with
 // its send).
-double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision);
+double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec& cluster,
+                       Precision precision);
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
 

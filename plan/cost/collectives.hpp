@@ -50,8 +50,8 @@ struct CollectiveCost {
 // per node uses ring or tree over the inter-node figures; with several members per node it may also
 // go hierarchical: reduce-scatter inside the node, the collective across nodes on n / per_node, then
 // all-gather inside the node. The fastest applicable algorithm is chosen, as NCCL's tuner does.
-CollectiveCost collective_time(CollectiveKind kind, Bytes n, const GroupPlacement& group, const PoolSpec& pool,
-                               const ClusterSpec& cluster);
+CollectiveCost collective_time(CollectiveKind kind, Bytes n, const GroupPlacement& group,
+                               const PoolSpec& pool, const ClusterSpec& cluster);
 
 // A point-to-point transfer of n bytes between two ranks of a pool: latency + n / bandwidth over the
 // intra-node fabric when `same_node`, else over the node's NICs (one GPU's share).

@@ -12,9 +12,9 @@ namespace paratwin::cost {
 // What a group of kernels does: math, memory traffic, and how many kernels it launches. GEMM FLOPs
 // and elementwise (memory-bound) traffic are kept apart because they run at different rates.
 struct KernelCost {
-  Flops gemm_flops;        // matrix multiplications (including attention scores and values)
-  Bytes gemm_bytes;        // operand and result traffic of those GEMMs
-  Bytes elementwise_bytes; // norms, activations, residuals, dropout, softmax, optimizer
+  Flops gemm_flops;         // matrix multiplications (including attention scores and values)
+  Bytes gemm_bytes;         // operand and result traffic of those GEMMs
+  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax, optimizer
   int launches = 0;
 
   KernelCost& operator+=(const KernelCost& o);

@@ -16,9 +16,9 @@ namespace paratwin::cost {
 double element_bytes(Precision precision);
 
 struct ModelStateBytes {
-  Bytes weights;     // the working copy the GEMMs read (bf16 under mixed precision)
-  Bytes gradients;   // gradient buffer
-  Bytes optimizer;   // fp32 master weights + optimizer moments (the ZeRO paper's K x Psi)
+  Bytes weights;    // the working copy the GEMMs read (bf16 under mixed precision)
+  Bytes gradients;  // gradient buffer
+  Bytes optimizer;  // fp32 master weights + optimizer moments (the ZeRO paper's K x Psi)
 
   Bytes total() const { return weights + gradients + optimizer; }
 };
@@ -37,9 +37,9 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
                                   Precision precision);
 
 struct ActivationConfig {
-  int micro_batch = 1;   // b, sequences
-  int seq_len = 0;       // s, the full sequence (context parallelism divides it by cp)
-  int tp = 1;            // t
+  int micro_batch = 1;  // b, sequences
+  int seq_len = 0;      // s, the full sequence (context parallelism divides it by cp)
+  int tp = 1;           // t
   int cp = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::None;

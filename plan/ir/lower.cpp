@@ -28,7 +28,8 @@ std::map<std::string, Dimensions> rank_layout(const Plan& p) {
   size_t start = 0;
   while (start < p.order.size()) {
     const size_t dash = p.order.find('-', start);
-    const std::string dim = p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    const std::string dim =
+        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
     out[dim] = {size.at(dim), stride};
     stride *= size.at(dim);
     if (dash == std::string::npos) break;
@@ -44,7 +45,7 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
   const long long per_node = pool.gpus_per_node;
   g.per_node = stride >= per_node ? 1 : static_cast<int>(std::min<long long>(n, per_node / stride));
   const long long span = stride * (n - 1) + 1;
-  const long long boundary = cluster.network.pod_gpus       ? *cluster.network.pod_gpus
+  const long long boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
                              : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
                                                              : per_node;
   g.crosses_pods = span > boundary;
@@ -92,7 +93,9 @@ class RoleBuilder {
     return static_cast<int>(role_.tasks.size()) - 1;
   }
 
-  static std::string tag(int mb, int chunk) { return "mb" + std::to_string(mb) + " c" + std::to_string(chunk); }
+  static std::string tag(int mb, int chunk) {
+    return "mb" + std::to_string(mb) + " c" + std::to_string(chunk);
+  }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
@@ -107,11 +110,13 @@ class RoleBuilder {
   }
 
   // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live.
-  cost::KernelCost pass_work(int chunk, int begin, int end, bool forward, bool with_embedding, bool with_head) {
+  cost::KernelCost pass_work(int chunk, int begin, int end, bool forward, bool with_embedding,
+                             bool with_head) {
     const auto w = layer_work();
     const int moe = moe_layers(begin, end), dense = end - begin - moe;
     cost::KernelCost k;
-    if (dense) k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
+    if (dense)
+      k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
     if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
     if (with_embedding) k += cost::embedding_forward(m_, w);
     if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
@@ -121,10 +126,11 @@ class RoleBuilder {
 
   Bytes activations(int chunk) const {
     const StagePlan& st = stage(chunk);
-    cost::ActivationConfig a{p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, st.recompute,
-                             t_.precision};
+    cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,       p_.cp,
+                             p_.sequence_parallel, st.recompute, t_.precision};
     Bytes total;
-    for (int l = st.layer_begin; l < st.layer_end; ++l) total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
+    for (int l = st.layer_begin; l < st.layer_end; ++l)
+      total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
     if (chunk == 0) total += cost::embedding_activation_bytes(m_, a);
     if (last_chunk(chunk)) total += cost::head_activation_bytes(m_, a);
     return total;
@@ -137,8 +143,8 @@ class RoleBuilder {
     return Bytes(tokens * m_.hidden * elem_);
   }
 
-  Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes, int count,
-                  StreamKind stream, std::string name, std::vector<int> deps) {
+  Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
+                  int count, StreamKind stream, std::string name, std::vector<int> deps) {
     Task t;
     t.kind = TaskKind::Collective;
     t.stream = stream;
@@ -178,16 +184,16 @@ class RoleBuilder {
       // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
       const double kv_dim = double(m_.kv_heads) * m_.head_dim / p_.tp;
       const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
-      ids.push_back(add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter,
-                                   GroupKind::Cp, cp_, kv, layers * passes, stream,
-                                   (forward ? "AG cp " : "RS cp ") + what, {after})));
+      ids.push_back(
+          add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
+                         cp_, kv, layers * passes, stream, (forward ? "AG cp " : "RS cp ") + what, {after})));
     }
     const int moe = moe_layers(begin, end);
     if (m_.moe && p_.ep > 1 && moe > 0) {
       // Dispatch and combine: each token's hidden state to its top_k experts and back.
       const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
-      ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes, stream,
-                                   "A2A ep " + what, {after})));
+      ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
+                                   stream, "A2A ep " + what, {after})));
     }
     return ids;
   }
@@ -197,7 +203,8 @@ class RoleBuilder {
   std::vector<int> compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
                                      int passes) {
     for (int d : previous_compute_)
-      if (std::find(compute.deps.begin(), compute.deps.end(), d) == compute.deps.end()) compute.deps.push_back(d);
+      if (std::find(compute.deps.begin(), compute.deps.end(), d) == compute.deps.end())
+        compute.deps.push_back(d);
     const std::vector<int> deps = compute.deps;
     const int id = add(std::move(compute));
     // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
@@ -224,18 +231,18 @@ class RoleBuilder {
     t.bytes = boundary_bytes();
     const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
     t.peer = other_chunk % p_.pp;
-    t.peer_same_node = pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node &&
-                       p_.stages[t.peer].pool == role_.pool;
-    t.name = std::string(kind == TaskKind::Send ? "send " : "recv ") + (dir == Direction::Forward ? "F " : "B ") +
-             tag(mb, chunk);
+    t.peer_same_node =
+        pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
+    t.name = std::string(kind == TaskKind::Send ? "send " : "recv ") +
+             (dir == Direction::Forward ? "F " : "B ") + tag(mb, chunk);
     t.deps = std::move(deps);
     return add(std::move(t));
   }
 
   int zero3_gather(int mb, int chunk, bool forward) {
-    return add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_), 1,
-                          StreamKind::Dp, std::string("AG dp params ") + (forward ? "F " : "B ") + tag(mb, chunk),
-                          {}));
+    return add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_),
+                          1, StreamKind::Dp,
+                          std::string("AG dp params ") + (forward ? "F " : "B ") + tag(mb, chunk), {}));
   }
 
   void forward(int mb, int chunk) {
@@ -315,7 +322,8 @@ class RoleBuilder {
       b.chunk = chunk;
       b.layer_begin = lo;
       b.layer_end = hi;
-      b.name = "B " + tag(mb, chunk) + (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
+      b.name = "B " + tag(mb, chunk) +
+               (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(chunk, lo, hi, false, embedding, head);
       if (i + 1 == segments.size()) b.free = activations(chunk);
@@ -387,9 +395,10 @@ class RoleBuilder {
           t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(p_.dp * pairs * (elem_ + 4)), 1,
                          StreamKind::Dp, "AG dp topk bucket" + std::to_string(index), {ready});
         } else {
-          t = collective(p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
-                         Bytes(b.elements * elem_), 1, StreamKind::Dp,
-                         std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index), {ready});
+          t = collective(p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                         GroupKind::Dp, dp_, Bytes(b.elements * elem_), 1, StreamKind::Dp,
+                         std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index),
+                         {ready});
         }
         step_deps.push_back(add(std::move(t)));
         ++index;
@@ -398,8 +407,8 @@ class RoleBuilder {
     if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
       const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
       step_deps.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1, StreamKind::Dp,
-                                         "AR embedding grads", previous_compute_)));
+                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1,
+                                         StreamKind::Dp, "AR embedding grads", previous_compute_)));
     }
     const double shard = role_.parameters / (p_.zero >= 1 ? p_.dp : 1);
     const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
@@ -438,7 +447,8 @@ class RoleBuilder {
       role_.state.optimizer = Bytes(0);
     }
     // Two DP buckets in flight, and a PP send and receive buffer each way.
-    role_.buffers = (p_.dp > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
+    role_.buffers =
+        (p_.dp > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
   }
 
   struct Bucket {
@@ -473,7 +483,8 @@ size_t Program::task_count() const {
   return n;
 }
 
-Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training) {
+Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+              const TrainingSpec& training) {
   if (auto problems = verify(plan, model, cluster, training); !problems.empty())
     throw std::logic_error("lower() needs a verified plan: " + problems.front());
   Program program;
@@ -484,7 +495,8 @@ Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& clust
   program.tokens_per_iteration = double(training.global_batch) * training.seq_len;
   program.model_flops_per_iteration =
       Flops(training_flops_per_token(model, training.seq_len) * program.tokens_per_iteration);
-  for (int r = 0; r < plan.pp; ++r) program.roles.push_back(RoleBuilder(plan, model, cluster, training, r).build());
+  for (int r = 0; r < plan.pp; ++r)
+    program.roles.push_back(RoleBuilder(plan, model, cluster, training, r).build());
   return program;
 }
 

@@ -17,15 +17,17 @@ std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& po
   return out;
 }
 
-Plan complete_plan(const ScenarioSpec& s) { return complete_plan(s.plan, s); }
+Plan complete_plan(const ScenarioSpec& s) {
+  return complete_plan(s.plan, s);
+}
 
 Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   auto needs_optimizer = [&](const char* field) {
     const auto it = s.locations.find(std::string("plan.") + field);
     const Location where = it != s.locations.end() ? it->second : s.document.location;
     throw InputError(where, std::string("plan.") + field +
-                                " is left to the optimizer (auto), which is not available yet; give plan." + field +
-                                " a value");
+                                " is left to the optimizer (auto), which is not available yet; give plan." +
+                                field + " a value");
   };
   Plan p;
   if (!r.tp) needs_optimizer("tp");
@@ -66,18 +68,22 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   return p;
 }
 
-std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t) {
+std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const ClusterSpec& c,
+                                const TrainingSpec& t) {
   std::vector<std::string> problems;
   auto add = [&](std::string s) { problems.push_back(std::move(s)); };
   auto num = [](long long v) { return std::to_string(v); };
-  if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1) add("every parallel degree must be at least 1");
+  if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1)
+    add("every parallel degree must be at least 1");
   if (p.tp > 0 && (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0))
     add("tp=" + num(p.tp) + " must divide the " + num(m.heads) + " attention heads and " + num(m.kv_heads) +
         " key/value heads");
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
-    add("cp=" + num(p.cp) + " needs the sequence length " + num(t.seq_len) + " divisible by " + num(2 * p.cp));
+    add("cp=" + num(p.cp) + " needs the sequence length " + num(t.seq_len) + " divisible by " +
+        num(2 * p.cp));
   if (p.ep > 1 && (!m.moe || m.moe->experts % p.ep != 0 || p.dp % p.ep != 0))
-    add("ep=" + num(p.ep) + " needs a mixture-of-experts model whose experts and dp=" + num(p.dp) + " it divides");
+    add("ep=" + num(p.ep) + " needs a mixture-of-experts model whose experts and dp=" + num(p.dp) +
+        " it divides");
   const long long per_step = static_cast<long long>(p.dp) * p.micro_batch * p.num_microbatches;
   if (per_step != t.global_batch)
     add("dp x micro_batch x num_microbatches = " + num(p.dp) + " x " + num(p.micro_batch) + " x " +
@@ -88,15 +94,16 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.schedule == Schedule::Interleaved) {
     if (p.pp < 2 || p.virtual_stages < 2) add("schedule interleaved needs pp >= 2 and virtual_stages >= 2");
     if (p.pp > 0 && p.num_microbatches % p.pp != 0)
-      add("schedule interleaved needs num_microbatches (" + num(p.num_microbatches) + ") to be a multiple of pp=" +
-          num(p.pp));
+      add("schedule interleaved needs num_microbatches (" + num(p.num_microbatches) +
+          ") to be a multiple of pp=" + num(p.pp));
   }
   if (p.zero < 0 || p.zero > 3) add("zero must be 0, 1, 2 or 3");
   if (p.compression.kind == CompressionKind::TopK && p.zero >= 2)
     add("top-k gradient compression needs whole gradients on every rank: use zero 0 or 1");
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
   if (static_cast<int>(p.stages.size()) != p.chunks()) {
-    add("plan has " + num(p.stages.size()) + " stages; pp x virtual_stages = " + num(p.chunks()) + " expected");
+    add("plan has " + num(p.stages.size()) + " stages; pp x virtual_stages = " + num(p.chunks()) +
+        " expected");
     return problems;
   }
   int next = 0;
@@ -121,14 +128,17 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     for (int r = 0; r < p.pp; ++r)
       if (p.stages[r].pool == pool.name) used += static_cast<long long>(p.dp) * p.tp * p.cp;
     if (used > pool.gpus())
-      add("pool " + pool.name + " has " + num(pool.gpus()) + " GPUs; the plan places " + num(used) + " on it");
+      add("pool " + pool.name + " has " + num(pool.gpus()) + " GPUs; the plan places " + num(used) +
+          " on it");
     if (used > 0 && p.tp > pool.gpus_per_node)
-      add("tp=" + num(p.tp) + " exceeds the " + num(pool.gpus_per_node) + " GPUs per node of pool " + pool.name);
+      add("tp=" + num(p.tp) + " exceeds the " + num(pool.gpus_per_node) + " GPUs per node of pool " +
+          pool.name);
     if (used > 0 && !c.device_of(pool).peak.contains(t.precision))
       add("pool " + pool.name + "'s device has no " + enum_name(t.precision, kPrecisionNames) + " peak");
   }
   if (c.pools.size() > 1 && p.order.substr(p.order.size() - 2) != "pp")
-    add("on a heterogeneous cluster the rank order must end with pp, so that each pipeline rank stays in its pool");
+    add("on a heterogeneous cluster the rank order must end with pp, so that each pipeline rank stays in its "
+        "pool");
   return problems;
 }
 
@@ -143,25 +153,26 @@ std::string to_yaml(const Plan& p) {
   std::string y;
   y += "dp: " + std::to_string(p.dp) + "\ntp: " + std::to_string(p.tp) + "\npp: " + std::to_string(p.pp) +
        "\ncp: " + std::to_string(p.cp) + "\nep: " + std::to_string(p.ep) + "\norder: " + p.order + "\n";
-  y += "micro_batch: " + std::to_string(p.micro_batch) + "\nnum_microbatches: " + std::to_string(p.num_microbatches) +
+  y += "micro_batch: " + std::to_string(p.micro_batch) +
+       "\nnum_microbatches: " + std::to_string(p.num_microbatches) + "\n";
+  y += "schedule: " + enum_name(p.schedule, kScheduleNames) +
+       "\nvirtual_stages: " + std::to_string(p.virtual_stages) + "\n";
+  y += std::string("sequence_parallel: ") + b(p.sequence_parallel) + "\nzero: " + std::to_string(p.zero) +
        "\n";
-  y += "schedule: " + enum_name(p.schedule, kScheduleNames) + "\nvirtual_stages: " + std::to_string(p.virtual_stages) +
-       "\n";
-  y += std::string("sequence_parallel: ") + b(p.sequence_parallel) + "\nzero: " + std::to_string(p.zero) + "\n";
-  y += std::string("offload: {optimizer: ") + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
-       "}\n";
+  y += std::string("offload: {optimizer: ") + b(p.offload_optimizer) +
+       ", activations: " + b(p.offload_activations) + "}\n";
   y += "compression: {kind: " + enum_name(p.compression.kind, kCompressionNames) +
        ", ratio: " + number(p.compression.ratio) + ", error_feedback: " + b(p.compression.error_feedback) +
        ", warmup_steps: " + std::to_string(p.compression.warmup_steps) + "}\n";
   y += "bucket_size: " + number(p.bucket_size.value()) + "B\n";
-  y += std::string("overlap: {dp: ") + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +
-       "}\n";
-  y += "checkpoint_interval: " + (p.checkpoint_interval ? number(p.checkpoint_interval->value()) + "s" : "auto") +
-       "\n";
+  y += std::string("overlap: {dp: ") + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) +
+       ", pp: " + b(p.overlap_pp) + "}\n";
+  y += "checkpoint_interval: " +
+       (p.checkpoint_interval ? number(p.checkpoint_interval->value()) + "s" : "auto") + "\n";
   y += "stages:\n";
   for (const auto& st : p.stages)
-    y += "  - {layers: [" + std::to_string(st.layer_begin) + ", " + std::to_string(st.layer_end) + "], pool: " +
-         st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) + "}\n";
+    y += "  - {layers: [" + std::to_string(st.layer_begin) + ", " + std::to_string(st.layer_end) +
+         "], pool: " + st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) + "}\n";
   return y;
 }
 

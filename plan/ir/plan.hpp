@@ -24,9 +24,9 @@ struct Plan {
   bool offload_activations = false;
   CompressionSpec compression;
   Bytes bucket_size{25.0 * 1024 * 1024};  // DP gradient bucket (PyTorch DDP's default)
-  bool overlap_dp = true;   // DP buckets start as soon as their layers' gradients are final
-  bool overlap_tp = false;  // TP collectives overlap the GEMMs they belong to
-  bool overlap_pp = true;   // PP sends and receives run on their own stream
+  bool overlap_dp = true;                 // DP buckets start as soon as their layers' gradients are final
+  bool overlap_tp = false;                // TP collectives overlap the GEMMs they belong to
+  bool overlap_pp = true;                 // PP sends and receives run on their own stream
   std::optional<Seconds> checkpoint_interval;
   std::vector<StagePlan> stages;  // pp x virtual_stages chunks in model order
 

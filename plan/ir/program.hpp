@@ -47,16 +47,16 @@ struct Task {
   bool peer_same_node = false;
   bool to_host = false;  // copy: device to host (true) or host to device
 
-  Bytes alloc;  // device memory taken when the task starts
-  Bytes free;   // and given back when it ends
+  Bytes alloc;            // device memory taken when the task starts
+  Bytes free;             // and given back when it ends
   std::vector<int> deps;  // indices of tasks of the same role that must end first
 };
 
 struct Role {
   int pipeline_rank = 0;
   std::string pool;
-  int instances = 1;  // ranks that play this role: dp x tp x cp
-  double parameters = 0;  // held by one rank before ZeRO sharding
+  int instances = 1;            // ranks that play this role: dp x tp x cp
+  double parameters = 0;        // held by one rank before ZeRO sharding
   cost::ModelStateBytes state;  // per rank, after ZeRO, on the device
   Bytes host_state;             // offloaded to host memory
   Bytes buffers;                // communication buffers (DP buckets, PP messages)
@@ -77,7 +77,8 @@ struct Program {
 
 // Lowers a verified plan. `verify(plan, ...)` must be empty; a plan that is not verified is a
 // programming error (std::logic_error).
-Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, const TrainingSpec& training);
+Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+              const TrainingSpec& training);
 
 // The text form, for golden tests and debugging: one line per task with its stream, sizes and deps.
 std::string to_text(const Program& program);

@@ -5,23 +5,32 @@
 
 namespace paratwin {
 
-const EnumNames<TaskKind> kTaskKindNames = {{"forward", TaskKind::Forward},       {"backward", TaskKind::Backward},
-                                            {"recompute", TaskKind::Recompute},   {"optimizer", TaskKind::Optimizer},
-                                            {"collective", TaskKind::Collective}, {"send", TaskKind::Send},
-                                            {"recv", TaskKind::Recv},             {"copy", TaskKind::Copy}};
+const EnumNames<TaskKind> kTaskKindNames = {{"forward", TaskKind::Forward},
+                                            {"backward", TaskKind::Backward},
+                                            {"recompute", TaskKind::Recompute},
+                                            {"optimizer", TaskKind::Optimizer},
+                                            {"collective", TaskKind::Collective},
+                                            {"send", TaskKind::Send},
+                                            {"recv", TaskKind::Recv},
+                                            {"copy", TaskKind::Copy}};
 const EnumNames<StreamKind> kStreamKindNames = {{"compute", StreamKind::Compute},
                                                 {"tp", StreamKind::Tp},
                                                 {"pp", StreamKind::Pp},
                                                 {"dp", StreamKind::Dp},
                                                 {"copy", StreamKind::Copy}};
-const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None}, {"tp", GroupKind::Tp}, {"cp", GroupKind::Cp},
-                                              {"ep", GroupKind::Ep},  {"dp", GroupKind::Dp}, {"pp", GroupKind::Pp},
+const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None},
+                                              {"tp", GroupKind::Tp},
+                                              {"cp", GroupKind::Cp},
+                                              {"ep", GroupKind::Ep},
+                                              {"dp", GroupKind::Dp},
+                                              {"pp", GroupKind::Pp},
                                               {"embedding", GroupKind::Embedding}};
-const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {{"all-reduce", cost::CollectiveKind::AllReduce},
-                                                              {"all-gather", cost::CollectiveKind::AllGather},
-                                                              {"reduce-scatter", cost::CollectiveKind::ReduceScatter},
-                                                              {"all-to-all", cost::CollectiveKind::AllToAll},
-                                                              {"broadcast", cost::CollectiveKind::Broadcast}};
+const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {
+    {"all-reduce", cost::CollectiveKind::AllReduce},
+    {"all-gather", cost::CollectiveKind::AllGather},
+    {"reduce-scatter", cost::CollectiveKind::ReduceScatter},
+    {"all-to-all", cost::CollectiveKind::AllToAll},
+    {"broadcast", cost::CollectiveKind::Broadcast}};
 
 static std::string describe_task(const Task& t) {
   std::string s;
@@ -30,8 +39,9 @@ static std::string describe_task(const Task& t) {
     case TaskKind::Backward:
     case TaskKind::Recompute:
     case TaskKind::Optimizer:
-      s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " + to_string(t.work.gemm_bytes + t.work.elementwise_bytes) +
-          ", " + std::to_string(t.work.launches) + " kernels";
+      s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " +
+          to_string(t.work.gemm_bytes + t.work.elementwise_bytes) + ", " + std::to_string(t.work.launches) +
+          " kernels";
       break;
     case TaskKind::Collective:
       s = enum_name(t.collective, kCollectiveKindNames) + " " + enum_name(t.group, kGroupKindNames) + "(" +
@@ -44,7 +54,9 @@ static std::string describe_task(const Task& t) {
       s = std::string(t.kind == TaskKind::Send ? "to" : "from") + " rank " + std::to_string(t.peer) +
           (t.peer_same_node ? " (same node) " : " ") + to_string(t.bytes);
       break;
-    case TaskKind::Copy: s = std::string(t.to_host ? "to host " : "to device ") + to_string(t.bytes); break;
+    case TaskKind::Copy:
+      s = std::string(t.to_host ? "to host " : "to device ") + to_string(t.bytes);
+      break;
   }
   if (t.alloc.value() > 0) s += ", alloc " + to_string(t.alloc);
   if (t.free.value() > 0) s += ", free " + to_string(t.free);
@@ -56,16 +68,18 @@ std::string to_text(const Program& p) {
   const Plan& pl = p.plan;
   out += "program " + p.model + " on " + p.cluster + ": " + std::to_string(p.world) + " ranks, " +
          std::to_string(p.roles.size()) + " roles, " + std::to_string(p.task_count()) + " tasks\n";
-  out += "plan dp=" + std::to_string(pl.dp) + " tp=" + std::to_string(pl.tp) + " pp=" + std::to_string(pl.pp) +
-         " cp=" + std::to_string(pl.cp) + " ep=" + std::to_string(pl.ep) + " micro_batch=" +
-         std::to_string(pl.micro_batch) + " microbatches=" + std::to_string(pl.num_microbatches) + " schedule=" +
-         enum_name(pl.schedule, kScheduleNames) + " v=" + std::to_string(pl.virtual_stages) +
+  out += "plan dp=" + std::to_string(pl.dp) + " tp=" + std::to_string(pl.tp) +
+         " pp=" + std::to_string(pl.pp) + " cp=" + std::to_string(pl.cp) + " ep=" + std::to_string(pl.ep) +
+         " micro_batch=" + std::to_string(pl.micro_batch) +
+         " microbatches=" + std::to_string(pl.num_microbatches) +
+         " schedule=" + enum_name(pl.schedule, kScheduleNames) + " v=" + std::to_string(pl.virtual_stages) +
          " zero=" + std::to_string(pl.zero) + (pl.sequence_parallel ? " sp" : "") + "\n";
   for (const auto& r : p.roles) {
-    out += "role " + std::to_string(r.pipeline_rank) + " pool " + r.pool + " x" + std::to_string(r.instances) +
-           ": " + format_count(r.parameters) + " parameters; weights " + to_string(r.state.weights) + ", gradients " +
-           to_string(r.state.gradients) + ", optimizer " + to_string(r.state.optimizer) + ", buffers " +
-           to_string(r.buffers) + (r.host_state.value() > 0 ? ", host " + to_string(r.host_state) : "") + "\n";
+    out += "role " + std::to_string(r.pipeline_rank) + " pool " + r.pool + " x" +
+           std::to_string(r.instances) + ": " + format_count(r.parameters) + " parameters; weights " +
+           to_string(r.state.weights) + ", gradients " + to_string(r.state.gradients) + ", optimizer " +
+           to_string(r.state.optimizer) + ", buffers " + to_string(r.buffers) +
+           (r.host_state.value() > 0 ? ", host " + to_string(r.host_state) : "") + "\n";
     for (size_t i = 0; i < r.tasks.size(); ++i) {
       const Task& t = r.tasks[i];
       std::string deps;

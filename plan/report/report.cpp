@@ -5,7 +5,9 @@
 
 namespace paratwin {
 
-static double gib(Bytes b) { return b.value() / (1024.0 * 1024 * 1024); }
+static double gib(Bytes b) {
+  return b.value() / (1024.0 * 1024 * 1024);
+}
 
 Report make_report(const std::string& scenario, const Program& program, const Evaluation& ev) {
   Report r;
@@ -15,7 +17,8 @@ Report make_report(const std::string& scenario, const Program& program, const Ev
   Metrics& m = r.metrics;
   m.iteration_time_s = ev.iteration_time_s;
   m.tokens_per_s = program.tokens_per_iteration / ev.iteration_time_s;
-  m.model_tflops_per_gpu = program.model_flops_per_iteration.value() / ev.iteration_time_s / program.world / 1e12;
+  m.model_tflops_per_gpu =
+      program.model_flops_per_iteration.value() / ev.iteration_time_s / program.world / 1e12;
   m.mfu = program.model_flops_per_iteration.value() / (ev.iteration_time_s * ev.peak.value());
   m.hfu = ev.hardware_flops.value() / (ev.iteration_time_s * ev.peak.value());
   r.breakdown = ev.roles[ev.critical_role].breakdown;
@@ -23,8 +26,9 @@ Report make_report(const std::string& scenario, const Program& program, const Ev
   for (size_t i = 0; i < program.roles.size(); ++i) {
     const Role& role = program.roles[i];
     const RoleEvaluation& re = ev.roles[i];
-    StageMemory s{role.pipeline_rank, role.pool, role.state.weights, role.state.gradients, role.state.optimizer,
-                  re.activations_peak, role.buffers, role.host_state, re.peak_memory, re.capacity};
+    StageMemory s{role.pipeline_rank,   role.pool,           role.state.weights, role.state.gradients,
+                  role.state.optimizer, re.activations_peak, role.buffers,       role.host_state,
+                  re.peak_memory,       re.capacity};
     const double ratio = s.peak / s.capacity;
     if (ratio > worst) {
       worst = ratio;
@@ -125,14 +129,15 @@ std::string to_text(const Report& r) {
   };
   const Plan& p = r.plan;
   out += "plan (" + r.evaluator + ") for " + r.scenario + "\n";
-  std::snprintf(buf, sizeof buf,
-                "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s\n",
-                p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
-                enum_name(p.schedule, kScheduleNames).c_str(),
-                p.virtual_stages > 1 ? (" v=" + std::to_string(p.virtual_stages)).c_str() : "",
-                p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
-                p.sequence_parallel ? "; sequence parallel" : "",
-                p.compression.kind == CompressionKind::TopK ? "; top-k compression" : "");
+  std::snprintf(
+      buf, sizeof buf,
+      "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s\n", p.dp,
+      p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
+      enum_name(p.schedule, kScheduleNames).c_str(),
+      p.virtual_stages > 1 ? (" v=" + std::to_string(p.virtual_stages)).c_str() : "",
+      p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
+      p.sequence_parallel ? "; sequence parallel" : "",
+      p.compression.kind == CompressionKind::TopK ? "; top-k compression" : "");
   out += buf;
   const Metrics& m = r.metrics;
   row("iteration time", seconds(m.iteration_time_s));
@@ -146,18 +151,24 @@ std::string to_text(const Report& r) {
   row("peak memory", buf);
   out += "  time of the critical stage:\n";
   const TimeBreakdown& b = r.breakdown;
-  for (auto [label, v] : {std::pair{"compute", b.compute_s}, {"recompute", b.recompute_s},
-                          {"optimizer", b.optimizer_s}, {"exposed communication", b.exposed_comm_s},
+  for (auto [label, v] : {std::pair{"compute", b.compute_s},
+                          {"recompute", b.recompute_s},
+                          {"optimizer", b.optimizer_s},
+                          {"exposed communication", b.exposed_comm_s},
                           {"bubble", b.bubble_s}})
     row((std::string("  ") + label).c_str(), seconds(v) + "  " + pct(v));
   out += "  communication (busy, partly hidden):\n";
-  for (auto [label, v] : {std::pair{"TP/CP/EP", b.tp_comm_s}, {"PP", b.pp_comm_s}, {"DP", b.dp_comm_s},
+  for (auto [label, v] : {std::pair{"TP/CP/EP", b.tp_comm_s},
+                          {"PP", b.pp_comm_s},
+                          {"DP", b.dp_comm_s},
                           {"offload copies", b.offload_s}})
     if (v > 0) row((std::string("  ") + label).c_str(), seconds(v));
-  out += "  memory per stage (GiB): weights + gradients + optimizer + activations + buffers = peak / capacity\n";
+  out +=
+      "  memory per stage (GiB): weights + gradients + optimizer + activations + buffers = peak / capacity\n";
   for (const auto& s : r.stages) {
-    std::snprintf(buf, sizeof buf, "    stage %-3d %-8s %6.1f + %6.1f + %6.1f + %6.1f + %5.1f = %6.1f / %.0f%s\n",
-                  s.stage, s.pool.c_str(), gib(s.weights), gib(s.gradients), gib(s.optimizer), gib(s.activations),
+    std::snprintf(buf, sizeof buf,
+                  "    stage %-3d %-8s %6.1f + %6.1f + %6.1f + %6.1f + %5.1f = %6.1f / %.0f%s\n", s.stage,
+                  s.pool.c_str(), gib(s.weights), gib(s.gradients), gib(s.optimizer), gib(s.activations),
                   gib(s.buffers), gib(s.peak), gib(s.capacity), s.fits() ? "" : "  over capacity");
     out += buf;
   }

@@ -12,8 +12,9 @@ std::string chrome_trace(const Program& program, const Evaluation& ev) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
                       {"pid", role.pipeline_rank},
-                      {"args", {{"name", "stage " + std::to_string(role.pipeline_rank) + " (" + role.pool + ", " +
-                                             std::to_string(role.instances) + " ranks)"}}}});
+                      {"args",
+                       {{"name", "stage " + std::to_string(role.pipeline_rank) + " (" + role.pool + ", " +
+                                     std::to_string(role.instances) + " ranks)"}}}});
     for (const auto& [name, stream] : kStreamKindNames)
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},

@@ -23,23 +23,31 @@ const Catalog& Catalog::installed() {
 
 std::string kind_name(CatalogKind kind) {
   switch (kind) {
-    case CatalogKind::Model: return "model";
-    case CatalogKind::Topology: return "topology";
-    case CatalogKind::Scenario: return "scenario";
+    case CatalogKind::Model:
+      return "model";
+    case CatalogKind::Topology:
+      return "topology";
+    case CatalogKind::Scenario:
+      return "scenario";
   }
   return "";
 }
 
 std::string kind_directory(CatalogKind kind) {
   switch (kind) {
-    case CatalogKind::Model: return "models";
-    case CatalogKind::Topology: return "topologies";
-    case CatalogKind::Scenario: return "scenarios";
+    case CatalogKind::Model:
+      return "models";
+    case CatalogKind::Topology:
+      return "topologies";
+    case CatalogKind::Scenario:
+      return "scenarios";
   }
   return "";
 }
 
-std::string Catalog::directory(CatalogKind kind) const { return (fs::path(root_) / kind_directory(kind)).string(); }
+std::string Catalog::directory(CatalogKind kind) const {
+  return (fs::path(root_) / kind_directory(kind)).string();
+}
 
 std::vector<CatalogEntry> Catalog::list(CatalogKind kind) const {
   std::vector<CatalogEntry> out;

@@ -37,7 +37,8 @@ class Checker {
   void training() {
     const auto& t = s_.training;
     if (t.seq_len > s_.model.seq_len)
-      error("training.seq_len", kv("training.seq_len", t.seq_len) + " exceeds the model's maximum sequence length " +
+      error("training.seq_len", kv("training.seq_len", t.seq_len) +
+                                    " exceeds the model's maximum sequence length " +
                                     kv("model.seq_len", s_.model.seq_len));
     for (const auto& pool : s_.cluster.pools) {
       const DeviceSpec& d = s_.cluster.device_of(pool);
@@ -57,14 +58,15 @@ class Checker {
       const int tp = *p.tp;
       if (m.heads % tp != 0)
         error("plan.tp", kv("plan.tp", tp) + " does not divide " + kv("model.heads", m.heads) +
-                             "; tensor parallelism splits attention heads evenly" + nearest_divisor(m.heads, tp, "plan.tp"));
+                             "; tensor parallelism splits attention heads evenly" +
+                             nearest_divisor(m.heads, tp, "plan.tp"));
       else if (m.kv_heads % tp != 0)
         error("plan.tp", kv("plan.tp", tp) + " does not divide " + kv("model.kv_heads", m.kv_heads) +
                              "; each tensor-parallel rank needs whole key/value head groups" +
                              nearest_divisor(m.kv_heads, tp, "plan.tp"));
       if (m.vocab % tp != 0)
-        warning("plan.tp", "model.vocab=" + std::to_string(m.vocab) + " is not divisible by " + kv("plan.tp", tp) +
-                               "; the vocabulary-parallel embedding is padded");
+        warning("plan.tp", "model.vocab=" + std::to_string(m.vocab) + " is not divisible by " +
+                               kv("plan.tp", tp) + "; the vocabulary-parallel embedding is padded");
       if (!s_.search.tp_across_nodes)
         for (const auto& pool : s_.cluster.pools)
           if (pool.gpus_per_node % tp != 0)
@@ -85,22 +87,25 @@ class Checker {
     if (p.cp) {
       // Causal context parallelism splits each sequence into 2 x cp chunks to balance the work.
       if (s_.training.seq_len % (2 * *p.cp) != 0)
-        error("plan.cp", kv("plan.cp", *p.cp) + " needs training.seq_len divisible by 2 x cp = " +
-                             std::to_string(2 * *p.cp) + ", got " + kv("training.seq_len", s_.training.seq_len));
+        error("plan.cp", kv("plan.cp", *p.cp) +
+                             " needs training.seq_len divisible by 2 x cp = " + std::to_string(2 * *p.cp) +
+                             ", got " + kv("training.seq_len", s_.training.seq_len));
     }
     if (p.ep && *p.ep > 1) {
       if (!m.moe)
         error("plan.ep", kv("plan.ep", *p.ep) + " needs a mixture-of-experts model; model " + m.name +
                              " has no moe section (use ep: 1)");
       else if (m.moe->experts % *p.ep != 0)
-        error("plan.ep", kv("plan.ep", *p.ep) + " does not divide " + kv("model.moe.experts", m.moe->experts) +
+        error("plan.ep", kv("plan.ep", *p.ep) + " does not divide " +
+                             kv("model.moe.experts", m.moe->experts) +
                              nearest_divisor(m.moe->experts, *p.ep, "plan.ep"));
       if (p.dp && *p.dp % *p.ep != 0)
         error("plan.ep", kv("plan.ep", *p.ep) + " must divide " + kv("plan.dp", *p.dp) +
                              ": expert-parallel groups are formed inside the data-parallel group");
     }
     const int gpus = s_.cluster.gpus();
-    const long long model_parallel = static_cast<long long>(p.tp.value_or(1)) * p.pp.value_or(1) * p.cp.value_or(1);
+    const long long model_parallel =
+        static_cast<long long>(p.tp.value_or(1)) * p.pp.value_or(1) * p.cp.value_or(1);
     if (p.dp && p.tp && p.pp) {
       const long long used = static_cast<long long>(*p.dp) * model_parallel;
       if (used != gpus)
@@ -108,7 +113,8 @@ class Checker {
                              std::to_string(gpus) + " GPUs" + resize_hint(used, gpus, model_parallel));
     } else if (gpus % model_parallel != 0) {
       error(p.pp ? "plan.pp" : "plan.tp", "tp x pp x cp = " + std::to_string(model_parallel) +
-                                              " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
+                                              " does not divide the cluster's " + std::to_string(gpus) +
+                                              " GPUs");
     }
     if (p.sequence_parallel.value_or(false) && p.tp && *p.tp == 1)
       warning("plan.sequence_parallel", "sequence_parallel has no effect with plan.tp=1");
@@ -125,7 +131,8 @@ class Checker {
                                        enum_name(*p.schedule, kScheduleNames));
     if (p.schedule == Schedule::Interleaved) {
       if (p.pp && *p.pp < 2)
-        error("plan.schedule", "schedule: interleaved needs plan.pp of at least 2, got " + kv("plan.pp", *p.pp));
+        error("plan.schedule",
+              "schedule: interleaved needs plan.pp of at least 2, got " + kv("plan.pp", *p.pp));
       if (p.virtual_stages && *p.virtual_stages < 2)
         error("plan.virtual_stages", "schedule: interleaved needs plan.virtual_stages of at least 2, got " +
                                          std::to_string(*p.virtual_stages));
@@ -136,24 +143,29 @@ class Checker {
     const auto& p = s_.plan;
     const long long gb = s_.training.global_batch;
     if (p.dp && gb % *p.dp != 0) {
-      error("training.global_batch", kv("training.global_batch", gb) + " is not divisible by " + kv("plan.dp", *p.dp) +
+      error("training.global_batch", kv("training.global_batch", gb) + " is not divisible by " +
+                                         kv("plan.dp", *p.dp) +
                                          "; every data-parallel replica needs the same number of sequences");
       return;
     }
     if (p.dp && p.micro_batch) {
       const long long per_step = static_cast<long long>(*p.dp) * *p.micro_batch;
       if (gb % per_step != 0) {
-        error("plan.micro_batch", kv("training.global_batch", gb) + " is not divisible by dp x micro_batch = " +
-                                      std::to_string(per_step) + nearest_divisor(gb / *p.dp, *p.micro_batch, "plan.micro_batch"));
+        error("plan.micro_batch", kv("training.global_batch", gb) +
+                                      " is not divisible by dp x micro_batch = " + std::to_string(per_step) +
+                                      nearest_divisor(gb / *p.dp, *p.micro_batch, "plan.micro_batch"));
         return;
       }
       const long long microbatches = gb / per_step;
       if (p.schedule == Schedule::Interleaved && p.pp && microbatches % *p.pp != 0)
         error("plan.schedule", "schedule: interleaved needs the number of micro-batches (" +
-                                   std::to_string(microbatches) + " = global_batch / (dp x micro_batch)) to be a "
-                                   "multiple of " + kv("plan.pp", *p.pp));
+                                   std::to_string(microbatches) +
+                                   " = global_batch / (dp x micro_batch)) to be a "
+                                   "multiple of " +
+                                   kv("plan.pp", *p.pp));
       if (p.pp && microbatches < *p.pp)
-        warning("plan.micro_batch", std::to_string(microbatches) + " micro-batches for " + kv("plan.pp", *p.pp) +
+        warning("plan.micro_batch", std::to_string(microbatches) + " micro-batches for " +
+                                        kv("plan.pp", *p.pp) +
                                         " stages: the pipeline never fills; expect a large bubble");
     }
   }
@@ -161,22 +173,26 @@ class Checker {
   void policies() {
     const auto& e = s_.elasticity;
     if (e.policy == ElasticPolicy::Spares && e.spares == 0)
-      error("elasticity.spares", "elasticity.policy: spares needs elasticity.spares, the number of hot spare GPUs");
+      error("elasticity.spares",
+            "elasticity.policy: spares needs elasticity.spares, the number of hot spare GPUs");
     if (e.min_gpus && *e.min_gpus > s_.cluster.gpus())
       error("elasticity.min_gpus", kv("elasticity.min_gpus", *e.min_gpus) + " exceeds the cluster's " +
                                        std::to_string(s_.cluster.gpus()) + " GPUs");
     if (s_.goal.deadline && !s_.training.tokens && !s_.training.steps)
-      error("goal.deadline", "goal.deadline needs training.tokens or training.steps to know how long training is");
+      error("goal.deadline",
+            "goal.deadline needs training.tokens or training.steps to know how long training is");
     if (s_.goal.budget && !s_.training.tokens && !s_.training.steps)
-      error("goal.budget", "goal.budget needs training.tokens or training.steps to know how long training is");
+      error("goal.budget",
+            "goal.budget needs training.tokens or training.steps to know how long training is");
     for (size_t i = 0; i < s_.failures.events.size(); ++i) {
       const auto& ev = s_.failures.events[i];
       const int count = component_count(ev.component);
       if (count > 0 && ev.index >= count)
         error("failures.events[" + std::to_string(i) + "].index",
-              "failures.events[" + std::to_string(i) + "].index=" + std::to_string(ev.index) + " but the cluster has " +
-                  std::to_string(count) + " " + enum_name(ev.component, kComponentNames) + " components (0.." +
-                  std::to_string(count - 1) + ")");
+              "failures.events[" + std::to_string(i) + "].index=" + std::to_string(ev.index) +
+                  " but the cluster has " + std::to_string(count) + " " +
+                  enum_name(ev.component, kComponentNames) + " components (0.." + std::to_string(count - 1) +
+                  ")");
     }
   }
 
@@ -187,11 +203,15 @@ class Checker {
       nics += p.nodes * p.nic.count;
     }
     switch (c) {
-      case Component::Gpu: return s_.cluster.gpus();
-      case Component::Host: return nodes;
+      case Component::Gpu:
+        return s_.cluster.gpus();
+      case Component::Host:
+        return nodes;
       case Component::Nic:
-      case Component::Link: return nics;
-      case Component::Switch: return 0;  // depends on the fabric's construction; checked by the simulator
+      case Component::Link:
+        return nics;
+      case Component::Switch:
+        return 0;  // depends on the fabric's construction; checked by the simulator
     }
     return 0;
   }
@@ -219,6 +239,8 @@ class Checker {
 
 }  // namespace
 
-void check_scenario(const ScenarioSpec& scenario, Diagnostics& diag) { Checker(scenario, diag).run(); }
+void check_scenario(const ScenarioSpec& scenario, Diagnostics& diag) {
+  Checker(scenario, diag).run();
+}
 
 }  // namespace paratwin

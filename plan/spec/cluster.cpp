@@ -61,8 +61,8 @@ std::optional<double> parse_ratio(const DocNode& node) {
   return *a / *b;
 }
 
-DeviceSpec parse_device(const std::string& name, const DocNode& node, const std::string& path, Diagnostics& diag,
-                        FieldLocations* locations) {
+DeviceSpec parse_device(const std::string& name, const DocNode& node, const std::string& path,
+                        Diagnostics& diag, FieldLocations* locations) {
   DeviceSpec d;
   d.name = name;
   MapReader r(node, path, diag, locations);
@@ -74,8 +74,9 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     }
     pr.finish();
     if (peak->is_mapping() && peak->entries.empty())
-      diag.error(peak->location, r.field("peak") + " lists no precision; expected at least one of fp32, tf32, "
-                                                    "fp16, bf16, fp8");
+      diag.error(peak->location, r.field("peak") +
+                                     " lists no precision; expected at least one of fp32, tf32, "
+                                     "fp16, bf16, fp8");
   }
   r.read_quantity("memory", d.memory, true);
   r.read_quantity("memory_bandwidth", d.memory_bandwidth, true);
@@ -92,7 +93,8 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
 }
 
 PoolSpec parse_pool(const std::string& name, const DocNode& node, const std::string& path,
-                    const std::map<std::string, DeviceSpec>& devices, Diagnostics& diag, FieldLocations* locations) {
+                    const std::map<std::string, DeviceSpec>& devices, Diagnostics& diag,
+                    FieldLocations* locations) {
   PoolSpec p;
   p.name = name;
   MapReader r(node, path, diag, locations);
@@ -173,9 +175,11 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
           diag.error(over->location, nr.field("oversubscription") +
                                          " must be at least 1 (1:1 is full bisection), got " + over->scalar);
       } else {
-        diag.error(over->location, nr.field("oversubscription") +
-                                       ": expected a number such as 2 or a ratio of positive numbers such as 2:1, "
-                                       "got " + (over->is_scalar() ? "'" + over->scalar + "'" : describe(*over)));
+        diag.error(over->location,
+                   nr.field("oversubscription") +
+                       ": expected a number such as 2 or a ratio of positive numbers such as 2:1, "
+                       "got " +
+                       (over->is_scalar() ? "'" + over->scalar + "'" : describe(*over)));
       }
     }
     int pod = 0;
@@ -199,7 +203,8 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
       } else if (c.pools.size() > 1) {
         std::vector<std::string> names;
         for (const auto& p : c.pools) names.push_back(p.name);
-        diag.error(nodes->location, r.field("nodes") + " resizes a cluster of one node pool, but this one has " +
+        diag.error(nodes->location, r.field("nodes") +
+                                        " resizes a cluster of one node pool, but this one has " +
                                         std::to_string(c.pools.size()) + " (" + join(names) + "); set " +
                                         r.field("pools") + "." + names.front() + ".nodes instead");
       }
@@ -212,12 +217,13 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
     gpus_total += static_cast<long long>(p.nodes) * p.gpus_per_node;
   }
   if (gpus_total > kMaxClusterGpus) {
-    diag.error(node.location, "the cluster has " + std::to_string(gpus_total) + " GPUs; ParaTwin models up to " +
-                                  std::to_string(kMaxClusterGpus));
+    diag.error(node.location, "the cluster has " + std::to_string(gpus_total) +
+                                  " GPUs; ParaTwin models up to " + std::to_string(kMaxClusterGpus));
     c.pools.clear();  // keep gpus() within int for whoever looks at the partial result
   }
   if (nodes_total > 1 && !node.find("network"))
-    diag.error(node.location, "missing required key 'network'" + (path.empty() ? std::string() : " in " + path) +
+    diag.error(node.location, "missing required key 'network'" +
+                                  (path.empty() ? std::string() : " in " + path) +
                                   ": a cluster of more than one node needs the fabric between nodes");
   return c;
 }

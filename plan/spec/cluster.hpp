@@ -19,8 +19,8 @@ extern const EnumNames<Precision> kPrecisionNames;
 
 // What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
 struct EfficiencySpec {
-  double gemm = 0.8;           // largest GEMM throughput / dense peak
-  double memory = 0.8;         // memory-bound kernels' share of memory bandwidth
+  double gemm = 0.8;            // largest GEMM throughput / dense peak
+  double memory = 0.8;          // memory-bound kernels' share of memory bandwidth
   Seconds kernel_launch{5e-6};  // fixed cost per kernel
 };
 
@@ -50,7 +50,7 @@ extern const EnumNames<NicKind> kNicKindNames;
 
 struct NicSpec {
   NicKind kind = NicKind::InfiniBand;
-  int count = 1;  // per node
+  int count = 1;                             // per node
   BytesPerSecond bandwidth;                  // per NIC and direction (line rate)
   std::optional<BytesPerSecond> achievable;  // measured through NCCL, when known
   Seconds latency{2e-6};

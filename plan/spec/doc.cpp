@@ -48,10 +48,14 @@ DocNode DocNode::mapping_node(Location where) {
 
 std::string describe(const DocNode& node) {
   switch (node.kind) {
-    case DocNode::Kind::Null: return "nothing";
-    case DocNode::Kind::Scalar: return "'" + node.scalar + "'";
-    case DocNode::Kind::Sequence: return node.items.empty() ? "an empty list" : "a list";
-    case DocNode::Kind::Mapping: return node.entries.empty() ? "an empty mapping" : "a mapping";
+    case DocNode::Kind::Null:
+      return "nothing";
+    case DocNode::Kind::Scalar:
+      return "'" + node.scalar + "'";
+    case DocNode::Kind::Sequence:
+      return node.items.empty() ? "an empty list" : "a list";
+    case DocNode::Kind::Mapping:
+      return node.entries.empty() ? "an empty mapping" : "a mapping";
   }
   return "?";
 }
@@ -68,7 +72,9 @@ DocNode convert(const YAML::Node& node, const std::string& file, const Location&
   out.location = location_of(node.Mark(), file, fallback);
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null: out.kind = DocNode::Kind::Null; break;
+    case YAML::NodeType::Null:
+      out.kind = DocNode::Kind::Null;
+      break;
     case YAML::NodeType::Scalar:
       out.kind = DocNode::Kind::Scalar;
       out.scalar = node.Scalar();
@@ -83,7 +89,8 @@ DocNode convert(const YAML::Node& node, const std::string& file, const Location&
       for (const auto& kv : node) {
         const Location key_loc = location_of(kv.first.Mark(), file, out.location);
         if (!kv.first.IsScalar())
-          throw InputError(key_loc, "expected a plain key, got " + describe(convert(kv.first, file, key_loc)));
+          throw InputError(key_loc,
+                           "expected a plain key, got " + describe(convert(kv.first, file, key_loc)));
         const std::string key = kv.first.Scalar();
         for (const auto& e : out.entries)
           if (e.key == key)
@@ -154,8 +161,10 @@ std::optional<std::pair<Location, char>> unclosed_quote(std::string_view text, c
       if (ch == '#' && (i == 0 || l[i - 1] == ' ')) break;
       const bool starts_value = previous == 0 || previous == ':' || previous == '-' || previous == '[' ||
                                 previous == '{' || previous == ',';
-      if ((ch == '"' || ch == '\'') && starts_value) quote = ch, opened = i;
-      else if (ch != ' ' && ch != '\t') previous = ch;
+      if ((ch == '"' || ch == '\'') && starts_value)
+        quote = ch, opened = i;
+      else if (ch != ' ' && ch != '\t')
+        previous = ch;
     }
     if (quote) return std::pair{Location{file, line, static_cast<int>(opened) + 1}, quote};
     begin = end + 1;
@@ -191,7 +200,8 @@ DocNode parse_yaml(std::string_view text, const std::string& file_name) {
     throw syntax_error(e, text, file_name, start, "YAML syntax error: ");
   }
   if (auto quote = unclosed_quote(text, file_name))
-    throw InputError(quote->first, std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
+    throw InputError(quote->first,
+                     std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
   if (documents.size() > 1) {
     // Point at the "---" that starts the second document, not at its first value.
     const Location first_value = location_of(documents[1].Mark(), file_name, start);
@@ -210,7 +220,8 @@ DocNode parse_yaml(std::string_view text, const std::string& file_name) {
 
 DocNode load_yaml_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(Location{path}, "cannot read file: it is a directory");
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(Location{path}, "cannot read file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Location{path}, "cannot read file");
   std::ostringstream text;
@@ -235,7 +246,9 @@ Location override_location(const std::string& argument, int column) {
   return {"<--set " + argument + ">", 1, column};
 }
 
-bool is_override_location(const Location& where) { return where.file.rfind("<--set ", 0) == 0; }
+bool is_override_location(const Location& where) {
+  return where.file.rfind("<--set ", 0) == 0;
+}
 
 Override parse_override(const std::string& argument) {
   const Location whole = override_location(argument);
@@ -287,7 +300,8 @@ void apply_override(DocNode& root, const Override& o) {
     const std::string& key = o.path[i];
     const Location key_where = override_location(o.text, column);
     column += static_cast<int>(key.size()) + 1;
-    if (node->is_null() || (node->is_scalar() && node->scalar == "auto")) *node = DocNode::mapping_node(where);
+    if (node->is_null() || (node->is_scalar() && node->scalar == "auto"))
+      *node = DocNode::mapping_node(where);
     if (node->is_scalar() && i == 1 && (o.path[0] == "model" || o.path[0] == "cluster")) {
       // `cluster: dgx-h100` walked into by `cluster.nodes`: keep the reference, overlay the rest.
       DocNode reference = *node;
@@ -297,7 +311,8 @@ void apply_override(DocNode& root, const Override& o) {
     if (!node->is_mapping()) {
       std::string prefix;
       for (size_t j = 0; j < i; ++j) prefix += (j ? "." : "") + o.path[j];
-      throw InputError(key_where, "cannot set '" + key + "' inside " + prefix + ", which is " + describe(*node));
+      throw InputError(key_where,
+                       "cannot set '" + key + "' inside " + prefix + ", which is " + describe(*node));
     }
     if (i + 1 == o.path.size()) {
       node->set(key, o.value, key_where);

@@ -23,8 +23,8 @@ struct DocNode {
   enum class Kind { Null, Scalar, Sequence, Mapping };
 
   Kind kind = Kind::Null;
-  std::string scalar;  // Scalar only
-  bool quoted = false;  // Scalar written in quotes: "8" is text, 8 is a number
+  std::string scalar;             // Scalar only
+  bool quoted = false;            // Scalar written in quotes: "8" is text, 8 is a number
   std::vector<DocNode> items;     // Sequence
   std::vector<DocEntry> entries;  // Mapping, in file order
   Location location;

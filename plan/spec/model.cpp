@@ -4,7 +4,8 @@
 namespace paratwin {
 
 const EnumNames<MlpKind> kMlpKindNames = {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}};
-const EnumNames<NormKind> kNormKindNames = {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RmsNorm}};
+const EnumNames<NormKind> kNormKindNames = {{"layernorm", NormKind::LayerNorm},
+                                            {"rmsnorm", NormKind::RmsNorm}};
 const EnumNames<PositionKind> kPositionKindNames = {{"learned", PositionKind::Learned},
                                                     {"rope", PositionKind::Rope}};
 
@@ -14,7 +15,8 @@ static int default_swiglu_ffn(int hidden) {
   return (raw + 255) / 256 * 256;
 }
 
-ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics& diag, FieldLocations* locations) {
+ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics& diag,
+                      FieldLocations* locations) {
   ModelSpec m;
   MapReader r(node, path, diag, locations);
   if (!r.is_mapping()) return m;
@@ -46,7 +48,8 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     mr.finish();
     if (moe.experts > 0 && moe.top_k > moe.experts)
       diag.error(moe_node->find("top_k")->location, mr.field("top_k") + "=" + std::to_string(moe.top_k) +
-                                         " exceeds " + mr.field("experts") + "=" + std::to_string(moe.experts));
+                                                        " exceeds " + mr.field("experts") + "=" +
+                                                        std::to_string(moe.experts));
     m.moe = moe;
   }
   r.finish();
@@ -55,17 +58,20 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     if (!has_kv) m.kv_heads = m.heads;
     if (!has_head_dim && m.hidden > 0) {
       if (m.hidden % m.heads != 0)
-        diag.error(node.find("heads")->location,
-                   r.field("hidden") + "=" + std::to_string(m.hidden) + " is not divisible by " + r.field("heads") +
-                       "=" + std::to_string(m.heads) + "; give head_dim explicitly or change heads");
+        diag.error(node.find("heads")->location, r.field("hidden") + "=" + std::to_string(m.hidden) +
+                                                     " is not divisible by " + r.field("heads") + "=" +
+                                                     std::to_string(m.heads) +
+                                                     "; give head_dim explicitly or change heads");
       m.head_dim = m.hidden / m.heads;
     }
     if (m.kv_heads > 0 && m.heads % m.kv_heads != 0)
-      diag.error(node.find("kv_heads")->location,
-                 r.field("heads") + "=" + std::to_string(m.heads) + " is not divisible by " + r.field("kv_heads") +
-                     "=" + std::to_string(m.kv_heads) + " (each key/value head serves a whole group of heads)");
+      diag.error(node.find("kv_heads")->location, r.field("heads") + "=" + std::to_string(m.heads) +
+                                                      " is not divisible by " + r.field("kv_heads") + "=" +
+                                                      std::to_string(m.kv_heads) +
+                                                      " (each key/value head serves a whole group of heads)");
   }
-  if (!has_ffn && m.hidden > 0) m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
+  if (!has_ffn && m.hidden > 0)
+    m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
   return m;
 }
 

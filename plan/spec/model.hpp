@@ -37,12 +37,12 @@ struct ModelSpec {
   int head_dim = 0;    // hidden / heads unless given
   int ffn_hidden = 0;  // 4 x hidden for GELU, Llama's 8/3 x hidden rounded up to 256 for SwiGLU
   int vocab = 0;
-  int seq_len = 0;     // the longest sequence the model supports
+  int seq_len = 0;  // the longest sequence the model supports
   MlpKind mlp = MlpKind::Gelu;
   NormKind norm = NormKind::LayerNorm;
   PositionKind position = PositionKind::Learned;
   bool tied_embeddings = true;
-  bool bias = true;  // biases on linear layers (GPT) or none (Llama)
+  bool bias = true;     // biases on linear layers (GPT) or none (Llama)
   bool dropout = true;  // dropout after attention and MLP (GPT); Llama trains without; default: GELU models
   std::optional<MoeSpec> moe;
 
@@ -60,7 +60,7 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
 //   embedding  V h (+ seq_len h learned positions); head V h unless tied
 struct ParameterCount {
   double total = 0;
-  double embedding = 0;     // token (+ position) embedding and an untied head
+  double embedding = 0;  // token (+ position) embedding and an untied head
   double per_dense_layer = 0;
   double per_moe_layer = 0;  // 0 without MoE
   double active = 0;         // what one token touches: top_k experts instead of all

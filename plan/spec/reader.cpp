@@ -14,7 +14,9 @@ std::string got(const DocNode& node) {
   return describe(node);
 }
 
-bool is_auto_like(const DocNode& node) { return node.is_scalar() && node.scalar == "auto"; }
+bool is_auto_like(const DocNode& node) {
+  return node.is_scalar() && node.scalar == "auto";
+}
 
 std::string range_text(std::int64_t min, std::int64_t max) {
   return max == std::numeric_limits<std::int64_t>::max()
@@ -116,8 +118,8 @@ std::optional<std::string> read_string(const DocNode& node, const std::string& w
 std::optional<double> read_quantity(const DocNode& node, const std::string& what, Dimension dimension,
                                     Diagnostics& diag, bool allow_zero) {
   if (!node.is_scalar()) {
-    diag.error(node.location, "expected " + describe(dimension) + " such as " + examples(dimension) + " for " +
-                                  what + ", got " + got(node));
+    diag.error(node.location, "expected " + describe(dimension) + " such as " + examples(dimension) +
+                                  " for " + what + ", got " + got(node));
     return std::nullopt;
   }
   QuantityParse parsed = parse_quantity(node.scalar, dimension);
@@ -144,8 +146,8 @@ std::optional<std::string> read_choice(const DocNode& node, const std::string& w
 MapReader::MapReader(const DocNode& node, std::string path, Diagnostics& diag, FieldLocations* locations)
     : node_(node), path_(std::move(path)), diag_(diag), locations_(locations) {
   if (!node_.is_mapping())
-    diag_.error(node_.location,
-                "expected a mapping" + (path_.empty() ? std::string() : " for " + path_) + ", got " + got(node_));
+    diag_.error(node_.location, "expected a mapping" + (path_.empty() ? std::string() : " for " + path_) +
+                                    ", got " + got(node_));
 }
 
 std::string MapReader::field(std::string_view key) const {

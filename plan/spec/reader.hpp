@@ -66,13 +66,34 @@ std::optional<E> read_enum(const DocNode& node, const std::string& what, const E
 
 template <class Q>
 constexpr Dimension dimension_of();
-template <> constexpr Dimension dimension_of<Bytes>() { return Dimension::DataSize; }
-template <> constexpr Dimension dimension_of<BytesPerSecond>() { return Dimension::Bandwidth; }
-template <> constexpr Dimension dimension_of<Seconds>() { return Dimension::Duration; }
-template <> constexpr Dimension dimension_of<Flops>() { return Dimension::FlopCount; }
-template <> constexpr Dimension dimension_of<FlopsPerSecond>() { return Dimension::FlopRate; }
-template <> constexpr Dimension dimension_of<Watts>() { return Dimension::Power; }
-template <> constexpr Dimension dimension_of<Dollars>() { return Dimension::Money; }
+template <>
+constexpr Dimension dimension_of<Bytes>() {
+  return Dimension::DataSize;
+}
+template <>
+constexpr Dimension dimension_of<BytesPerSecond>() {
+  return Dimension::Bandwidth;
+}
+template <>
+constexpr Dimension dimension_of<Seconds>() {
+  return Dimension::Duration;
+}
+template <>
+constexpr Dimension dimension_of<Flops>() {
+  return Dimension::FlopCount;
+}
+template <>
+constexpr Dimension dimension_of<FlopsPerSecond>() {
+  return Dimension::FlopRate;
+}
+template <>
+constexpr Dimension dimension_of<Watts>() {
+  return Dimension::Power;
+}
+template <>
+constexpr Dimension dimension_of<Dollars>() {
+  return Dimension::Money;
+}
 
 // Reads one YAML mapping. Every key asked for becomes a known key; finish() reports the others as
 // unknown, with the nearest known key. Absent optional keys leave the output at its default.

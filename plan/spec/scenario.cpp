@@ -16,7 +16,8 @@ const EnumNames<Schedule> kScheduleNames = {
     {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
 const EnumNames<Recompute> kRecomputeNames = {
     {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
-const EnumNames<CompressionKind> kCompressionNames = {{"none", CompressionKind::None}, {"topk", CompressionKind::TopK}};
+const EnumNames<CompressionKind> kCompressionNames = {{"none", CompressionKind::None},
+                                                      {"topk", CompressionKind::TopK}};
 const EnumNames<Objective> kObjectiveNames = {{"iteration_time", Objective::IterationTime},
                                               {"cost_per_token", Objective::CostPerToken},
                                               {"cost", Objective::Cost},
@@ -29,23 +30,28 @@ const EnumNames<Component> kComponentNames = {{"gpu", Component::Gpu},
                                               {"switch", Component::Switch}};
 const EnumNames<FailureDistribution> kFailureDistributionNames = {
     {"exponential", FailureDistribution::Exponential}, {"weibull", FailureDistribution::Weibull}};
-const EnumNames<ElasticPolicy> kElasticPolicyNames = {
-    {"restart", ElasticPolicy::Restart}, {"spares", ElasticPolicy::Spares}, {"shrink", ElasticPolicy::Shrink}};
+const EnumNames<ElasticPolicy> kElasticPolicyNames = {{"restart", ElasticPolicy::Restart},
+                                                      {"spares", ElasticPolicy::Spares},
+                                                      {"shrink", ElasticPolicy::Shrink}};
 
 const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp", "tp-pp-cp-dp"};
 
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !offload_optimizer && !offload_activations && !compression &&
-         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order && !num_microbatches && !stages &&
-         !checkpoint_interval;
+         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order && !num_microbatches &&
+         !stages && !checkpoint_interval;
 }
 
-bool PlanRequest::fully_fixed() const { return dp && tp && pp && micro_batch; }
+bool PlanRequest::fully_fixed() const {
+  return dp && tp && pp && micro_batch;
+}
 
 namespace {
 
-bool is_auto(const DocNode* n) { return n && n->is_scalar() && !n->quoted && n->scalar == "auto"; }
+bool is_auto(const DocNode* n) {
+  return n && n->is_scalar() && !n->quoted && n->scalar == "auto";
+}
 
 // Reads `key` as an int, or leaves `out` empty for `auto` and when absent.
 void read_auto(MapReader& r, std::string_view key, std::optional<int>& out, int min, int max) {
@@ -86,8 +92,9 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   std::int64_t steps = 0;
   if (r.read("steps", steps, 1)) t.steps = steps;
   if (t.tokens && t.steps)
-    top.diagnostics().error(node->find("steps")->location,
-                            "give training.tokens or training.steps, not both: each sets the length of training");
+    top.diagnostics().error(
+        node->find("steps")->location,
+        "give training.tokens or training.steps, not both: each sets the length of training");
   r.finish();
   return t;
 }
@@ -133,8 +140,9 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
       if (has_ratio) {
         if (auto v = read_number(*comp->find("ratio"), cr.field("ratio"), diag, 0, 1, true)) c.ratio = *v;
       } else if (c.kind == CompressionKind::TopK) {
-        diag.error(comp->location, "missing required key 'ratio' in plan.compression (share of gradient "
-                                   "entries sent, e.g. 0.01)");
+        diag.error(comp->location,
+                   "missing required key 'ratio' in plan.compression (share of gradient "
+                   "entries sent, e.g. 0.01)");
       }
       cr.read("error_feedback", c.error_feedback);
       cr.read("warmup_steps", c.warmup_steps, 0, 1 << 30);
@@ -143,7 +151,8 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
     p.compression = c;
   }
   if (const DocNode* bucket = r.get("bucket_size"); bucket && !is_auto(bucket))
-    if (auto v = read_quantity(*bucket, r.field("bucket_size"), Dimension::DataSize, diag)) p.bucket_size = Bytes(*v);
+    if (auto v = read_quantity(*bucket, r.field("bucket_size"), Dimension::DataSize, diag))
+      p.bucket_size = Bytes(*v);
   if (const DocNode* ov = r.get("overlap"); ov && !is_auto(ov)) {
     MapReader o(*ov, r.field("overlap"), diag, locations);
     read_auto(o, "dp", p.overlap_dp);
@@ -171,7 +180,8 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
             auto b = read_int(layers->items[0], path + ".layers[0]", diag, 0, 1 << 20);
             auto e = read_int(layers->items[1], path + ".layers[1]", diag, 1, 1 << 20);
             if (b && e && *e <= *b)
-              diag.error(layers->location, path + ".layers = [" + std::to_string(*b) + ", " + std::to_string(*e) +
+              diag.error(layers->location, path + ".layers = [" + std::to_string(*b) + ", " +
+                                               std::to_string(*e) +
                                                "] is empty; expected [first, end) with end > first");
             if (b && e) st.layer_begin = static_cast<int>(*b), st.layer_end = static_cast<int>(*e);
           } else {
@@ -207,7 +217,8 @@ FailureSpec parse_failures(const DocNode& node, Diagnostics& diag, FieldLocation
   FailureSpec f;
   MapReader r(node, "failures", diag, locations);
   for (const auto& [name, component] : kComponentNames)
-    if (const DocNode* c = r.get(name)) f.rates[component] = parse_component(*c, r.field(name), diag, locations);
+    if (const DocNode* c = r.get(name))
+      f.rates[component] = parse_component(*c, r.field(name), diag, locations);
   if (const DocNode* events = r.get("events")) {
     if (!events->is_sequence()) {
       diag.error(events->location, "expected a list of events for failures.events, got " + describe(*events));
@@ -260,11 +271,12 @@ SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* lo
         if (values.is_sequence() && !values.items.empty())
           axis.values = values.items;
         else
-          diag.error(values.location, "expected a non-empty list of values for sweep.grid." + e.key + ", got " +
-                                          describe(values));
+          diag.error(values.location, "expected a non-empty list of values for sweep.grid." + e.key +
+                                          ", got " + describe(values));
         s.grid.push_back(std::move(axis));
       }
-      if (grid->entries.empty()) diag.error(grid->location, "sweep.grid is empty; expected at least one axis");
+      if (grid->entries.empty())
+        diag.error(grid->location, "sweep.grid is empty; expected at least one axis");
     }
   }
   r.finish();
@@ -374,8 +386,9 @@ std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind,
   const std::string what = kind == CatalogKind::Model ? "model" : "cluster";
   auto load_named = [&](const DocNode& ref) -> std::optional<DocNode> {
     if (!ref.is_scalar() || ref.scalar.empty()) {
-      diag.error(ref.location, "expected a " + what + " name from the catalog, a file path or a mapping for " +
-                                   what + ", got " + describe(ref));
+      diag.error(ref.location, "expected a " + what +
+                                   " name from the catalog, a file path or a mapping for " + what + ", got " +
+                                   describe(ref));
       return std::nullopt;
     }
     std::string path;

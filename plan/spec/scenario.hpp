@@ -24,8 +24,8 @@ struct TrainingSpec {
   int seq_len = 0;                // the model's seq_len unless given
   Precision precision = Precision::Bf16;
   OptimizerKind optimizer = OptimizerKind::AdamW;
-  std::optional<double> tokens;        // training budget in tokens
-  std::optional<std::int64_t> steps;   // or in iterations
+  std::optional<double> tokens;       // training budget in tokens
+  std::optional<std::int64_t> steps;  // or in iterations
 };
 
 enum class Schedule { GPipe, OneFOneB, Interleaved };
@@ -139,7 +139,7 @@ struct ElasticitySpec {
 
 // One axis of a sweep: a scenario field and the values it takes.
 struct SweepAxis {
-  std::string path;  // dotted, as for --set
+  std::string path;   // dotted, as for --set
   Location location;  // of the path, in the scenario
   std::vector<DocNode> values;
 };

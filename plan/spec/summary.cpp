@@ -35,7 +35,8 @@ std::string to_text(const ScenarioSummary& s) {
   };
   out += "scenario " + s.scenario + "\n";
   std::string params = format_count(s.parameters) + " parameters";
-  if (s.active_parameters < s.parameters) params += " (" + format_count(s.active_parameters) + " active per token)";
+  if (s.active_parameters < s.parameters)
+    params += " (" + format_count(s.active_parameters) + " active per token)";
   line("model", s.model + ": " + params);
   line("training FLOPs per token", to_string(Flops(s.flops_per_token)));
   line("cluster", s.cluster + ": " + std::to_string(s.gpus) + " GPUs" +
@@ -54,15 +55,17 @@ std::string to_text(const ScenarioSummary& s) {
 
 nlohmann::json to_json(const ScenarioSummary& s) {
   return {{"scenario", s.scenario},
-          {"model", {{"name", s.model},
-                     {"parameters", s.parameters},
-                     {"active_parameters", s.active_parameters},
-                     {"training_flops_per_token", s.flops_per_token}}},
-          {"cluster", {{"name", s.cluster},
-                       {"gpus", s.gpus},
-                       {"pools", s.pools},
-                       {"peak_flops", s.peak.value()},
-                       {"device_memory_bytes", s.device_memory.value()}}},
+          {"model",
+           {{"name", s.model},
+            {"parameters", s.parameters},
+            {"active_parameters", s.active_parameters},
+            {"training_flops_per_token", s.flops_per_token}}},
+          {"cluster",
+           {{"name", s.cluster},
+            {"gpus", s.gpus},
+            {"pools", s.pools},
+            {"peak_flops", s.peak.value()},
+            {"device_memory_bytes", s.device_memory.value()}}},
           {"tokens_per_iteration", s.tokens_per_iteration},
           {"flops_per_iteration", s.flops_per_iteration.value()},
           {"iterations", s.iterations},

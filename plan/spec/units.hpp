@@ -36,8 +36,12 @@ using FlopsPerSecond = Quantity<struct FlopsPerSecondTag>;  // FLOP/s
 using Watts = Quantity<struct WattsTag>;                    // W
 using Dollars = Quantity<struct DollarsTag>;                // USD
 
-constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds(b.value() / r.value()); }
-constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds(f.value() / r.value()); }
+constexpr Seconds operator/(Bytes b, BytesPerSecond r) {
+  return Seconds(b.value() / r.value());
+}
+constexpr Seconds operator/(Flops f, FlopsPerSecond r) {
+  return Seconds(f.value() / r.value());
+}
 
 // What a YAML field measures, which decides the unit strings it accepts.
 enum class Dimension { DataSize, Bandwidth, Duration, FlopCount, FlopRate, Power, Money, Count };
@@ -60,12 +64,26 @@ QuantityParse parse_quantity(std::string_view text, Dimension dimension);
 std::string format_quantity(double value, Dimension dimension);
 std::string format_count(double value);  // "175.0B", "1.54M"
 
-inline std::string to_string(Bytes b) { return format_quantity(b.value(), Dimension::DataSize); }
-inline std::string to_string(BytesPerSecond b) { return format_quantity(b.value(), Dimension::Bandwidth); }
-inline std::string to_string(Seconds s) { return format_quantity(s.value(), Dimension::Duration); }
-inline std::string to_string(Flops f) { return format_quantity(f.value(), Dimension::FlopCount); }
-inline std::string to_string(FlopsPerSecond f) { return format_quantity(f.value(), Dimension::FlopRate); }
-inline std::string to_string(Watts w) { return format_quantity(w.value(), Dimension::Power); }
-inline std::string to_string(Dollars d) { return format_quantity(d.value(), Dimension::Money); }
+inline std::string to_string(Bytes b) {
+  return format_quantity(b.value(), Dimension::DataSize);
+}
+inline std::string to_string(BytesPerSecond b) {
+  return format_quantity(b.value(), Dimension::Bandwidth);
+}
+inline std::string to_string(Seconds s) {
+  return format_quantity(s.value(), Dimension::Duration);
+}
+inline std::string to_string(Flops f) {
+  return format_quantity(f.value(), Dimension::FlopCount);
+}
+inline std::string to_string(FlopsPerSecond f) {
+  return format_quantity(f.value(), Dimension::FlopRate);
+}
+inline std::string to_string(Watts w) {
+  return format_quantity(w.value(), Dimension::Power);
+}
+inline std::string to_string(Dollars d) {
+  return format_quantity(d.value(), Dimension::Money);
+}
 
 }  // namespace paratwin

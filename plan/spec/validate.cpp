@@ -8,16 +8,20 @@ namespace paratwin {
 
 std::string file_kind_name(FileKind kind) {
   switch (kind) {
-    case FileKind::Model: return "model";
-    case FileKind::Cluster: return "cluster";
-    case FileKind::Scenario: return "scenario";
+    case FileKind::Model:
+      return "model";
+    case FileKind::Cluster:
+      return "cluster";
+    case FileKind::Scenario:
+      return "scenario";
   }
   return "";
 }
 
 static FileKind detect_kind(const DocNode& doc) {
   if (!doc.is_mapping())
-    throw InputError(doc.location, "expected a mapping (a model, a cluster or a scenario), got " + describe(doc));
+    throw InputError(doc.location,
+                     "expected a mapping (a model, a cluster or a scenario), got " + describe(doc));
   if (doc.find("model") || doc.find("cluster") || doc.find("training")) return FileKind::Scenario;
   if (doc.find("pools") || doc.find("devices")) return FileKind::Cluster;
   if (doc.find("layers") || doc.find("hidden") || doc.find("heads")) return FileKind::Model;
@@ -27,7 +31,8 @@ static FileKind detect_kind(const DocNode& doc) {
                    "'heads')");
 }
 
-Validation validate_file(const std::string& path, const std::vector<Override>& overrides, const Catalog& catalog) {
+Validation validate_file(const std::string& path, const std::vector<Override>& overrides,
+                         const Catalog& catalog) {
   DocNode doc = load_yaml_file(path);
   Validation v;
   v.kind = detect_kind(doc);
@@ -41,8 +46,8 @@ Validation validate_file(const std::string& path, const std::vector<Override>& o
       diag.throw_if_errors();
       v.warnings = diag.warnings();
       const auto params = count_parameters(m);
-      v.summary = "model " + m.name + ": " + format_count(params.total) + " parameters, " + std::to_string(m.layers) +
-                  " layers";
+      v.summary = "model " + m.name + ": " + format_count(params.total) + " parameters, " +
+                  std::to_string(m.layers) + " layers";
       break;
     }
     case FileKind::Cluster: {

@@ -1,0 +1,51 @@
+// The shapes of the GPT the live backend trains, taken from a catalog model file, and the layout of
+// its parameters in one flat buffer.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "plan/spec/model.hpp"
+
+namespace paratwin::exec {
+
+struct GptConfig {
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  int max_seq_len = 0;  // rows of the learned position table
+  bool swiglu = false, rmsnorm = false, rope = false, tied = true, bias = true;
+
+  int qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
+  int attn_width() const { return heads * head_dim; }
+  int fc_width() const { return swiglu ? 2 * ffn : ffn; }  // SwiGLU's gate and up projections side by side
+};
+
+// Throws std::invalid_argument naming what the live backend cannot train (mixture of experts, an odd
+// head_dim with rotary positions, kv_heads that do not divide heads).
+GptConfig gpt_config(const ModelSpec& model);
+
+// One named parameter tensor inside the flat buffer.
+struct ParameterTensor {
+  std::string name;  // "wte", "layer2.qkv_w", ...
+  size_t offset = 0, rows = 0, cols = 0;
+  size_t size() const { return rows * cols; }
+};
+
+// Parameters in gradient-bucket order reversed: embeddings, layer 0 ... layer L-1, final norm and
+// untied head. So the parameters of layers [lo, hi) are one contiguous range, and a DP bucket that
+// covers them (with the embeddings when lo = 0, the final norm and head when hi = L) is a slice of
+// the gradient buffer that one non-blocking all-reduce can take.
+struct ParameterLayout {
+  std::vector<ParameterTensor> tensors;
+  std::vector<size_t> layer_begin;  // offset of layer l's first parameter; layer_begin[L] = final norm
+  size_t total = 0;
+
+  const ParameterTensor& find(const std::string& name) const;  // throws std::out_of_range
+  // [begin, end) of the parameters that layers [lo, hi) own, with the embeddings when lo = 0 and the
+  // final norm and head when hi = layers.
+  std::pair<size_t, size_t> range(int lo, int hi) const;
+};
+
+ParameterLayout parameter_layout(const GptConfig& config);
+
+}  // namespace paratwin::exec

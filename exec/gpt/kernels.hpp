@@ -1,0 +1,77 @@
+// The kernels of the GPT: forward and backward of each layer kind, in fp32 (training) or fp64
+// (finite-difference tests), written over flat row-major buffers. N = B x T tokens; every backward
+// adds (+=) into weight gradients so that micro-batches accumulate, and writes or adds into input
+// gradients as its comment says.
+#pragma once
+
+#include <cstdint>
+
+namespace paratwin::exec::kernels {
+
+// ---- linear (linear.cpp) ------------------------------------------------------------------------
+// out (N,OC) = inp (N,C) . weight (C,OC) + bias (OC); bias may be null.
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
+// dinp (N,C) += dout (N,OC) . weight^T; dweight (C,OC) += inp^T . dout; dbias (OC) += column sums.
+template <class T>
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
+                     int OC);
+
+// ---- normalization (layernorm.cpp) --------------------------------------------------------------
+// out (N,C) = (inp - mean) * rstd * weight + bias per row; saves mean (N) and rstd (N). RMSNorm when
+// bias and mean are null: out = inp * rstd * weight with rstd = 1 / sqrt(mean(inp^2) + eps).
+template <class T>
+void norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int N, int C);
+// dinp (N,C) += the input gradient; dweight (C), dbias (C) += theirs. Null bias/mean: RMSNorm.
+template <class T>
+void norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
+                   const T* rstd, int N, int C);
+
+// ---- embedding (embedding.cpp) ------------------------------------------------------------------
+// out (B,T,C) = wte[tokens[b,t]] + wpe[t]; wpe null with rotary positions.
+template <class T>
+void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn, int C);
+// dwte (V,C), dwpe (maxT,C) += the rows dout (B,T,C) came from.
+template <class T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
+
+// ---- rotary position embedding (rope.cpp) -------------------------------------------------------
+// Rotates, in place, the query and key heads of qkv (B,T,(H+2K)D): pairs (2i, 2i+1) of each head by
+// t * 10000^(-2i/D). `inverse` rotates back, which is also the backward of the rotation.
+template <class T>
+void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse);
+
+// ---- attention (attention.cpp) ------------------------------------------------------------------
+// Causal grouped-query attention. qkv (B,T,(H+2K)D) holds H query heads, then K key heads, then K
+// value heads; query head h reads key/value head h / (H/K). out (B,T,H*D); att (B,H,T,T) keeps the
+// softmax probabilities (zero above the diagonal) for the backward.
+template <class T>
+void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D);
+// dqkv (B,T,(H+2K)D) = the gradient (written, not added); dout (B,T,H*D).
+template <class T>
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K, int D);
+
+// ---- MLP activations (mlp.cpp) ------------------------------------------------------------------
+// GELU (tanh approximation, as GPT-2): out (N,F) = gelu(inp (N,F)).
+template <class T>
+void gelu_forward(T* out, const T* inp, long n);
+// dinp (N,F) = dout * gelu'(inp) (written).
+template <class T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, long n);
+// SwiGLU: inp (N,2F) = [gate | up]; out (N,F) = silu(gate) * up.
+template <class T>
+void swiglu_forward(T* out, const T* inp, int N, int F);
+// dinp (N,2F) = [dgate | dup] (written); dout (N,F).
+template <class T>
+void swiglu_backward(T* dinp, const T* inp, const T* dout, int N, int F);
+
+// ---- loss (cross_entropy.cpp) -------------------------------------------------------------------
+// probs (N,V) = softmax(logits (N,V)) (may alias logits); losses (N) = -log probs[target]. Returns
+// the mean loss over the N tokens, summed in double.
+template <class T>
+double cross_entropy_forward(T* probs, T* losses, const T* logits, const int32_t* targets, int N, int V);
+// dlogits (N,V) = (probs - onehot(target)) * scale (written); scale = dloss / N for a mean loss.
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, int N, int V, T scale);
+
+}  // namespace paratwin::exec::kernels

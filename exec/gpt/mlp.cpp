@@ -1,0 +1,64 @@
+// The MLP's pointwise activations: GELU (GPT-2's tanh approximation) and SwiGLU (Llama).
+#include <cmath>
+
+#include "exec/gpt/kernels.hpp"
+
+namespace paratwin::exec::kernels {
+
+namespace {
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+}
+
+template <class T>
+void gelu_forward(T* out, const T* inp, long n) {
+  // inp and out are (N,F), flattened to n
+  for (long i = 0; i < n; ++i) {
+    const T x = inp[i], cube = T(0.044715) * x * x * x;
+    out[i] = T(0.5) * x * (T(1) + std::tanh(T(kGeluScale) * (x + cube)));
+  }
+}
+
+template <class T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, long n) {
+  // inp, dout and dinp are (N,F), flattened to n
+  for (long i = 0; i < n; ++i) {
+    const T x = inp[i], cube = T(0.044715) * x * x * x;
+    const T arg = T(kGeluScale) * (x + cube), th = std::tanh(arg);
+    const T sech2 = T(1) - th * th;
+    const T local = T(0.5) * (T(1) + th) + x * T(0.5) * sech2 * T(kGeluScale) * (T(1) + T(3 * 0.044715) * x * x);
+    dinp[i] = local * dout[i];
+  }
+}
+
+template <class T>
+void swiglu_forward(T* out, const T* inp, int N, int F) {
+  // inp is (N,2F) = [gate | up], out is (N,F)
+  for (long i = 0; i < N; ++i)
+    for (int f = 0; f < F; ++f) {
+      const T g = inp[i * 2 * F + f], u = inp[i * 2 * F + F + f];
+      out[i * F + f] = g / (T(1) + std::exp(-g)) * u;
+    }
+}
+
+template <class T>
+void swiglu_backward(T* dinp, const T* inp, const T* dout, int N, int F) {
+  // inp and dinp are (N,2F) = [gate | up], dout is (N,F)
+  for (long i = 0; i < N; ++i)
+    for (int f = 0; f < F; ++f) {
+      const T g = inp[i * 2 * F + f], u = inp[i * 2 * F + F + f], dy = dout[i * F + f];
+      const T sig = T(1) / (T(1) + std::exp(-g));
+      dinp[i * 2 * F + f] = dy * u * sig * (T(1) + g * (T(1) - sig));
+      dinp[i * 2 * F + F + f] = dy * g * sig;
+    }
+}
+
+template void gelu_forward<float>(float*, const float*, long);
+template void gelu_forward<double>(double*, const double*, long);
+template void gelu_backward<float>(float*, const float*, const float*, long);
+template void gelu_backward<double>(double*, const double*, const double*, long);
+template void swiglu_forward<float>(float*, const float*, int, int);
+template void swiglu_forward<double>(double*, const double*, int, int);
+template void swiglu_backward<float>(float*, const float*, const float*, int, int);
+template void swiglu_backward<double>(double*, const double*, const double*, int, int);
+
+}  // namespace paratwin::exec::kernels
