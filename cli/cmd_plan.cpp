@@ -1,6 +1,7 @@
-// `paratwin plan SCENARIO`: evaluates the scenario's plan with the analytic evaluator and reports
-// iteration time, throughput, MFU, memory and the time breakdown; writes the plan, the Program and
-// a Chrome trace on request.
+// `paratwin plan SCENARIO`: with a fixed plan, evaluates it with the analytic evaluator; with
+// `plan: auto` (or tp, pp or micro_batch left to it), searches for the best plan first. Reports
+// iteration time, throughput, MFU, memory and the time breakdown; writes the plan, the Program and a
+// Chrome trace on request.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -8,7 +9,10 @@
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
+#include "plan/report/emit.hpp"
 #include "plan/report/trace.hpp"
+#include "plan/search/optimizer.hpp"
+#include "plan/search/search_report.hpp"
 
 namespace paratwin::cli {
 
@@ -18,6 +22,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     std::vector<std::string> sets;
     std::string plan_file, json, trace, output, program;
     std::string emit;
+    int top = 0;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd =
@@ -34,13 +39,25 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option("--emit", opts->emit, "print the plan in another form instead of the report")
-      ->check(CLI::IsMember({"plan"}));
+  cmd->add_option("--emit", opts->emit,
+                  "print the plan as a plan file, Megatron-LM arguments or a DeepSpeed config instead of the report")
+      ->check(CLI::IsMember({"plan", "megatron", "deepspeed"}));
+  cmd->add_option("--top", opts->top, "show the N best plans of the search (default: the scenario's search.top)")
+      ->check(CLI::Range(1, 1000));
   cmd->callback([opts, &exit_status] {
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
     print_diagnostics(scenario.warnings);
-    const Plan plan =
-        opts->plan_file.empty() ? complete_plan(scenario) : load_plan_file(opts->plan_file, scenario);
+    const PlanRequest& request = scenario.plan;
+    const bool fixed = !opts->plan_file.empty() || (request.tp && request.pp && request.micro_batch);
+    std::optional<SearchResult> search;
+    if (!fixed) {
+      SearchOptions options;
+      options.top = opts->top ? opts->top : scenario.search.top;
+      search = search_plans(scenario, options);
+    }
+    const Plan plan = search                     ? search->top.front().plan
+                      : opts->plan_file.empty() ? complete_plan(scenario)
+                                                : load_plan_file(opts->plan_file, scenario);
     if (auto problems = verify(plan, scenario.model, scenario.cluster, scenario.training);
         !problems.empty()) {
       std::vector<Diagnostic> errors;
@@ -51,16 +68,22 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       for (auto& p : problems) errors.push_back({Severity::Error, where, "the plan cannot run: " + p});
       throw InputError(std::move(errors));
     }
-    if (opts->emit == "plan") {
-      std::cout << to_yaml(plan);
+    if (!opts->emit.empty()) {
+      std::cout << (opts->emit == "plan"       ? to_yaml(plan)
+                    : opts->emit == "megatron" ? megatron_arguments(plan, scenario)
+                                               : deepspeed_config(plan, scenario));
       exit_status = kExitOk;
       return;
     }
     const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
     const Evaluation evaluation = evaluate(program, scenario.cluster, scenario.training);
     const Report report = make_report(scenario.name, program, evaluation);
-    if (opts->json != "-" && opts->program != "-") std::cout << to_text(report);
-    if (!opts->json.empty()) write_file_atomically(opts->json, to_json(report).dump(2) + "\n");
+    const bool quiet = opts->json == "-" || opts->program == "-";
+    if (!quiet && search) std::cout << to_text(*search, scenario);
+    if (!quiet) std::cout << to_text(report);
+    nlohmann::json json = to_json(report);
+    if (search) add_search(json, *search, scenario);
+    if (!opts->json.empty()) write_file_atomically(opts->json, json.dump(2) + "\n");
     if (!opts->trace.empty()) write_file_atomically(opts->trace, chrome_trace(program, evaluation));
     if (!opts->output.empty()) write_file_atomically(opts->output, to_yaml(plan));
     if (!opts->program.empty()) write_file_atomically(opts->program, to_text(program));

@@ -29,6 +29,14 @@ Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision
   return gemm + cost.elementwise_bytes / memory + device.efficiency.kernel_launch * cost.launches;
 }
 
+Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+  const auto peak = device.peak.find(precision);
+  assert(peak != device.peak.end() && peak->second.value() > 0 && "device has no peak at this precision");
+  const FlopsPerSecond math = peak->second * device.efficiency.gemm;
+  const BytesPerSecond memory = device.memory_bandwidth * device.efficiency.memory;
+  return cost.gemm_flops / math + cost.elementwise_bytes / memory + device.efficiency.kernel_launch * cost.launches;
+}
+
 namespace {
 
 // One launch of an (M x K) by (K x N) GEMM: 2 M K N FLOPs; reads both operands, writes the result.

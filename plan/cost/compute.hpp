@@ -28,6 +28,11 @@ struct KernelCost {
 // A device without a peak at `precision` is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 
+// A lower bound of compute_time that adds up over kernel groups: GEMMs at their compute rate only,
+// plus elementwise traffic and launches. compute_time(a + b) >= bound(a) + bound(b) for any groups,
+// which is what the optimizer's branch and bound needs.
+Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision);
+
 struct LayerWork {
   int micro_batch = 1;  // b
   int seq_len = 0;      // s, full sequence; queries per rank are s / cp, keys all s

@@ -52,6 +52,20 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
   return g;
 }
 
+}  // namespace
+
+cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool, const ClusterSpec& c) {
+  const auto layout = rank_layout(p);
+  switch (kind) {
+    case GroupKind::Tp: return place(p.tp, layout.at("tp").stride, pool, c);
+    case GroupKind::Cp: return place(p.cp, layout.at("cp").stride, pool, c);
+    case GroupKind::Ep: return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
+    default: return place(p.dp, layout.at("dp").stride, pool, c);
+  }
+}
+
+namespace {
+
 class RoleBuilder {
  public:
   RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank)
@@ -61,17 +75,17 @@ class RoleBuilder {
     role_.instances = p.dp * p.tp * p.cp;
     for (const auto& pool : c.pools)
       if (pool.name == role_.pool) pool_ = &pool;
-    const auto layout = rank_layout(p);
-    tp_ = place(p.tp, layout.at("tp").stride, *pool_, c);
-    cp_ = place(p.cp, layout.at("cp").stride, *pool_, c);
-    dp_ = place(p.dp, layout.at("dp").stride, *pool_, c);
-    ep_ = place(p.ep, layout.at("dp").stride, *pool_, c);  // expert groups are carved out of dp
-    pp_stride_ = layout.at("pp").stride;
+    tp_ = group_placement(p, GroupKind::Tp, *pool_, c);
+    cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
+    dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
+    ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
+    pp_stride_ = rank_layout(p).at("pp").stride;
     elem_ = cost::element_bytes(t.precision);
   }
 
   Role build() {
     parameters_and_buckets();
+    role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 12 + 64);
     const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
     // The last backward of each chunk finalizes its gradients.
     std::map<int, int> last_backward;

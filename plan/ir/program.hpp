@@ -75,6 +75,10 @@ struct Program {
   size_t task_count() const;
 };
 
+// Where the members of one rank's group of `kind` (tp, cp, dp or ep) sit under the plan's rank order.
+cost::GroupPlacement group_placement(const Plan& plan, GroupKind kind, const PoolSpec& pool,
+                                     const ClusterSpec& cluster);
+
 // Lowers a verified plan. `verify(plan, ...)` must be empty; a plan that is not verified is a
 // programming error (std::logic_error).
 Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,

@@ -1,0 +1,722 @@
+// Plan search by branch and bound over the modeled space.
+//
+// Lower bound of a candidate's iteration time (valid for every layer partition): each pipeline rank
+// runs its micro-batches' passes one after another on its compute stream, and each pass waits for the
+// previous one's TP/CP/EP collectives, so the slowest rank needs at least m x (its layers' forward +
+// backward + recompute time). Spreading L layers over ranks of per-layer times t_r gives a bottleneck
+// of at least L / sum_r(1 / t_r). Every micro-batch also crosses all layers once forward and once
+// backward. Embedding, head, optimizer, DP communication and bubbles only add time.
+#include "plan/search/optimizer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <limits>
+#include <tuple>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/search/partition.hpp"
+
+namespace paratwin {
+namespace {
+
+using cost::CollectiveKind;
+
+std::vector<int> divisors(long long n, long long limit) {
+  std::vector<int> out;
+  for (long long d = 1; d <= std::min(n, limit); ++d)
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  return out;
+}
+
+template <class T>
+std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> choices) {
+  return fixed ? std::vector<T>{*fixed} : choices;
+}
+
+// Per-layer times of one micro-batch on one pool for one compute configuration; mirrors lowering.
+struct LayerTimes {
+  double forward = 0, backward = 0, recompute = 0;  // dense layer, comm included
+  double moe_forward = 0, moe_backward = 0, moe_recompute = 0;
+  double embedding = 0, head = 0;  // forward + backward
+};
+
+struct ComputeKey {
+  int pool, tp, cp, ep, mb;
+  bool sp;
+  Recompute recompute;
+  auto operator<=>(const ComputeKey&) const = default;
+};
+
+struct Base {
+  int tp, cp, ep, pp, dp, mb, v;
+  Schedule schedule;
+  Recompute recompute;
+  bool sp;
+  std::vector<int> rank_pool;  // pool index of each pipeline rank
+  // The time-optimal layer partition (memory aside) and its chunk times (additive lower bounds).
+  std::vector<std::pair<int, int>> ranges;
+  std::vector<double> chunk_time;
+};
+
+struct Variant {
+  int zero;
+  bool offload;
+  bool topk;
+  std::string order;
+};
+
+class Search {
+ public:
+  Search(const ScenarioSpec& s, const SearchOptions& o) : s_(s), o_(o), req_(s.plan) {
+    elem_ = cost::element_bytes(s.training.precision);
+    params_ = count_parameters(s.model);
+  }
+
+  SearchResult run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    enumerate();
+    // Exact evaluations in order of the bound; stop when the bound cannot beat the N-th best.
+    std::vector<size_t> order(queue_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::tie(queue_[a].bound, a) < std::tie(queue_[b].bound, b);
+    });
+    for (size_t i : order) {
+      const Entry& e = queue_[i];
+      // Ties within 0.1% go to the simpler plan, so keep going until the bound is past them.
+      if (!o_.exhaustive && static_cast<int>(best_.size()) >= o_.top && e.bound > best_.back().objective * 1.002)
+        break;
+      evaluate(e);
+    }
+    result_.top = best_;
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (best_.empty()) throw InputError(s_.document.location, nothing_fits());
+    if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1]);
+    return std::move(result_);
+  }
+
+ private:
+  struct Entry {
+    double bound;  // lower bound of the objective
+    size_t base;
+    Variant variant;
+    bool time_optimal_fits;  // evaluate with the base's time-optimal partition
+  };
+
+  void reject(const std::string& reason, long n = 1) { result_.rejected[reason] += n; }
+
+  // ---- the space ---------------------------------------------------------------------------------
+  void enumerate() {
+    const auto& m = s_.model;
+    const auto& c = s_.cluster;
+    const int gpus_cap = std::min(c.gpus(), s_.search.max_gpus.value_or(c.gpus()));
+    int min_gpus_per_node = 1 << 30;
+    for (const auto& p : c.pools) min_gpus_per_node = std::min(min_gpus_per_node, p.gpus_per_node);
+    const int tp_limit = s_.search.tp_across_nodes ? 1024 : min_gpus_per_node;
+    std::vector<int> tps;
+    for (int tp : fixed_or(req_.tp, divisors(std::gcd(m.heads, m.kv_heads), tp_limit))) {
+      bool fits = s_.search.tp_across_nodes;
+      if (!fits) {
+        fits = true;
+        for (const auto& p : c.pools) fits = fits && p.gpus_per_node % tp == 0;
+      }
+      if (fits && m.heads % tp == 0 && m.kv_heads % tp == 0) tps.push_back(tp);
+      else reject("tp does not divide the heads or the node");
+    }
+    std::vector<int> cps;
+    for (int cp : fixed_or(req_.cp, std::vector<int>{1, 2, 4, 8}))
+      if (s_.training.seq_len % (2 * cp) == 0 || cp == 1) cps.push_back(cp);
+      else reject("cp does not divide the sequence");
+    std::vector<int> eps = fixed_or(req_.ep, m.moe ? divisors(m.moe->experts, 64) : std::vector<int>{1});
+
+    for (int tp : tps)
+      for (int cp : cps)
+        for (int ep : eps)
+          for (const auto& [pp, dp, pools] : layouts(tp, cp, gpus_cap)) {
+            if (pp > m.layers) {
+              reject("pp exceeds the layers");
+              continue;
+            }
+            if (ep > 1 && dp % ep != 0) {
+              reject("ep does not divide dp");
+              continue;
+            }
+            if (s_.training.global_batch % dp != 0) {
+              reject("global batch does not divide over dp");
+              continue;
+            }
+            const long long per_replica = s_.training.global_batch / dp;
+            for (int mb : fixed_or(req_.micro_batch, divisors(per_replica, 16))) {
+              if (per_replica % mb != 0) {
+                reject("global batch does not split into micro-batches");
+                continue;
+              }
+              const int microbatches = static_cast<int>(per_replica / mb);
+              for (const auto& [schedule, v] : schedules(pp, microbatches)) {
+                for (Recompute rc : fixed_or(req_.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
+                  for (bool sp : fixed_or(req_.sequence_parallel, tp > 1 ? std::vector<bool>{false, true}
+                                                                        : std::vector<bool>{false})) {
+                    bases_.push_back({tp, cp, ep, pp, dp, mb, v, schedule, rc, sp, pools});
+                    add_variants(bases_.size() - 1, microbatches);
+                  }
+              }
+            }
+          }
+  }
+
+  // (pp, dp, pool of each pipeline rank) that use the cluster: all GPUs (up to max_gpus) of a
+  // one-pool cluster; on several pools, pipeline ranks placed on pools in either order.
+  std::vector<std::tuple<int, int, std::vector<int>>> layouts(int tp, int cp, int gpus_cap) {
+    std::vector<std::tuple<int, int, std::vector<int>>> out;
+    const auto& pools = s_.cluster.pools;
+    if (pools.size() == 1) {
+      for (int pp : fixed_or(req_.pp, divisors(gpus_cap / (tp * cp), 1 << 20))) {
+        if (gpus_cap % (tp * cp * pp) != 0) {
+          reject("degrees do not divide the GPUs");
+          continue;
+        }
+        const int dp = gpus_cap / (tp * cp * pp);
+        if (req_.dp && *req_.dp != dp) continue;
+        out.push_back({pp, dp, std::vector<int>(pp, 0)});
+      }
+      return out;
+    }
+    // Heterogeneous: every pipeline rank uses dp x tp x cp GPUs of one pool; try each split of the
+    // pipeline ranks over the pools, in each order of the pools (first pool holds the embedding).
+    std::vector<int> pool_order(pools.size());
+    std::iota(pool_order.begin(), pool_order.end(), 0);
+    do {
+      const long long largest = std::max_element(pools.begin(), pools.end(), [](auto& a, auto& b) {
+                                  return a.gpus() < b.gpus();
+                                })->gpus();
+      for (int dp : fixed_or(req_.dp, divisors(largest / (tp * cp), 1 << 20))) {
+        const long long per_rank = static_cast<long long>(dp) * tp * cp;
+        std::vector<int> capacity;
+        for (int p : pool_order) capacity.push_back(static_cast<int>(pools[p].gpus() / per_rank));
+        // Use as many pipeline ranks as the pools hold: idle GPUs would only cost.
+        std::vector<int> ranks;
+        for (size_t i = 0; i < pool_order.size(); ++i)
+          for (int k = 0; k < capacity[i]; ++k) ranks.push_back(pool_order[i]);
+        const int pp = static_cast<int>(ranks.size());
+        if (pp == 0 || (req_.pp && *req_.pp != pp)) continue;
+        out.push_back({pp, dp, ranks});
+      }
+    } while (std::next_permutation(pool_order.begin(), pool_order.end()) && pools.size() <= 3);
+    return out;
+  }
+
+  std::vector<std::pair<Schedule, int>> schedules(int pp, int microbatches) {
+    std::vector<std::pair<Schedule, int>> out;
+    auto allowed = [&](Schedule s) { return !req_.schedule || *req_.schedule == s; };
+    if (pp == 1) {
+      if (allowed(Schedule::OneFOneB) || allowed(Schedule::GPipe))
+        out.push_back({req_.schedule.value_or(Schedule::OneFOneB), 1});
+      return out;
+    }
+    if (allowed(Schedule::OneFOneB)) out.push_back({Schedule::OneFOneB, 1});
+    if (allowed(Schedule::GPipe)) out.push_back({Schedule::GPipe, 1});
+    if (allowed(Schedule::Interleaved)) {
+      for (int v : fixed_or(req_.virtual_stages, std::vector<int>{2, 3, 4, 6, 8})) {
+        if (v < 2) continue;
+        if (pp * v > s_.model.layers) reject("pp x virtual_stages exceeds the layers");
+        else if (microbatches % pp != 0) reject("interleaved needs micro-batches in multiples of pp");
+        else out.push_back({Schedule::Interleaved, v});
+      }
+    }
+    return out;
+  }
+
+  void add_variants(size_t base_index, int microbatches) {
+    Base& b = bases_[base_index];
+    const double free_bound = time_lower_bound(b, microbatches);
+    time_optimal_partition(b);
+    for (int zero : fixed_or(req_.zero, b.dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
+      for (bool offload : fixed_or(req_.offload_optimizer, {false, true}))
+        for (bool topk : compression_choices(b, zero))
+          for (const std::string& order : orders(b)) {
+            ++result_.enumerated;
+            const Variant v{zero, offload, topk, order};
+            if (!states_can_fit(b, v)) {
+              reject("model states exceed device memory");
+              continue;
+            }
+            // With the time-optimal partition (when it fits) the bound follows that very partition.
+            const bool fits = !b.ranges.empty() && partition_fits(b, v, b.ranges, microbatches);
+            const double bound = fits ? std::max(free_bound, partition_bound(b, v, microbatches)) : free_bound;
+            queue_.push_back({bound * objective_scale(b), base_index, v, fits});
+          }
+  }
+
+  std::vector<bool> compression_choices(const Base& b, int zero) {
+    if (req_.compression) return {req_.compression->kind == CompressionKind::TopK};
+    if (b.dp > 1 && zero <= 1) return {false, true};
+    return {false};
+  }
+
+  std::vector<std::string> orders(const Base& b) {
+    if (req_.order) return {*req_.order};
+    if (s_.cluster.pools.size() > 1 || b.pp == 1 || b.dp == 1) return {"tp-cp-dp-pp"};
+    return {"tp-cp-dp-pp", "tp-cp-pp-dp"};
+  }
+
+  // ---- costs ---------------------------------------------------------------------------------------
+  const LayerTimes& layer_times(int pool, const Base& b) {
+    const ComputeKey key{pool, b.tp, b.cp, b.ep, b.mb, b.sp, b.recompute};
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    const PoolSpec& p = s_.cluster.pools[pool];
+    const DeviceSpec& d = s_.cluster.device_of(p);
+    const Precision prec = s_.training.precision;
+    const cost::LayerWork w{b.mb, s_.training.seq_len, b.tp, b.cp, b.sp, prec};
+    // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
+    // evaluator's time for the aggregated work of a chunk.
+    auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
+    auto coll = [&](CollectiveKind kind, int size, double bytes) {
+      if (size <= 1) return 0.0;
+      const cost::GroupPlacement g{size, std::min(size, p.gpus_per_node), false};
+      return cost::collective_time(kind, Bytes(bytes), g, p, s_.cluster).time.value();
+    };
+    const double full = double(b.mb) * s_.training.seq_len / b.cp * s_.model.hidden * elem_;
+    const double tp_pass = b.sp ? coll(CollectiveKind::AllGather, b.tp, full) +
+                                      coll(CollectiveKind::ReduceScatter, b.tp, full)
+                                : coll(CollectiveKind::AllReduce, b.tp, full);
+    const double kv = double(b.mb) * s_.training.seq_len * 2 * double(s_.model.kv_heads) * s_.model.head_dim /
+                      b.tp * elem_;
+    const double cp_f = coll(CollectiveKind::AllGather, b.cp, kv), cp_b = coll(CollectiveKind::ReduceScatter, b.cp, kv);
+    double ep = 0;
+    if (s_.model.moe && b.ep > 1) {
+      const double sent = double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
+      ep = 2 * coll(CollectiveKind::AllToAll, b.ep, sent);
+    }
+    LayerTimes t;
+    t.forward = compute(cost::layer_forward(s_.model, w, false)) + 2 * tp_pass + cp_f;
+    t.backward = compute(cost::layer_backward(s_.model, w, false)) + 2 * tp_pass + cp_b;
+    t.moe_forward = compute(cost::layer_forward(s_.model, w, true)) + 2 * tp_pass + cp_f + ep;
+    t.moe_backward = compute(cost::layer_backward(s_.model, w, true)) + 2 * tp_pass + cp_b + ep;
+    if (b.recompute == Recompute::Full) {
+      t.recompute = t.forward;
+      t.moe_recompute = t.moe_forward;
+    } else if (b.recompute == Recompute::Selective) {
+      t.recompute = t.moe_recompute = compute(cost::attention_core_forward(s_.model, w));
+    }
+    t.embedding = 2 * compute(cost::embedding_forward(s_.model, w));
+    t.head = compute(cost::head_forward(s_.model, w)) + compute(cost::head_backward(s_.model, w));
+    return cache_.emplace(key, t).first->second;
+  }
+
+  double per_layer(const LayerTimes& t) const {
+    // The cheaper layer kind, so that the bound stays below any mix of layers.
+    const double dense = t.forward + t.backward + t.recompute;
+    if (!s_.model.moe) return dense;
+    return std::min(dense, t.moe_forward + t.moe_backward + t.moe_recompute);
+  }
+
+  // See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
+  // over pp ranks; rank r cannot finish before the ranks ahead of it have passed one micro-batch on
+  // and it has run all of its own: X >= P_r + m T_r for every r with sum T_r = W, which gives
+  // X >= W / (1 - (1 - 1/m)^pp) (part of the pipeline bubble). Interleaving and several pools get
+  // the plain m W / pp (per-layer speeds combined as a harmonic sum).
+  double time_lower_bound(const Base& b, int microbatches) {
+    const double L = s_.model.layers, m = microbatches;
+    if (s_.cluster.pools.size() == 1) {
+      const LayerTimes& t = layer_times(b.rank_pool.front(), b);
+      const double W = L * per_layer(t) + t.embedding + t.head;
+      if (b.pp == 1) return m * W + optimizer_bound(b);
+      if (b.schedule == Schedule::Interleaved) return m * W / b.pp;
+      return pipeline_bound(t, b.pp, m);
+    }
+    double speed = 0;
+    for (int pool : b.rank_pool) speed += 1 / per_layer(layer_times(pool, b));
+    return m * L / speed;
+  }
+
+  // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
+  // micro-batch's forward reached it, runs m forwards and backwards, and its last backward still has to
+  // travel back through the ranks before it. T_r counts forward + backward (+ recompute) of its layers,
+  // the embedding on rank 0 and the head on the last. A DP over (rank, layers used) with the running
+  // prefix; ties resolved by the smaller prefix, which only ever helps later ranks.
+  double pipeline_bound(const LayerTimes& t, int pp, double m) {
+    const int L = s_.model.layers;
+    const double layer = per_layer(t);
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    // best[l] = (worst, prefix) after some ranks covering l layers.
+    std::vector<std::pair<double, double>> best(L + 1, {kInf, kInf}), next(L + 1);
+    best[0] = {0, 0};
+    for (int r = 0; r < pp; ++r) {
+      std::fill(next.begin(), next.end(), std::pair{kInf, kInf});
+      for (int b = r; b <= L - (pp - r); ++b) {
+        if (best[b].first == kInf) continue;
+        for (int e = b + 1; e <= L - (pp - r - 1); ++e) {
+          double T = (e - b) * layer + (r == 0 ? t.embedding : 0) + (r == pp - 1 ? t.head : 0);
+          const std::pair<double, double> cand{std::max(best[b].first, best[b].second + m * T), best[b].second + T};
+          if (cand < next[e]) next[e] = cand;
+        }
+      }
+      std::swap(best, next);
+    }
+    return best[L].first;
+  }
+
+  // The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
+  // sharded: the smaller of the two, so that it bounds every ZeRO stage.
+  double optimizer_bound(const Base& b) {
+    const double params = params_.total / b.tp / b.dp;
+    const auto& d = s_.cluster.device_of(s_.cluster.pools[b.rank_pool.front()]);
+    return cost::compute_time_bound(cost::optimizer_step(params, s_.training.optimizer, s_.training.precision), d,
+                                    s_.training.precision)
+        .value();
+  }
+
+  // Dollars, joules or iterations per second of iteration time: objectives are time x this.
+  double objective_scale(const Base& b) const {
+    double price = 0, power = 0;
+    const long long per_rank = static_cast<long long>(b.dp) * b.tp * b.cp;
+    for (int pool : b.rank_pool) {
+      const PoolSpec& p = s_.cluster.pools[pool];
+      price += per_rank * (p.price_per_gpu_hour ? p.price_per_gpu_hour->value() : 0) / 3600;
+      power += per_rank * (s_.cluster.device_of(p).power.value() + p.node_power.value() / p.gpus_per_node);
+    }
+    power *= s_.cluster.pue;
+    const double tokens_per_iteration = double(s_.training.global_batch) * s_.training.seq_len;
+    const double iterations = s_.training.steps ? double(*s_.training.steps)
+                              : s_.training.tokens ? *s_.training.tokens / tokens_per_iteration
+                                                   : 1.0;
+    switch (s_.search.objective) {
+      case Objective::IterationTime: return 1;
+      case Objective::CostPerToken: return price / tokens_per_iteration;
+      case Objective::Cost: return price * iterations;
+      case Objective::Energy: return power * iterations;
+      case Objective::TimeToTrain: return iterations;
+    }
+    return 1;
+  }
+
+  // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
+  bool states_can_fit(const Base& b, const Variant& v) const {
+    const double layer_params = params_.total - params_.embedding;
+    const double per_rank = layer_params / b.pp / b.tp;
+    auto states = cost::model_state_bytes(per_rank, b.dp, v.zero, s_.training.optimizer, s_.training.precision);
+    const double device = (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
+    double largest_capacity = 0;
+    for (int pool : b.rank_pool)
+      largest_capacity = std::max(largest_capacity, s_.cluster.device_of(s_.cluster.pools[pool]).memory.value());
+    return device <= largest_capacity;
+  }
+
+  // ---- exact evaluation ----------------------------------------------------------------------------
+  void evaluate(const Entry& e) {
+    const Base& b = bases_[e.base];
+    const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    Plan plan;
+    plan.dp = b.dp, plan.tp = b.tp, plan.pp = b.pp, plan.cp = b.cp, plan.ep = b.ep;
+    plan.order = e.variant.order;
+    plan.micro_batch = b.mb;
+    plan.num_microbatches = microbatches;
+    plan.schedule = b.schedule;
+    plan.virtual_stages = b.v;
+    plan.sequence_parallel = b.sp;
+    plan.zero = e.variant.zero;
+    plan.offload_optimizer = e.variant.offload;
+    if (req_.offload_activations) plan.offload_activations = *req_.offload_activations;
+    if (req_.compression) plan.compression = *req_.compression;
+    else if (e.variant.topk) plan.compression = {CompressionKind::TopK, 0.01, true, 0};
+    if (req_.bucket_size) plan.bucket_size = *req_.bucket_size;
+    plan.overlap_dp = req_.overlap_dp.value_or(true);
+    plan.overlap_tp = req_.overlap_tp.value_or(false);
+    plan.overlap_pp = req_.overlap_pp.value_or(true);
+    plan.checkpoint_interval = s_.checkpoint.interval;
+    auto ranges = e.time_optimal_fits ? std::optional(b.ranges) : partition(b, e.variant, microbatches);
+    if (!ranges) {
+      reject("out of memory");
+      return;
+    }
+    for (int c = 0; c < plan.chunks(); ++c)
+      plan.stages.push_back({(*ranges)[c].first, (*ranges)[c].second,
+                             s_.cluster.pools[b.rank_pool[c % b.pp]].name, b.recompute});
+    if (auto problems = verify(plan, s_.model, s_.cluster, s_.training); !problems.empty()) {
+      reject(problems.front());
+      return;
+    }
+    ++result_.evaluated;
+    const Program program = lower(plan, s_.model, s_.cluster, s_.training);
+    const Evaluation ev = paratwin::evaluate(program, s_.cluster, s_.training);
+    Report report = make_report(s_.name, program, ev);
+    if (!report.metrics.fits) {
+      reject("out of memory");
+      const double ratio = report.metrics.peak_memory_gib / report.metrics.memory_capacity_gib;
+      if (!closest_ || ratio < closest_ratio_) closest_ = report, closest_ratio_ = ratio;
+      return;
+    }
+    Candidate cand{plan, std::move(report), 0};
+    cand.objective = objective_value(s_, plan, cand.report);
+    if (std::getenv("PARATWIN_SEARCH_DEBUG"))
+      std::fprintf(stderr, "bound %.4f exact %.4f  tp%d pp%d dp%d mb%d v%d rc%d sp%d z%d off%d topk%d %s\n", e.bound,
+                   cand.objective, b.tp, b.pp, b.dp, b.mb, b.v, int(b.recompute), b.sp, e.variant.zero, e.variant.offload,
+                   e.variant.topk, e.variant.order.c_str());
+    best_.push_back(std::move(cand));
+    std::stable_sort(best_.begin(), best_.end(), [](auto& x, auto& y) { return ranking(x) < ranking(y); });
+    if (static_cast<int>(best_.size()) > o_.top) best_.pop_back();
+  }
+
+  // Among plans within 0.1% of each other (below the model's precision) the simpler wins: no compression, no
+  // offload, ZeRO-1 before 0, 2 and 3, the default rank order.
+  static std::tuple<double, double, double> ranking(const Candidate& c) {
+    const Plan& p = c.plan;
+    const double zero_cost[] = {0.5, 0, 1, 2};
+    const double complexity = (p.compression.kind == CompressionKind::TopK ? 4 : 0) + (p.offload_optimizer ? 3 : 0) +
+                              zero_cost[p.zero] + (p.order == Plan().order ? 0 : 0.5);
+    return {std::floor(std::log(std::max(c.objective, 1e-300)) * 1e3), complexity, c.objective};
+  }
+
+  // Forward + backward + recompute time (additive lower bounds) of one micro-batch through layers
+  // [begin, end) of chunk c, with the embedding on chunk 0 and the head on the last chunk.
+  double chunk_time(const Base& b, int c, int begin, int end) {
+    const LayerTimes& t = layer_times(b.rank_pool[c % b.pp], b);
+    int moe = 0;
+    if (s_.model.moe)
+      for (int l = begin; l < end; ++l) moe += s_.model.is_moe_layer(l);
+    double time = (end - begin - moe) * (t.forward + t.backward + t.recompute) +
+                  moe * (t.moe_forward + t.moe_backward + t.moe_recompute);
+    if (c == 0) time += t.embedding;
+    if (c == b.pp * b.v - 1) time += t.head;
+    return time;
+  }
+
+  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
+  double chunk_params(const Base& b, int c, int begin, int end) const {
+    int moe = 0;
+    if (s_.model.moe)
+      for (int l = begin; l < end; ++l) moe += s_.model.is_moe_layer(l);
+    const double experts = params_.per_moe_layer - params_.per_dense_layer;
+    double params = ((end - begin) * params_.per_dense_layer + moe * experts / b.ep) / b.tp;
+    const double embedding = double(s_.model.vocab) * s_.model.hidden / b.tp;
+    if (c == 0) params += embedding;
+    if (c == b.pp * b.v - 1 && (!s_.model.tied_embeddings || b.pp > 1)) params += embedding;
+    return params;
+  }
+
+  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak.
+  double chunk_bytes(const Base& b, const Variant& v, int c, int begin, int end, int microbatches) const {
+    const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero, s_.training.optimizer,
+                                            s_.training.precision);
+    const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
+    const cost::ActivationConfig act{b.mb, s_.training.seq_len, b.tp, b.cp, b.sp, b.recompute, s_.training.precision};
+    double bytes = 0;
+    for (int l = begin; l < end; ++l) bytes += cost::layer_activation_bytes(s_.model, act, s_.model.is_moe_layer(l)).value();
+    if (c == 0) bytes += cost::embedding_activation_bytes(s_.model, act).value();
+    if (c == b.pp * b.v - 1) bytes += cost::head_activation_bytes(s_.model, act).value();
+    return states + bytes * in_flight(b, c % b.pp, microbatches);
+  }
+
+  double capacity(const Base& b, int rank) const {
+    return s_.cluster.device_of(s_.cluster.pools[b.rank_pool[rank]]).memory.value();
+  }
+
+  // The partition minimizing the slowest chunk, memory aside; kept on the base with its chunk times.
+  void time_optimal_partition(Base& b) {
+    if (!b.ranges.empty()) return;
+    ChunkCostModel m;
+    m.layers = s_.model.layers;
+    m.chunks = b.pp * b.v;
+    m.pp = b.pp;
+    m.time = [&](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
+    m.bytes = [](int, int, int) { return 0.0; };
+    m.capacity.assign(b.pp, 1.0);
+    if (auto ranges = partition_layers(m)) {
+      b.ranges = *ranges;
+      for (int c = 0; c < m.chunks; ++c) b.chunk_time.push_back(chunk_time(b, c, b.ranges[c].first, b.ranges[c].second));
+    }
+  }
+
+  bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
+                      int microbatches) const {
+    std::vector<double> used(b.pp, 0);
+    for (int c = 0; c < b.pp * b.v; ++c)
+      used[c % b.pp] += chunk_bytes(b, v, c, ranges[c].first, ranges[c].second, microbatches);
+    for (int r = 0; r < b.pp; ++r)
+      if (used[r] > capacity(b, r)) return false;
+    return true;
+  }
+
+  // For the base's own partition: rank r starts once the first micro-batch's forward has passed the
+  // chunks before its first one, runs m passes of each of its chunks, and then either the last
+  // backward still travels back through those chunks or the rank runs its optimizer step (and offload
+  // copies): max_r (m load_r + max(prefix_r, tail_r)).
+  double partition_bound(const Base& b, const Variant& v, int microbatches) const {
+    const int chunks = b.pp * b.v;
+    std::vector<double> load(b.pp, 0), params(b.pp, 0);
+    for (int c = 0; c < chunks; ++c) {
+      load[c % b.pp] += b.chunk_time[c];
+      params[c % b.pp] += chunk_params(b, c, b.ranges[c].first, b.ranges[c].second);
+    }
+    double bound = 0, prefix = 0;
+    for (int r = 0; r < b.pp; ++r) {
+      const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
+      const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
+      double tail = cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
+                                             s_.cluster.device_of(pool), s_.training.precision)
+                        .value();
+      if (v.offload)
+        tail += 2 * shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
+                pool.pcie_bandwidth.value();
+      if ((v.zero == 1 || v.zero == 2) && b.dp > 1) {
+        // The updated parameters are gathered after the step.
+        Plan layout;
+        layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
+        const auto where = group_placement(layout, GroupKind::Dp, pool, s_.cluster);
+        tail += cost::collective_time(CollectiveKind::AllGather, Bytes(params[r] * elem_), where, pool, s_.cluster)
+                    .time.value();
+      }
+      bound = std::max(bound, microbatches * load[r] + std::max(prefix, tail));
+      prefix += b.chunk_time[r];
+    }
+    return bound;
+  }
+
+  std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant& v, int microbatches) {
+    ChunkCostModel m;
+    m.layers = s_.model.layers;
+    m.chunks = b.pp * b.v;
+    m.pp = b.pp;
+    m.time = [&](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
+    m.bytes = [&](int c, int begin, int end) { return chunk_bytes(b, v, c, begin, end, microbatches); };
+    for (int r = 0; r < b.pp; ++r) m.capacity.push_back(capacity(b, r));
+    return partition_layers(m);
+  }
+
+  // Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk).
+  static double in_flight(const Base& b, int r, int microbatches) {
+    if (b.schedule == Schedule::GPipe) return microbatches;
+    if (b.schedule == Schedule::OneFOneB) return std::min(b.pp - r, microbatches);
+    const double steps = std::min(microbatches * b.v, (b.pp - r - 1) * 2 + (b.v - 1) * b.pp + 1);
+    return std::ceil(steps / b.v);
+  }
+
+  std::string nothing_fits() const {
+    std::string msg = "no plan fits in memory";
+    if (closest_) {
+      const StageMemory& w = closest_->stages[closest_->worst_stage];
+      auto g = [](Bytes x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", x.value() / (1024.0 * 1024 * 1024));
+        return std::string(buf);
+      };
+      msg += ": the closest plan (tp " + std::to_string(closest_->plan.tp) + ", pp " +
+             std::to_string(closest_->plan.pp) + ", dp " + std::to_string(closest_->plan.dp) + ", ZeRO " +
+             std::to_string(closest_->plan.zero) + ") needs " + g(w.peak) + " GiB on stage " + std::to_string(w.stage) +
+             " of " + g(w.capacity) + " GiB (weights " + g(w.weights) + ", gradients " + g(w.gradients) +
+             ", optimizer " + g(w.optimizer) + ", activations " + g(w.activations) + ")";
+    } else {
+      msg += ": the model states alone exceed device memory in every layout";
+    }
+    msg += "; add GPUs or nodes, use devices with more memory, or allow more pipeline stages";
+    return msg;
+  }
+
+  std::string explain(const Candidate& a, const Candidate& b) const {
+    std::vector<std::string> why;
+    const Plan &p = a.plan, &q = b.plan;
+    auto diff = [&](const char* name, auto x, auto y) {
+      if (x != y) why.push_back(std::string(name) + "=" + x + " instead of " + y);
+    };
+    auto s = [](int x) { return std::to_string(x); };
+    diff("tp", s(p.tp), s(q.tp));
+    diff("pp", s(p.pp), s(q.pp));
+    diff("dp", s(p.dp), s(q.dp));
+    diff("cp", s(p.cp), s(q.cp));
+    diff("micro_batch", s(p.micro_batch), s(q.micro_batch));
+    diff("schedule", enum_name(p.schedule, kScheduleNames) + (p.virtual_stages > 1 ? " v=" + s(p.virtual_stages) : ""),
+         enum_name(q.schedule, kScheduleNames) + (q.virtual_stages > 1 ? " v=" + s(q.virtual_stages) : ""));
+    diff("recompute", enum_name(p.stages[0].recompute, kRecomputeNames), enum_name(q.stages[0].recompute, kRecomputeNames));
+    diff("zero", s(p.zero), s(q.zero));
+    diff("sequence_parallel", std::string(p.sequence_parallel ? "true" : "false"),
+         std::string(q.sequence_parallel ? "true" : "false"));
+    diff("compression", enum_name(p.compression.kind, kCompressionNames), enum_name(q.compression.kind, kCompressionNames));
+    diff("offload", std::string(p.offload_optimizer ? "optimizer" : "none"),
+         std::string(q.offload_optimizer ? "optimizer" : "none"));
+    diff("order", p.order, q.order);
+    char buf[512];
+    const auto& ma = a.report.metrics;
+    const auto& mb = b.report.metrics;
+    const auto pct = [](double part, double whole) { return 100 * part / whole; };
+    std::snprintf(buf, sizeof buf,
+                  "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
+                  "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
+                  ma.iteration_time_s, mb.iteration_time_s, pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
+                  pct(a.report.breakdown.bubble_s, ma.iteration_time_s), pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
+                  pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
+                  pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
+                  pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
+                  pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
+                  ma.memory_capacity_gib);
+    std::string out = (why.empty() ? std::string("same degrees; ") : join(why, ", ") + ": ") + buf;
+    if (b.objective <= a.objective * 1.001)
+      out = "a tie within the model's precision (0.1%), settled for the simpler plan; " + out;
+    if (s_.search.objective != Objective::IterationTime)
+      out += "; objective " + enum_name(s_.search.objective, kObjectiveNames) + " " + format_count(a.objective) + " vs " +
+             format_count(b.objective) + " " + objective_unit(s_.search.objective);
+    return out;
+  }
+
+  const ScenarioSpec& s_;
+  const SearchOptions o_;
+  const PlanRequest& req_;
+  double elem_ = 2;
+  ParameterCount params_;
+  std::vector<Base> bases_;
+  std::vector<Entry> queue_;
+  std::map<ComputeKey, LayerTimes> cache_;
+  std::vector<Candidate> best_;
+  std::optional<Report> closest_;
+  double closest_ratio_ = 0;
+  SearchResult result_;
+};
+
+}  // namespace
+
+std::string objective_unit(Objective objective) {
+  switch (objective) {
+    case Objective::IterationTime: return "s";
+    case Objective::CostPerToken: return "$/token";
+    case Objective::Cost: return "$";
+    case Objective::Energy: return "J";
+    case Objective::TimeToTrain: return "s";
+  }
+  return "";
+}
+
+double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
+  double price = 0, power = 0;
+  const long long per_rank = static_cast<long long>(plan.dp) * plan.tp * plan.cp;
+  for (int r = 0; r < plan.pp; ++r)
+    for (const auto& p : s.cluster.pools)
+      if (p.name == plan.stages[r].pool) {
+        price += per_rank * (p.price_per_gpu_hour ? p.price_per_gpu_hour->value() : 0) / 3600;
+        power += per_rank * (s.cluster.device_of(p).power.value() + p.node_power.value() / p.gpus_per_node);
+      }
+  power *= s.cluster.pue;
+  const double t = report.metrics.iteration_time_s;
+  const double tokens_per_iteration = double(s.training.global_batch) * s.training.seq_len;
+  const double iterations = s.training.steps ? double(*s.training.steps)
+                            : s.training.tokens ? *s.training.tokens / tokens_per_iteration
+                                                : 1.0;
+  switch (s.search.objective) {
+    case Objective::IterationTime: return t;
+    case Objective::CostPerToken: return price * t / tokens_per_iteration;
+    case Objective::Cost: return price * t * iterations;
+    case Objective::Energy: return power * t * iterations;
+    case Objective::TimeToTrain: return t * iterations;
+  }
+  return t;
+}
+
+SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& options) {
+  return Search(scenario, options).run();
+}
+
+}  // namespace paratwin

@@ -1,0 +1,46 @@
+// The auto-parallel optimizer: searches degrees (dp, tp, pp, cp, ep), rank order, micro-batch,
+// schedule and virtual stages, recompute, sequence parallelism, ZeRO, offload and compression, with
+// a dynamic-programming layer partition for each candidate and, on heterogeneous clusters, which pool
+// each pipeline rank runs on. Branch and bound: a valid lower bound on every candidate's objective
+// orders exact evaluations, and the search stops once the bound exceeds the N-th best — so pruning
+// never drops the true optimum of the modeled space.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan/ir/plan.hpp"
+#include "plan/report/report.hpp"
+
+namespace paratwin {
+
+struct Candidate {
+  Plan plan;
+  Report report;
+  double objective = 0;  // in the objective's unit: seconds, dollars, joules
+};
+
+struct SearchResult {
+  std::vector<Candidate> top;              // best first
+  std::map<std::string, long> rejected;    // reason -> candidates
+  long enumerated = 0;                     // candidates in the space
+  long evaluated = 0;                      // lowered and evaluated exactly
+  double seconds = 0;                      // wall time of the search
+  std::string explanation;                 // why the best beats the runner-up
+};
+
+struct SearchOptions {
+  int top = 5;
+  bool exhaustive = false;  // evaluate every candidate exactly (tests compare it with the pruned search)
+};
+
+// The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".
+double objective_value(const ScenarioSpec& scenario, const Plan& plan, const Report& report);
+std::string objective_unit(Objective objective);
+
+// Searches the plans the scenario allows (its fixed plan fields are honoured). Throws InputError
+// saying what runs out when no plan fits.
+SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& options = {});
+
+}  // namespace paratwin

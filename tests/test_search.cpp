@@ -1,0 +1,108 @@
+// The optimizer: exact against brute force, honours fixed fields, explains, rejects with reasons, and
+// on heterogeneous clusters gives slower pools fewer layers.
+#define BOOST_TEST_MODULE search
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include "plan/report/emit.hpp"
+#include "plan/search/optimizer.hpp"
+
+using namespace paratwin;
+
+namespace {
+
+ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  static const Catalog catalog(PARATWIN_SOURCE_DIR);
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog);
+}
+
+const std::string kSmall =
+    "model: {name: small, layers: 8, hidden: 512, heads: 8, vocab: 4096, seq_len: 512}\n"
+    "cluster: {from: dgx-a100-80g, nodes: 1}\n"
+    "training: {global_batch: 32, seq_len: 512}\n"
+    "plan: auto\n";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pruned_search_finds_the_brute_force_optimum) {
+  for (const char* objective : {"iteration_time", "cost_per_token"}) {
+    const ScenarioSpec s = scenario(kSmall, {std::string("search.objective=") + objective});
+    SearchOptions pruned{5, false}, brute{5, true};
+    const SearchResult a = search_plans(s, pruned);
+    const SearchResult b = search_plans(s, brute);
+    BOOST_TEST_CONTEXT(objective) {
+      BOOST_TEST(a.evaluated < b.evaluated);  // the bound did prune
+      BOOST_REQUIRE(a.top.size() == b.top.size());
+      for (size_t i = 0; i < a.top.size(); ++i) {
+        BOOST_TEST(a.top[i].objective == b.top[i].objective);
+        BOOST_TEST((a.top[i].plan == b.top[i].plan));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fixed_fields_are_honoured) {
+  const ScenarioSpec s = scenario(kSmall, {"plan={tp: 2, recompute: full}"});
+  const SearchResult r = search_plans(s);
+  BOOST_REQUIRE(!r.top.empty());
+  for (const auto& c : r.top) {
+    BOOST_TEST(c.plan.tp == 2);
+    BOOST_TEST((c.plan.stages.front().recompute == Recompute::Full));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(best_plan_comes_with_a_reason_and_rejections) {
+  const SearchResult r = search_plans(scenario(kSmall));
+  BOOST_REQUIRE(r.top.size() >= 2u);
+  BOOST_TEST(!r.explanation.empty());
+  BOOST_TEST(r.explanation.find("per iteration") != std::string::npos);
+  BOOST_TEST(r.enumerated > 100);
+  BOOST_TEST(r.top[0].objective <= r.top[1].objective);
+}
+
+BOOST_AUTO_TEST_CASE(a_model_that_fits_nowhere_says_what_runs_out) {
+  const ScenarioSpec s = scenario("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\n"
+                                  "training: {global_batch: 8}\nplan: auto\n");
+  try {
+    search_plans(s);
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    BOOST_TEST(m.find("no plan fits in memory") != std::string::npos);
+    BOOST_TEST(m.find("add GPUs or nodes") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(slower_pools_get_fewer_layers) {
+  const ScenarioSpec s = scenario(
+      "model: gpt3-7.5b\ncluster: {from: hetero-h100-a100, pools: {h100: {nodes: 1}, a100: {nodes: 1}}}\n"
+      "training: {global_batch: 64, seq_len: 2048}\nplan: {tp: 8, dp: 1}\n");
+  const SearchResult r = search_plans(s);
+  BOOST_REQUIRE(!r.top.empty());
+  const Plan& p = r.top.front().plan;
+  BOOST_REQUIRE(p.pp == 2);
+  int h100 = 0, a100 = 0;
+  for (const auto& st : p.stages) (st.pool == "h100" ? h100 : a100) += st.layer_end - st.layer_begin;
+  BOOST_TEST(h100 > a100);
+}
+
+BOOST_AUTO_TEST_CASE(plans_render_as_megatron_arguments_and_deepspeed_config) {
+  const ScenarioSpec s = scenario("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+                                  "training: {global_batch: 1536}\n"
+                                  "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved,"
+                                  " virtual_stages: 2, recompute: selective, sequence_parallel: true, zero: 1}\n");
+  const Plan plan = complete_plan(s);
+  const std::string m = megatron_arguments(plan, s);
+  BOOST_TEST(m.find("--tensor-model-parallel-size 8") != std::string::npos);
+  BOOST_TEST(m.find("--pipeline-model-parallel-size 8") != std::string::npos);
+  BOOST_TEST(m.find("--num-layers-per-virtual-pipeline-stage 6") != std::string::npos);
+  BOOST_TEST(m.find("--recompute-granularity selective") != std::string::npos);
+  BOOST_TEST(m.find("--sequence-parallel") != std::string::npos);
+  BOOST_TEST(m.find("--use-distributed-optimizer") != std::string::npos);
+  const auto ds = nlohmann::json::parse(deepspeed_config(plan, s));
+  BOOST_TEST(ds["train_batch_size"] == 1536);
+  BOOST_TEST(ds["gradient_accumulation_steps"] == 96);
+  BOOST_TEST(ds["zero_optimization"]["stage"] == 1);
+}
