@@ -14,6 +14,8 @@ std::string file_kind_name(FileKind kind) {
       return "cluster";
     case FileKind::Scenario:
       return "scenario";
+    case FileKind::Plan:
+      return "plan";
   }
   return "";
 }
@@ -25,10 +27,11 @@ static FileKind detect_kind(const DocNode& doc) {
   if (doc.find("model") || doc.find("cluster") || doc.find("training")) return FileKind::Scenario;
   if (doc.find("pools") || doc.find("devices")) return FileKind::Cluster;
   if (doc.find("layers") || doc.find("hidden") || doc.find("heads")) return FileKind::Model;
+  if (doc.find("stages") || doc.find("tp") || doc.find("pp") || doc.find("dp")) return FileKind::Plan;
   throw InputError(doc.location,
                    "cannot tell what this file describes: expected a scenario (with 'model', 'cluster' and "
-                   "'training'), a cluster (with 'devices' and 'pools') or a model (with 'layers', 'hidden', "
-                   "'heads')");
+                   "'training'), a cluster (with 'devices' and 'pools'), a model (with 'layers', 'hidden', "
+                   "'heads') or a plan file (with 'tp', 'pp', 'dp', 'stages')");
 }
 
 Validation validate_file(const std::string& path, const std::vector<Override>& overrides,
@@ -57,6 +60,17 @@ Validation validate_file(const std::string& path, const std::vector<Override>& o
       v.warnings = diag.warnings();
       v.summary = "cluster " + c.name + ": " + std::to_string(c.gpus()) + " GPUs in " +
                   std::to_string(c.pools.size()) + (c.pools.size() == 1 ? " pool" : " pools");
+      break;
+    }
+    case FileKind::Plan: {
+      // On its own a plan file can only be checked for form; `paratwin plan SCENARIO --plan FILE`
+      // verifies it against a model and a cluster.
+      Diagnostics diag;
+      const PlanRequest r = parse_plan_request(doc, diag);
+      diag.throw_if_errors();
+      auto degree = [](const std::optional<int>& d) { return d ? std::to_string(*d) : std::string("auto"); };
+      v.summary = "plan: tp " + degree(r.tp) + ", pp " + degree(r.pp) + ", dp " + degree(r.dp) +
+                  (r.stages ? ", " + std::to_string(r.stages->size()) + " stages" : "");
       break;
     }
     case FileKind::Scenario: {

@@ -10,7 +10,7 @@
 
 namespace paratwin {
 
-enum class FileKind { Model, Cluster, Scenario };
+enum class FileKind { Model, Cluster, Scenario, Plan };
 
 struct Validation {
   FileKind kind = FileKind::Scenario;

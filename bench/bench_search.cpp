@@ -1,0 +1,87 @@
+// Search time of the optimizer on the three cases, and on heterogeneous clusters the chosen
+// plan against the best plan that treats every GPU as the slowest type with layers split evenly.
+#include <chrono>
+#include <cstdio>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/search/optimizer.hpp"
+
+using namespace paratwin;
+
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c(PARATWIN_SOURCE_DIR);
+  return c;
+}
+
+ScenarioSpec load(const std::string& yaml) { return load_scenario(parse_yaml(yaml, "bench"), {}, catalog()); }
+
+void time_search(const char* name, const std::string& yaml) {
+  const ScenarioSpec s = load(yaml);
+  const SearchResult r = search_plans(s, {5, false});
+  const Plan& p = r.top.front().plan;
+  std::printf("| %-34s | %6d | %8ld | %6ld | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f s/iter |\n", name,
+              s.cluster.gpus(), r.enumerated, r.evaluated, r.seconds, r.evaluated / r.seconds, p.tp, p.pp, p.dp,
+              p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
+              r.top.front().report.metrics.iteration_time_s);
+  std::fflush(stdout);
+}
+
+// The best plan on a cluster where every pool has the slowest pool's device, with its layers split
+// evenly, evaluated on the real cluster.
+double slowest_even_baseline(const ScenarioSpec& real, const std::string& slow_device) {
+  ScenarioSpec slow = real;
+  for (auto& pool : slow.cluster.pools) pool.device = slow_device;
+  const SearchResult r = search_plans(slow, {1, false});
+  Plan plan = r.top.front().plan;
+  const auto even = even_stages(real.model.layers, plan.chunks(), "", Recompute::None);
+  for (size_t c = 0; c < plan.stages.size(); ++c) {
+    plan.stages[c].layer_begin = even[c].layer_begin;
+    plan.stages[c].layer_end = even[c].layer_end;
+  }
+  const auto problems = verify(plan, real.model, real.cluster, real.training);
+  if (!problems.empty()) return -1;
+  return evaluate(lower(plan, real.model, real.cluster, real.training), real.cluster, real.training).iteration_time_s;
+}
+
+void hetero(const char* name, const std::string& yaml, const std::string& slow_device) {
+  const ScenarioSpec s = load(yaml);
+  const SearchResult r = search_plans(s, {1, false});
+  const double chosen = r.top.front().report.metrics.iteration_time_s;
+  const double baseline = slowest_even_baseline(s, slow_device);
+  std::string layers;
+  for (const auto& st : r.top.front().plan.stages)
+    layers += (layers.empty() ? "" : " ") + st.pool + ":" + std::to_string(st.layer_end - st.layer_begin);
+  std::printf("| %-30s | %8.2f s | %8.2f s | %5.2fx | %s |\n", name, chosen, baseline, baseline / chosen,
+              layers.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main() {
+  std::printf("## Search time (one core)\n\n");
+  std::printf("| case | GPUs | candidates | exact evaluations | seconds | evaluations/s | best plan |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---|\n");
+  time_search("gpt3-175b, 1024 A100, full space",
+              "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+              "training: {global_batch: 1536, seq_len: 2048}\nplan: auto\n");
+  time_search("llama3-405b, 16,384 H100",
+              "model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: 8192}\nplan: auto\n");
+  time_search("llama2-70b, 256 H100 + 256 A100",
+              "model: llama2-70b\ncluster: {from: hetero-h100-a100, pools: {h100: {nodes: 32}, a100: {nodes: 32}}}\n"
+              "training: {global_batch: 1024, seq_len: 4096}\nplan: auto\n");
+
+  std::printf("\n## Heterogeneous clusters: chosen plan vs every GPU as the slowest type, layers even\n\n");
+  std::printf("| scenario | chosen | slowest-even | speed-up | layers per stage (pool:layers) |\n");
+  std::printf("|---|---:|---:|---:|---|\n");
+  hetero("hetero-h100-a100 (llama2-70b)",
+         "model: llama2-70b\ncluster: hetero-h100-a100\ntraining: {global_batch: 1024, seq_len: 4096}\nplan: auto\n",
+         "a100-sxm-80g");
+  hetero("hetero-a100-v100 (gpt3-18.4b)",
+         "model: gpt3-18.4b\ncluster: hetero-a100-v100\n"
+         "training: {global_batch: 512, seq_len: 2048, precision: fp16}\nplan: auto\n",
+         "v100-sxm2-32g");
+  return 0;
+}
