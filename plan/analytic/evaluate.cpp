@@ -163,6 +163,17 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
       throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
   }
 
+  std::vector<std::vector<TaskTiming>> timings;
+  for (auto& role : ev.roles) timings.push_back(std::move(role.tasks));
+  return summarize_timings(program, cluster, training, std::move(timings));
+}
+
+Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
+                             std::vector<std::vector<TaskTiming>> timings) {
+  const size_t roles = program.roles.size();
+  Evaluation ev;
+  ev.roles.resize(roles);
+  for (size_t r = 0; r < roles; ++r) ev.roles[r].tasks = std::move(timings[r]);
   // Per role: end, breakdown, memory.
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];

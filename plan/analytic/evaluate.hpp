@@ -52,4 +52,9 @@ double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
 
+// Breakdown, memory peaks and FLOP totals from task timings obtained any way (this evaluator, the
+// simulator, a live run's profile): timings[role][task]. The iteration time is the latest task end.
+Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
+                             std::vector<std::vector<TaskTiming>> timings);
+
 }  // namespace paratwin
