@@ -124,8 +124,7 @@ class RoleBuilder {
   }
 
   // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live.
-  cost::KernelCost pass_work(int chunk, int begin, int end, bool forward, bool with_embedding,
-                             bool with_head) {
+  cost::KernelCost pass_work(int begin, int end, bool forward, bool with_embedding, bool with_head) {
     const auto w = layer_work();
     const int moe = moe_layers(begin, end), dense = end - begin - moe;
     cost::KernelCost k;
@@ -134,7 +133,6 @@ class RoleBuilder {
     if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
     if (with_embedding) k += cost::embedding_forward(m_, w);
     if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
-    (void)chunk;
     return k;
   }
 
@@ -271,7 +269,7 @@ class RoleBuilder {
     f.chunk = chunk;
     f.layer_begin = st.layer_begin;
     f.layer_end = st.layer_end;
-    f.work = pass_work(chunk, st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
+    f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
     f.alloc = activations(chunk);
     f.deps = deps;
     std::vector<int> done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
@@ -313,7 +311,7 @@ class RoleBuilder {
       r.layer_begin = st.layer_begin;
       r.layer_end = st.layer_end;
       if (st.recompute == Recompute::Full) {
-        r.work = pass_work(chunk, st.layer_begin, st.layer_end, true, false, false);
+        r.work = pass_work(st.layer_begin, st.layer_end, true, false, false);
       } else {
         r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
       }
@@ -339,7 +337,7 @@ class RoleBuilder {
       b.name = "B " + tag(mb, chunk) +
                (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
-      b.work = pass_work(chunk, lo, hi, false, embedding, head);
+      b.work = pass_work(lo, hi, false, embedding, head);
       if (i + 1 == segments.size()) b.free = activations(chunk);
       b.deps = deps;
       deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
