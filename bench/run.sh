@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark, one after the other. Results are recorded by hand in bench/RESULTS.md
-# with the command that produced them; this machine is shared, so compare ratios measured in one run.
+# `make bench`: every benchmark, one after the other (the simulator and live benches take minutes).
+# Results are recorded by hand in bench/RESULTS.md with the command that produced them; this machine
+# is shared, so compare ratios measured in one run.
 set -euo pipefail
 build=${1:-build}
+here=$(dirname "$0")
 "$build/bin/bench_plan"
+"$build/bin/bench_search"
+bash "$here/sim_bench.sh" "$build"
+bash "$here/live_bench.sh" "$build"

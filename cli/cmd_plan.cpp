@@ -11,7 +11,7 @@
 #include "plan/report/report.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/report/trace.hpp"
-#include "plan/search/optimizer.hpp"
+#include "plan/search/choose.hpp"
 #include "plan/search/search_report.hpp"
 
 namespace paratwin::cli {
@@ -47,27 +47,11 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->callback([opts, &exit_status] {
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
     print_diagnostics(scenario.warnings);
-    const PlanRequest& request = scenario.plan;
-    const bool fixed = !opts->plan_file.empty() || (request.tp && request.pp && request.micro_batch);
-    std::optional<SearchResult> search;
-    if (!fixed) {
-      SearchOptions options;
-      options.top = opts->top ? opts->top : scenario.search.top;
-      search = search_plans(scenario, options);
-    }
-    const Plan plan = search                     ? search->top.front().plan
-                      : opts->plan_file.empty() ? complete_plan(scenario)
-                                                : load_plan_file(opts->plan_file, scenario);
-    if (auto problems = verify(plan, scenario.model, scenario.cluster, scenario.training);
-        !problems.empty()) {
-      std::vector<Diagnostic> errors;
-      const Location where =
-          opts->plan_file.empty()
-              ? scenario.locations.count("plan") ? scenario.locations.at("plan") : scenario.document.location
-              : Location{opts->plan_file};
-      for (auto& p : problems) errors.push_back({Severity::Error, where, "the plan cannot run: " + p});
-      throw InputError(std::move(errors));
-    }
+    SearchOptions options;
+    options.top = opts->top ? opts->top : scenario.search.top;
+    const ChosenPlan chosen = choose_plan(scenario, opts->plan_file, options);
+    const Plan& plan = chosen.plan;
+    const std::optional<SearchResult>& search = chosen.search;
     if (!opts->emit.empty()) {
       std::cout << (opts->emit == "plan"       ? to_yaml(plan)
                     : opts->emit == "megatron" ? megatron_arguments(plan, scenario)

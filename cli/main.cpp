@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
   add_validate_command(app, status);
   add_describe_command(app, status);
   add_plan_command(app, status);
+  add_simulate_command(app, status);
   add_gui_command(app, status, argv[0]);
+  add_run_command(app, status, std::vector<std::string>(argv, argv + argc));
+  add_tokenize_command(app, status);
 
   try {
     app.parse(argc, argv);

@@ -1,4 +1,6 @@
-// MPI library version.
+// MPI library version, from the headers: the `paratwin` binary also links SimGrid, whose SMPI exports
+// the MPI symbols too, so a call such as MPI_Get_library_version could answer for SMPI instead.
+// (Rank processes are the separate `paratwin-rank` binary, which links Open MPI alone.)
 #include "exec/backend_info.hpp"
 
 #include <mpi.h>
@@ -6,12 +8,13 @@
 namespace paratwin::exec {
 
 std::string mpi_library_version() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  MPI_Get_library_version(text, &length);
-  std::string s(text, static_cast<size_t>(length));
-  if (auto nl = s.find_first_of(",\n"); nl != std::string::npos) s.resize(nl);
-  return s;
+#ifdef OMPI_MAJOR_VERSION
+  return "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." + std::to_string(OMPI_MINOR_VERSION) + "." +
+         std::to_string(OMPI_RELEASE_VERSION) + " (MPI " + std::to_string(MPI_VERSION) + "." +
+         std::to_string(MPI_SUBVERSION) + ")";
+#else
+  return "MPI " + std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION);
+#endif
 }
 
 }  // namespace paratwin::exec

@@ -5,7 +5,7 @@
 
 namespace paratwin::exec {
 
-// The MPI library's own version string (first line), callable before MPI_Init.
+// The MPI library the live backend is built against, e.g. "Open MPI 4.1.4 (MPI 3.1)".
 std::string mpi_library_version();
 
 struct CudaDevices {

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -23,5 +26,32 @@ template <class T>
 using RowVectorMap = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 template <class T>
 using ConstRowVectorMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+
+// Allocates on 64-byte boundaries (a cache line, an AVX-512 register). Vectorized kernels take
+// different code paths for differently aligned data, which changes the order of floating-point
+// sums: with every buffer aligned the same way, the same run gives the same bits in any process
+// (bit-identical resume depends on it).
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  static constexpr size_t kAlignment = 64;
+  AlignedAllocator() = default;
+  template <class U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = (n * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+    if (void* p = std::aligned_alloc(kAlignment, bytes ? bytes : kAlignment)) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const AlignedAllocator<U>&) const {
+    return true;
+  }
+};
+
+// A flat buffer of weights, gradients or activations.
+template <class T>
+using Buffer = std::vector<T, AlignedAllocator<T>>;
 
 }  // namespace paratwin::exec

@@ -31,14 +31,15 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
         for (int j = 0; j <= i; ++j) p(i, j) /= sum;
         for (int j = i + 1; j < Tn; ++j) p(i, j) = 0;
       }
-      StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D)).noalias() =
-          p * v;
+      StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
+          .noalias() = p * v;
     }
   }
 }
 
 template <class T>
-void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K, int D) {
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K,
+                        int D) {
   // dout is (B,T,H*D); qkv and dqkv are (B,T,(H+2K)D); att is (B,H,T,T)
   const int width = (H + 2 * K) * D, group = H / K;
   const T scale = T(1) / std::sqrt(T(D));
@@ -56,7 +57,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
       StridedMap<T> dk(dbase + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
       StridedMap<T> dv(dbase + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
       ConstMatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
-      ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D));
+      ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
+                            Eigen::OuterStride<>(H * D));
       dv.noalias() += p.transpose() * dy;  // (T,D)
       dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
       // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
@@ -74,8 +76,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
 
 template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
 template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
-template void attention_backward<float>(float*, const float*, const float*, const float*, int, int, int, int, int);
-template void attention_backward<double>(double*, const double*, const double*, const double*, int, int, int, int,
-                                         int);
+template void attention_backward<float>(float*, const float*, const float*, const float*, int, int, int, int,
+                                        int);
+template void attention_backward<double>(double*, const double*, const double*, const double*, int, int, int,
+                                         int, int);
 
 }  // namespace paratwin::exec::kernels

@@ -6,7 +6,9 @@
 namespace paratwin::exec {
 
 GptConfig gpt_config(const ModelSpec& m) {
-  if (m.moe) throw std::invalid_argument("model " + m.name + " is a mixture of experts; the live CPU backend trains dense models only");
+  if (m.moe)
+    throw std::invalid_argument("model " + m.name +
+                                " is a mixture of experts; the live CPU backend trains dense models only");
   if (m.kv_heads <= 0 || m.heads % m.kv_heads != 0)
     throw std::invalid_argument("model " + m.name + ": kv_heads must divide heads");
   GptConfig c;

@@ -14,8 +14,8 @@ template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC);
 // dinp (N,C) += dout (N,OC) . weight^T; dweight (C,OC) += inp^T . dout; dbias (OC) += column sums.
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
-                     int OC);
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N,
+                     int C, int OC);
 
 // ---- normalization (layernorm.cpp) --------------------------------------------------------------
 // out (N,C) = (inp - mean) * rstd * weight + bias per row; saves mean (N) and rstd (N). RMSNorm when
@@ -49,7 +49,8 @@ template <class T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D);
 // dqkv (B,T,(H+2K)D) = the gradient (written, not added); dout (B,T,H*D).
 template <class T>
-void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K, int D);
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K,
+                        int D);
 
 // ---- MLP activations (mlp.cpp) ------------------------------------------------------------------
 // GELU (tanh approximation, as GPT-2): out (N,F) = gelu(inp (N,F)).

@@ -58,10 +58,10 @@ void norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, c
 }
 
 template void norm_forward<float>(float*, float*, float*, const float*, const float*, const float*, int, int);
-template void norm_forward<double>(double*, double*, double*, const double*, const double*, const double*, int,
-                                   int);
-template void norm_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
-                                   const float*, int, int);
+template void norm_forward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                   int, int);
+template void norm_backward<float>(float*, float*, float*, const float*, const float*, const float*,
+                                   const float*, const float*, int, int);
 template void norm_backward<double>(double*, double*, double*, const double*, const double*, const double*,
                                     const double*, const double*, int, int);
 

@@ -13,8 +13,8 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 }
 
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int C,
-                     int OC) {
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N,
+                     int C, int OC) {
   // dout is (N,OC); dinp is (N,C); dweight is (C,OC); dbias is (OC)
   ConstMatrixMap<T> dy(dout, N, OC);
   if (dinp) MatrixMap<T>(dinp, N, C).noalias() += dy * ConstMatrixMap<T>(weight, C, OC).transpose();
@@ -24,9 +24,9 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 
 template void linear_forward<float>(float*, const float*, const float*, const float*, int, int, int);
 template void linear_forward<double>(double*, const double*, const double*, const double*, int, int, int);
-template void linear_backward<float>(float*, float*, float*, const float*, const float*, const float*, int, int,
-                                     int);
-template void linear_backward<double>(double*, double*, double*, const double*, const double*, const double*, int,
-                                      int, int);
+template void linear_backward<float>(float*, float*, float*, const float*, const float*, const float*, int,
+                                     int, int);
+template void linear_backward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                      int, int, int);
 
 }  // namespace paratwin::exec::kernels

@@ -1,0 +1,33 @@
+// The deterministic data stream.
+#include "exec/data/loader.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace paratwin::exec {
+
+DataLoader::DataLoader(std::vector<uint16_t> tokens, int seq_len, int vocab)
+    : tokens_(std::move(tokens)), seq_len_(seq_len) {
+  if (seq_len < 1 || tokens_.size() < size_t(seq_len) + 1)
+    throw std::invalid_argument("the corpus holds " + std::to_string(tokens_.size()) +
+                                " tokens; a sequence of " + std::to_string(seq_len) + " needs " +
+                                std::to_string(seq_len + 1));
+  for (uint16_t t : tokens_)
+    if (t >= vocab)
+      throw std::invalid_argument("the corpus holds token " + std::to_string(t) +
+                                  ", outside the model's vocabulary of " + std::to_string(vocab));
+  per_epoch_ = int64_t((tokens_.size() - 1) / size_t(seq_len));
+}
+
+void DataLoader::fill(int64_t first_sequence, int B, int32_t* inputs, int32_t* targets) const {
+  // inputs and targets are (B,T); targets are the inputs shifted by one token
+  for (int b = 0; b < B; ++b) {
+    const size_t start = size_t((first_sequence + b) % per_epoch_) * size_t(seq_len_);
+    for (int t = 0; t < seq_len_; ++t) {
+      inputs[b * seq_len_ + t] = tokens_[start + t];
+      targets[b * seq_len_ + t] = tokens_[start + t + 1];
+    }
+  }
+}
+
+}  // namespace paratwin::exec

@@ -1,0 +1,266 @@
+// The GPT's forward and backward: the kernels of exec/gpt/ chained as llm.c's gpt2_forward and
+// gpt2_backward do, readable top to bottom.
+#include "exec/gpt/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "exec/gpt/kernels.hpp"
+#include "exec/tensor.hpp"
+
+namespace paratwin::exec {
+
+namespace k = kernels;
+
+namespace {
+
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+// splitmix64: a tiny portable generator, so initial weights do not depend on the standard library.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {                                        // Box-Muller
+    const double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+}  // namespace
+
+template <class T>
+Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout(config)) {
+  auto off = [this](const std::string& name) {
+    for (const auto& t : layout_.tensors)
+      if (t.name == name) return t.offset;
+    return kNone;
+  };
+  for (int l = 0; l < config_.layers; ++l) {
+    const std::string n = "layer" + std::to_string(l) + ".";
+    layers_.push_back({off(n + "ln1_w"), off(n + "ln1_b"), off(n + "qkv_w"), off(n + "qkv_b"),
+                       off(n + "attn_proj_w"), off(n + "attn_proj_b"), off(n + "ln2_w"), off(n + "ln2_b"),
+                       off(n + "fc_w"), off(n + "fc_b"), off(n + "fc_proj_w"), off(n + "fc_proj_b")});
+  }
+  wte_ = off("wte");
+  wpe_ = off("wpe");
+  lnf_w_ = off("lnf_w");
+  lnf_b_ = off("lnf_b");
+  head_ = off("head");
+  params_.assign(layout_.total, T(0));
+  grads_.assign(layout_.total, T(0));
+}
+
+template <class T>
+const T* Gpt<T>::p(size_t offset) const {
+  return offset == kNone ? nullptr : params_.data() + offset;
+}
+template <class T>
+T* Gpt<T>::g(size_t offset) {
+  return offset == kNone ? nullptr : grads_.data() + offset;
+}
+template <class T>
+const T* Gpt<T>::head() const {
+  return p(config_.tied ? wte_ : head_);
+}
+template <class T>
+T* Gpt<T>::dhead() {
+  return g(config_.tied ? wte_ : head_);
+}
+
+template <class T>
+void Gpt<T>::initialize(uint64_t seed) {
+  SplitMix64 rng{seed};
+  const double residual_std = 0.02 / std::sqrt(2.0 * config_.layers);
+  for (const auto& t : layout_.tensors) {
+    const std::string& n = t.name;
+    const auto ends = [&n](const char* s) { return n.size() >= std::string(s).size() && n.ends_with(s); };
+    T* w = params_.data() + t.offset;
+    if (ends("_b")) {
+      std::fill(w, w + t.size(), T(0));
+    } else if (ends("ln1_w") || ends("ln2_w") || n == "lnf_w") {
+      std::fill(w, w + t.size(), T(1));
+    } else {
+      const double std = ends("proj_w") ? residual_std : n == "wpe" ? 0.01 : 0.02;
+      for (size_t i = 0; i < t.size(); ++i) w[i] = T(std * rng.normal());
+    }
+  }
+}
+
+template <class T>
+void Gpt<T>::zero_gradients() {
+  std::fill(grads_.begin(), grads_.end(), T(0));
+}
+
+template <class T>
+void Gpt<T>::allocate(Activations<T>& a, int B, int Tn) const {
+  if (Tn > config_.max_seq_len)
+    throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
+                                std::to_string(config_.max_seq_len));
+  const GptConfig& c = config_;
+  const size_t N = static_cast<size_t>(B) * Tn, L = c.layers, C = c.hidden;
+  a.B = B;
+  a.Tn = Tn;
+  a.tokens.assign(N, 0);
+  a.targets.assign(N, 0);
+  a.residual.assign((L + 1) * N * C, T(0));
+  a.mid.assign(L * N * C, T(0));
+  a.ln1.assign(L * N * C, T(0));
+  a.ln1_mean.assign(L * N, T(0));
+  a.ln1_rstd.assign(L * N, T(0));
+  a.qkv.assign(L * N * c.qkv_width(), T(0));
+  a.att.assign(L * B * c.heads * size_t(Tn) * Tn, T(0));
+  a.attn_out.assign(L * N * c.attn_width(), T(0));
+  a.ln2.assign(L * N * C, T(0));
+  a.ln2_mean.assign(L * N, T(0));
+  a.ln2_rstd.assign(L * N, T(0));
+  a.fc.assign(L * N * c.fc_width(), T(0));
+  a.fc_act.assign(L * N * c.ffn, T(0));
+  a.lnf.assign(N * C, T(0));
+  a.lnf_mean.assign(N, T(0));
+  a.lnf_rstd.assign(N, T(0));
+  a.probs.assign(N * c.vocab, T(0));
+  a.losses.assign(N, T(0));
+  a.dresidual.assign(N * C, T(0));
+}
+
+template <class T>
+double Gpt<T>::forward(Activations<T>& a) {
+  const GptConfig& c = config_;
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, H = c.heads, K = c.kv_heads, D = c.head_dim;
+  const int QKV = c.qkv_width(), HD = c.attn_width(), F = c.ffn, FW = c.fc_width(), V = c.vocab;
+  for (int i = 0; i < N; ++i)
+    if (a.tokens[i] < 0 || a.tokens[i] >= V || a.targets[i] < 0 || a.targets[i] >= V)
+      throw std::invalid_argument("token " + std::to_string(std::max(a.tokens[i], a.targets[i])) +
+                                  " is outside the vocabulary of " + std::to_string(V));
+  const bool ln = !c.rmsnorm;
+  // residual[0] is (N,C): token embeddings plus learned positions
+  k::embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.rope ? nullptr : p(wpe_), B, Tn, C);
+  for (int l = 0; l < c.layers; ++l) {
+    const LayerOffsets& w = layers_[l];
+    const size_t nc = size_t(l) * N * C, n1 = size_t(l) * N;
+    T* x = a.residual.data() + nc;  // (N,C) the layer's input
+    T* ln1 = a.ln1.data() + nc;
+    T* qkv = a.qkv.data() + size_t(l) * N * QKV;
+    T* att = a.att.data() + size_t(l) * B * H * Tn * Tn;
+    T* attn_out = a.attn_out.data() + size_t(l) * N * HD;
+    T* mid = a.mid.data() + nc;
+    T* ln2 = a.ln2.data() + nc;
+    T* fc = a.fc.data() + size_t(l) * N * FW;
+    T* act = a.fc_act.data() + size_t(l) * N * F;
+    T* out = a.residual.data() + nc + size_t(N) * C;  // (N,C) the next layer's input
+
+    k::norm_forward(ln1, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x, p(w.ln1_w),
+                    p(w.ln1_b), N, C);
+    k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);
+    if (c.rope) k::rope(qkv, B, Tn, H, K, D, false);
+    k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D);
+    k::linear_forward(mid, attn_out, p(w.attn_proj_w), p(w.attn_proj_b), N, HD, C);
+    for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
+    k::norm_forward(ln2, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid, p(w.ln2_w),
+                    p(w.ln2_b), N, C);
+    k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
+    if (c.swiglu)
+      k::swiglu_forward(act, fc, N, F);
+    else
+      k::gelu_forward(act, fc, long(N) * F);
+    k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
+    for (size_t i = 0; i < size_t(N) * C; ++i) out[i] += mid[i];
+  }
+  const T* top = a.residual.data() + size_t(c.layers) * N * C;
+  k::norm_forward(a.lnf.data(), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), top, p(lnf_w_),
+                  p(lnf_b_), N, C);
+  // logits (N,V) = lnf (N,C) . head^T, head is (V,C); the softmax overwrites them in place
+  MatrixMap<T>(a.probs.data(), N, V).noalias() =
+      ConstMatrixMap<T>(a.lnf.data(), N, C) * ConstMatrixMap<T>(head(), V, C).transpose();
+  a.loss = k::cross_entropy_forward(a.probs.data(), a.losses.data(), a.probs.data(), a.targets.data(), N, V);
+  return a.loss;
+}
+
+template <class T>
+void Gpt<T>::ensure_scratch(long N) {
+  const GptConfig& c = config_;
+  auto fit = [](Buffer<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  };
+  fit(dln_, N * c.hidden);
+  fit(dqkv_, N * c.qkv_width());
+  fit(dattn_, N * c.attn_width());
+  fit(dfc_, N * c.fc_width());
+  fit(dact_, N * c.ffn);
+  fit(dlogits_, N * c.vocab);
+}
+
+template <class T>
+void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
+  const GptConfig& c = config_;
+  if (lo < 0 || hi > c.layers || lo >= hi)
+    throw std::invalid_argument("backward of an empty or invalid layer range");
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, H = c.heads, K = c.kv_heads, D = c.head_dim;
+  const int QKV = c.qkv_width(), HD = c.attn_width(), F = c.ffn, FW = c.fc_width(), V = c.vocab;
+  const bool ln = !c.rmsnorm;
+  ensure_scratch(N);
+  T* dres = a.dresidual.data();  // (N,C): d loss / d residual stream at the current layer boundary
+  if (hi == c.layers) {
+    // Loss and head: dlogits (N,V); the mean over N tokens, scaled for gradient accumulation.
+    k::cross_entropy_backward(dlogits_.data(), a.probs.data(), a.targets.data(), N, V, loss_scale / T(N));
+    ConstMatrixMap<T> dlogits(dlogits_.data(), N, V);
+    // dlnf (N,C) = dlogits . head; dhead (V,C) += dlogits^T . lnf
+    MatrixMap<T>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<T>(head(), V, C);
+    MatrixMap<T>(dhead(), V, C).noalias() += dlogits.transpose() * ConstMatrixMap<T>(a.lnf.data(), N, C);
+    std::fill(dres, dres + size_t(N) * C, T(0));
+    k::norm_backward(dres, g(lnf_w_), g(lnf_b_), dln_.data(), a.residual.data() + size_t(c.layers) * N * C,
+                     p(lnf_w_), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), N, C);
+  }
+  for (int l = hi - 1; l >= lo; --l) {
+    const LayerOffsets& w = layers_[l];
+    const size_t nc = size_t(l) * N * C, n1 = size_t(l) * N;
+    const T* x = a.residual.data() + nc;
+    const T* ln1 = a.ln1.data() + nc;
+    const T* qkv = a.qkv.data() + size_t(l) * N * QKV;
+    const T* att = a.att.data() + size_t(l) * B * H * Tn * Tn;
+    const T* attn_out = a.attn_out.data() + size_t(l) * N * HD;
+    const T* mid = a.mid.data() + nc;
+    const T* ln2 = a.ln2.data() + nc;
+    const T* fc = a.fc.data() + size_t(l) * N * FW;
+    const T* act = a.fc_act.data() + size_t(l) * N * F;
+
+    // MLP: dres (N,C) is the gradient of the layer's output and, through the residual, of mid.
+    std::fill(dact_.begin(), dact_.begin() + size_t(N) * F, T(0));
+    k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), dres, act, p(w.fc_proj_w), N, F, C);
+    if (c.swiglu)
+      k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, F);
+    else
+      k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * F);
+    std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, T(0));
+    k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    k::norm_backward(dres, g(w.ln2_w), g(w.ln2_b), dln_.data(), mid, p(w.ln2_w),
+                     ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, N,
+                     C);  // dres is now d loss / d mid
+    // Attention: the same pattern around the attention core.
+    std::fill(dattn_.begin(), dattn_.begin() + size_t(N) * HD, T(0));
+    k::linear_backward(dattn_.data(), g(w.attn_proj_w), g(w.attn_proj_b), dres, attn_out, p(w.attn_proj_w), N,
+                       HD, C);
+    k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, H, K, D);
+    if (c.rope) k::rope(dqkv_.data(), B, Tn, H, K, D, true);
+    std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, T(0));
+    k::linear_backward(dln_.data(), g(w.qkv_w), g(w.qkv_b), dqkv_.data(), ln1, p(w.qkv_w), N, C, QKV);
+    k::norm_backward(dres, g(w.ln1_w), g(w.ln1_b), dln_.data(), x, p(w.ln1_w),
+                     ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, N,
+                     C);  // dres is now d loss / d x, the layer's input
+  }
+  if (lo == 0) k::embedding_backward(g(wte_), c.rope ? nullptr : g(wpe_), dres, a.tokens.data(), B, Tn, C);
+}
+
+template class Gpt<float>;
+template class Gpt<double>;
+
+}  // namespace paratwin::exec

@@ -1,0 +1,82 @@
+// The GPT the live backend trains: a decoder-only transformer over flat parameter and gradient
+// buffers, whose backward can run in layer ranges (the Program cuts the last micro-batch's backward
+// where DP buckets end, so each bucket's all-reduce starts while earlier layers are still running).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/gpt/config.hpp"
+#include "exec/tensor.hpp"
+
+namespace paratwin::exec {
+
+// Everything the forward of one micro-batch keeps for its backward. N = B x T tokens.
+template <class T>
+struct Activations {
+  int B = 0, Tn = 0;
+  std::vector<int32_t> tokens, targets;  // (B,T)
+  Buffer<T> residual;                    // (L+1,N,C): the input of each layer, then the last one's output
+  Buffer<T> mid;                         // (L,N,C): the residual stream after attention
+  Buffer<T> ln1, ln1_mean, ln1_rstd;     // (L,N,C), (L,N), (L,N)
+  Buffer<T> qkv;                         // (L,N,(H+2K)D), after rotary positions
+  Buffer<T> att;                         // (L,B,H,T,T) softmax probabilities
+  Buffer<T> attn_out;                    // (L,N,H*D)
+  Buffer<T> ln2, ln2_mean, ln2_rstd;     // (L,N,C), (L,N), (L,N)
+  Buffer<T> fc, fc_act;                  // (L,N,fc_width), (L,N,F)
+  Buffer<T> lnf, lnf_mean, lnf_rstd;     // (N,C), (N), (N)
+  Buffer<T> probs;                       // (N,V)
+  Buffer<T> losses;                      // (N)
+  Buffer<T> dresidual;                   // (N,C): the gradient between two backward segments
+  double loss = 0;                       // mean over the N tokens
+};
+
+template <class T>
+class Gpt {
+ public:
+  explicit Gpt(const GptConfig& config);
+
+  const GptConfig& config() const { return config_; }
+  const ParameterLayout& layout() const { return layout_; }
+  Buffer<T>& parameters() { return params_; }
+  const Buffer<T>& parameters() const { return params_; }
+  Buffer<T>& gradients() { return grads_; }
+
+  // GPT-2's initialization from a seed: normal(0, 0.02) weights, residual projections scaled by
+  // 1/sqrt(2L), norm weights 1, biases 0. The same seed gives the same weights on every machine.
+  void initialize(uint64_t seed);
+  void zero_gradients();
+
+  // Sizes `acts` for B sequences of Tn tokens. Throws std::invalid_argument when Tn exceeds the
+  // model's sequence length.
+  void allocate(Activations<T>& acts, int B, int Tn) const;
+  // Runs the forward of acts.tokens against acts.targets; returns (and stores) the mean loss.
+  double forward(Activations<T>& acts);
+  // Backward of layers [lo, hi), from the top down: the head and loss first when hi = layers, the
+  // embeddings last when lo = 0. Segments must come in order from the top. Gradients are added to
+  // gradients(); `loss_scale` multiplies the loss's gradient (1 / micro-batches for accumulation).
+  void backward(Activations<T>& acts, int lo, int hi, T loss_scale);
+
+ private:
+  struct LayerOffsets {
+    size_t ln1_w, ln1_b, qkv_w, qkv_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w,
+        fc_proj_b;
+  };
+  const T* p(size_t offset) const;
+  T* g(size_t offset);
+  const T* head() const;
+  T* dhead();
+  void ensure_scratch(long N);
+
+  GptConfig config_;
+  ParameterLayout layout_;
+  std::vector<LayerOffsets> layers_;
+  size_t wte_, wpe_, lnf_w_, lnf_b_, head_;
+  Buffer<T> params_, grads_;
+  Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
+};
+
+extern template class Gpt<float>;
+extern template class Gpt<double>;
+
+}  // namespace paratwin::exec

@@ -1,0 +1,178 @@
+// One rank of a live run: set-up, the training loop, progress, and rank 0's output files.
+#include "exec/run/live_run.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/train/measurements.hpp"
+#include "exec/train/trainer.hpp"
+#include "plan/io/atomic_file.hpp"
+#include "plan/spec/catalog.hpp"
+#include "plan/spec/doc.hpp"
+
+namespace paratwin::exec {
+
+void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
+  cmd.add_option("scenario", o.scenario, "scenario file")->required();
+  cmd.add_option("--plan", o.plan_file, "run this plan file instead of the scenario's plan")
+      ->type_name("PLAN.yaml");
+  cmd.add_option("--set", o.sets, "override a scenario field, e.g. --set training.global_batch=16")
+      ->type_name("KEY=VALUE");
+  cmd.add_option("--backend", o.backend, "cpu (Eigen + MPI) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd.add_option("--ranks", o.ranks, "data-parallel ranks (default: the plan's dp)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--steps", o.steps, "total steps of the run (default: the scenario's)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--data", o.data, "token file (.bin) or text to train on (default: data/tiny-corpus.txt)");
+  cmd.add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (and resume from here)");
+  cmd.add_option("--checkpoint-every", o.checkpoint_every,
+                 "checkpoint every N steps (default: the plan's checkpoint_interval, and at the end)");
+  cmd.add_flag("--resume", o.resume, "continue from the newest complete checkpoint in --checkpoint-dir");
+  cmd.add_option("--profile", o.profile, "write the measured duration of every task")->type_name("FILE");
+  cmd.add_option("--trace", o.trace, "write a Chrome trace of the run (Perfetto)")->type_name("FILE");
+  cmd.add_option("--json", o.json, "write the report as JSON (- for standard output)")->type_name("FILE|-");
+  cmd.add_option("--seed", o.seed, "seed of the initial weights");
+  cmd.add_option("--lr", o.lr, "peak learning rate (warm-up, then cosine)");
+  cmd.add_option("--stop-after", o.stop_after,
+                 "stop after this step without a final checkpoint, as if killed")
+      ->group("");  // for tests of resume
+  cmd.add_option("--kill-after", o.kill_after, "rank 0 kills itself (SIGKILL) after this step")->group("");
+}
+
+ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks) {
+  if (ranks <= 0) return load_scenario(path, overrides);
+  // The cluster as written (the --set overrides may not validate against it before dp changes too).
+  const ScenarioSpec as_written = load_scenario(path);
+  const ClusterSpec& c = as_written.cluster;
+  if (c.gpus() != ranks) {
+    if (c.pools.size() != 1 || c.pools.front().nodes != 1)
+      throw InputError(Location{path}, "--ranks " + std::to_string(ranks) + " does not match the cluster's " +
+                                           std::to_string(c.gpus()) +
+                                           " devices; size the cluster with --set");
+    overrides.push_back(
+        parse_override("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(ranks)));
+  }
+  overrides.push_back(parse_override("plan.dp=" + std::to_string(ranks)));
+  return load_scenario(path, overrides);
+}
+
+LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
+  if (o.backend == "cuda")
+    throw InputError(Location{o.scenario}, "--backend cuda is not available yet; use --backend cpu");
+  // A plan file names no model or cluster: say how to run one instead of listing its unknown keys.
+  const DocNode document = load_yaml_file(o.scenario);
+  if (document.is_mapping() && !document.find("model") && (document.find("dp") || document.find("tp")))
+    throw InputError(document.location,
+                     o.scenario +
+                         " is a plan file, which names no model or cluster; run it with its "
+                         "scenario: paratwin run SCENARIO --plan " +
+                         o.scenario);
+  std::vector<Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  LiveRunSetup setup{load_live_scenario(o.scenario, overrides, o.ranks), {}};
+  setup.plan =
+      o.plan_file.empty() ? complete_plan(setup.scenario) : load_plan_file(o.plan_file, setup.scenario);
+  std::vector<std::string> problems =
+      verify(setup.plan, setup.scenario.model, setup.scenario.cluster, setup.scenario.training);
+  for (auto& p : live_cpu_limitations(setup.plan, setup.scenario.model, setup.scenario.training))
+    problems.push_back(p);
+  if (o.ranks > 0 && setup.plan.dp != o.ranks)
+    problems.push_back("--ranks " + std::to_string(o.ranks) + " but the plan file fixes dp " +
+                       std::to_string(setup.plan.dp));
+  if (!problems.empty()) {
+    std::vector<Diagnostic> errors;
+    for (auto& p : problems)
+      errors.push_back({Severity::Error, Location{o.scenario}, "the plan cannot run live: " + p});
+    throw InputError(std::move(errors));
+  }
+  return setup;
+}
+
+namespace {
+
+std::string duration_text(double s) {
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.1fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, int(s) / 60 % 60);
+  return buf;
+}
+
+}  // namespace
+
+int run_live_rank(const LiveRunOptions& opts) {
+  const LiveRunSetup setup = prepare_live_run(opts);
+  const ScenarioSpec& scenario = setup.scenario;
+  const Plan& plan = setup.plan;
+  MpiSession session;
+  auto comm = mpi_world();
+  const bool lead = comm->rank() == 0;
+  std::ostream& out = opts.json == "-" ? std::cerr : std::cout;
+  TrainOptions o;
+  o.steps = opts.steps;
+  o.data = opts.data.empty() ? Catalog::installed().root() + "/data/tiny-corpus.txt" : opts.data;
+  o.checkpoint_dir = opts.checkpoint_dir;
+  o.checkpoint_every = opts.checkpoint_every;
+  o.resume = opts.resume;
+  o.seed = opts.seed;
+  o.learning_rate = opts.lr;
+  o.stop_after = opts.stop_after;
+  if (lead) {
+    o.on_message = [&out](const std::string& m) { out << "paratwin run: " << m << "\n" << std::flush; };
+    o.on_step = [&out, kill_after = opts.kill_after](const StepReport& r) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "step %5lld/%lld  loss %.4f  %8.0f tok/s  %7.1f ms/step  ETA %s\n",
+                    static_cast<long long>(r.step), static_cast<long long>(r.steps), r.loss, r.tokens_per_s,
+                    r.step_s * 1e3, duration_text(r.eta_s).c_str());
+      out << buf << std::flush;
+      // Fault injection for the resume tests: an abrupt death, no destructor or flush runs.
+      if (r.step == kill_after) std::raise(SIGKILL);
+    };
+  }
+  Trainer trainer(scenario, plan, *comm, o);
+  if (lead) {
+    char buf[256];
+    std::snprintf(
+        buf, sizeof buf,
+        "live run of %s: %s on %d CPU ranks; per rank and step %d x %d sequences of %d tokens; %lld steps\n",
+        scenario.name.c_str(), scenario.model.name.c_str(), plan.dp, plan.num_microbatches, plan.micro_batch,
+        scenario.training.seq_len, static_cast<long long>(trainer.total_steps()));
+    out << buf << std::flush;
+    if (scenario.training.precision != Precision::Fp32)
+      out << "paratwin run: the scenario trains in "
+          << enum_name(scenario.training.precision, kPrecisionNames)
+          << "; the CPU backend computes in fp32 (the twin's prediction keeps " +
+                 enum_name(scenario.training.precision, kPrecisionNames) + ")\n";
+  }
+  const RunResult result = trainer.run();
+  const RunTimings timings = gather_timings(*comm, trainer.role(), result);
+  if (lead) {
+    if (!opts.profile.empty())
+      write_file_atomically(opts.profile,
+                            profile_json(scenario.name, trainer.program(), timings).dump(1) + "\n");
+    if (!opts.trace.empty()) write_file_atomically(opts.trace, live_chrome_trace(trainer.program(), timings));
+    const auto report = live_report_json(scenario, trainer.program(), result, timings);
+    if (!opts.json.empty()) write_file_atomically(opts.json, report.dump(2) + "\n");
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "done: loss %.4f -> %.4f; %.0f tokens/s measured, %.0f predicted by the twin; %.1fs\n",
+                  result.losses.empty() ? 0.0 : result.losses.front(),
+                  result.losses.empty() ? 0.0 : result.losses.back(),
+                  report["metrics"]["tokens_per_s"].get<double>(),
+                  report["predicted"]["tokens_per_s"].get<double>(), result.seconds);
+    out << buf << std::flush;
+  }
+  return 0;
+}
+
+std::string rank_executable() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "paratwin-rank").string();
+}
+
+}  // namespace paratwin::exec

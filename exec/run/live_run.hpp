@@ -1,0 +1,51 @@
+// `paratwin run` as the ranks see it. The rank processes are a separate executable, paratwin-rank:
+// SimGrid's library defines the MPI symbols too (SMPI), so a process that links the simulator cannot
+// call Open MPI; paratwin-rank links paratwin_exec and paratwin_plan only, and `paratwin run` starts
+// it under mpirun with the same flags.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "plan/ir/plan.hpp"
+
+namespace paratwin::exec {
+
+struct LiveRunOptions {
+  std::string scenario, plan_file, backend = "cpu", data, checkpoint_dir, profile, trace, json;
+  std::vector<std::string> sets;
+  int ranks = 0;
+  long long steps = 0, checkpoint_every = 0, stop_after = -1;
+  long long kill_after = -1;  // tests: rank 0 dies by SIGKILL after this step (a real crash)
+  bool resume = false;
+  unsigned long long seed = 1337;
+  float lr = 3e-3f;
+};
+
+// Declares the flags of `paratwin run` on `cmd` (the subcommand, or paratwin-rank's app).
+void add_live_run_options(CLI::App& cmd, LiveRunOptions& options);
+
+// Loads a scenario for a live run on `ranks` data-parallel ranks (0: as the scenario says): sets
+// plan.dp and, on a one-node single-pool cluster such as local-cpu, sizes the node to the ranks (one
+// rank per "device"). Throws InputError when the cluster cannot be resized that way.
+ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks);
+
+struct LiveRunSetup {
+  ScenarioSpec scenario;
+  Plan plan;
+};
+
+// Loads the scenario (with --set and --ranks as plan.dp), completes and verifies the plan and checks
+// that the live CPU backend can run it. Throws InputError listing every problem.
+LiveRunSetup prepare_live_run(const LiveRunOptions& options);
+
+// Runs this process as one rank of the job (MPI initialized here); rank 0 prints progress and writes
+// the report, profile and trace. Returns the exit status; throws InputError and std::runtime_error.
+int run_live_rank(const LiveRunOptions& options);
+
+// paratwin-rank beside the running executable (build/bin/ or the install's bin/).
+std::string rank_executable();
+
+}  // namespace paratwin::exec

@@ -1,0 +1,109 @@
+// The Program interpreter: streams in order, communication overlapped with compute.
+#include "exec/train/interpreter.hpp"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <stdexcept>
+
+namespace paratwin::exec {
+
+std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto now = [t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const size_t n = role.tasks.size();
+  std::vector<TaskSpan> spans(n);
+  std::vector<bool> done(n, false);
+  std::map<int, int> in_flight;  // task index -> runner handle
+  std::map<StreamKind, std::deque<int>> queues;
+  for (size_t i = 0; i < n; ++i) {
+    const Task& t = role.tasks[i];
+    if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv || t.kind == TaskKind::Copy)
+      throw std::invalid_argument("task '" + t.name +
+                                  "': the live CPU backend runs no pipeline transfers or offload copies");
+    queues[t.kind == TaskKind::Collective ? t.stream : StreamKind::Compute].push_back(int(i));
+  }
+  const auto ready = [&](int i) {
+    for (int d : role.tasks[i].deps)
+      if (!done[d]) return false;
+    return true;
+  };
+  size_t finished = 0;
+  while (finished < n) {
+    // Start every communication task whose dependencies have ended, each stream in its order.
+    for (auto& [stream, queue] : queues) {
+      if (stream == StreamKind::Compute) continue;
+      while (!queue.empty() && ready(queue.front())) {
+        const int i = queue.front();
+        queue.pop_front();
+        spans[i].start_s = now();
+        in_flight[i] = runner.start(i, role.tasks[i]);
+      }
+    }
+    // Collect those that have ended.
+    for (auto it = in_flight.begin(); it != in_flight.end();) {
+      if (runner.poll(it->second)) {
+        spans[it->first].end_s = now();
+        done[it->first] = true;
+        ++finished;
+        it = in_flight.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto& compute = queues[StreamKind::Compute];
+    if (compute.empty()) {
+      // Only communication is left: wait for the oldest.
+      if (in_flight.empty()) {
+        if (finished < n)
+          throw std::logic_error("role " + std::to_string(role.pipeline_rank) +
+                                 ": tasks wait for each other");
+        break;
+      }
+      auto it = in_flight.begin();
+      const double blocked = now();
+      runner.finish(it->second);
+      spans[it->first].end_s = now();
+      spans[it->first].wait_s = spans[it->first].end_s - blocked;
+      done[it->first] = true;
+      ++finished;
+      in_flight.erase(it);
+      continue;
+    }
+    const int next = compute.front();
+    if (ready(next)) {
+      compute.pop_front();
+      spans[next].start_s = now();
+      runner.compute(next, role.tasks[next]);
+      spans[next].end_s = now();
+      done[next] = true;
+      ++finished;
+      continue;
+    }
+    // The next compute task needs a communication task: block on the first one it waits for.
+    bool waited = false;
+    for (int d : role.tasks[next].deps) {
+      auto it = in_flight.find(d);
+      if (it == in_flight.end()) continue;
+      const double blocked = now();
+      runner.finish(it->second);
+      spans[d].end_s = now();
+      spans[d].wait_s = spans[d].end_s - blocked;
+      done[d] = true;
+      ++finished;
+      in_flight.erase(it);
+      waited = true;
+      break;
+    }
+    if (!waited && in_flight.empty()) {
+      bool pending_start = false;
+      for (auto& [stream, queue] : queues) pending_start |= stream != StreamKind::Compute && !queue.empty();
+      if (!pending_start)
+        throw std::logic_error("task '" + role.tasks[next].name + "' waits for a task that never starts");
+    }
+  }
+  return spans;
+}
+
+}  // namespace paratwin::exec

@@ -1,0 +1,35 @@
+// Runs one iteration of a Program role: the same task list the analytic evaluator and the simulator
+// cost. The compute stream runs its tasks in order on this thread; a communication task starts (non
+// blocking) as soon as its dependencies have ended, is polled between compute tasks, and is waited
+// for only when a task that depends on it is next. What each task does is the TaskRunner's business.
+#pragma once
+
+#include <vector>
+
+#include "plan/ir/program.hpp"
+
+namespace paratwin::exec {
+
+class TaskRunner {
+ public:
+  virtual ~TaskRunner() = default;
+  // Runs a compute task (forward, backward, recompute, optimizer) to its end.
+  virtual void compute(int index, const Task& task) = 0;
+  // Starts a communication task and returns a handle for poll()/finish().
+  virtual int start(int index, const Task& task) = 0;
+  virtual bool poll(int handle) = 0;    // true once it has ended
+  virtual void finish(int handle) = 0;  // blocks until it has ended
+};
+
+// When a task ran, in seconds since the iteration started.
+struct TaskSpan {
+  double start_s = 0;
+  double end_s = 0;
+  double wait_s = 0;  // compute-stream time spent blocked on this (communication) task
+};
+
+// Throws std::invalid_argument for tasks the live engine cannot run (sends, receives, copies) and
+// std::logic_error when the dependencies cannot be met (a task waits for one that never starts).
+std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner);
+
+}  // namespace paratwin::exec

@@ -1,0 +1,191 @@
+// Gathering timings, and the profile, trace and report built from them.
+#include "exec/train/measurements.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "plan/report/report.hpp"
+
+namespace paratwin::exec {
+
+RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result) {
+  const int tasks = int(role.tasks.size()), steps = int(result.spans.size());
+  std::vector<double> start, end, wait;
+  for (int s = 0; s < steps; ++s)
+    for (int t = 0; t < tasks; ++t) {
+      const TaskSpan& span = result.spans[s][t];
+      start.push_back(result.step_start_s[s] + span.start_s);
+      end.push_back(result.step_start_s[s] + span.end_s);
+      wait.push_back(span.wait_s);
+    }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const std::vector<double> rss{double(usage.ru_maxrss) * 1024.0};  // Linux reports KiB
+  RunTimings out;
+  out.start_s = comm.gather(start, 0);
+  out.end_s = comm.gather(end, 0);
+  out.wait_s = comm.gather(wait, 0);
+  out.peak_rss_bytes = comm.gather(rss, 0);
+  if (comm.rank() == 0) {
+    out.ranks = comm.size();
+    out.steps = steps;
+    out.tasks = tasks;
+  }
+  return out;
+}
+
+namespace {
+
+int first_measured_step(const RunTimings& t) {
+  return t.steps > 1 ? 1 : 0;
+}
+
+}  // namespace
+
+nlohmann::json profile_json(const std::string& scenario, const Program& program, const RunTimings& t) {
+  const Role& role = program.roles.front();
+  nlohmann::json tasks = nlohmann::json::array();
+  for (int i = 0; i < t.tasks; ++i) {
+    const Task& task = role.tasks[i];
+    double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = 0;
+    int count = 0;
+    for (int r = 0; r < t.ranks; ++r)
+      for (int s = first_measured_step(t); s < t.steps; ++s) {
+        const double d = t.at(t.end_s, r, s, i) - t.at(t.start_s, r, s, i);
+        sum += d;
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
+        ++count;
+      }
+    nlohmann::json j = {{"task", task.name},
+                        {"index", i},
+                        {"kind", enum_name(task.kind, kTaskKindNames)},
+                        {"stream", enum_name(task.stream, kStreamKindNames)},
+                        {"count", count},
+                        {"mean_s", count ? sum / count : 0.0},
+                        {"min_s", count ? lo : 0.0},
+                        {"max_s", hi}};
+    if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();
+    if (task.kind == TaskKind::Collective) j["bytes"] = task.bytes.value() * task.count;
+    tasks.push_back(j);
+  }
+  return {{"scenario", scenario},
+          {"backend", "cpu"},
+          {"model", program.model},
+          {"cluster", program.cluster},
+          {"ranks", t.ranks},
+          {"steps", t.steps},
+          {"warmup_steps_excluded", first_measured_step(t)},
+          {"role", role.pipeline_rank},
+          {"tasks", tasks}};
+}
+
+std::string live_chrome_trace(const Program& program, const RunTimings& t) {
+  const Role& role = program.roles.front();
+  nlohmann::json events = nlohmann::json::array();
+  for (int r = 0; r < t.ranks; ++r) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"args", {{"name", "rank " + std::to_string(r) + " (stage 0, live cpu)"}}}});
+    for (const auto& [name, stream] : kStreamKindNames)
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", r},
+                        {"tid", static_cast<int>(stream)},
+                        {"args", {{"name", name}}}});
+    for (int s = 0; s < t.steps; ++s)
+      for (int i = 0; i < t.tasks; ++i) {
+        const Task& task = role.tasks[i];
+        nlohmann::json args = {{"task", i}, {"step", s + 1}};
+        if (task.microbatch >= 0) args["microbatch"] = task.microbatch;
+        if (task.kind == TaskKind::Collective) args["bytes"] = task.bytes.value() * task.count;
+        const double wait = t.at(t.wait_s, r, s, i);
+        if (wait > 0) args["compute_blocked_s"] = wait;
+        events.push_back({{"name", task.name},
+                          {"cat", enum_name(task.kind, kTaskKindNames)},
+                          {"ph", "X"},
+                          {"pid", r},
+                          {"tid", static_cast<int>(task.stream)},
+                          {"ts", t.at(t.start_s, r, s, i) * 1e6},
+                          {"dur", (t.at(t.end_s, r, s, i) - t.at(t.start_s, r, s, i)) * 1e6},
+                          {"args", args}});
+      }
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& program, const RunResult& result,
+                                const RunTimings& t) {
+  const Evaluation predicted_eval = evaluate(program, scenario.cluster, scenario.training);
+  const Report predicted = make_report(scenario.name, program, predicted_eval);
+  Report live = predicted;
+  live.evaluator = "live";
+  // Measured: mean step time over the steps after the first (warm-up), on the slowest rank.
+  const int first = first_measured_step(t);
+  double iteration = 0;
+  TimeBreakdown b;
+  const Role& role = program.roles.front();
+  for (int s = first; s < t.steps; ++s) {
+    double slowest = 0;
+    for (int r = 0; r < t.ranks; ++r) {
+      double begin = std::numeric_limits<double>::infinity(), end = 0;
+      for (int i = 0; i < t.tasks; ++i) {
+        begin = std::min(begin, t.at(t.start_s, r, s, i));
+        end = std::max(end, t.at(t.end_s, r, s, i));
+      }
+      slowest = std::max(slowest, end - begin);
+    }
+    iteration += slowest;
+    // The breakdown of rank 0, the one whose progress is printed.
+    for (int i = 0; i < t.tasks; ++i) {
+      const Task& task = role.tasks[i];
+      const double d = t.at(t.end_s, 0, s, i) - t.at(t.start_s, 0, s, i);
+      if (task.kind == TaskKind::Forward || task.kind == TaskKind::Backward) b.compute_s += d;
+      if (task.kind == TaskKind::Optimizer) b.optimizer_s += d;
+      if (task.kind == TaskKind::Collective) {
+        b.dp_comm_s += d;
+        b.exposed_comm_s += t.at(t.wait_s, 0, s, i);
+      }
+    }
+  }
+  const int measured = std::max(1, t.steps - first);
+  iteration /= measured;
+  for (double* v : {&b.compute_s, &b.optimizer_s, &b.dp_comm_s, &b.exposed_comm_s}) *v /= measured;
+  Metrics& m = live.metrics;
+  m.iteration_time_s = iteration;
+  m.tokens_per_s = iteration > 0 ? program.tokens_per_iteration / iteration : 0;
+  m.model_tflops_per_gpu =
+      iteration > 0 ? program.model_flops_per_iteration.value() / iteration / program.world / 1e12 : 0;
+  m.mfu = m.hfu = iteration > 0
+                      ? program.model_flops_per_iteration.value() / (iteration * predicted_eval.peak.value())
+                      : 0;
+  double rss = 0;
+  for (double r : t.peak_rss_bytes) rss = std::max(rss, r);
+  m.peak_memory_gib = rss / (1024.0 * 1024 * 1024);
+  m.fits = m.peak_memory_gib <= m.memory_capacity_gib;
+  live.breakdown = b;
+
+  nlohmann::json j = to_json(live);
+  j["loss"] = result.losses;
+  j["steps"] = result.losses.size();
+  j["ranks"] = t.ranks;
+  j["predicted"] = to_json(predicted)["metrics"];
+  j["predicted"]["breakdown"] = to_json(predicted)["breakdown"];
+  j["reliability"] = {
+      {"failures", 0},
+      {"restarts", result.resumed_from >= 0 ? 1 : 0},
+      {"resumed_from_step", result.resumed_from},
+      {"lost_steps", result.lost_steps},
+      {"rejected_checkpoints", result.rejected_checkpoints},
+      {"checkpoints_written", result.checkpoints_written},
+      {"checkpoint_overhead", result.seconds > 0 ? result.checkpoint_seconds / result.seconds : 0.0}};
+  j["notes"] =
+      "metrics measured over steps after the first; peak_memory_gib is the largest resident set of a rank "
+      "process; memory{} and stages[] are the twin's";
+  return j;
+}
+
+}  // namespace paratwin::exec

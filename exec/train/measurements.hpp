@@ -1,0 +1,45 @@
+// What a live run measured on every rank, gathered on rank 0, and the files made from it: the
+// profile (measured duration of every task, keyed by its Program task name), the Chrome trace and
+// the report with the twin's keys.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/train/trainer.hpp"
+#include "plan/analytic/evaluate.hpp"
+
+namespace paratwin::exec {
+
+struct RunTimings {
+  int ranks = 0, steps = 0, tasks = 0;
+  // Indexed [(rank x steps + step) x tasks + task], seconds since that rank's run started.
+  std::vector<double> start_s, end_s, wait_s;
+  std::vector<double> peak_rss_bytes;  // per rank
+
+  double at(const std::vector<double>& v, int rank, int step, int task) const {
+    return v[(size_t(rank) * steps + step) * tasks + task];
+  }
+};
+
+// Collective over `comm`: every rank passes its result; rank 0 gets everyone's timings, the other
+// ranks an empty RunTimings.
+RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result);
+
+// {"scenario", "backend", "ranks", "steps", "tasks": [{"task": name, "kind", "stream", "count",
+// "mean_s", "min_s", "max_s", ...}]}: every task of the role, over all ranks and all steps but the
+// first (warm-up) when there are several.
+nlohmann::json profile_json(const std::string& scenario, const Program& program, const RunTimings& timings);
+
+// Chrome trace events as plan/report/trace.cpp lays them out, with one process per rank.
+std::string live_chrome_trace(const Program& program, const RunTimings& timings);
+
+// The Report's JSON with measured metrics (evaluator "live"), plus loss[], steps, predicted{...}
+// (the analytic twin's metrics for the same plan) and reliability{...}.
+nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& program, const RunResult& result,
+                                const RunTimings& timings);
+
+}  // namespace paratwin::exec

@@ -1,0 +1,342 @@
+// Actors that interpret the Program: dependency waits on a per-rank condition variable, collectives
+// started by their last-arriving member, sends that credit the receiving rank's matching receive.
+#include "sim/interpreter.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+
+#include <xbt/log.h>
+#include <simgrid/s4u.hpp>
+
+#include "sim/flows.hpp"
+#include "sim/platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace paratwin::sim {
+namespace {
+
+constexpr int kStreams = 5;
+
+// A transfer is known by its direction, micro-batch and the chunk that receives it (as in the
+// analytic evaluator).
+using P2pKey = std::tuple<int, int, int>;
+
+P2pKey key_of(const Task& t) {
+  int receiver = t.chunk;
+  if (t.kind == TaskKind::Send) receiver = t.direction == Direction::Forward ? t.chunk + 1 : t.chunk - 1;
+  return {static_cast<int>(t.direction), t.microbatch, receiver};
+}
+
+const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
+  for (const auto& p : c.pools)
+    if (p.name == name) return p;
+  throw std::logic_error("no pool " + name);
+}
+
+struct Collective {
+  size_t arrived = 0;
+  bool done = false;
+};
+
+struct RankState {
+  int role = 0;
+  std::vector<unsigned short> done;                   // per task: iterations in which it has ended
+  long long completed = 0;                            // tasks ended, all iterations
+  std::map<P2pKey, std::pair<int, double>> arrivals;  // sends received (all iterations), last one's start
+  sg4::ConditionVariablePtr changed;
+  int waiting = 0;  // actors of this rank blocked on `changed`
+  bool observed = false;
+  std::vector<TaskTiming> timings;  // observed ranks, last iteration
+  double iteration_start_s = 0;
+  double end_s = 0;
+};
+
+class Interpreter {
+ public:
+  Interpreter(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
+              const RankLayout& layout, const InterpretOptions& options, const Platform& platform)
+      : program_(program), cluster_(cluster), layout_(layout), options_(options), platform_(platform) {
+    mutex_ = sg4::Mutex::create();
+    queues_.resize(program.roles.size());
+    durations_.resize(program.roles.size());
+    for (size_t r = 0; r < program.roles.size(); ++r) {
+      const Role& role = program.roles[r];
+      const PoolSpec& pool = pool_named(cluster, role.pool);
+      pools_.push_back(&pool);
+      for (size_t i = 0; i < role.tasks.size(); ++i) {
+        queues_[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
+        durations_[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
+      }
+    }
+    // Embedding-gradient collectives pair the first and last pipeline ranks, whose roles differ:
+    // they meet under the first rank's task of the same name.
+    for (size_t r = 0; r < program.roles.size(); ++r)
+      for (size_t i = 0; i < program.roles[r].tasks.size(); ++i) {
+        const Task& t = program.roles[r].tasks[i];
+        if (t.kind != TaskKind::Collective || t.group != GroupKind::Embedding) continue;
+        for (size_t j = 0; j < program.roles.front().tasks.size(); ++j)
+          if (program.roles.front().tasks[j].name == t.name) embedding_index_[{int(r), int(i)}] = int(j);
+      }
+    role_of_pp_.assign(program.plan.pp, 0);
+    for (size_t r = 0; r < program.roles.size(); ++r) role_of_pp_[program.roles[r].pipeline_rank] = int(r);
+
+    ranks_.resize(layout.world());
+    gpu_simulated_.assign(layout.gpus(), 0);
+    for (int rank = 0; rank < layout.world(); ++rank) {
+      if (!layout.simulated(rank)) continue;
+      gpu_simulated_[layout.gpu_of(rank)] = 1;
+      RankState& rs = ranks_[rank];
+      const RankCoords& c = layout.coords(rank);
+      rs.role = role_of_pp_[c.pp];
+      rs.done.assign(program.roles[rs.role].tasks.size(), 0);
+      rs.changed = sg4::ConditionVariable::create();
+      const bool slow = !options.gpu_slowdown.empty() && options.gpu_slowdown[layout.gpu_of(rank)] != 1.0;
+      rs.observed = (c.tp == 0 && c.cp == 0 && c.dp == 0) || slow;
+      if (rs.observed) rs.timings.resize(rs.done.size());
+    }
+  }
+
+  void start_actors() {
+    for (int rank = 0; rank < layout_.world(); ++rank) {
+      if (!layout_.simulated(rank)) continue;
+      const int role = ranks_[rank].role;
+      for (int s = 0; s < kStreams; ++s) {
+        if (queues_[role][s].empty()) continue;
+        sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
+                           platform_.gpus[layout_.gpu_of(rank)], [this, rank, s] { run_stream(rank, s); });
+      }
+    }
+    if (options_.sample_period_s > 0) {
+      series_.resize(platform_.watched.size());
+      for (size_t l = 0; l < platform_.watched.size(); ++l)
+        series_[l].link = platform_.watched[l]->get_name();
+      sg4::Actor::create("link-sampler", platform_.gpus.front(), [this] {
+        for (;;) {
+          for (size_t l = 0; l < platform_.watched.size(); ++l)
+            series_[l].usage_Bps.push_back({sg4::Engine::get_clock(), platform_.watched[l]->get_usage()});
+          sg4::this_actor::sleep_for(options_.sample_period_s);
+        }
+      })->daemonize();
+    }
+  }
+
+  Interpretation result() {
+    Interpretation out;
+    out.iteration_end_s = iteration_end_;
+    out.activities = activities_;
+    out.links = std::move(series_);
+    out.role_timings.resize(program_.roles.size());
+    out.role_rank.assign(program_.roles.size(), -1);
+    std::vector<double> best(program_.roles.size(), -1);
+    for (int rank = 0; rank < layout_.world(); ++rank) {
+      const RankState& rs = ranks_[rank];
+      if (!rs.observed || rs.end_s - rs.iteration_start_s <= best[rs.role]) continue;
+      best[rs.role] = rs.end_s - rs.iteration_start_s;
+      out.role_rank[rs.role] = rank;
+      out.role_timings[rs.role] = rs.timings;
+    }
+    return out;
+  }
+
+ private:
+  // Actors run one at a time and only yield inside simcalls, so a condition is checked without the lock
+  // first: most tasks are ready when their stream reaches them, and a lock is two simcalls.
+  template <class Ready>
+  void wait_until(int rank, Ready ready) {
+    if (ready()) return;
+    RankState& rs = ranks_[rank];
+    std::unique_lock lock(*mutex_);
+    ++rs.waiting;
+    while (!ready()) rs.changed->wait(lock);
+    --rs.waiting;
+  }
+
+  void notify(int rank) {
+    if (ranks_[rank].waiting > 0) ranks_[rank].changed->notify_all();
+  }
+
+  void run_phase(const Phase& phase) {
+    if (phase.latency_s > 0) {
+      sg4::this_actor::sleep_for(phase.latency_s);
+      ++activities_;
+    }
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(phase.flows.size());
+    for (const Flow& f : phase.flows) {
+      if (f.bytes <= 0 || !gpu_simulated_[f.src_gpu]) continue;  // folded lanes send nothing
+      sg4::Host* src =
+          f.path == Path::Nic ? platform_.nics[layout_.site(f.src_gpu).nic] : platform_.gpus[f.src_gpu];
+      sg4::Host* dst =
+          f.path == Path::Nic ? platform_.nics[layout_.site(f.dst_gpu).nic] : platform_.gpus[f.dst_gpu];
+      if (src == nullptr || dst == nullptr)
+        throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
+      if (src == dst) continue;  // two members behind one NIC: no wire between them
+      comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
+    }
+    activities_ += static_cast<long long>(comms.size());
+    if (!comms.empty()) sg4::Comm::wait_all(comms);
+  }
+
+  void collective(int rank, int task_index, const Task& t) {
+    std::vector<int> members = layout_.group(rank, t.group);
+    std::erase_if(members, [this](int m) { return !layout_.simulated(m); });
+    const int leader = members.front();
+    int leader_task = task_index;
+    if (t.group == GroupKind::Embedding) leader_task = embedding_index_.at({ranks_[rank].role, task_index});
+    const auto key = std::make_tuple(static_cast<int>(t.group), leader, leader_task);
+    // Decide who drives the collective from this actor's own arrival number, not from the shared
+    // count, which other members change as soon as this actor yields.
+    std::shared_ptr<Collective> c;
+    size_t arrival = 0;
+    {
+      auto& slot = instances_[key];
+      if (!slot) slot = std::make_shared<Collective>();
+      c = slot;
+      arrival = ++c->arrived;
+      if (arrival == members.size()) instances_.erase(key);
+    }
+    if (arrival < members.size()) {
+      wait_until(rank, [&] { return c->done; });
+      return;
+    }
+    // The last member to arrive drives the collective's flows for the whole group.
+    std::vector<int> gpus;  // every member's GPU, folded lanes included: their ports are where flows go
+    for (int m : layout_.group(rank, t.group)) gpus.push_back(layout_.gpu_of(m));
+    for (const Phase& phase : collective_phases(t, gpus, layout_, *pools_[ranks_[rank].role], cluster_))
+      run_phase(phase);
+    c->done = true;
+    for (int m : members) notify(m);
+  }
+
+  void run_stream(int rank, int stream) {
+    RankState& rs = ranks_[rank];
+    const Role& role = program_.roles[rs.role];
+    const long long tasks = static_cast<long long>(role.tasks.size());
+    for (int it = 0; it < options_.iterations; ++it) {
+      wait_until(rank, [&] { return rs.completed >= it * tasks; });
+      if (stream_starts_iteration(rs.role, stream)) {
+        rs.iteration_start_s = sg4::Engine::get_clock();
+      }
+      for (int i : queues_[rs.role][stream]) {
+        const Task& t = role.tasks[i];
+        wait_until(rank, [&] {
+          for (int d : t.deps)
+            if (rs.done[d] < it + 1) return false;
+          return true;
+        });
+        double start = sg4::Engine::get_clock();
+        run_task(rank, i, t, it, start);
+        const double end = sg4::Engine::get_clock();
+        if (rs.observed && it + 1 == options_.iterations)
+          rs.timings[i] = {start - rs.iteration_start_s, end - rs.iteration_start_s};
+        rs.done[i] = static_cast<unsigned short>(it + 1);
+        ++rs.completed;
+        rs.end_s = std::max(rs.end_s, end);
+        if (rs.completed == (it + 1) * tasks) record_iteration_end(it, end);
+        notify(rank);
+      }
+    }
+  }
+
+  // The compute stream marks the iteration's start (every role has compute tasks).
+  bool stream_starts_iteration(int role, int stream) const {
+    return stream == static_cast<int>(StreamKind::Compute) || queues_[role][0].empty();
+  }
+
+  void record_iteration_end(int it, double end) {
+    if (iteration_end_.size() <= static_cast<size_t>(it)) iteration_end_.resize(it + 1, 0);
+    iteration_end_[it] = std::max(iteration_end_[it], end);
+  }
+
+  void run_task(int rank, int i, const Task& t, int it, double& start) {
+    RankState& rs = ranks_[rank];
+    const double duration = durations_[rs.role][i];
+    switch (t.kind) {
+      case TaskKind::Forward:
+      case TaskKind::Backward:
+      case TaskKind::Recompute:
+      case TaskKind::Optimizer:
+        if (duration > 0) {
+          sg4::this_actor::execute(duration * kWorkPerSecond);
+          ++activities_;
+        }
+        break;
+      case TaskKind::Copy:  // host copies ride PCIe, which nothing else uses here
+        if (duration > 0) {
+          sg4::this_actor::sleep_for(duration);
+          ++activities_;
+        }
+        break;
+      case TaskKind::Send: {
+        const double send_start = sg4::Engine::get_clock();
+        const int peer = layout_.pipeline_peer(rank, t.peer);
+        run_phase(p2p_phase(t.bytes.value(), layout_.gpu_of(rank), layout_.gpu_of(peer), layout_,
+                            *pools_[rs.role], cluster_));
+        {
+          auto& arrival = ranks_[peer].arrivals[key_of(t)];
+          ++arrival.first;
+          arrival.second = send_start;
+        }
+        notify(peer);
+        break;
+      }
+      case TaskKind::Recv: {
+        const P2pKey key = key_of(t);
+        wait_until(rank, [&] {
+          auto found = rs.arrivals.find(key);
+          return found != rs.arrivals.end() && found->second.first >= it + 1;
+        });
+        // As in the analytic evaluator, a receive starts no earlier than its send.
+        start = std::max(start, rs.arrivals[key].second);
+        break;
+      }
+      case TaskKind::Collective:
+        collective(rank, i, t);
+        break;
+    }
+  }
+
+  const Program& program_;
+  const ClusterSpec& cluster_;
+  const RankLayout& layout_;
+  const InterpretOptions& options_;
+  const Platform& platform_;
+  sg4::MutexPtr mutex_;
+  std::vector<std::array<std::vector<int>, kStreams>> queues_;  // per role and stream: task indices
+  std::vector<std::vector<double>> durations_;                  // per role and task: cost-model time
+  std::vector<const PoolSpec*> pools_;
+  std::map<std::pair<int, int>, int> embedding_index_;
+  std::vector<int> role_of_pp_;
+  std::vector<RankState> ranks_;  // simulated ranks only are set up
+  std::vector<char> gpu_simulated_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<Collective>> instances_;
+  std::vector<double> iteration_end_;
+  long long activities_ = 0;
+  std::vector<LinkSeries> series_;
+};
+
+}  // namespace
+
+Interpretation interpret(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
+                         const RankLayout& layout, const InterpretOptions& options) {
+  int argc = 1;
+  char name[] = "paratwin-simulate";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thresh:critical");
+  // No correction factors and no TCP window bound: a lone flow gets its links' bandwidth exactly.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("contexts/stack-size:128");
+  const Platform platform = build_platform(cluster, layout, options.gpu_slowdown);
+  Interpreter interpreter(program, cluster, training, layout, options, platform);
+  interpreter.start_actors();
+  engine.run();
+  return interpreter.result();
+}
+
+}  // namespace paratwin::sim

@@ -1,0 +1,39 @@
+// One iteration (or several) of a Program as a SimGrid simulation: one actor per rank and stream runs
+// its role's tasks in order once their dependencies have ended; compute tasks execute on the rank's
+// GPU host, transfers and collectives are flows on the platform's links. Creates the process's one
+// SimGrid engine: call it once per process.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/analytic/evaluate.hpp"
+#include "sim/rank_layout.hpp"
+
+namespace paratwin::sim {
+
+struct LinkSeries {
+  std::string link;
+  std::vector<std::pair<double, double>> usage_Bps;  // (simulated time, bytes/s in use)
+};
+
+struct InterpretOptions {
+  int iterations = 1;
+  std::vector<double> gpu_slowdown;  // by GPU index; empty: all nominal
+  double sample_period_s = 0;        // link usage sampling; 0: none
+};
+
+struct Interpretation {
+  std::vector<double> iteration_end_s;  // when the last rank ended each iteration
+  // Per role, the task timings of its slowest observed rank (first instance, and any on a straggler),
+  // during the last iteration, relative to that iteration's start.
+  std::vector<std::vector<TaskTiming>> role_timings;
+  std::vector<int> role_rank;  // which global rank each role's timings come from
+  long long activities = 0;    // executions, flows and delays the engine ran
+  std::vector<LinkSeries> links;
+};
+
+Interpretation interpret(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
+                         const RankLayout& layout, const InterpretOptions& options);
+
+}  // namespace paratwin::sim

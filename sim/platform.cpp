@@ -1,0 +1,155 @@
+// Platform construction.
+//
+//                         fabric (star zone: one non-blocking switch)
+//        +------------------+----------+-------------------+
+//        |  uplink (only when oversubscribed: domain NICs' bandwidth / oversubscription)
+//   [domain 0: pod, leaf or rail]   [domain 1]  ...          (star zone per domain)
+//     |      |      |      |
+//    nic0   nic1   nic2   nic3 ...                         (one endpoint per NIC, its own link)
+//
+//   node zones (star zone per node), not routed to the fabric:
+//     gpu0 --nvlink--+
+//     gpu1 --nvlink--+-- NVSwitch                           (one link per GPU)
+//     ...
+//
+// A GPU's inter-node traffic leaves from its NIC's endpoint (GPUDirect RDMA does not cross NVLink),
+// so NVLink and NIC traffic never share a link. Below the oversubscribed level the fabric has full
+// bisection, which a link could never limit beyond the NICs, so it is not modelled.
+#include "sim/platform.hpp"
+
+#include <map>
+
+namespace sg4 = simgrid::s4u;
+
+namespace paratwin::sim {
+namespace {
+
+// The domain a NIC hangs under: the unit above which the fabric is oversubscribed.
+int domain_of(const ClusterSpec& cluster, const RankLayout& layout, int first_gpu_of_nic) {
+  const GpuSite& site = layout.site(first_gpu_of_nic);
+  const PoolSpec& pool = cluster.pools[site.pool];
+  if (cluster.network.topology == NetworkTopology::RailOptimized)
+    return site.local * pool.nic.count / pool.gpus_per_node;  // the rail: the NIC's index on its node
+  const int boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
+                       : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
+                                                       : pool.gpus_per_node;
+  return first_gpu_of_nic / boundary;
+}
+
+sg4::Link* duplex_link(sg4::NetZone* zone, const std::string& name, double bandwidth_Bps) {
+  return zone->create_split_duplex_link(name, bandwidth_Bps)->set_latency(0)->seal();
+}
+
+}  // namespace
+
+Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
+                        const std::vector<double>& gpu_slowdown) {
+  Platform pf;
+  auto* root = sg4::create_star_zone("cluster");
+
+  // SimGrid 3.32 checks each new host's and link's name against the whole platform (a walk over
+  // every zone), so building is quadratic in their number: only GPUs of simulated ranks and the NICs
+  // they use are created. Flows of a simulated GPU to a folded lane's GPU (inside its TP group) go to
+  // the node's NVSwitch instead: that port carries that one flow in the full simulation too.
+  std::vector<char> used(layout.gpus(), 0);
+  for (int rank = 0; rank < layout.world(); ++rank)
+    if (layout.simulated(rank)) used[layout.gpu_of(rank)] = 1;
+  const bool all_used = layout.folded_lanes() == 1;
+
+  // Nodes: GPUs on their NVLink/NVSwitch.
+  pf.gpus.resize(layout.gpus());
+  int gpu = 0;
+  for (int node = 0; node < layout.nodes(); ++node) {
+    const PoolSpec& pool = cluster.pools[layout.site(gpu).pool];
+    auto* zone = sg4::create_star_zone("node" + std::to_string(node));
+    zone->set_parent(root);
+    sg4::Host* nvswitch = nullptr;
+    if (!all_used) {
+      nvswitch = zone->create_host("node" + std::to_string(node) + "-nvswitch", kWorkPerSecond)->seal();
+      zone->add_route(nvswitch->get_netpoint(), nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{},
+                      true);
+    }
+    for (int g = 0; g < pool.gpus_per_node; ++g, ++gpu) {
+      if (!all_used && !used[gpu]) {
+        pf.gpus[gpu] = nvswitch;
+        continue;
+      }
+      const std::string name = "node" + std::to_string(node) + "-gpu" + std::to_string(g);
+      const double slowdown = gpu_slowdown.empty() ? 1.0 : gpu_slowdown[gpu];
+      sg4::Host* host = zone->create_host(name, kWorkPerSecond / slowdown)->seal();
+      sg4::Link* nvlink = duplex_link(zone, name + "-nvlink", pool.intra_node.bandwidth.value());
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{nvlink, sg4::LinkInRoute::Direction::UP}}, true);
+      pf.gpus[gpu] = host;
+      if (node == 0) pf.watched.push_back(nvlink);
+    }
+    zone->seal();
+  }
+
+  // The fabric: NIC endpoints, grouped in domains when the level above them is oversubscribed.
+  auto* fabric = sg4::create_star_zone("fabric");
+  fabric->set_parent(root);
+  const bool oversubscribed = cluster.network.oversubscription > 1.0 && layout.nodes() > 1 &&
+                              cluster.network.topology != NetworkTopology::Star;
+  std::vector<int> first_gpu(layout.nics(), -1);
+  std::vector<char> nic_used(layout.nics(), 0);
+  for (int g = 0; g < layout.gpus(); ++g) {
+    if (first_gpu[layout.site(g).nic] < 0) first_gpu[layout.site(g).nic] = g;
+    if (used[g]) nic_used[layout.site(g).nic] = 1;
+  }
+
+  // Pods and leaves carry every lane's traffic; a rail carries one lane's.
+  const double shared_by_lanes =
+      cluster.network.topology == NetworkTopology::RailOptimized ? 1.0 : layout.folded_lanes();
+  std::map<int, std::vector<int>> domains;  // domain -> NICs
+  for (int nic = 0; nic < layout.nics(); ++nic)
+    domains[oversubscribed ? domain_of(cluster, layout, first_gpu[nic]) : 0].push_back(nic);
+
+  pf.nics.resize(layout.nics());
+  std::vector<sg4::Link*> uplinks;
+  std::vector<sg4::Link*> first_node_nics;
+  for (const auto& [domain, nics] : domains) {
+    sg4::NetZone* zone = fabric;
+    if (oversubscribed) {
+      zone = sg4::create_star_zone("domain" + std::to_string(domain));
+      zone->set_parent(fabric);
+    }
+    double total_Bps = 0;
+    for (int nic : nics) {
+      const PoolSpec& pool = cluster.pools[layout.site(first_gpu[nic]).pool];
+      const double bw = pool.nic.achievable.value_or(pool.nic.bandwidth).value();
+      total_Bps += bw;
+      if (!all_used && !nic_used[nic]) continue;
+      const std::string name = "nic" + std::to_string(nic);
+      sg4::Host* host = zone->create_host(name, kWorkPerSecond)->seal();
+      sg4::Link* link = duplex_link(zone, name + "-link", bw);
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      pf.nics[nic] = host;
+      if (layout.site(first_gpu[nic]).node == 0) first_node_nics.push_back(link);
+    }
+    if (oversubscribed) {
+      auto* gateway = zone->create_router("domain" + std::to_string(domain) + "-gw");
+      zone->add_route(gateway, nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
+      zone->seal();
+      sg4::Link* up = duplex_link(fabric, "domain" + std::to_string(domain) + "-uplink",
+                                  total_Bps / cluster.network.oversubscription / shared_by_lanes);
+      fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
+                        {{up, sg4::LinkInRoute::Direction::UP}}, true);
+      uplinks.push_back(up);
+    }
+  }
+  fabric->seal();
+  root->seal();
+
+  // Watched: up to 16 uplinks, then node 0's NICs and NVLinks (already in `watched`).
+  std::vector<sg4::Link*> watched(uplinks.begin(), uplinks.begin() + std::min<size_t>(uplinks.size(), 16));
+  watched.insert(watched.end(), first_node_nics.begin(), first_node_nics.end());
+  watched.insert(watched.end(), pf.watched.begin(), pf.watched.end());
+  // A split-duplex link has no usage of its own: watch its outgoing (UP) half.
+  pf.watched.clear();
+  for (sg4::Link* l : watched) pf.watched.push_back(sg4::Link::by_name(l->get_name() + "_UP"));
+  return pf;
+}
+
+}  // namespace paratwin::sim

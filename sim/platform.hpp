@@ -1,0 +1,38 @@
+// The SimGrid platform of a cluster, built in code from its spec: GPUs as hosts on their node's
+// NVLink/NVSwitch, NICs as endpoints on the inter-node fabric (star, fat tree with oversubscription,
+// rail-optimized). Only sim/ includes this header.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "plan/spec/cluster.hpp"
+#include "sim/rank_layout.hpp"
+
+namespace paratwin::sim {
+
+// Compute runs on "normalized" hosts: a task of duration d executes d x kWorkPerSecond units, so the
+// cost model's roofline time (not a bare FLOP count) is what an unloaded host takes; a straggler's
+// speed is kWorkPerSecond / slowdown.
+constexpr double kWorkPerSecond = 1e9;
+
+struct Platform {
+  // By GPU index (RankLayout::site); with folded lanes, a folded GPU is its node's NVSwitch.
+  std::vector<simgrid::s4u::Host*> gpus;
+  // By NIC index: the endpoint of a NIC on the fabric; null for NICs no simulated rank uses.
+  std::vector<simgrid::s4u::Host*> nics;
+  // Links worth watching in a trace (their outgoing halves): the oversubscribed uplinks, then the first
+  // node's NICs and NVLinks.
+  std::vector<simgrid::s4u::Link*> watched;
+};
+
+// Builds the platform into the engine (which must exist and have no platform yet). Links carry
+// bandwidth only (latency 0): the algorithms' step latencies are charged by the flows' phases.
+// `gpu_slowdown[gpu]` (1 = nominal) slows a GPU's compute; empty means none. With folded TP lanes
+// (RankLayout::fold_tp_lanes), links that all lanes share get 1/lanes of their capacity.
+Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
+                        const std::vector<double>& gpu_slowdown);
+
+}  // namespace paratwin::sim

@@ -1,0 +1,269 @@
+// Failure sampling and the timed-block replay of a horizon.
+#include "sim/reliability.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace paratwin::sim {
+namespace {
+
+// SplitMix64: a tiny generator whose sequence is fixed by its seed on every platform.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform_open() { return (static_cast<double>(next() >> 11) + 0.5) / 9007199254740992.0; }  // (0, 1)
+
+ private:
+  std::uint64_t state_;
+};
+
+int component_count(Component c, const JobShape& job) {
+  switch (c) {
+    case Component::Gpu:
+      return job.nodes * job.gpus_per_node;
+    case Component::Host:
+      return job.nodes;
+    case Component::Nic:
+    case Component::Link:
+      return job.nodes * job.nics_per_node;
+    case Component::Switch:
+      return job.switches;
+  }
+  return 0;
+}
+
+int node_of(Component c, int index, const JobShape& job) {
+  switch (c) {
+    case Component::Gpu:
+      return index / job.gpus_per_node;
+    case Component::Host:
+      return index;
+    case Component::Nic:
+    case Component::Link:
+      return index / job.nics_per_node;
+    case Component::Switch:
+      return static_cast<int>(static_cast<long long>(index) * job.nodes / job.switches);
+  }
+  return 0;
+}
+
+// A lifetime with mean `mtbf`: exponential, or Weibull of the given shape scaled to that mean.
+double lifetime(const ComponentFailures& f, Random& rng) {
+  const double u = rng.uniform_open();
+  if (f.distribution == FailureDistribution::Exponential) return -f.mtbf.value() * std::log(u);
+  const double scale = f.mtbf.value() / std::tgamma(1 + 1 / f.shape);
+  return scale * std::pow(-std::log(u), 1 / f.shape);
+}
+
+struct Timeline {
+  const ScenarioSpec& scenario;
+  const JobShape& job;
+  const std::vector<Failure>& failures;
+  double horizon_s;
+  const Throughput& throughput;
+  bool record_events;
+};
+
+// Replays the horizon with one checkpoint interval.
+Reliability replay_once(const Timeline& tl, double interval_s) {
+  const FailureSpec& fs = tl.scenario.failures;
+  const ElasticitySpec& el = tl.scenario.elasticity;
+  const JobShape& job = tl.job;
+  const double detection = fs.detection.value(), restart = fs.restart.value(), repair = fs.repair.value();
+  const double cost = job.checkpoint_cost_s;
+  const int spare_nodes = el.spares / std::max(1, job.gpus_per_node);
+  const int min_gpus = el.min_gpus ? *el.min_gpus : job.replica_gpus;
+
+  Reliability r;
+  r.horizon_s = tl.horizon_s;
+  r.checkpoint_interval_s = interval_s;
+  r.checkpoint_cost_s = cost;
+  const double full_rate = tl.throughput(job.dp);
+  int dp = job.dp;
+  double rate = full_rate;
+  r.min_gpus = job.dp * job.replica_gpus;
+
+  std::map<int, double> repaired_at;  // failed node -> when it is back
+  auto failed_at = [&](double x) {
+    int n = 0;
+    for (const auto& [node, back] : repaired_at) n += back > x ? 1 : 0;
+    return n;
+  };
+  // Replicas the job can run at time x under its policy (0: it cannot run).
+  auto runnable_dp = [&](double x) {
+    const int failed = failed_at(x);
+    switch (el.policy) {
+      case ElasticPolicy::Restart:
+        return failed == 0 ? job.dp : 0;
+      case ElasticPolicy::Spares:
+        return failed <= spare_nodes ? job.dp : 0;
+      case ElasticPolicy::Shrink: {
+        const long long healthy = static_cast<long long>(job.nodes - failed) * job.gpus_per_node;
+        const int d = static_cast<int>(std::min<long long>(job.dp, healthy / job.replica_gpus));
+        return d * job.replica_gpus >= min_gpus ? d : 0;
+      }
+    }
+    return 0;
+  };
+  // The earliest time from `x` on when the job can run: now, or when enough repairs are done.
+  auto earliest_run = [&](double x) {
+    if (runnable_dp(x) > 0) return x;
+    std::vector<double> backs;
+    for (const auto& [node, back] : repaired_at)
+      if (back > x) backs.push_back(back);
+    std::sort(backs.begin(), backs.end());
+    for (double b : backs)
+      if (runnable_dp(b) > 0) return b;
+    return std::numeric_limits<double>::infinity();
+  };
+
+  double t = 0;
+  bool running = true, checkpointing = false;
+  double checkpoint_end = 0, resume_at = 0, since_checkpoint = 0, uncommitted = 0, committed = 0, trained = 0;
+
+  auto advance = [&](double to) {
+    while (t < to) {
+      if (checkpointing) {
+        const double end = std::min(to, checkpoint_end);
+        r.checkpoint_overhead_s += end - t;
+        t = end;
+        if (t >= checkpoint_end) {
+          checkpointing = false;
+          committed += uncommitted;
+          uncommitted = 0;
+          since_checkpoint = 0;
+        }
+        continue;
+      }
+      const double step = std::min(to - t, interval_s - since_checkpoint);
+      t += step;
+      since_checkpoint += step;
+      trained += step;
+      uncommitted += step * rate;
+      if (since_checkpoint >= interval_s) {
+        checkpointing = true;
+        checkpoint_end = t + cost;
+      }
+    }
+  };
+  auto note = [&](double at, std::string what) {
+    if (tl.record_events && r.events.size() < 10000) r.events.push_back({at, std::move(what)});
+  };
+
+  for (const Failure& f : tl.failures) {
+    if (f.at_s >= tl.horizon_s) break;
+    if (auto it = repaired_at.find(f.node); it != repaired_at.end() && it->second > f.at_s)
+      continue;  // already out
+    // Resume first if the job came back before this failure.
+    if (!running && resume_at <= f.at_s) {
+      r.downtime_s += resume_at - t;
+      t = resume_at;
+      running = true;
+      ++r.restarts;
+      note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
+    }
+    if (running) {
+      advance(f.at_s);
+      r.lost_work_s += since_checkpoint;
+      since_checkpoint = 0;
+      uncommitted = 0;
+      checkpointing = false;
+      running = false;
+    } else {
+      r.downtime_s += f.at_s - t;
+      t = f.at_s;
+    }
+    ++r.failures;
+    repaired_at[f.node] = f.at_s + repair;
+    note(f.at_s, "failure " + enum_name(f.component, kComponentNames) + " " + std::to_string(f.index) +
+                     " (node " + std::to_string(f.node) + ")");
+    const double can_run = earliest_run(f.at_s + detection);
+    resume_at = can_run + restart;
+    if (std::isfinite(can_run)) {
+      dp = runnable_dp(can_run);
+      rate = tl.throughput(dp);
+      r.min_gpus = std::min(r.min_gpus, dp * job.replica_gpus);
+    }
+  }
+  if (!running && resume_at < tl.horizon_s) {
+    r.downtime_s += resume_at - t;
+    t = resume_at;
+    running = true;
+    ++r.restarts;
+    note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
+  }
+  if (running)
+    advance(tl.horizon_s);
+  else
+    r.downtime_s += tl.horizon_s - t;
+
+  r.useful_tokens = committed + uncommitted;
+  r.productive_s = trained - r.lost_work_s;
+  r.effective_training_time_ratio = r.productive_s / tl.horizon_s;
+  r.goodput = full_rate > 0 ? r.useful_tokens / (tl.horizon_s * full_rate) : 0;
+  if (job.tokens_to_train > 0 && r.goodput > 0)
+    r.time_to_train_s = job.tokens_to_train / (r.goodput * full_rate);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Failure> sample_failures(const FailureSpec& fs, const JobShape& job, double horizon_s,
+                                     std::uint64_t seed) {
+  std::vector<Failure> out;
+  for (const auto& [component, rate] : fs.rates) {
+    Random rng(seed * 0x100000001b3ULL + static_cast<std::uint64_t>(component) + 1);
+    const int count = component_count(component, job);
+    for (int i = 0; i < count; ++i) {
+      for (double at = lifetime(rate, rng); at < horizon_s; at += fs.repair.value() + lifetime(rate, rng))
+        out.push_back({at, component, i, node_of(component, i, job)});
+    }
+  }
+  for (const FailureEvent& e : fs.events)
+    if (e.at.value() < horizon_s)
+      out.push_back({e.at.value(), e.component, e.index, node_of(e.component, e.index, job)});
+  std::sort(out.begin(), out.end(), [](const Failure& a, const Failure& b) {
+    return std::tie(a.at_s, a.component, a.index) < std::tie(b.at_s, b.component, b.index);
+  });
+  return out;
+}
+
+Reliability replay(const ScenarioSpec& scenario, const JobShape& job, double horizon_s, std::uint64_t seed,
+                   const Throughput& throughput) {
+  const std::vector<Failure> failures = sample_failures(scenario.failures, job, horizon_s, seed);
+  double rate_per_s = 0;  // job failure rate from the per-component rates
+  for (const auto& [component, f] : scenario.failures.rates)
+    rate_per_s += component_count(component, job) / f.mtbf.value();
+  const double mtbf = rate_per_s > 0 ? 1 / rate_per_s : 0;
+  const double cost = job.checkpoint_cost_s;
+  const double young_daly = mtbf > 0 ? std::sqrt(2 * mtbf * cost) : 0;
+
+  const Timeline quiet{scenario, job, failures, horizon_s, throughput, false};
+  // Candidates: Young/Daly (or, without rates, as if the horizon were the MTBF) times 2^(k/4).
+  const double centre = young_daly > 0 ? young_daly : std::sqrt(2 * horizon_s * std::max(cost, 1e-3));
+  double best_interval = centre, best_goodput = -1;
+  for (int k = -12; k <= 12; ++k) {
+    const double interval = centre * std::pow(2.0, k / 4.0);
+    const double g = replay_once(quiet, interval).goodput;
+    if (g > best_goodput + 1e-12) {
+      best_goodput = g;
+      best_interval = interval;
+    }
+  }
+  const double used = scenario.checkpoint.interval ? scenario.checkpoint.interval->value() : best_interval;
+  Reliability r = replay_once({scenario, job, failures, horizon_s, throughput, true}, used);
+  r.optimal_checkpoint_interval_s = best_interval;
+  r.young_daly_interval_s = young_daly;
+  r.job_mtbf_s = mtbf;
+  return r;
+}
+
+}  // namespace paratwin::sim

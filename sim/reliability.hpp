@@ -1,0 +1,73 @@
+// The second level of a long-horizon simulation: the iteration simulated in detail is replayed as
+// timed blocks of training and checkpointing, cut by failures (sampled per component, or scripted),
+// detection, restarts and repairs, under the restart, spares or shrink policy. No SimGrid here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin::sim {
+
+// The job and cluster as the failure model sees them.
+struct JobShape {
+  int nodes = 1;  // of the job's cluster
+  int gpus_per_node = 1;
+  int nics_per_node = 1;
+  int switches = 1;      // failure domains for switch failures
+  int dp = 1;            // data-parallel replicas of the full configuration
+  int replica_gpus = 1;  // GPUs of one replica (tp x pp x cp)
+  double checkpoint_cost_s = 0;
+  double tokens_to_train = 0;  // 0: unknown
+};
+
+struct ReliabilityEvent {
+  double at_s = 0;
+  std::string what;  // "failure gpu 1234", "restart on 16376 GPUs", ...
+};
+
+struct Reliability {
+  double horizon_s = 0;
+  double goodput = 0;                        // useful tokens / (horizon x full-configuration tokens/s)
+  double effective_training_time_ratio = 0;  // training time whose work survived / horizon
+  int failures = 0;
+  int restarts = 0;
+  double lost_work_s = 0;                    // training time since the last checkpoint, lost at failures
+  double checkpoint_interval_s = 0;          // used (given, or the goodput-maximizing one)
+  double optimal_checkpoint_interval_s = 0;  // goodput-maximizing, among a grid around Young/Daly
+  double young_daly_interval_s = 0;          // sqrt(2 x MTBF x checkpoint cost); 0 without failure rates
+  double job_mtbf_s = 0;                     // from the rates; 0 without
+  double checkpoint_cost_s = 0;
+  double checkpoint_overhead_s = 0;  // time spent writing checkpoints (finished or not)
+  double downtime_s = 0;             // detection, restart and waiting for repairs
+  double productive_s = 0;
+  double useful_tokens = 0;
+  int min_gpus = 0;            // fewest GPUs the job ran on
+  double time_to_train_s = 0;  // tokens to train / (goodput x full tokens/s); 0 unknown
+  std::vector<ReliabilityEvent> events;
+};
+
+// Failure times of every component over the horizon, deterministic for a seed: per component,
+// lifetimes drawn from its distribution (mean mtbf), renewed after each repair; scripted events added.
+// Each failure is mapped to the node it takes down.
+struct Failure {
+  double at_s = 0;
+  Component component = Component::Gpu;
+  int index = 0;
+  int node = 0;
+};
+std::vector<Failure> sample_failures(const FailureSpec& failures, const JobShape& job, double horizon_s,
+                                     std::uint64_t seed);
+
+// Tokens per second of the job on `dp` replicas (the detailed simulation of that configuration).
+using Throughput = std::function<double(int dp)>;
+
+// Replays the horizon. With `checkpoint.interval` unset, tries a grid of intervals around Young/Daly
+// on the same failures and keeps the one with the best goodput.
+Reliability replay(const ScenarioSpec& scenario, const JobShape& job, double horizon_s, std::uint64_t seed,
+                   const Throughput& throughput);
+
+}  // namespace paratwin::sim

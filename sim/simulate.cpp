@@ -1,0 +1,331 @@
+// The simulate command's engine: detailed iterations in child processes, the horizon replay, and the
+// Report, JSON and trace assembled from them.
+#include "sim/simulate.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/report/trace.hpp"
+#include "sim/interpreter.hpp"
+
+namespace paratwin::sim {
+namespace {
+
+nlohmann::json to_json(const Interpretation& in) {
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& l : in.links) links.push_back({{"link", l.link}, {"usage", l.usage_Bps}});
+  nlohmann::json timings = nlohmann::json::array();
+  for (const auto& role : in.role_timings) {
+    std::vector<std::pair<double, double>> t;
+    for (const auto& tm : role) t.push_back({tm.start_s, tm.end_s});
+    timings.push_back(t);
+  }
+  return {{"ends", in.iteration_end_s},
+          {"timings", timings},
+          {"ranks", in.role_rank},
+          {"activities", in.activities},
+          {"links", links}};
+}
+
+Interpretation from_json(const nlohmann::json& j) {
+  Interpretation in;
+  in.iteration_end_s = j.at("ends").get<std::vector<double>>();
+  in.role_rank = j.at("ranks").get<std::vector<int>>();
+  in.activities = j.at("activities").get<long long>();
+  for (const auto& role : j.at("timings")) {
+    std::vector<TaskTiming> t;
+    for (const auto& p : role) t.push_back({p[0].get<double>(), p[1].get<double>()});
+    in.role_timings.push_back(std::move(t));
+  }
+  for (const auto& l : j.at("links"))
+    in.links.push_back(
+        {l.at("link").get<std::string>(), l.at("usage").get<std::vector<std::pair<double, double>>>()});
+  return in;
+}
+
+// Runs `interpret` in a child process (one SimGrid engine per process) and returns what it found.
+Interpretation interpret_in_child(const Program& program, const ClusterSpec& cluster,
+                                  const TrainingSpec& training, const RankLayout& layout,
+                                  const InterpretOptions& options) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("cannot fork the simulation: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    int status = 0;
+    std::string out;
+    try {
+      out = to_json(interpret(program, cluster, training, layout, options)).dump();
+    } catch (const std::exception& e) {
+      out = nlohmann::json{{"error", e.what()}}.dump();
+      status = 1;
+    }
+    for (size_t sent = 0; sent < out.size();) {
+      const ssize_t n = write(fds[1], out.data() + sent, out.size() - sent);
+      if (n <= 0) _exit(2);
+      sent += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(status);
+  }
+  close(fds[1]);
+  std::string in;
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) in.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  nlohmann::json j = nlohmann::json::parse(in.empty() ? "{}" : in, nullptr, false);
+  if (j.is_object() && j.contains("error"))
+    throw std::runtime_error("simulation failed: " + j["error"].get<std::string>());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !j.is_object() || !j.contains("ends"))
+    throw std::runtime_error("the simulation process ended abnormally (status " + std::to_string(status) +
+                             ")");
+  return from_json(j);
+}
+
+// Hosts (nodes) that straggle: chosen by the seed, all their GPUs slowed.
+std::vector<double> straggler_slowdowns(const FailureSpec& failures, const RankLayout& layout,
+                                        std::uint64_t seed, std::vector<int>& nodes_out) {
+  std::vector<double> slowdown;
+  std::uint64_t state = seed ^ 0x5eed5eed5eedULL;
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  std::vector<double> node_slowdown(layout.nodes(), 1.0);
+  for (const StragglerSpec& s : failures.stragglers) {
+    for (int k = 0, placed = 0; placed < std::min(s.count, layout.nodes()) && k < 100 * layout.nodes(); ++k) {
+      const int node = static_cast<int>(next() % static_cast<std::uint64_t>(layout.nodes()));
+      if (node_slowdown[node] != 1.0) continue;
+      node_slowdown[node] = s.slowdown;
+      nodes_out.push_back(node);
+      ++placed;
+    }
+  }
+  if (nodes_out.empty()) return slowdown;
+  slowdown.resize(layout.gpus());
+  for (int g = 0; g < layout.gpus(); ++g) slowdown[g] = node_slowdown[layout.site(g).node];
+  return slowdown;
+}
+
+// Writing a checkpoint: weights once (one data-parallel replica) plus every rank's optimizer shard,
+// at the storage bandwidth, and no faster than one rank pushes its share through its NIC share.
+double checkpoint_cost_s(const Program& program, const ClusterSpec& cluster) {
+  double total = 0, per_rank = 0, slowest = 0;
+  const int dp = program.plan.dp;
+  for (const Role& role : program.roles) {
+    const double mine =
+        role.state.weights.value() / dp + role.state.optimizer.value() + role.host_state.value();
+    total += mine * role.instances;
+    per_rank = std::max(per_rank, mine);
+    for (const PoolSpec& pool : cluster.pools)
+      if (pool.name == role.pool) {
+        const double nic =
+            pool.nic.achievable.value_or(pool.nic.bandwidth).value() * pool.nic.count / pool.gpus_per_node;
+        slowest = std::max(slowest, nic > 0 ? mine / nic : 0.0);
+      }
+  }
+  const double storage = cluster.storage_bandwidth.value();
+  return std::max(storage > 0 ? total / storage : 0.0, slowest);
+}
+
+nlohmann::json reliability_json(const Reliability& r) {
+  return {{"horizon_s", r.horizon_s},
+          {"goodput", r.goodput},
+          {"effective_training_time_ratio", r.effective_training_time_ratio},
+          {"failures", r.failures},
+          {"restarts", r.restarts},
+          {"lost_work_s", r.lost_work_s},
+          {"checkpoint_interval_s", r.checkpoint_interval_s},
+          {"optimal_checkpoint_interval_s", r.optimal_checkpoint_interval_s},
+          {"young_daly_interval_s", r.young_daly_interval_s},
+          {"job_mtbf_s", r.job_mtbf_s},
+          {"checkpoint_cost_s", r.checkpoint_cost_s},
+          {"checkpoint_overhead_s", r.checkpoint_overhead_s},
+          {"downtime_s", r.downtime_s},
+          {"productive_s", r.productive_s},
+          {"useful_tokens", r.useful_tokens},
+          {"min_gpus", r.min_gpus},
+          {"time_to_train_s", r.time_to_train_s}};
+}
+
+// The analytic trace, plus link-usage counters and failure markers.
+std::string make_trace(const Program& program, const Evaluation& ev, const Interpretation& in,
+                       const std::optional<Reliability>& reliability) {
+  nlohmann::json trace = nlohmann::json::parse(chrome_trace(program, ev));
+  auto& events = trace["traceEvents"];
+  const int links_pid = 1000, reliability_pid = 1001;
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", links_pid},
+                    {"args", {{"name", "links (GB/s in use)"}}}});
+  for (const auto& l : in.links)
+    for (const auto& [t, usage] : l.usage_Bps)
+      events.push_back({{"name", l.link},
+                        {"ph", "C"},
+                        {"pid", links_pid},
+                        {"ts", t * 1e6},
+                        {"args", {{"GBps", usage / 1e9}}}});
+  if (reliability) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", reliability_pid},
+                      {"args", {{"name", "reliability (horizon time)"}}}});
+    for (const auto& e : reliability->events)
+      events.push_back({{"name", e.what},
+                        {"ph", "i"},
+                        {"s", "g"},
+                        {"pid", reliability_pid},
+                        {"tid", 0},
+                        {"ts", e.at_s * 1e6},
+                        {"cat", e.what.rfind("failure", 0) == 0 ? "failure" : "restart"}});
+  }
+  return trace.dump() + "\n";
+}
+
+}  // namespace
+
+SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const SimulateOptions& options) {
+  SimulationResult result;
+  const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
+  RankLayout layout(plan, scenario.cluster);
+  if (!options.all_ranks) layout.fold_tp_lanes(scenario.cluster);
+  InterpretOptions io;
+  io.iterations = std::max(1, options.iterations);
+  io.gpu_slowdown = straggler_slowdowns(scenario.failures, layout, options.seed, result.straggler_nodes);
+  if (options.trace) {
+    const double estimate = evaluate(program, scenario.cluster, scenario.training).iteration_time_s;
+    io.sample_period_s = estimate * io.iterations / 400;
+  }
+  const Interpretation in = interpret_in_child(program, scenario.cluster, scenario.training, layout, io);
+  result.activities = in.activities;
+  const double total_s = in.iteration_end_s.empty() ? 0 : in.iteration_end_s.back();
+  const double iteration_s = total_s / io.iterations;
+  Evaluation ev = summarize_timings(program, scenario.cluster, scenario.training, in.role_timings);
+  // The simulated iteration ends with the last rank, which may be one whose role was not observed.
+  ev.iteration_time_s = std::max(ev.iteration_time_s, iteration_s);
+  result.report = make_report(scenario.name, program, ev);
+  result.report.evaluator = "simulation";
+  // The report's iteration is the mean over the simulated iterations.
+  Metrics& m = result.report.metrics;
+  m.iteration_time_s = iteration_s;
+  m.tokens_per_s = program.tokens_per_iteration / iteration_s;
+  m.model_tflops_per_gpu = program.model_flops_per_iteration.value() / iteration_s / program.world / 1e12;
+  m.mfu = program.model_flops_per_iteration.value() / (iteration_s * ev.peak.value());
+  m.hfu = ev.hardware_flops.value() / (iteration_s * ev.peak.value());
+
+  nlohmann::json configurations = nlohmann::json::array();  // shrunk configurations met on the horizon
+  if (options.horizon) {
+    const PoolSpec& pool = scenario.cluster.pools.front();
+    JobShape job;
+    job.nodes = layout.nodes();
+    job.gpus_per_node = pool.gpus_per_node;
+    job.nics_per_node = pool.nic.count;
+    const int boundary =
+        scenario.cluster.network.gpus_per_leaf ? scenario.cluster.network.gpus_per_leaf : pool.gpus_per_node;
+    job.switches = std::max(1, layout.gpus() / boundary);
+    job.dp = plan.dp;
+    job.replica_gpus = plan.tp * plan.pp * plan.cp;
+    job.checkpoint_cost_s = checkpoint_cost_s(program, scenario.cluster);
+    const TrainingSpec& tr = scenario.training;
+    job.tokens_to_train = tr.tokens  ? *tr.tokens
+                          : tr.steps ? double(*tr.steps) * program.tokens_per_iteration
+                                     : 0;
+
+    // Tokens/s per configuration: the full one from above; a shrunk one simulated in detail when the
+    // cluster is one pool, the replicas fill whole nodes and the simulation is small (at most
+    // kDetailedShrinkRanks simulated ranks: a 16K-GPU configuration takes most of a minute), else
+    // scaled from the full one by its replicas (each replica's work per iteration is unchanged).
+    constexpr int kDetailedShrinkRanks = 512;
+    const bool detailed = layout.world() / layout.folded_lanes() <= kDetailedShrinkRanks;
+    std::map<int, double> rates{{plan.dp, program.tokens_per_iteration / iteration_s}};
+    const Throughput throughput = [&](int dp) {
+      if (auto it = rates.find(dp); it != rates.end()) return it->second;
+      double rate = rates.at(plan.dp) * dp / plan.dp;
+      bool simulated = false;
+      const long long gpus = static_cast<long long>(dp) * job.replica_gpus;
+      if (detailed && dp > 0 && scenario.cluster.homogeneous() && gpus % pool.gpus_per_node == 0) {
+        Plan shrunk = plan;
+        shrunk.dp = dp;
+        ClusterSpec cluster = scenario.cluster;
+        cluster.pools.front().nodes = static_cast<int>(gpus / pool.gpus_per_node);
+        TrainingSpec training = scenario.training;
+        training.global_batch = static_cast<std::int64_t>(dp) * plan.micro_batch * plan.num_microbatches;
+        if (verify(shrunk, scenario.model, cluster, training).empty()) {
+          const Program p = lower(shrunk, scenario.model, cluster, training);
+          RankLayout l(shrunk, cluster);
+          if (!options.all_ranks) l.fold_tp_lanes(cluster);
+          InterpretOptions o;
+          o.gpu_slowdown.clear();
+          const Interpretation i = interpret_in_child(p, cluster, training, l, o);
+          rate = p.tokens_per_iteration / i.iteration_end_s.back();
+          simulated = true;
+        }
+      }
+      rates[dp] = rate;
+      configurations.push_back(
+          {{"dp", dp}, {"gpus", gpus}, {"tokens_per_s", rate}, {"simulated", simulated}});
+      return rate;
+    };
+    result.reliability = replay(scenario, job, options.horizon->value(), options.seed, throughput);
+  }
+
+  result.json = to_json(result.report);
+  nlohmann::json sim = {{"iterations", io.iterations},
+                        {"iteration_times_s", nlohmann::json::array()},
+                        {"activities", in.activities},
+                        {"seed", options.seed},
+                        {"folded_tp_lanes", layout.folded_lanes()},
+                        {"simulated_ranks", layout.world() / layout.folded_lanes()},
+                        {"straggler_nodes", result.straggler_nodes}};
+  double previous = 0;
+  for (double end : in.iteration_end_s) {
+    sim["iteration_times_s"].push_back(end - previous);
+    previous = end;
+  }
+  if (options.horizon) sim["shrunk_configurations"] = configurations;
+  result.json["simulation"] = sim;
+  if (result.reliability) result.json["reliability"] = reliability_json(*result.reliability);
+  if (options.trace) result.trace = make_trace(program, ev, in, result.reliability);
+  return result;
+}
+
+std::string to_text(const Reliability& r) {
+  auto seconds = [](double s) { return to_string(Seconds(s)); };
+  char buf[256];
+  std::string out = "  reliability over " + seconds(r.horizon_s) + ":\n";
+  auto row = [&](const char* label, const std::string& value) {
+    std::snprintf(buf, sizeof buf, "    %-26s %s\n", label, value.c_str());
+    out += buf;
+  };
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * r.goodput);
+  row("goodput", buf);
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * r.effective_training_time_ratio);
+  row("effective training time", buf);
+  row("failures / restarts", std::to_string(r.failures) + " / " + std::to_string(r.restarts));
+  row("lost work", seconds(r.lost_work_s));
+  row("downtime", seconds(r.downtime_s));
+  row("checkpoint cost", seconds(r.checkpoint_cost_s));
+  row("checkpoint interval", seconds(r.checkpoint_interval_s) + " (best " +
+                                 seconds(r.optimal_checkpoint_interval_s) + ", Young/Daly " +
+                                 seconds(r.young_daly_interval_s) + ")");
+  row("fewest GPUs", std::to_string(r.min_gpus));
+  if (r.time_to_train_s > 0) row("time to train", seconds(r.time_to_train_s));
+  return out;
+}
+
+}  // namespace paratwin::sim

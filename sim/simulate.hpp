@@ -1,0 +1,41 @@
+// `paratwin simulate`: a scenario's plan run as a discrete-event simulation (contention, stragglers),
+// and over a long horizon, failures, checkpoints and restarts. The SimGrid part of each run happens in
+// a child process (SimGrid allows one engine per process), so one call may simulate several
+// configurations (the cluster shrunk after failures).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/report/report.hpp"
+#include "sim/reliability.hpp"
+
+namespace paratwin::sim {
+
+struct SimulateOptions {
+  int iterations = 1;              // simulated back to back; the report gives their mean
+  std::optional<Seconds> horizon;  // the second level: failures, checkpoints, restarts
+  std::uint64_t seed = 1;          // stragglers and random failures
+  bool trace = false;              // produce the Chrome trace
+  bool all_ranks = false;          // simulate every rank (no TP lane folding, see RankLayout)
+};
+
+struct SimulationResult {
+  Report report;                           // evaluator "simulation"
+  std::optional<Reliability> reliability;  // with a horizon
+  nlohmann::json json;                     // the report's JSON, reliability and simulator figures added
+  std::string trace;                       // Chrome trace JSON (when asked)
+  long long activities = 0;                // executions, flows and delays simulated
+  std::vector<int> straggler_nodes;
+};
+
+// Throws std::runtime_error when the child simulation fails (the message says why).
+SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const SimulateOptions& options);
+
+// Text form of the reliability figures, appended to the report's table.
+std::string to_text(const Reliability& reliability);
+
+}  // namespace paratwin::sim

@@ -1,0 +1,156 @@
+// `paratwin run` and `paratwin tokenize` end to end: mpirun started by paratwin, progress on the
+// terminal, the report with the twin's keys and measured loss, profile and trace, a stop and resume
+// through the command line, and plans the CPU backend refuses (exit status 2).
+#define BOOST_TEST_MODULE exec_cli
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string text;  // standard output and error
+};
+
+Output paratwin(const std::string& args) {
+  const std::string command = std::string(PARATWIN_BIN_DIR "/paratwin ") + args + " 2>&1";
+  Output out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.text.append(buf, n);
+  const int status = ::pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("paratwin-cli-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+const std::string kSmall =
+    " --set training.seq_len=32 --set training.global_batch=4 --set plan.micro_batch=1";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tokenize_writes_an_llm_c_token_file) {
+  TempDir dir;
+  std::ofstream(dir.path / "t.txt") << "abc";
+  const Output out =
+      paratwin("tokenize " + (dir.path / "t.txt").string() + " -o " + (dir.path / "t.bin").string());
+  BOOST_TEST(out.status == 0);
+  BOOST_TEST(out.text.find("3 tokens") != std::string::npos);
+  BOOST_TEST(fs::file_size(dir.path / "t.bin") == 1024u + 6u);
+}
+
+BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
+  TempDir dir;
+  const Output out = paratwin("run " + kScenario + kSmall + " --backend cpu --ranks 2 --steps 4 --json " +
+                              (dir.path / "r.json").string() + " --profile " +
+                              (dir.path / "p.json").string() + " --trace " + (dir.path / "t.json").string());
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("step     4/4  loss") != std::string::npos);
+  BOOST_TEST(out.text.find("tok/s") != std::string::npos);
+  BOOST_TEST(out.text.find("ETA") != std::string::npos);
+  const json r = read_json(dir.path / "r.json");
+  BOOST_TEST(r["evaluator"] == "live");
+  BOOST_TEST(r["loss"].size() == 4u);
+  BOOST_TEST(r["steps"] == 4);
+  BOOST_TEST(r["plan"]["dp"] == 2);
+  for (const char* key :
+       {"iteration_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu", "peak_memory_gib"}) {
+    BOOST_TEST_INFO(key);
+    BOOST_TEST(r["metrics"][key].get<double>() > 0);
+    BOOST_TEST(r["predicted"][key].get<double>() > 0);
+  }
+  for (const char* key : {"compute_s", "dp_comm_s", "exposed_comm_s", "optimizer_s"})
+    BOOST_TEST(r["breakdown"].contains(key));
+  BOOST_TEST(r["reliability"]["restarts"] == 0);
+  // predicted{} is what `paratwin plan` says about the same plan.
+  BOOST_TEST_REQUIRE(
+      paratwin("plan " + kScenario + kSmall + " --json " + (dir.path / "plan.json").string()).status == 0);
+  const json plan = read_json(dir.path / "plan.json");
+  BOOST_TEST(r["predicted"]["iteration_time_s"].get<double>() ==
+             plan["metrics"]["iteration_time_s"].get<double>());
+  BOOST_TEST(r["predicted"]["tokens_per_s"].get<double>() == plan["metrics"]["tokens_per_s"].get<double>());
+  // The profile: every task of the Program, by name, with a measured duration.
+  const json p = read_json(dir.path / "p.json");
+  std::vector<std::string> names;
+  for (const auto& t : p["tasks"]) {
+    names.push_back(t["task"]);
+    BOOST_TEST(t["mean_s"].get<double>() > 0);
+    BOOST_TEST(t["count"] == 2 * 3);  // two ranks x the three steps after the first
+  }
+  BOOST_TEST(std::count(names.begin(), names.end(), "optimizer step") == 1);
+  BOOST_TEST(std::count(names.begin(), names.end(), "AR dp bucket0") == 1);
+  const json t = read_json(dir.path / "t.json");
+  int complete = 0;
+  for (const auto& e : t["traceEvents"]) complete += e["ph"] == "X" ? 1 : 0;
+  BOOST_TEST(complete == int(names.size()) * 2 * 4);  // every task, on both ranks, in all four steps
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identical) {
+  TempDir dir;
+  const std::string run =
+      "run " + kScenario + kSmall + " --ranks 2 --steps 4 --checkpoint-every 2 --checkpoint-dir ";
+  const std::string common = run + (dir.path / "ckpt").string();
+  const Output whole =
+      paratwin(run + (dir.path / "ckpt-whole").string() + " --json " + (dir.path / "whole.json").string());
+  BOOST_TEST_REQUIRE(whole.status == 0);
+  // Rank 0 dies by SIGKILL after step 3, between the checkpoints of steps 2 and 4; mpirun ends the job.
+  const Output killed = paratwin(common + " --kill-after 3");
+  BOOST_TEST_INFO(killed.text);
+  BOOST_TEST_REQUIRE(killed.status != 0);
+  BOOST_TEST(killed.text.find("step     3/4") != std::string::npos);
+  BOOST_TEST(killed.text.find("step     4/4") == std::string::npos);
+  // A half-written newer checkpoint (no manifest) is reported and skipped.
+  fs::create_directories(dir.path / "ckpt" / "step-00000003");
+  const Output resumed = paratwin(common + " --resume --json " + (dir.path / "resumed.json").string());
+  BOOST_TEST_INFO(resumed.text);
+  BOOST_TEST_REQUIRE(resumed.status == 0);
+  BOOST_TEST(resumed.text.find("checkpoint rejected: ") != std::string::npos);
+  BOOST_TEST(resumed.text.find("MANIFEST.json is missing") != std::string::npos);
+  BOOST_TEST(resumed.text.find("resumed from") != std::string::npos);
+  const json a = read_json(dir.path / "whole.json"), b = read_json(dir.path / "resumed.json");
+  BOOST_TEST(a["loss"] == b["loss"]);  // bit-identical: same ranks, same order of every sum
+  BOOST_TEST(b["reliability"]["restarts"] == 1);
+  BOOST_TEST(b["reliability"]["lost_steps"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
+  const Output out = paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
+  BOOST_TEST(out.status == 2);
+  BOOST_TEST(out.text.find("data parallelism only") != std::string::npos);
+  const Output cuda = paratwin("run " + kScenario + " --backend cuda");
+  BOOST_TEST(cuda.status == 2);
+  // A plan file runs with its scenario; alone it is refused with the way to run it.
+  TempDir dir;
+  const std::string plan = (dir.path / "plan.yaml").string();
+  BOOST_TEST_REQUIRE(paratwin("plan " + kScenario + " -o " + plan).status == 0);
+  const Output alone = paratwin("run " + plan);
+  BOOST_TEST(alone.status == 2);
+  BOOST_TEST(alone.text.find("is a plan file") != std::string::npos);
+  const Output with = paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
+  BOOST_TEST_INFO(with.text);
+  BOOST_TEST(with.status == 0);
+}

@@ -1,0 +1,231 @@
+// Single-rank live training: the data path, the loss falling on the shipped corpus, checkpoints that
+// resume bit-identically after a kill, and corrupt or truncated checkpoints rejected with a reason.
+#define BOOST_TEST_MODULE exec_train
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "exec/checkpoint/checkpoint.hpp"
+#include "exec/comm/local_communicator.hpp"
+#include "exec/data/loader.hpp"
+#include "exec/data/token_file.hpp"
+#include "exec/run/live_run.hpp"
+#include "exec/train/interpreter.hpp"
+#include "exec/train/trainer.hpp"
+#include "plan/spec/scenario.hpp"
+
+using namespace paratwin;
+using namespace paratwin::exec;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kCorpus = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+
+// live-cpu-tiny on one rank, small enough for a unit test: 4 sequences of 32 tokens per step, in 2
+// micro-batches (gradient accumulation), DP buckets of one layer each.
+ScenarioSpec small_scenario() {
+  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+                            {parse_override("training.global_batch=4"), parse_override("training.seq_len=32"),
+                             parse_override("plan.micro_batch=2")},
+                            1);
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TrainOptions options(int64_t steps, const std::string& checkpoints = "") {
+  TrainOptions o;
+  o.steps = steps;
+  o.data = kCorpus;
+  o.checkpoint_dir = checkpoints;
+  return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(token_files_round_trip_and_reject_what_is_not_one) {
+  TempDir dir("paratwin-tokens");
+  const std::string text = "Hello, world.\n";
+  const auto tokens = tokenize_bytes(text);
+  write_token_file((dir.path / "t.bin").string(), tokens);
+  BOOST_TEST(read_token_file((dir.path / "t.bin").string()) == tokens);
+  BOOST_TEST(detokenize_bytes(tokens) == text);
+  BOOST_TEST(fs::file_size(dir.path / "t.bin") == 1024 + 2 * text.size());
+  std::ofstream((dir.path / "bad.bin").string()) << std::string(2000, 'x');
+  try {
+    read_token_file((dir.path / "bad.bin").string());
+    BOOST_FAIL("a file without the magic number was read");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string(e.what()).find("magic") != std::string::npos);
+  }
+  fs::resize_file(dir.path / "t.bin", 1024 + 4);
+  BOOST_CHECK_THROW(read_token_file((dir.path / "t.bin").string()), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(data_of_a_step_does_not_depend_on_how_it_is_split) {
+  DataLoader data(load_tokens(kCorpus), 16, 256);
+  std::vector<int32_t> whole_in(4 * 16), whole_out(4 * 16), part_in(2 * 16), part_out(2 * 16);
+  data.fill(8, 4, whole_in.data(), whole_out.data());
+  data.fill(10, 2, part_in.data(), part_out.data());
+  BOOST_TEST(std::equal(part_in.begin(), part_in.end(), whole_in.begin() + 32));
+  BOOST_TEST(whole_out[0] == whole_in[1]);  // targets are the next tokens
+}
+
+BOOST_AUTO_TEST_CASE(loss_on_the_shipped_corpus_falls_well_below_its_start) {
+  const ScenarioSpec s = small_scenario();
+  LocalCommunicator comm;
+  Trainer trainer(s, complete_plan(s), comm, options(25));
+  const RunResult r = trainer.run();
+  BOOST_TEST_REQUIRE(r.losses.size() == 25u);
+  BOOST_TEST(std::abs(r.losses.front() - std::log(256.0)) < 0.2);  // starts near uniform
+  BOOST_TEST(r.losses.back() < 0.6 * r.losses.front());
+}
+
+BOOST_AUTO_TEST_CASE(a_run_killed_between_checkpoints_resumes_bit_identical) {
+  const ScenarioSpec s = small_scenario();
+  const Plan plan = complete_plan(s);
+  LocalCommunicator comm;
+  TempDir whole("paratwin-ckpt-whole"), killed("paratwin-ckpt-killed");
+
+  TrainOptions o = options(6, whole.path.string());
+  o.checkpoint_every = 2;
+  Trainer uninterrupted(s, plan, comm, o);
+  const RunResult expected = uninterrupted.run();
+
+  o.checkpoint_dir = killed.path.string();
+  o.stop_after = 5;  // killed after step 5: the checkpoint of step 4 is the newest
+  Trainer first(s, plan, comm, o);
+  first.run();
+  o.stop_after = -1;
+  o.resume = true;
+  Trainer second(s, plan, comm, o);
+  const RunResult resumed = second.run();
+  BOOST_TEST(resumed.resumed_from == 4);
+  BOOST_TEST(resumed.lost_steps == 1);
+  BOOST_TEST(resumed.losses == expected.losses);  // exact: the same computation in the same order
+  BOOST_TEST(second.model().parameters() == uninterrupted.model().parameters());
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reason) {
+  const ScenarioSpec s = small_scenario();
+  LocalCommunicator comm;
+  TempDir dir("paratwin-ckpt-corrupt");
+  TrainOptions o = options(3, dir.path.string());
+  o.checkpoint_every = 1;
+  Trainer trainer(s, complete_plan(s), comm, o);
+  trainer.run();
+  const size_t n = trainer.model().parameters().size();
+  BOOST_TEST(load_latest_checkpoint(dir.path.string(), n).state->step == 3);
+
+  // Flip one bit of the newest weights: it is skipped, the one before is taken.
+  const fs::path newest = dir.path / "step-00000003" / "weights.bin";
+  {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(1000);
+    c ^= 0x10;
+    f.write(&c, 1);
+  }
+  CheckpointSearch found = load_latest_checkpoint(dir.path.string(), n);
+  BOOST_TEST_REQUIRE(found.state.has_value());
+  BOOST_TEST(found.state->step == 2);
+  BOOST_TEST_REQUIRE(found.rejected.size() == 1u);
+  BOOST_TEST(found.rejected[0].find("step-00000003: weights.bin is corrupt: checksum") != std::string::npos);
+
+  // Truncate the next one's optimizer state and remove the oldest's manifest (an unfinished write).
+  fs::resize_file(dir.path / "step-00000002" / "optimizer.bin", 100);
+  fs::remove(dir.path / "step-00000001" / "MANIFEST.json");
+  found = load_latest_checkpoint(dir.path.string(), n);
+  BOOST_TEST(!found.state.has_value());
+  BOOST_TEST_REQUIRE(found.rejected.size() == 3u);
+  BOOST_TEST(found.rejected[1].find("optimizer.bin is truncated") != std::string::npos);
+  BOOST_TEST(found.rejected[2].find("MANIFEST.json is missing") != std::string::npos);
+
+  // A checkpoint of another model's size is refused too.
+  BOOST_TEST(load_latest_checkpoint(dir.path.string(), n + 1).state.has_value() == false);
+}
+
+BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_are_refused_with_a_reason) {
+  ScenarioSpec s =
+      load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+                    {parse_override("plan.dp=1"), parse_override("plan.pp=2"),
+                     parse_override("plan.micro_batch=4"), parse_override("training.global_batch=8")});
+  BOOST_TEST(s.cluster.gpus() == 2);
+  LocalCommunicator comm;
+  try {
+    Trainer t(s, complete_plan(s), comm, options(1));
+    BOOST_FAIL("a pipeline-parallel plan was accepted");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()).find("data parallelism only") != std::string::npos);
+  }
+}
+
+namespace {
+
+// Records the order in which the interpreter starts, polls and finishes tasks; communication
+// completes only when waited for, the slowest network there is.
+class RecordingRunner final : public TaskRunner {
+ public:
+  std::vector<std::string> events;
+  void compute(int, const Task& t) override { events.push_back("run " + t.name); }
+  int start(int i, const Task& t) override {
+    events.push_back("start " + t.name);
+    return i;
+  }
+  bool poll(int) override { return false; }
+  void finish(int h) override { events.push_back("finish " + std::to_string(h)); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gradient_buckets_start_while_the_backward_of_earlier_layers_runs) {
+  const ScenarioSpec s = load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+                                            {parse_override("plan.bucket_size=200KB")}, 2);
+  const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
+  RecordingRunner runner;
+  const std::vector<TaskSpan> spans = run_iteration(p.roles.front(), runner);
+  const auto at = [&](const std::string& e) {
+    return std::find(runner.events.begin(), runner.events.end(), e) - runner.events.begin();
+  };
+  // Each bucket starts right after the segment that finalizes it, before the next segment runs.
+  BOOST_TEST(at("start AR dp bucket0") == at("run B mb0 c0 L3-4") + 1);
+  BOOST_TEST(at("start AR dp bucket1") == at("run B mb0 c0 L2-3") + 1);
+  BOOST_TEST(at("start AR dp bucket2") < at("run B mb0 c0 L0-1"));
+  // The optimizer waits for all four, and runs last.
+  BOOST_TEST(runner.events.back() == "run optimizer step");
+  BOOST_TEST(std::count_if(runner.events.begin(), runner.events.end(),
+                           [](const std::string& e) { return e.rfind("finish", 0) == 0; }) == 4);
+  BOOST_TEST(spans.size() == p.roles.front().tasks.size());
+}
+
+BOOST_AUTO_TEST_CASE(without_a_step_interval_checkpoints_follow_the_plans_checkpoint_interval) {
+  // A 1 ms interval: every step is past it, so every step writes one (the last as the final one).
+  const ScenarioSpec s = load_live_scenario(
+      PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+      {parse_override("training.global_batch=2"), parse_override("training.seq_len=16"),
+       parse_override("plan.micro_batch=2"), parse_override("plan.checkpoint_interval=1ms")},
+      1);
+  LocalCommunicator comm;
+  TempDir dir("paratwin-ckpt-interval");
+  Trainer trainer(s, complete_plan(s), comm, options(3, dir.path.string()));
+  const RunResult r = trainer.run();
+  BOOST_TEST(r.checkpoints_written == 3);
+  BOOST_TEST(fs::exists(dir.path / "step-00000001" / "MANIFEST.json"));
+  BOOST_TEST(fs::exists(dir.path / "step-00000003" / "MANIFEST.json"));
+  BOOST_TEST(r.checkpoint_seconds > 0);
+}
