@@ -15,15 +15,17 @@ const Catalog& catalog() {
   return c;
 }
 
-ScenarioSpec load(const std::string& yaml) { return load_scenario(parse_yaml(yaml, "bench"), {}, catalog()); }
+ScenarioSpec load(const std::string& yaml) {
+  return load_scenario(parse_yaml(yaml, "bench"), {}, catalog());
+}
 
 void time_search(const char* name, const std::string& yaml) {
   const ScenarioSpec s = load(yaml);
   const SearchResult r = search_plans(s, {5, false});
   const Plan& p = r.top.front().plan;
-  std::printf("| %-34s | %6d | %8ld | %6ld | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f s/iter |\n", name,
-              s.cluster.gpus(), r.enumerated, r.evaluated, r.seconds, r.evaluated / r.seconds, p.tp, p.pp, p.dp,
-              p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
+  std::printf("| %-34s | %6d | %8ld | %6ld | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f s/iter |\n",
+              name, s.cluster.gpus(), r.enumerated, r.evaluated, r.seconds, r.evaluated / r.seconds, p.tp,
+              p.pp, p.dp, p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
               r.top.front().report.metrics.iteration_time_s);
   std::fflush(stdout);
 }
@@ -42,7 +44,8 @@ double slowest_even_baseline(const ScenarioSpec& real, const std::string& slow_d
   }
   const auto problems = verify(plan, real.model, real.cluster, real.training);
   if (!problems.empty()) return -1;
-  return evaluate(lower(plan, real.model, real.cluster, real.training), real.cluster, real.training).iteration_time_s;
+  return evaluate(lower(plan, real.model, real.cluster, real.training), real.cluster, real.training)
+      .iteration_time_s;
 }
 
 void hetero(const char* name, const std::string& yaml, const std::string& slow_device) {
@@ -60,24 +63,37 @@ void hetero(const char* name, const std::string& yaml, const std::string& slow_d
 
 }  // namespace
 
-int main() {
-  std::printf("## Search time (one core)\n\n");
-  std::printf("| case | GPUs | candidates | exact evaluations | seconds | evaluations/s | best plan |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---|\n");
-  time_search("gpt3-175b, 1024 A100, full space",
-              "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
-              "training: {global_batch: 1536, seq_len: 2048}\nplan: auto\n");
-  time_search("llama3-405b, 16,384 H100",
-              "model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: 8192}\nplan: auto\n");
-  time_search("llama2-70b, 256 H100 + 256 A100",
-              "model: llama2-70b\ncluster: {from: hetero-h100-a100, pools: {h100: {nodes: 32}, a100: {nodes: 32}}}\n"
-              "training: {global_batch: 1024, seq_len: 4096}\nplan: auto\n");
+// `bench_search [time] [hetero]`: both sections by default.
+int main(int argc, char** argv) {
+  auto wanted = [&](const std::string& section) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (section == argv[i]) return true;
+    return false;
+  };
+  if (wanted("time")) {
+    std::printf("## Search time (one core)\n\n");
+    std::printf("| case | GPUs | candidates | exact evaluations | seconds | evaluations/s | best plan |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---|\n");
+    time_search("gpt3-175b, 1024 A100, full space",
+                "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+                "training: {global_batch: 1536, seq_len: 2048}\nplan: auto\n");
+    time_search("llama3-405b, 16,384 H100",
+                "model: llama3-405b\ncluster: h100-roce\ntraining: {global_batch: 2048, seq_len: "
+                "8192}\nplan: auto\n");
+    time_search("llama2-70b, 256 H100 + 256 A100",
+                "model: llama2-70b\ncluster: {from: hetero-h100-a100, pools: {h100: {nodes: 32}, a100: "
+                "{nodes: 32}}}\n"
+                "training: {global_batch: 1024, seq_len: 4096}\nplan: auto\n");
+  }
+  if (!wanted("hetero")) return 0;
 
   std::printf("\n## Heterogeneous clusters: chosen plan vs every GPU as the slowest type, layers even\n\n");
   std::printf("| scenario | chosen | slowest-even | speed-up | layers per stage (pool:layers) |\n");
   std::printf("|---|---:|---:|---:|---|\n");
   hetero("hetero-h100-a100 (llama2-70b)",
-         "model: llama2-70b\ncluster: hetero-h100-a100\ntraining: {global_batch: 1024, seq_len: 4096}\nplan: auto\n",
+         "model: llama2-70b\ncluster: hetero-h100-a100\ntraining: {global_batch: 1024, seq_len: 4096}\nplan: "
+         "auto\n",
          "a100-sxm-80g");
   hetero("hetero-a100-v100 (gpt3-18.4b)",
          "model: gpt3-18.4b\ncluster: hetero-a100-v100\n"

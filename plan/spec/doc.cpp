@@ -189,33 +189,62 @@ InputError syntax_error(const YAML::Exception& e, std::string_view text, const s
   return InputError(where, prefix + message);
 }
 
+// The first line that holds YAML content (not blank, not a comment, not a leading "---"), 1-based,
+// with its first column; and the first "---" line after it, which starts a second document.
+struct Outline {
+  int first_content_line = 0, first_content_column = 0;
+  int second_document_line = 0;
+};
+
+Outline outline(std::string_view text) {
+  Outline o;
+  int line = 1;
+  for (size_t begin = 0; begin < text.size(); ++line) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view l = text.substr(begin, end - begin);
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    const size_t first = l.find_first_not_of(" \t\r");
+    if (marker && o.first_content_line) {
+      o.second_document_line = line;
+      break;
+    }
+    if (!marker && first != std::string_view::npos && l[first] != '#' && !o.first_content_line) {
+      o.first_content_line = line;
+      o.first_content_column = static_cast<int>(first) + 1;
+    }
+    begin = end + 1;
+  }
+  return o;
+}
+
 }  // namespace
 
+// YAML::Load, not LoadAll: yaml-cpp 0.7's LoadAll loops forever, allocating, on some invalid input
+// (a line starting with ',', jbeder/yaml-cpp#1319), so a second document is found by scanning.
 DocNode parse_yaml(std::string_view text, const std::string& file_name) {
   const Location start{file_name, 1, 1};
-  std::vector<YAML::Node> documents;
+  if (auto quote = unclosed_quote(text, file_name))
+    throw InputError(quote->first, std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
+  const Outline shape = outline(text);
+  if (shape.second_document_line)
+    throw InputError({file_name, shape.second_document_line, 1},
+                     "a second YAML document starts here; ParaTwin reads one document per file");
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     throw syntax_error(e, text, file_name, start, "YAML syntax error: ");
   }
-  if (auto quote = unclosed_quote(text, file_name))
-    throw InputError(quote->first,
-                     std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
-  if (documents.size() > 1) {
-    // Point at the "---" that starts the second document, not at its first value.
-    const Location first_value = location_of(documents[1].Mark(), file_name, start);
-    Location where = first_value;
-    size_t pos = 0;
-    for (int line = 1; line < first_value.line && pos < text.size(); ++line) {
-      if (text.substr(pos, 3) == "---") where = {file_name, line, 1};
-      const size_t newline = text.find('\n', pos);
-      if (newline == std::string_view::npos) break;
-      pos = newline + 1;
-    }
-    throw InputError(where, "a second YAML document starts here; ParaTwin reads one document per file");
+  // yaml-cpp returns nothing, without an error, for a document that starts with a token it cannot
+  // place (such as ','); content that reads as nothing is a syntax error.
+  if (root.IsNull() && shape.first_content_line) {
+    const std::string_view rest = text.substr(text.find_first_not_of(" \t\r\n"));
+    if (rest.rfind("null", 0) != 0 && rest.rfind("~", 0) != 0)
+      throw InputError({file_name, shape.first_content_line, shape.first_content_column},
+                       "YAML syntax error: cannot read a value here");
   }
-  return convert(documents.empty() ? YAML::Node() : documents.front(), file_name, start);
+  return convert(root, file_name, start);
 }
 
 DocNode load_yaml_file(const std::string& path) {
