@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -454,10 +453,6 @@ class Search {
     }
     Candidate cand{plan, std::move(report), 0};
     cand.objective = objective_value(s_, plan, cand.report);
-    if (std::getenv("PARATWIN_SEARCH_DEBUG"))
-      std::fprintf(stderr, "bound %.4f exact %.4f  tp%d pp%d dp%d mb%d v%d rc%d sp%d z%d off%d topk%d %s\n", e.bound,
-                   cand.objective, b.tp, b.pp, b.dp, b.mb, b.v, int(b.recompute), b.sp, e.variant.zero, e.variant.offload,
-                   e.variant.topk, e.variant.order.c_str());
     best_.push_back(std::move(cand));
     std::stable_sort(best_.begin(), best_.end(), [](auto& x, auto& y) { return ranking(x) < ranking(y); });
     if (static_cast<int>(best_.size()) > o_.top) best_.pop_back();
