@@ -9,12 +9,12 @@
 #include "plan/search/optimizer.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <numeric>
-#include <limits>
 #include <tuple>
 
 #include "plan/analytic/evaluate.hpp"
@@ -24,6 +24,37 @@ namespace paratwin {
 namespace {
 
 using cost::CollectiveKind;
+
+// Objective units per second of iteration time (every objective is time x this): 1, dollars per
+// token, dollars or joules for the whole run, or iterations. `rank_pools`: the pool of each pipeline
+// rank, each rank using `gpus_per_rank` GPUs.
+double objective_per_second(const ScenarioSpec& s, const std::vector<const PoolSpec*>& rank_pools,
+                            long long gpus_per_rank) {
+  double price = 0, power = 0;
+  for (const PoolSpec* p : rank_pools) {
+    price += gpus_per_rank * (p->price_per_gpu_hour ? p->price_per_gpu_hour->value() : 0) / 3600;
+    power +=
+        gpus_per_rank * (s.cluster.device_of(*p).power.value() + p->node_power.value() / p->gpus_per_node);
+  }
+  power *= s.cluster.pue;
+  const double tokens_per_iteration = double(s.training.global_batch) * s.training.seq_len;
+  const double iterations = s.training.steps    ? double(*s.training.steps)
+                            : s.training.tokens ? *s.training.tokens / tokens_per_iteration
+                                                : 1.0;
+  switch (s.search.objective) {
+    case Objective::IterationTime:
+      return 1;
+    case Objective::CostPerToken:
+      return price / tokens_per_iteration;
+    case Objective::Cost:
+      return price * iterations;
+    case Objective::Energy:
+      return power * iterations;
+    case Objective::TimeToTrain:
+      return iterations;
+  }
+  return 1;
+}
 
 std::vector<int> divisors(long long n, long long limit) {
   std::vector<int> out;
@@ -88,7 +119,8 @@ class Search {
     for (size_t i : order) {
       const Entry& e = queue_[i];
       // Ties within 0.1% go to the simpler plan, so keep going until the bound is past them.
-      if (!o_.exhaustive && static_cast<int>(best_.size()) >= o_.top && e.bound > best_.back().objective * 1.002)
+      if (!o_.exhaustive && static_cast<int>(best_.size()) >= o_.top &&
+          e.bound > best_.back().objective * 1.002)
         break;
       evaluate(e);
     }
@@ -124,13 +156,17 @@ class Search {
         fits = true;
         for (const auto& p : c.pools) fits = fits && p.gpus_per_node % tp == 0;
       }
-      if (fits && m.heads % tp == 0 && m.kv_heads % tp == 0) tps.push_back(tp);
-      else reject("tp does not divide the heads or the node");
+      if (fits && m.heads % tp == 0 && m.kv_heads % tp == 0)
+        tps.push_back(tp);
+      else
+        reject("tp does not divide the heads or the node");
     }
     std::vector<int> cps;
     for (int cp : fixed_or(req_.cp, std::vector<int>{1, 2, 4, 8}))
-      if (s_.training.seq_len % (2 * cp) == 0 || cp == 1) cps.push_back(cp);
-      else reject("cp does not divide the sequence");
+      if (s_.training.seq_len % (2 * cp) == 0 || cp == 1)
+        cps.push_back(cp);
+      else
+        reject("cp does not divide the sequence");
     std::vector<int> eps = fixed_or(req_.ep, m.moe ? divisors(m.moe->experts, 64) : std::vector<int>{1});
 
     for (int tp : tps)
@@ -157,9 +193,10 @@ class Search {
               }
               const int microbatches = static_cast<int>(per_replica / mb);
               for (const auto& [schedule, v] : schedules(pp, microbatches)) {
-                for (Recompute rc : fixed_or(req_.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
+                for (Recompute rc :
+                     fixed_or(req_.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
                   for (bool sp : fixed_or(req_.sequence_parallel, tp > 1 ? std::vector<bool>{false, true}
-                                                                        : std::vector<bool>{false})) {
+                                                                         : std::vector<bool>{false})) {
                     bases_.push_back({tp, cp, ep, pp, dp, mb, v, schedule, rc, sp, pools});
                     add_variants(bases_.size() - 1, microbatches);
                   }
@@ -222,9 +259,12 @@ class Search {
     if (allowed(Schedule::Interleaved)) {
       for (int v : fixed_or(req_.virtual_stages, std::vector<int>{2, 3, 4, 6, 8})) {
         if (v < 2) continue;
-        if (pp * v > s_.model.layers) reject("pp x virtual_stages exceeds the layers");
-        else if (microbatches % pp != 0) reject("interleaved needs micro-batches in multiples of pp");
-        else out.push_back({Schedule::Interleaved, v});
+        if (pp * v > s_.model.layers)
+          reject("pp x virtual_stages exceeds the layers");
+        else if (microbatches % pp != 0)
+          reject("interleaved needs micro-batches in multiples of pp");
+        else
+          out.push_back({Schedule::Interleaved, v});
       }
     }
     return out;
@@ -246,7 +286,8 @@ class Search {
             }
             // With the time-optimal partition (when it fits) the bound follows that very partition.
             const bool fits = !b.ranges.empty() && partition_fits(b, v, b.ranges, microbatches);
-            const double bound = fits ? std::max(free_bound, partition_bound(b, v, microbatches)) : free_bound;
+            const double bound =
+                fits ? std::max(free_bound, partition_bound(b, v, microbatches)) : free_bound;
             queue_.push_back({bound * objective_scale(b), base_index, v, fits});
           }
   }
@@ -281,15 +322,17 @@ class Search {
       return cost::collective_time(kind, Bytes(bytes), g, p, s_.cluster).time.value();
     };
     const double full = double(b.mb) * s_.training.seq_len / b.cp * s_.model.hidden * elem_;
-    const double tp_pass = b.sp ? coll(CollectiveKind::AllGather, b.tp, full) +
-                                      coll(CollectiveKind::ReduceScatter, b.tp, full)
-                                : coll(CollectiveKind::AllReduce, b.tp, full);
-    const double kv = double(b.mb) * s_.training.seq_len * 2 * double(s_.model.kv_heads) * s_.model.head_dim /
-                      b.tp * elem_;
-    const double cp_f = coll(CollectiveKind::AllGather, b.cp, kv), cp_b = coll(CollectiveKind::ReduceScatter, b.cp, kv);
+    const double tp_pass =
+        b.sp ? coll(CollectiveKind::AllGather, b.tp, full) + coll(CollectiveKind::ReduceScatter, b.tp, full)
+             : coll(CollectiveKind::AllReduce, b.tp, full);
+    const double kv =
+        double(b.mb) * s_.training.seq_len * 2 * double(s_.model.kv_heads) * s_.model.head_dim / b.tp * elem_;
+    const double cp_f = coll(CollectiveKind::AllGather, b.cp, kv),
+                 cp_b = coll(CollectiveKind::ReduceScatter, b.cp, kv);
     double ep = 0;
     if (s_.model.moe && b.ep > 1) {
-      const double sent = double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
+      const double sent =
+          double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
       ep = 2 * coll(CollectiveKind::AllToAll, b.ep, sent);
     }
     LayerTimes t;
@@ -352,7 +395,8 @@ class Search {
         if (best[b].first == kInf) continue;
         for (int e = b + 1; e <= L - (pp - r - 1); ++e) {
           double T = (e - b) * layer + (r == 0 ? t.embedding : 0) + (r == pp - 1 ? t.head : 0);
-          const std::pair<double, double> cand{std::max(best[b].first, best[b].second + m * T), best[b].second + T};
+          const std::pair<double, double> cand{std::max(best[b].first, best[b].second + m * T),
+                                               best[b].second + T};
           if (cand < next[e]) next[e] = cand;
         }
       }
@@ -366,44 +410,31 @@ class Search {
   double optimizer_bound(const Base& b) {
     const double params = params_.total / b.tp / b.dp;
     const auto& d = s_.cluster.device_of(s_.cluster.pools[b.rank_pool.front()]);
-    return cost::compute_time_bound(cost::optimizer_step(params, s_.training.optimizer, s_.training.precision), d,
-                                    s_.training.precision)
+    return cost::compute_time_bound(
+               cost::optimizer_step(params, s_.training.optimizer, s_.training.precision), d,
+               s_.training.precision)
         .value();
   }
 
-  // Dollars, joules or iterations per second of iteration time: objectives are time x this.
+  // objective_per_second for a base configuration.
   double objective_scale(const Base& b) const {
-    double price = 0, power = 0;
-    const long long per_rank = static_cast<long long>(b.dp) * b.tp * b.cp;
-    for (int pool : b.rank_pool) {
-      const PoolSpec& p = s_.cluster.pools[pool];
-      price += per_rank * (p.price_per_gpu_hour ? p.price_per_gpu_hour->value() : 0) / 3600;
-      power += per_rank * (s_.cluster.device_of(p).power.value() + p.node_power.value() / p.gpus_per_node);
-    }
-    power *= s_.cluster.pue;
-    const double tokens_per_iteration = double(s_.training.global_batch) * s_.training.seq_len;
-    const double iterations = s_.training.steps ? double(*s_.training.steps)
-                              : s_.training.tokens ? *s_.training.tokens / tokens_per_iteration
-                                                   : 1.0;
-    switch (s_.search.objective) {
-      case Objective::IterationTime: return 1;
-      case Objective::CostPerToken: return price / tokens_per_iteration;
-      case Objective::Cost: return price * iterations;
-      case Objective::Energy: return power * iterations;
-      case Objective::TimeToTrain: return iterations;
-    }
-    return 1;
+    std::vector<const PoolSpec*> pools;
+    for (int pool : b.rank_pool) pools.push_back(&s_.cluster.pools[pool]);
+    return objective_per_second(s_, pools, static_cast<long long>(b.dp) * b.tp * b.cp);
   }
 
   // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
   bool states_can_fit(const Base& b, const Variant& v) const {
     const double layer_params = params_.total - params_.embedding;
     const double per_rank = layer_params / b.pp / b.tp;
-    auto states = cost::model_state_bytes(per_rank, b.dp, v.zero, s_.training.optimizer, s_.training.precision);
-    const double device = (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
+    auto states =
+        cost::model_state_bytes(per_rank, b.dp, v.zero, s_.training.optimizer, s_.training.precision);
+    const double device =
+        (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
     double largest_capacity = 0;
     for (int pool : b.rank_pool)
-      largest_capacity = std::max(largest_capacity, s_.cluster.device_of(s_.cluster.pools[pool]).memory.value());
+      largest_capacity =
+          std::max(largest_capacity, s_.cluster.device_of(s_.cluster.pools[pool]).memory.value());
     return device <= largest_capacity;
   }
 
@@ -422,8 +453,10 @@ class Search {
     plan.zero = e.variant.zero;
     plan.offload_optimizer = e.variant.offload;
     if (req_.offload_activations) plan.offload_activations = *req_.offload_activations;
-    if (req_.compression) plan.compression = *req_.compression;
-    else if (e.variant.topk) plan.compression = {CompressionKind::TopK, 0.01, true, 0};
+    if (req_.compression)
+      plan.compression = *req_.compression;
+    else if (e.variant.topk)
+      plan.compression = {CompressionKind::TopK, 0.01, true, 0};
     if (req_.bucket_size) plan.bucket_size = *req_.bucket_size;
     plan.overlap_dp = req_.overlap_dp.value_or(true);
     plan.overlap_tp = req_.overlap_tp.value_or(false);
@@ -463,8 +496,9 @@ class Search {
   static std::tuple<double, double, double> ranking(const Candidate& c) {
     const Plan& p = c.plan;
     const double zero_cost[] = {0.5, 0, 1, 2};
-    const double complexity = (p.compression.kind == CompressionKind::TopK ? 4 : 0) + (p.offload_optimizer ? 3 : 0) +
-                              zero_cost[p.zero] + (p.order == Plan().order ? 0 : 0.5);
+    const double complexity = (p.compression.kind == CompressionKind::TopK ? 4 : 0) +
+                              (p.offload_optimizer ? 3 : 0) + zero_cost[p.zero] +
+                              (p.order == Plan().order ? 0 : 0.5);
     return {std::floor(std::log(std::max(c.objective, 1e-300)) * 1e3), complexity, c.objective};
   }
 
@@ -497,12 +531,14 @@ class Search {
 
   // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak.
   double chunk_bytes(const Base& b, const Variant& v, int c, int begin, int end, int microbatches) const {
-    const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero, s_.training.optimizer,
-                                            s_.training.precision);
+    const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero,
+                                            s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
-    const cost::ActivationConfig act{b.mb, s_.training.seq_len, b.tp, b.cp, b.sp, b.recompute, s_.training.precision};
+    const cost::ActivationConfig act{b.mb,        s_.training.seq_len,  b.tp, b.cp, b.sp,
+                                     b.recompute, s_.training.precision};
     double bytes = 0;
-    for (int l = begin; l < end; ++l) bytes += cost::layer_activation_bytes(s_.model, act, s_.model.is_moe_layer(l)).value();
+    for (int l = begin; l < end; ++l)
+      bytes += cost::layer_activation_bytes(s_.model, act, s_.model.is_moe_layer(l)).value();
     if (c == 0) bytes += cost::embedding_activation_bytes(s_.model, act).value();
     if (c == b.pp * b.v - 1) bytes += cost::head_activation_bytes(s_.model, act).value();
     return states + bytes * in_flight(b, c % b.pp, microbatches);
@@ -524,7 +560,8 @@ class Search {
     m.capacity.assign(b.pp, 1.0);
     if (auto ranges = partition_layers(m)) {
       b.ranges = *ranges;
-      for (int c = 0; c < m.chunks; ++c) b.chunk_time.push_back(chunk_time(b, c, b.ranges[c].first, b.ranges[c].second));
+      for (int c = 0; c < m.chunks; ++c)
+        b.chunk_time.push_back(chunk_time(b, c, b.ranges[c].first, b.ranges[c].second));
     }
   }
 
@@ -553,18 +590,21 @@ class Search {
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
-      double tail = cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
-                                             s_.cluster.device_of(pool), s_.training.precision)
-                        .value();
+      double tail =
+          cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
+                                   s_.cluster.device_of(pool), s_.training.precision)
+              .value();
       if (v.offload)
-        tail += 2 * shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
+        tail += 2 * shard *
+                cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
                 pool.pcie_bandwidth.value();
       if ((v.zero == 1 || v.zero == 2) && b.dp > 1) {
         // The updated parameters are gathered after the step.
         Plan layout;
         layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
         const auto where = group_placement(layout, GroupKind::Dp, pool, s_.cluster);
-        tail += cost::collective_time(CollectiveKind::AllGather, Bytes(params[r] * elem_), where, pool, s_.cluster)
+        tail += cost::collective_time(CollectiveKind::AllGather, Bytes(params[r] * elem_), where, pool,
+                                      s_.cluster)
                     .time.value();
       }
       bound = std::max(bound, microbatches * load[r] + std::max(prefix, tail));
@@ -573,7 +613,8 @@ class Search {
     return bound;
   }
 
-  std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant& v, int microbatches) {
+  std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant& v,
+                                                            int microbatches) {
     ChunkCostModel m;
     m.layers = s_.model.layers;
     m.chunks = b.pp * b.v;
@@ -603,9 +644,10 @@ class Search {
       };
       msg += ": the closest plan (tp " + std::to_string(closest_->plan.tp) + ", pp " +
              std::to_string(closest_->plan.pp) + ", dp " + std::to_string(closest_->plan.dp) + ", ZeRO " +
-             std::to_string(closest_->plan.zero) + ") needs " + g(w.peak) + " GiB on stage " + std::to_string(w.stage) +
-             " of " + g(w.capacity) + " GiB (weights " + g(w.weights) + ", gradients " + g(w.gradients) +
-             ", optimizer " + g(w.optimizer) + ", activations " + g(w.activations) + ")";
+             std::to_string(closest_->plan.zero) + ") needs " + g(w.peak) + " GiB on stage " +
+             std::to_string(w.stage) + " of " + g(w.capacity) + " GiB (weights " + g(w.weights) +
+             ", gradients " + g(w.gradients) + ", optimizer " + g(w.optimizer) + ", activations " +
+             g(w.activations) + ")";
     } else {
       msg += ": the model states alone exceed device memory in every layout";
     }
@@ -625,13 +667,16 @@ class Search {
     diff("dp", s(p.dp), s(q.dp));
     diff("cp", s(p.cp), s(q.cp));
     diff("micro_batch", s(p.micro_batch), s(q.micro_batch));
-    diff("schedule", enum_name(p.schedule, kScheduleNames) + (p.virtual_stages > 1 ? " v=" + s(p.virtual_stages) : ""),
+    diff("schedule",
+         enum_name(p.schedule, kScheduleNames) + (p.virtual_stages > 1 ? " v=" + s(p.virtual_stages) : ""),
          enum_name(q.schedule, kScheduleNames) + (q.virtual_stages > 1 ? " v=" + s(q.virtual_stages) : ""));
-    diff("recompute", enum_name(p.stages[0].recompute, kRecomputeNames), enum_name(q.stages[0].recompute, kRecomputeNames));
+    diff("recompute", enum_name(p.stages[0].recompute, kRecomputeNames),
+         enum_name(q.stages[0].recompute, kRecomputeNames));
     diff("zero", s(p.zero), s(q.zero));
     diff("sequence_parallel", std::string(p.sequence_parallel ? "true" : "false"),
          std::string(q.sequence_parallel ? "true" : "false"));
-    diff("compression", enum_name(p.compression.kind, kCompressionNames), enum_name(q.compression.kind, kCompressionNames));
+    diff("compression", enum_name(p.compression.kind, kCompressionNames),
+         enum_name(q.compression.kind, kCompressionNames));
     diff("offload", std::string(p.offload_optimizer ? "optimizer" : "none"),
          std::string(q.offload_optimizer ? "optimizer" : "none"));
     diff("order", p.order, q.order);
@@ -639,22 +684,26 @@ class Search {
     const auto& ma = a.report.metrics;
     const auto& mb = b.report.metrics;
     const auto pct = [](double part, double whole) { return 100 * part / whole; };
-    std::snprintf(buf, sizeof buf,
-                  "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
-                  "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
-                  ma.iteration_time_s, mb.iteration_time_s, pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
-                  pct(a.report.breakdown.bubble_s, ma.iteration_time_s), pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
-                  pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
-                  pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
-                  pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
-                  pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
-                  ma.memory_capacity_gib);
+    std::snprintf(
+        buf, sizeof buf,
+        "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
+        "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
+        ma.iteration_time_s, mb.iteration_time_s,
+        pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
+        pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
+        pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
+        pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
+        pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
+        pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
+        pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
+        ma.memory_capacity_gib);
     std::string out = (why.empty() ? std::string("same degrees; ") : join(why, ", ") + ": ") + buf;
     if (b.objective <= a.objective * 1.001)
       out = "a tie within the model's precision (0.1%), settled for the simpler plan; " + out;
     if (s_.search.objective != Objective::IterationTime)
-      out += "; objective " + enum_name(s_.search.objective, kObjectiveNames) + " " + format_count(a.objective) + " vs " +
-             format_count(b.objective) + " " + objective_unit(s_.search.objective);
+      out += "; objective " + enum_name(s_.search.objective, kObjectiveNames) + " " +
+             format_count(a.objective) + " vs " + format_count(b.objective) + " " +
+             objective_unit(s_.search.objective);
     return out;
   }
 
@@ -676,38 +725,27 @@ class Search {
 
 std::string objective_unit(Objective objective) {
   switch (objective) {
-    case Objective::IterationTime: return "s";
-    case Objective::CostPerToken: return "$/token";
-    case Objective::Cost: return "$";
-    case Objective::Energy: return "J";
-    case Objective::TimeToTrain: return "s";
+    case Objective::IterationTime:
+      return "s";
+    case Objective::CostPerToken:
+      return "$/token";
+    case Objective::Cost:
+      return "$";
+    case Objective::Energy:
+      return "J";
+    case Objective::TimeToTrain:
+      return "s";
   }
   return "";
 }
 
 double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
-  double price = 0, power = 0;
-  const long long per_rank = static_cast<long long>(plan.dp) * plan.tp * plan.cp;
+  std::vector<const PoolSpec*> pools;
   for (int r = 0; r < plan.pp; ++r)
     for (const auto& p : s.cluster.pools)
-      if (p.name == plan.stages[r].pool) {
-        price += per_rank * (p.price_per_gpu_hour ? p.price_per_gpu_hour->value() : 0) / 3600;
-        power += per_rank * (s.cluster.device_of(p).power.value() + p.node_power.value() / p.gpus_per_node);
-      }
-  power *= s.cluster.pue;
-  const double t = report.metrics.iteration_time_s;
-  const double tokens_per_iteration = double(s.training.global_batch) * s.training.seq_len;
-  const double iterations = s.training.steps ? double(*s.training.steps)
-                            : s.training.tokens ? *s.training.tokens / tokens_per_iteration
-                                                : 1.0;
-  switch (s.search.objective) {
-    case Objective::IterationTime: return t;
-    case Objective::CostPerToken: return price * t / tokens_per_iteration;
-    case Objective::Cost: return price * t * iterations;
-    case Objective::Energy: return power * t * iterations;
-    case Objective::TimeToTrain: return t * iterations;
-  }
-  return t;
+      if (p.name == plan.stages[r].pool) pools.push_back(&p);
+  return report.metrics.iteration_time_s *
+         objective_per_second(s, pools, static_cast<long long>(plan.dp) * plan.tp * plan.cp);
 }
 
 SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& options) {
