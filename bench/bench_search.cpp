@@ -2,6 +2,9 @@
 // plan against the best plan that treats every GPU as the slowest type with layers split evenly.
 #include <chrono>
 #include <cstdio>
+#include <ctime>
+
+#include <malloc.h>
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/search/optimizer.hpp"
@@ -21,12 +24,16 @@ ScenarioSpec load(const std::string& yaml) {
 
 void time_search(const char* name, const std::string& yaml) {
   const ScenarioSpec s = load(yaml);
+  const std::clock_t cpu0 = std::clock();
   const SearchResult r = search_plans(s, {5, false});
+  const double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
   const Plan& p = r.top.front().plan;
-  std::printf("| %-34s | %6d | %8ld | %6ld | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f s/iter |\n",
-              name, s.cluster.gpus(), r.enumerated, r.evaluated, r.seconds, r.evaluated / r.seconds, p.tp,
-              p.pp, p.dp, p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
-              r.top.front().report.metrics.iteration_time_s);
+  std::printf(
+      "| %-34s | %6d | %8ld | %6ld | %6ld | %7.2f | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f "
+      "s/iter |\n",
+      name, s.cluster.gpus(), r.enumerated, r.evaluated, r.dominated, r.seconds, cpu, r.evaluated / cpu, p.tp,
+      p.pp, p.dp, p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
+      r.top.front().report.metrics.iteration_time_s);
   std::fflush(stdout);
 }
 
@@ -65,6 +72,10 @@ void hetero(const char* name, const std::string& yaml, const std::string& slow_d
 
 // `bench_search [time] [hetero]`: both sections by default.
 int main(int argc, char** argv) {
+  // As `paratwin` does: keep freed heap memory rather than return it to the system after every
+  // candidate's Program and fault it back in for the next (a several-fold slowdown of lowering).
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
   auto wanted = [&](const std::string& section) {
     if (argc < 2) return true;
     for (int i = 1; i < argc; ++i)
@@ -73,8 +84,11 @@ int main(int argc, char** argv) {
   };
   if (wanted("time")) {
     std::printf("## Search time (one core)\n\n");
-    std::printf("| case | GPUs | candidates | exact evaluations | seconds | evaluations/s | best plan |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---|\n");
+    std::printf(
+        "| case | GPUs | candidates | exact evaluations | skipped twins | wall s | CPU s | evaluations per "
+        "CPU s "
+        "| best plan |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     time_search("gpt3-175b, 1024 A100, full space",
                 "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
                 "training: {global_batch: 1536, seq_len: 2048}\nplan: auto\n");

@@ -1,4 +1,6 @@
 // paratwin: plan, simulate and run hybrid-parallel LLM training. Only main() decides exit statuses.
+#include <malloc.h>
+
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -28,6 +30,10 @@ static std::string version_text() {
 
 int main(int argc, char** argv) {
   using namespace paratwin::cli;
+  // The optimizer lowers and frees one Program per candidate it evaluates; glibc would hand the freed
+  // heap back to the system each time and fault it in again for the next, several times slower.
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
   CLI::App app{"ParaTwin: a digital twin of hybrid-parallel LLM training", "paratwin"};
   app.require_subcommand(0, 1);
   bool show_version = false;

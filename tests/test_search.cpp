@@ -29,15 +29,24 @@ const std::string kSmall =
 BOOST_AUTO_TEST_CASE(pruned_search_finds_the_brute_force_optimum) {
   for (const char* objective : {"iteration_time", "cost_per_token"}) {
     const ScenarioSpec s = scenario(kSmall, {std::string("search.objective=") + objective});
-    SearchOptions pruned{5, false}, brute{5, true};
+    // Brute force also evaluates the twins the search skips (with offload, ZeRO-2 beside ZeRO-1,
+    // rank orders that place every group alike), which rank below their simpler twin: the search's
+    // top plans are the brute force's best and, in order, among its top 64.
+    SearchOptions pruned{5, false}, brute{64, true};
     const SearchResult a = search_plans(s, pruned);
     const SearchResult b = search_plans(s, brute);
     BOOST_TEST_CONTEXT(objective) {
-      BOOST_TEST(a.evaluated < b.evaluated);  // the bound did prune
-      BOOST_REQUIRE(a.top.size() == b.top.size());
+      BOOST_TEST(a.evaluated < b.evaluated / 4);  // the bound did prune
+      BOOST_REQUIRE(a.top.size() == 5u);
+      BOOST_TEST(a.top[0].objective == b.top[0].objective);
+      BOOST_TEST((a.top[0].plan == b.top[0].plan));
+      size_t j = 0;
       for (size_t i = 0; i < a.top.size(); ++i) {
-        BOOST_TEST(a.top[i].objective == b.top[i].objective);
-        BOOST_TEST((a.top[i].plan == b.top[i].plan));
+        while (j < b.top.size() && !(b.top[j].plan == a.top[i].plan)) ++j;
+        BOOST_TEST_CONTEXT("search's #" << i) {
+          BOOST_REQUIRE(j < b.top.size());
+          BOOST_TEST(a.top[i].objective == b.top[j].objective);
+        }
       }
     }
   }
@@ -63,8 +72,9 @@ BOOST_AUTO_TEST_CASE(best_plan_comes_with_a_reason_and_rejections) {
 }
 
 BOOST_AUTO_TEST_CASE(a_model_that_fits_nowhere_says_what_runs_out) {
-  const ScenarioSpec s = scenario("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\n"
-                                  "training: {global_batch: 8}\nplan: auto\n");
+  const ScenarioSpec s = scenario(
+      "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 1}\n"
+      "training: {global_batch: 8}\nplan: auto\n");
   try {
     search_plans(s);
     BOOST_FAIL("expected InputError");
@@ -89,10 +99,11 @@ BOOST_AUTO_TEST_CASE(slower_pools_get_fewer_layers) {
 }
 
 BOOST_AUTO_TEST_CASE(plans_render_as_megatron_arguments_and_deepspeed_config) {
-  const ScenarioSpec s = scenario("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
-                                  "training: {global_batch: 1536}\n"
-                                  "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved,"
-                                  " virtual_stages: 2, recompute: selective, sequence_parallel: true, zero: 1}\n");
+  const ScenarioSpec s = scenario(
+      "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
+      "training: {global_batch: 1536}\n"
+      "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved,"
+      " virtual_stages: 2, recompute: selective, sequence_parallel: true, zero: 1}\n");
   const Plan plan = complete_plan(s);
   const std::string m = megatron_arguments(plan, s);
   BOOST_TEST(m.find("--tensor-model-parallel-size 8") != std::string::npos);

@@ -103,6 +103,11 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
   std::vector<std::array<size_t, kStreams>> head(roles);
   std::vector<std::array<double, kStreams>> stream_free(roles);
   std::map<std::pair<int, P2pKey>, TaskTiming> sends;  // by receiving pipeline rank
+  // Per stream, what its head task waits for: a dependency's index, a send not yet scheduled (looked
+  // up again only once more sends are known), or nothing (-1).
+  constexpr int kWaitsForSend = -2;
+  std::vector<std::array<int, kStreams>> waiting_for(roles);
+  std::vector<std::array<size_t, kStreams>> sends_seen(roles);
 
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
@@ -115,35 +120,46 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
     }
     head[r].fill(0);
     stream_free[r].fill(0);
+    waiting_for[r].fill(-1);
+    sends_seen[r].fill(0);
   }
 
   size_t remaining = program.task_count();
-  while (remaining > 0) {
+  // Sweeps alternate between ascending and descending pipeline ranks: activations flow up and
+  // gradients down, so either chain advances through every rank in one sweep.
+  for (bool ascending = true; remaining > 0; ascending = !ascending) {
     bool progress = false;
-    for (size_t r = 0; r < roles; ++r) {
+    for (size_t k = 0; k < roles; ++k) {
+      const size_t r = ascending ? k : roles - 1 - k;
       const Role& role = program.roles[r];
       for (int s = 0; s < kStreams; ++s) {
         while (head[r][s] < queue[r][s].size()) {
+          // A head that was blocked stays blocked until what it waited for is done.
+          int& waits = waiting_for[r][s];
+          if (waits >= 0 && !done[r][waits]) break;
+          if (waits == kWaitsForSend && sends.size() == sends_seen[r][s]) break;
+          waits = -1;
           const int i = queue[r][s][head[r][s]];
           const Task& t = role.tasks[i];
           double start = stream_free[r][s];
-          bool ready = true;
           for (int d : t.deps) {
             if (!done[r][d]) {
-              ready = false;
+              waits = d;
               break;
             }
             start = std::max(start, ev.roles[r].tasks[d].end_s);
           }
+          if (waits >= 0) break;
           const TaskTiming* send = nullptr;
-          if (ready && t.kind == TaskKind::Recv) {
+          if (t.kind == TaskKind::Recv) {
             auto it = sends.find({role.pipeline_rank, key_of(t)});
-            if (it == sends.end())
-              ready = false;
-            else
-              send = &it->second;
+            if (it == sends.end()) {
+              waits = kWaitsForSend;
+              sends_seen[r][s] = sends.size();
+              break;
+            }
+            send = &it->second;
           }
-          if (!ready) break;
           double end = start + duration[r][i];
           if (send) {
             start = std::max(start, send->start_s);

@@ -9,21 +9,27 @@
 #include "plan/search/optimizer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/ir/schedule.hpp"
 #include "plan/search/partition.hpp"
 
 namespace paratwin {
 namespace {
 
 using cost::CollectiveKind;
+
+// The density of top-k compression when the search chooses it.
+constexpr double kSearchedTopkRatio = 0.01;
 
 // Objective units per second of iteration time (every objective is time x this): 1, dollars per
 // token, dollars or joules for the whole run, or iterations. `rank_pools`: the pool of each pipeline
@@ -72,7 +78,9 @@ std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> choices) {
 struct LayerTimes {
   double forward = 0, backward = 0, recompute = 0;  // dense layer, comm included
   double moe_forward = 0, moe_backward = 0, moe_recompute = 0;
-  double embedding = 0, head = 0;  // forward + backward
+  double embedding_forward = 0, embedding_backward = 0, head_forward = 0, head_backward = 0;
+  double embedding() const { return embedding_forward + embedding_backward; }
+  double head() const { return head_forward + head_backward; }
 };
 
 struct ComputeKey {
@@ -82,15 +90,34 @@ struct ComputeKey {
   auto operator<=>(const ComputeKey&) const = default;
 };
 
+// Prefix sums over the layers of one base's per-layer costs, so that a chunk's time, activations and
+// parameters cost O(1) in the partition DP.
+struct CostTable {
+  // [pool][l]: one micro-batch's forward, and backward + recompute, through layers < l
+  std::vector<std::vector<double>> forward, backward;
+  std::vector<LayerTimes> ends;     // [pool]: embedding and head
+  std::vector<double> activations;  // [l]: bytes of layers < l, one micro-batch
+  double embedding_activations = 0, head_activations = 0;
+  std::vector<double> params;  // [l]: parameters of layers < l on one rank (tp, ep split)
+};
+
 struct Base {
   int tp, cp, ep, pp, dp, mb, v;
   Schedule schedule;
   Recompute recompute;
   bool sp;
   std::vector<int> rank_pool;  // pool index of each pipeline rank
-  // The time-optimal layer partition (memory aside) and its chunk times (additive lower bounds).
-  std::vector<std::pair<int, int>> ranges;
-  std::vector<double> chunk_time;
+  double free_bound = 0;       // valid for every partition; tightened when the base is refined
+  // Filled when the base is refined: cost tables, its layer partitions (indices into the search's
+  // list; -1: none fits) -- the time-optimal one, memory aside, and for each (ZeRO stage, offload)
+  // whose states do not fit that one, the best that fits -- and, per pipeline rank and chunk j, the
+  // forwards and backwards the rank runs before the first backward that finishes a chunk's gradients
+  // (when the first DP bucket becomes ready).
+  bool refined = false;
+  CostTable costs{};
+  int time_optimal = -1;
+  std::map<std::pair<int, bool>, int> fitted{};
+  std::vector<std::vector<std::array<int, 2>>> passes_before_buckets{};
 };
 
 struct Variant {
@@ -110,18 +137,22 @@ class Search {
   SearchResult run() {
     const auto t0 = std::chrono::steady_clock::now();
     enumerate();
-    // Exact evaluations in order of the bound; stop when the bound cannot beat the N-th best.
-    std::vector<size_t> order(queue_.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return std::tie(queue_[a].bound, a) < std::tie(queue_[b].bound, b);
-    });
-    for (size_t i : order) {
-      const Entry& e = queue_[i];
+    // Best first by bound: a candidate with the coarse bound is refined (partition and its bound) and
+    // queued again; a refined one is evaluated exactly. Stop when the smallest bound cannot beat the
+    // N-th best -- every candidate left has at least that bound.
+    std::make_heap(queue_.begin(), queue_.end(), later);
+    while (!queue_.empty()) {
+      std::pop_heap(queue_.begin(), queue_.end(), later);
+      const Entry e = queue_.back();
+      queue_.pop_back();
       // Ties within 0.1% go to the simpler plan, so keep going until the bound is past them.
       if (!o_.exhaustive && static_cast<int>(best_.size()) >= o_.top &&
           e.bound > best_.back().objective * 1.002)
         break;
+      if (!e.refined) {
+        refine(e);
+        continue;
+      }
       evaluate(e);
     }
     result_.top = best_;
@@ -133,11 +164,17 @@ class Search {
 
  private:
   struct Entry {
-    double bound;  // lower bound of the objective
+    double bound;   // lower bound of the objective
+    long sequence;  // enumeration order, for a deterministic order among equal bounds
     size_t base;
     Variant variant;
-    bool time_optimal_fits;  // evaluate with the base's time-optimal partition
+    bool refined = false;  // the bound follows the candidate's partition
+    int partition = -1;    // index into partitions_ once refined
   };
+  // Heap order: the smallest bound on top.
+  static bool later(const Entry& a, const Entry& b) {
+    return std::tie(a.bound, a.sequence) > std::tie(b.bound, b.sequence);
+  }
 
   void reject(const std::string& reason, long n = 1) { result_.rejected[reason] += n; }
 
@@ -197,7 +234,17 @@ class Search {
                      fixed_or(req_.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
                   for (bool sp : fixed_or(req_.sequence_parallel, tp > 1 ? std::vector<bool>{false, true}
                                                                          : std::vector<bool>{false})) {
-                    bases_.push_back({tp, cp, ep, pp, dp, mb, v, schedule, rc, sp, pools});
+                    bases_.push_back({.tp = tp,
+                                      .cp = cp,
+                                      .ep = ep,
+                                      .pp = pp,
+                                      .dp = dp,
+                                      .mb = mb,
+                                      .v = v,
+                                      .schedule = schedule,
+                                      .recompute = rc,
+                                      .sp = sp,
+                                      .rank_pool = pools});
                     add_variants(bases_.size() - 1, microbatches);
                   }
               }
@@ -272,8 +319,8 @@ class Search {
 
   void add_variants(size_t base_index, int microbatches) {
     Base& b = bases_[base_index];
-    const double free_bound = time_lower_bound(b, microbatches);
-    time_optimal_partition(b);
+    b.free_bound = time_lower_bound(b, microbatches);
+    const double bound = b.free_bound * objective_scale(b);
     for (int zero : fixed_or(req_.zero, b.dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
       for (bool offload : fixed_or(req_.offload_optimizer, {false, true}))
         for (bool topk : compression_choices(b, zero))
@@ -284,12 +331,64 @@ class Search {
               reject("model states exceed device memory");
               continue;
             }
-            // With the time-optimal partition (when it fits) the bound follows that very partition.
-            const bool fits = !b.ranges.empty() && partition_fits(b, v, b.ranges, microbatches);
-            const double bound =
-                fits ? std::max(free_bound, partition_bound(b, v, microbatches)) : free_bound;
-            queue_.push_back({bound * objective_scale(b), base_index, v, fits});
+            queue_.push_back({bound, result_.enumerated, base_index, v});
           }
+  }
+
+  // The base's cost tables, integer pipeline bound and time-optimal partition (once), then the
+  // candidate's partition -- the time-optimal one when its states fit, else the best that fits -- and
+  // the bound that follows that very partition.
+  void refine(Entry e) {
+    Base& b = bases_[e.base];
+    const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    if (!b.refined) {
+      b.refined = true;
+      b.costs = cost_table(b);
+      if (s_.cluster.pools.size() == 1 && b.pp > 1 && b.schedule != Schedule::Interleaved)
+        b.free_bound = std::max(b.free_bound, pipeline_bound(b, microbatches));
+      b.time_optimal = store(partition(b, nullptr, microbatches));
+      b.passes_before_buckets = passes_before_buckets(b, microbatches);
+    }
+    e.refined = true;
+    e.partition = b.time_optimal;
+    if (e.partition < 0 || !partition_fits(b, e.variant, partitions_[e.partition], microbatches)) {
+      const std::pair key{e.variant.zero, e.variant.offload};
+      auto it = b.fitted.find(key);
+      if (it == b.fitted.end())
+        it = b.fitted.emplace(key, store(partition(b, &e.variant, microbatches))).first;
+      e.partition = it->second;
+    }
+    if (e.partition < 0) {
+      reject("out of memory");
+      return;
+    }
+    const double bound = std::max(b.free_bound, partition_bound(b, e.variant, partitions_[e.partition]));
+    e.bound = std::max(e.bound, bound * objective_scale(b));
+    queue_.push_back(e);
+    std::push_heap(queue_.begin(), queue_.end(), later);
+  }
+
+  int store(std::optional<std::vector<std::pair<int, int>>> ranges) {
+    if (!ranges) return -1;
+    partitions_.push_back(std::move(*ranges));
+    return static_cast<int>(partitions_.size()) - 1;
+  }
+
+  // Per pipeline rank and chunk j of it: the forwards and backwards it runs, in its schedule's order,
+  // before the first backward that finishes a chunk's gradients.
+  static std::vector<std::vector<std::array<int, 2>>> passes_before_buckets(const Base& b, int microbatches) {
+    std::vector<std::vector<std::array<int, 2>>> out(b.pp, std::vector<std::array<int, 2>>(b.v, {0, 0}));
+    for (int r = 0; r < b.pp; ++r) {
+      const auto order = pipeline_order(b.schedule, b.pp, b.v, microbatches, r);
+      std::map<int, int> last_backward;
+      for (const auto& step : order)
+        if (!step.forward) last_backward[step.chunk] = step.microbatch;
+      for (const auto& step : order) {
+        if (!step.forward && last_backward[step.chunk] == step.microbatch) break;
+        ++out[r][step.chunk / b.pp][step.forward ? 0 : 1];
+      }
+    }
+    return out;
   }
 
   std::vector<bool> compression_choices(const Base& b, int zero) {
@@ -298,10 +397,49 @@ class Search {
     return {false};
   }
 
+  // Rank orders worth trying: the other order only where it places some group differently (else its
+  // Program is the same and the default order wins the tie).
   std::vector<std::string> orders(const Base& b) {
+    const std::string standard = Plan().order, other = "tp-cp-pp-dp";
     if (req_.order) return {*req_.order};
-    if (s_.cluster.pools.size() > 1 || b.pp == 1 || b.dp == 1) return {"tp-cp-dp-pp"};
-    return {"tp-cp-dp-pp", "tp-cp-pp-dp"};
+    if (s_.cluster.pools.size() > 1 || b.pp == 1 || b.dp == 1) return {standard};
+    if (o_.exhaustive) return {standard, other};
+    const auto key = std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep};
+    auto it = same_placements_.find(key);
+    if (it == same_placements_.end())
+      it = same_placements_.emplace(key, same_placements(b, standard, other)).first;
+    if (it->second) return {standard};
+    return {standard, other};
+  }
+
+  // Whether two rank orders place every group of the base alike: TP, CP, DP and EP groups, pipeline
+  // neighbours on one node or not, and the pair of ranks that share tied embeddings.
+  bool same_placements(const Base& b, const std::string& x, const std::string& y) const {
+    Plan px, py;
+    for (Plan* p : {&px, &py}) p->tp = b.tp, p->cp = b.cp, p->dp = b.dp, p->pp = b.pp, p->ep = b.ep;
+    px.order = x;
+    py.order = y;
+    auto same = [](const cost::GroupPlacement& a, const cost::GroupPlacement& c) {
+      return a.size == c.size && a.per_node == c.per_node && a.crosses_pods == c.crosses_pods;
+    };
+    auto pp_stride = [&](const std::string& order) {
+      // Product of the sizes of the dimensions before pp in the order.
+      long long stride = 1;
+      for (const auto& [name, size] : {std::pair{"tp", b.tp}, {"cp", b.cp}, {"dp", b.dp}})
+        if (order.find(name) < order.find("pp")) stride *= size;
+      return stride;
+    };
+    const long long sx = pp_stride(x), sy = pp_stride(y);
+    for (int pool : b.rank_pool) {
+      const PoolSpec& p = s_.cluster.pools[pool];
+      for (GroupKind kind : {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Ep})
+        if (!same(group_placement(px, kind, p, s_.cluster), group_placement(py, kind, p, s_.cluster)))
+          return false;
+      if ((sx < p.gpus_per_node) != (sy < p.gpus_per_node)) return false;
+      const auto span = [&](long long stride) { return stride * (b.pp - 1) < p.gpus_per_node; };
+      if (span(sx) != span(sy)) return false;
+    }
+    return true;
   }
 
   // ---- costs ---------------------------------------------------------------------------------------
@@ -335,19 +473,28 @@ class Search {
           double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
       ep = 2 * coll(CollectiveKind::AllToAll, b.ep, sent);
     }
+    // A pass's collectives follow its GEMMs and the next pass waits for them; with TP overlap they run
+    // beside the GEMMs, so a pass takes the longer of the two (on a model with one layer kind; mixed
+    // layer kinds keep only the GEMMs, as the maximum of sums is not a sum of maxima).
+    const bool overlap = req_.overlap_tp.value_or(false);
+    auto pass = [&](double gemms, double comm) {
+      if (!overlap) return gemms + comm;
+      return s_.model.moe ? gemms : std::max(gemms, comm);
+    };
     LayerTimes t;
-    t.forward = compute(cost::layer_forward(s_.model, w, false)) + 2 * tp_pass + cp_f;
-    t.backward = compute(cost::layer_backward(s_.model, w, false)) + 2 * tp_pass + cp_b;
-    t.moe_forward = compute(cost::layer_forward(s_.model, w, true)) + 2 * tp_pass + cp_f + ep;
-    t.moe_backward = compute(cost::layer_backward(s_.model, w, true)) + 2 * tp_pass + cp_b + ep;
+    t.forward = pass(compute(cost::layer_forward(s_.model, w, false)), 2 * tp_pass + cp_f);
+    t.backward = pass(compute(cost::layer_backward(s_.model, w, false)), 2 * tp_pass + cp_b);
+    t.moe_forward = pass(compute(cost::layer_forward(s_.model, w, true)), 2 * tp_pass + cp_f + ep);
+    t.moe_backward = pass(compute(cost::layer_backward(s_.model, w, true)), 2 * tp_pass + cp_b + ep);
     if (b.recompute == Recompute::Full) {
       t.recompute = t.forward;
       t.moe_recompute = t.moe_forward;
     } else if (b.recompute == Recompute::Selective) {
       t.recompute = t.moe_recompute = compute(cost::attention_core_forward(s_.model, w));
     }
-    t.embedding = 2 * compute(cost::embedding_forward(s_.model, w));
-    t.head = compute(cost::head_forward(s_.model, w)) + compute(cost::head_backward(s_.model, w));
+    t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(s_.model, w));
+    t.head_forward = compute(cost::head_forward(s_.model, w));
+    t.head_backward = compute(cost::head_backward(s_.model, w));
     return cache_.emplace(key, t).first->second;
   }
 
@@ -361,16 +508,16 @@ class Search {
   // See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
   // over pp ranks; rank r cannot finish before the ranks ahead of it have passed one micro-batch on
   // and it has run all of its own: X >= P_r + m T_r for every r with sum T_r = W, which gives
-  // X >= W / (1 - (1 - 1/m)^pp) (part of the pipeline bubble). Interleaving and several pools get
-  // the plain m W / pp (per-layer speeds combined as a harmonic sum).
+  // X >= W / (1 - (1 - 1/m)^pp) (part of the pipeline bubble; refine() takes the integer version).
+  // Interleaving and several pools get the plain m W / pp (per-layer speeds combined as a harmonic sum).
   double time_lower_bound(const Base& b, int microbatches) {
     const double L = s_.model.layers, m = microbatches;
     if (s_.cluster.pools.size() == 1) {
       const LayerTimes& t = layer_times(b.rank_pool.front(), b);
-      const double W = L * per_layer(t) + t.embedding + t.head;
+      const double W = L * per_layer(t) + t.embedding() + t.head();
       if (b.pp == 1) return m * W + optimizer_bound(b);
       if (b.schedule == Schedule::Interleaved) return m * W / b.pp;
-      return pipeline_bound(t, b.pp, m);
+      return W / (1 - std::pow(1 - 1 / m, b.pp));
     }
     double speed = 0;
     for (int pool : b.rank_pool) speed += 1 / per_layer(layer_times(pool, b));
@@ -381,9 +528,12 @@ class Search {
   // micro-batch's forward reached it, runs m forwards and backwards, and its last backward still has to
   // travel back through the ranks before it. T_r counts forward + backward (+ recompute) of its layers,
   // the embedding on rank 0 and the head on the last. A DP over (rank, layers used) with the running
-  // prefix; ties resolved by the smaller prefix, which only ever helps later ranks.
-  double pipeline_bound(const LayerTimes& t, int pp, double m) {
-    const int L = s_.model.layers;
+  // prefix; ties resolved by the smaller prefix, which only ever helps later ranks. One pool, so the
+  // per-layer time is the cheaper layer kind's.
+  double pipeline_bound(const Base& b, int microbatches) {
+    const int L = s_.model.layers, pp = b.pp;
+    const double m = microbatches;
+    const LayerTimes& t = layer_times(b.rank_pool.front(), b);
     const double layer = per_layer(t);
     constexpr double kInf = std::numeric_limits<double>::infinity();
     // best[l] = (worst, prefix) after some ranks covering l layers.
@@ -391,18 +541,56 @@ class Search {
     best[0] = {0, 0};
     for (int r = 0; r < pp; ++r) {
       std::fill(next.begin(), next.end(), std::pair{kInf, kInf});
-      for (int b = r; b <= L - (pp - r); ++b) {
-        if (best[b].first == kInf) continue;
-        for (int e = b + 1; e <= L - (pp - r - 1); ++e) {
-          double T = (e - b) * layer + (r == 0 ? t.embedding : 0) + (r == pp - 1 ? t.head : 0);
-          const std::pair<double, double> cand{std::max(best[b].first, best[b].second + m * T),
-                                               best[b].second + T};
+      for (int begin = r; begin <= L - (pp - r); ++begin) {
+        if (best[begin].first == kInf) continue;
+        for (int e = begin + 1; e <= L - (pp - r - 1); ++e) {
+          double T = (e - begin) * layer + (r == 0 ? t.embedding() : 0) + (r == pp - 1 ? t.head() : 0);
+          const std::pair<double, double> cand{std::max(best[begin].first, best[begin].second + m * T),
+                                               best[begin].second + T};
           if (cand < next[e]) next[e] = cand;
         }
       }
       std::swap(best, next);
     }
     return best[L].first;
+  }
+
+  CostTable cost_table(const Base& b) {
+    const int L = s_.model.layers;
+    CostTable c;
+    const size_t pools = s_.cluster.pools.size();
+    c.forward.resize(pools);
+    c.backward.resize(pools);
+    c.ends.resize(pools);
+    for (int pool : b.rank_pool) {
+      if (!c.forward[pool].empty()) continue;
+      const LayerTimes& t = layer_times(pool, b);
+      auto& f = c.forward[pool];
+      auto& bw = c.backward[pool];
+      f.assign(L + 1, 0);
+      bw.assign(L + 1, 0);
+      for (int l = 0; l < L; ++l) {
+        const bool moe = s_.model.is_moe_layer(l);
+        f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
+        bw[l + 1] = bw[l] + (moe ? t.moe_backward + t.moe_recompute : t.backward + t.recompute);
+      }
+      c.ends[pool] = t;
+    }
+    const cost::ActivationConfig act{b.mb,        s_.training.seq_len,  b.tp, b.cp, b.sp,
+                                     b.recompute, s_.training.precision};
+    const double dense_act = cost::layer_activation_bytes(s_.model, act, false).value();
+    const double moe_act = s_.model.moe ? cost::layer_activation_bytes(s_.model, act, true).value() : 0;
+    const double experts = params_.per_moe_layer - params_.per_dense_layer;
+    c.activations.assign(L + 1, 0);
+    c.params.assign(L + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      const bool moe = s_.model.is_moe_layer(l);
+      c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
+      c.params[l + 1] = c.params[l] + (params_.per_dense_layer + (moe ? experts / b.ep : 0)) / b.tp;
+    }
+    c.embedding_activations = cost::embedding_activation_bytes(s_.model, act).value();
+    c.head_activations = cost::head_activation_bytes(s_.model, act).value();
+    return c;
   }
 
   // The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
@@ -456,17 +644,13 @@ class Search {
     if (req_.compression)
       plan.compression = *req_.compression;
     else if (e.variant.topk)
-      plan.compression = {CompressionKind::TopK, 0.01, true, 0};
+      plan.compression = {CompressionKind::TopK, kSearchedTopkRatio, true, 0};
     if (req_.bucket_size) plan.bucket_size = *req_.bucket_size;
     plan.overlap_dp = req_.overlap_dp.value_or(true);
     plan.overlap_tp = req_.overlap_tp.value_or(false);
     plan.overlap_pp = req_.overlap_pp.value_or(true);
     plan.checkpoint_interval = s_.checkpoint.interval;
-    auto ranges = e.time_optimal_fits ? std::optional(b.ranges) : partition(b, e.variant, microbatches);
-    if (!ranges) {
-      reject("out of memory");
-      return;
-    }
+    const auto* ranges = &partitions_[e.partition];
     for (int c = 0; c < plan.chunks(); ++c)
       plan.stages.push_back({(*ranges)[c].first, (*ranges)[c].second,
                              s_.cluster.pools[b.rank_pool[c % b.pp]].name, b.recompute});
@@ -474,6 +658,7 @@ class Search {
       reject(problems.front());
       return;
     }
+    if (dominated(e)) return;
     ++result_.evaluated;
     const Program program = lower(plan, s_.model, s_.cluster, s_.training);
     const Evaluation ev = paratwin::evaluate(program, s_.cluster, s_.training);
@@ -484,11 +669,31 @@ class Search {
       if (!closest_ || ratio < closest_ratio_) closest_ = report, closest_ratio_ = ratio;
       return;
     }
+    fitted_.insert(twin_key(e, e.variant));
     Candidate cand{plan, std::move(report), 0};
     cand.objective = objective_value(s_, plan, cand.report);
     best_.push_back(std::move(cand));
     std::stable_sort(best_.begin(), best_.end(), [](auto& x, auto& y) { return ranking(x) < ranking(y); });
     if (static_cast<int>(best_.size()) > o_.top) best_.pop_back();
+  }
+
+  using TwinKey = std::tuple<size_t, int, bool, bool, std::string, int>;
+  static TwinKey twin_key(const Entry& e, const Variant& v) {
+    return {e.base, v.zero, v.offload, v.topk, v.order, e.partition};
+  }
+
+  // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it: with
+  // offload its Program has the twin's tasks plus copies the step waits for (list scheduling only gets
+  // later when tasks are added), and ZeRO-2 runs ZeRO-1's very tasks (it only holds fewer gradients),
+  // a tie that the simpler plan wins. The twin's bound is never above this one's, so it came first.
+  bool dominated(const Entry& e) {
+    if (o_.exhaustive) return false;
+    const Variant& v = e.variant;
+    const bool by_offload = v.offload && fitted_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
+    const bool by_zero1 = v.zero == 2 && fitted_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
+    if (!by_offload && !by_zero1) return false;
+    ++result_.dominated;
+    return true;
   }
 
   // Among plans within 0.1% of each other (below the model's precision) the simpler wins: no compression, no
@@ -502,27 +707,27 @@ class Search {
     return {std::floor(std::log(std::max(c.objective, 1e-300)) * 1e3), complexity, c.objective};
   }
 
-  // Forward + backward + recompute time (additive lower bounds) of one micro-batch through layers
-  // [begin, end) of chunk c, with the embedding on chunk 0 and the head on the last chunk.
-  double chunk_time(const Base& b, int c, int begin, int end) {
-    const LayerTimes& t = layer_times(b.rank_pool[c % b.pp], b);
-    int moe = 0;
-    if (s_.model.moe)
-      for (int l = begin; l < end; ++l) moe += s_.model.is_moe_layer(l);
-    double time = (end - begin - moe) * (t.forward + t.backward + t.recompute) +
-                  moe * (t.moe_forward + t.moe_backward + t.moe_recompute);
-    if (c == 0) time += t.embedding;
-    if (c == b.pp * b.v - 1) time += t.head;
-    return time;
+  // One micro-batch's forward, and backward + recompute, through layers [begin, end) of chunk c, with
+  // the embedding on chunk 0 and the head on the last chunk (additive lower bounds).
+  static double chunk_forward(const Base& b, int c, int begin, int end) {
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& f = b.costs.forward[pool];
+    return f[end] - f[begin] + (c == 0 ? b.costs.ends[pool].embedding_forward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_forward : 0);
+  }
+  static double chunk_backward(const Base& b, int c, int begin, int end) {
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& bw = b.costs.backward[pool];
+    return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
+  }
+  static double chunk_time(const Base& b, int c, int begin, int end) {
+    return chunk_forward(b, c, begin, end) + chunk_backward(b, c, begin, end);
   }
 
   // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
   double chunk_params(const Base& b, int c, int begin, int end) const {
-    int moe = 0;
-    if (s_.model.moe)
-      for (int l = begin; l < end; ++l) moe += s_.model.is_moe_layer(l);
-    const double experts = params_.per_moe_layer - params_.per_dense_layer;
-    double params = ((end - begin) * params_.per_dense_layer + moe * experts / b.ep) / b.tp;
+    double params = b.costs.params[end] - b.costs.params[begin];
     const double embedding = double(s_.model.vocab) * s_.model.hidden / b.tp;
     if (c == 0) params += embedding;
     if (c == b.pp * b.v - 1 && (!s_.model.tied_embeddings || b.pp > 1)) params += embedding;
@@ -534,35 +739,14 @@ class Search {
     const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero,
                                             s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
-    const cost::ActivationConfig act{b.mb,        s_.training.seq_len,  b.tp, b.cp, b.sp,
-                                     b.recompute, s_.training.precision};
-    double bytes = 0;
-    for (int l = begin; l < end; ++l)
-      bytes += cost::layer_activation_bytes(s_.model, act, s_.model.is_moe_layer(l)).value();
-    if (c == 0) bytes += cost::embedding_activation_bytes(s_.model, act).value();
-    if (c == b.pp * b.v - 1) bytes += cost::head_activation_bytes(s_.model, act).value();
+    double bytes = b.costs.activations[end] - b.costs.activations[begin];
+    if (c == 0) bytes += b.costs.embedding_activations;
+    if (c == b.pp * b.v - 1) bytes += b.costs.head_activations;
     return states + bytes * in_flight(b, c % b.pp, microbatches);
   }
 
   double capacity(const Base& b, int rank) const {
     return s_.cluster.device_of(s_.cluster.pools[b.rank_pool[rank]]).memory.value();
-  }
-
-  // The partition minimizing the slowest chunk, memory aside; kept on the base with its chunk times.
-  void time_optimal_partition(Base& b) {
-    if (!b.ranges.empty()) return;
-    ChunkCostModel m;
-    m.layers = s_.model.layers;
-    m.chunks = b.pp * b.v;
-    m.pp = b.pp;
-    m.time = [&](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
-    m.bytes = [](int, int, int) { return 0.0; };
-    m.capacity.assign(b.pp, 1.0);
-    if (auto ranges = partition_layers(m)) {
-      b.ranges = *ranges;
-      for (int c = 0; c < m.chunks; ++c)
-        b.chunk_time.push_back(chunk_time(b, c, b.ranges[c].first, b.ranges[c].second));
-    }
   }
 
   bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
@@ -575,53 +759,89 @@ class Search {
     return true;
   }
 
-  // For the base's own partition: rank r starts once the first micro-batch's forward has passed the
-  // chunks before its first one, runs m passes of each of its chunks, and then either the last
-  // backward still travels back through those chunks or the rank runs its optimizer step (and offload
-  // copies): max_r (m load_r + max(prefix_r, tail_r)).
-  double partition_bound(const Base& b, const Variant& v, int microbatches) const {
+  // For one partition, two bounds per pipeline rank r:
+  // - it starts once the first micro-batch's forward has passed the chunks before its first one, runs
+  //   m passes of each of its chunks, and then either the last backward still travels back through
+  //   those chunks or the rank runs its step: m load_r + max(prefix_r, step_r);
+  // - its DP gradient collectives start no earlier than the first backward that finishes a chunk's
+  //   gradients, run one after another on the DP stream, and the step waits for them all:
+  //   forward prefix_r + passes before that backward + sum of its buckets' collectives + step_r.
+  //   Collective times are concave in the bytes (a minimum of affine functions of them), so the
+  //   collective of all the rank's gradients at once costs no more than its buckets together.
+  // - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
+  // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
+  // and with ZeRO 1/2 the all-gather of the updated parameters after it.
+  double partition_bound(const Base& b, const Variant& v,
+                         const std::vector<std::pair<int, int>>& ranges) const {
     const int chunks = b.pp * b.v;
-    std::vector<double> load(b.pp, 0), params(b.pp, 0);
+    const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    std::vector<double> forward(chunks), backward(chunks);
+    std::vector<double> load(b.pp, 0), params(b.pp, 0), before(b.pp, 0);
     for (int c = 0; c < chunks; ++c) {
-      load[c % b.pp] += b.chunk_time[c];
-      params[c % b.pp] += chunk_params(b, c, b.ranges[c].first, b.ranges[c].second);
+      const int r = c % b.pp;
+      forward[c] = chunk_forward(b, c, ranges[c].first, ranges[c].second);
+      backward[c] = chunk_backward(b, c, ranges[c].first, ranges[c].second);
+      load[r] += forward[c] + backward[c];
+      params[r] += chunk_params(b, c, ranges[c].first, ranges[c].second);
+      const auto& passes = b.passes_before_buckets[r][c / b.pp];
+      before[r] += passes[0] * forward[c] + passes[1] * backward[c];
     }
-    double bound = 0, prefix = 0;
+    Plan layout;
+    layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
+    const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
+    double bound = 0, prefix = 0, forward_prefix = 0;
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
-      double tail =
+      double step =
           cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
                                    s_.cluster.device_of(pool), s_.training.precision)
               .value();
-      if (v.offload)
-        tail += 2 * shard *
-                cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
-                pool.pcie_bandwidth.value();
-      if ((v.zero == 1 || v.zero == 2) && b.dp > 1) {
-        // The updated parameters are gathered after the step.
-        Plan layout;
-        layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
+      const double copy =
+          v.offload
+              ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
+                    pool.pcie_bandwidth.value()
+              : 0;
+      double gradients = 0, gather = 0, gathers = 0;
+      if (b.dp > 1) {
         const auto where = group_placement(layout, GroupKind::Dp, pool, s_.cluster);
-        tail += cost::collective_time(CollectiveKind::AllGather, Bytes(params[r] * elem_), where, pool,
-                                      s_.cluster)
-                    .time.value();
+        auto collective = [&](CollectiveKind kind, double bytes) {
+          return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
+        };
+        if (v.topk)
+          gradients = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
+        else
+          gradients = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                                 params[r] * elem_);
+        if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
+        // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
+        if (v.zero == 3) gathers = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
       }
-      bound = std::max(bound, microbatches * load[r] + std::max(prefix, tail));
-      prefix += b.chunk_time[r];
+      step += copy + std::max(copy, gather);
+      bound = std::max(bound, m * load[r] + std::max(prefix, step));
+      bound = std::max(bound, forward_prefix + before[r] + gradients + step);
+      bound = std::max(bound, gathers + gradients + step);
+      prefix += forward[r] + backward[r];
+      forward_prefix += forward[r];
     }
     return bound;
   }
 
-  std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant& v,
+  // The layer partition minimizing the slowest chunk; with a variant, subject to its memory.
+  std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant* v,
                                                             int microbatches) {
     ChunkCostModel m;
     m.layers = s_.model.layers;
     m.chunks = b.pp * b.v;
     m.pp = b.pp;
-    m.time = [&](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
-    m.bytes = [&](int c, int begin, int end) { return chunk_bytes(b, v, c, begin, end, microbatches); };
-    for (int r = 0; r < b.pp; ++r) m.capacity.push_back(capacity(b, r));
+    m.time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
+    if (v) {
+      m.bytes = [&](int c, int begin, int end) { return chunk_bytes(b, *v, c, begin, end, microbatches); };
+      for (int r = 0; r < b.pp; ++r) m.capacity.push_back(capacity(b, r));
+    } else {
+      m.bytes = [](int, int, int) { return 0.0; };
+      m.capacity.assign(b.pp, 1.0);
+    }
     return partition_layers(m);
   }
 
@@ -714,8 +934,11 @@ class Search {
   ParameterCount params_;
   std::vector<Base> bases_;
   std::vector<Entry> queue_;
+  std::vector<std::vector<std::pair<int, int>>> partitions_;
   std::map<ComputeKey, LayerTimes> cache_;
   std::vector<Candidate> best_;
+  std::set<TwinKey> fitted_;                                             // candidates evaluated that fit
+  std::map<std::tuple<int, int, int, int, int>, bool> same_placements_;  // by (tp, cp, dp, pp, ep)
   std::optional<Report> closest_;
   double closest_ratio_ = 0;
   SearchResult result_;

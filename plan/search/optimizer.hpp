@@ -22,17 +22,20 @@ struct Candidate {
 };
 
 struct SearchResult {
-  std::vector<Candidate> top;              // best first
-  std::map<std::string, long> rejected;    // reason -> candidates
-  long enumerated = 0;                     // candidates in the space
-  long evaluated = 0;                      // lowered and evaluated exactly
-  double seconds = 0;                      // wall time of the search
-  std::string explanation;                 // why the best beats the runner-up
+  std::vector<Candidate> top;            // best first
+  std::map<std::string, long> rejected;  // reason -> candidates
+  long enumerated = 0;                   // candidates in the space
+  long evaluated = 0;                    // lowered and evaluated exactly
+  long dominated = 0;                    // skipped: a simpler twin on the same partition fits
+  double seconds = 0;                    // wall time of the search
+  std::string explanation;               // why the best beats the runner-up
 };
 
 struct SearchOptions {
   int top = 5;
-  bool exhaustive = false;  // evaluate every candidate exactly (tests compare it with the pruned search)
+  // Evaluate every candidate exactly, twins that cannot win included (tests compare it with the pruned
+  // search).
+  bool exhaustive = false;
 };
 
 // The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".

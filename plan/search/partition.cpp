@@ -18,20 +18,26 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkCost
     int from = -1;
   };
   std::vector<std::vector<Cell>> best(C, std::vector<Cell>(L + 1));
-  auto better = [](double w, double t, const Cell& c) { return w < c.worst || (w == c.worst && t < c.total); };
+  auto better = [](double w, double t, const Cell& c) {
+    return w < c.worst || (w == c.worst && t < c.total);
+  };
   for (int c = 0; c < C; ++c) {
     const int rank = c % m.pp;
     const double budget = m.capacity[rank] / v;
     // Chunk c ends at layer l; it needs at least one layer and leaves one for each later chunk.
     for (int l = c + 1; l <= L - (C - 1 - c); ++l) {
-      for (int b = c; b < l; ++b) {
-        if (c == 0 && b != 0) continue;  // the first chunk starts at layer 0
+      // Longer chunks (smaller b) only take more time and memory: stop once either is past the best.
+      for (int b = c == 0 ? 0 : l - 1; b >= c; --b) {  // the first chunk starts at layer 0
+        if (m.bytes(c, b, l) > budget) break;
+        const double t = m.time(c, b, l);
+        Cell& cell = best[c][l];
+        if (t > cell.worst) break;
         const double w0 = c == 0 ? 0 : best[c - 1][b].worst, t0 = c == 0 ? 0 : best[c - 1][b].total;
         if (w0 == kInf) continue;
-        if (m.bytes(c, b, l) > budget) continue;
-        const double t = m.time(c, b, l);
         const double worst = std::max(w0, t), total = t0 + t;
-        if (better(worst, total, best[c][l])) best[c][l] = {worst, total, b};
+        // Equal cells go to the smaller b (found later), as an ascending scan keeping the first would.
+        if (better(worst, total, cell) || (worst == cell.worst && total == cell.total))
+          cell = {worst, total, b};
       }
     }
   }

@@ -8,11 +8,13 @@ namespace paratwin {
 static std::string degrees(const Plan& p) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "tp %d pp %d dp %d%s%s mb %d %s%s %s ZeRO %d%s%s%s", p.tp, p.pp, p.dp,
-                p.cp > 1 ? (" cp " + std::to_string(p.cp)).c_str() : "", p.ep > 1 ? (" ep " + std::to_string(p.ep)).c_str() : "",
-                p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(),
+                p.cp > 1 ? (" cp " + std::to_string(p.cp)).c_str() : "",
+                p.ep > 1 ? (" ep " + std::to_string(p.ep)).c_str() : "", p.micro_batch,
+                enum_name(p.schedule, kScheduleNames).c_str(),
                 p.virtual_stages > 1 ? (" v" + std::to_string(p.virtual_stages)).c_str() : "",
-                enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero, p.sequence_parallel ? " sp" : "",
-                p.offload_optimizer ? " offload" : "", p.compression.kind == CompressionKind::TopK ? " topk" : "");
+                enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
+                p.sequence_parallel ? " sp" : "", p.offload_optimizer ? " offload" : "",
+                p.compression.kind == CompressionKind::TopK ? " topk" : "");
   if (p.order != Plan().order) return std::string(buf) + " " + p.order;
   return buf;
 }
@@ -20,17 +22,19 @@ static std::string degrees(const Plan& p) {
 std::string to_text(const SearchResult& r, const ScenarioSpec& s) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "search: %ld candidates, %ld evaluated exactly, %.2f s; objective %s\n", r.enumerated,
-                r.evaluated, r.seconds, enum_name(s.search.objective, kObjectiveNames).c_str());
+  std::snprintf(buf, sizeof buf,
+                "search: %ld candidates, %ld evaluated exactly, %ld twins skipped, %.2f s; objective %s\n",
+                r.enumerated, r.evaluated, r.dominated, r.seconds,
+                enum_name(s.search.objective, kObjectiveNames).c_str());
   out += buf;
   std::snprintf(buf, sizeof buf, "  %-3s %-58s %9s %7s %6s %9s\n", "#", "plan", "iter s", "MFU", "mem GiB",
                 ("objective " + objective_unit(s.search.objective)).c_str());
   out += buf;
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Candidate& c = r.top[i];
-    std::snprintf(buf, sizeof buf, "  %-3zu %-58s %9.3f %6.1f%% %7.1f %9.4g\n", i + 1, degrees(c.plan).c_str(),
-                  c.report.metrics.iteration_time_s, 100 * c.report.metrics.mfu, c.report.metrics.peak_memory_gib,
-                  c.objective);
+    std::snprintf(buf, sizeof buf, "  %-3zu %-58s %9.3f %6.1f%% %7.1f %9.4g\n", i + 1,
+                  degrees(c.plan).c_str(), c.report.metrics.iteration_time_s, 100 * c.report.metrics.mfu,
+                  c.report.metrics.peak_memory_gib, c.objective);
     out += buf;
   }
   if (!r.explanation.empty()) out += "  why #1: " + r.explanation + "\n";
@@ -55,6 +59,7 @@ void add_search(nlohmann::json& report, const SearchResult& r, const ScenarioSpe
                       {"objective_unit", objective_unit(s.search.objective)},
                       {"enumerated", r.enumerated},
                       {"evaluated", r.evaluated},
+                      {"twins_skipped", r.dominated},
                       {"seconds", r.seconds},
                       {"explanation", r.explanation}};
 }
