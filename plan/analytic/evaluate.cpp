@@ -95,11 +95,17 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
   const size_t roles = program.roles.size();
   constexpr int kStreams = 5;
-  Evaluation ev;
-  ev.roles.resize(roles);
-  std::vector<std::vector<double>> duration(roles);
-  std::vector<std::vector<char>> done(roles);
-  std::vector<std::array<std::vector<int>, kStreams>> queue(roles);
+  // Per role, what scheduling reads in flat arrays (dependencies in one list with offsets): a large
+  // Program's tasks do not fit in cache, and list scheduling visits them out of order.
+  struct Flat {
+    std::vector<double> duration;
+    std::vector<int> dep_offset, deps;
+    std::vector<char> done;
+    std::vector<TaskKind> kind;
+    std::array<std::vector<int>, kStreams> queue;
+  };
+  std::vector<Flat> flat(roles);
+  std::vector<std::vector<TaskTiming>> timing(roles);
   std::vector<std::array<size_t, kStreams>> head(roles);
   std::vector<std::array<double, kStreams>> stream_free(roles);
   std::map<std::pair<int, P2pKey>, TaskTiming> sends;  // by receiving pipeline rank
@@ -112,11 +118,20 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = pool_named(cluster, role.pool);
-    ev.roles[r].tasks.resize(role.tasks.size());
-    done[r].assign(role.tasks.size(), 0);
-    for (size_t i = 0; i < role.tasks.size(); ++i) {
-      duration[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
-      queue[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
+    Flat& f = flat[r];
+    const size_t n = role.tasks.size();
+    timing[r].resize(n);
+    f.done.assign(n, 0);
+    f.duration.reserve(n);
+    f.dep_offset.reserve(n + 1);
+    f.dep_offset.push_back(0);
+    for (size_t i = 0; i < n; ++i) {
+      const Task& t = role.tasks[i];
+      f.duration.push_back(task_duration_s(t, pool, cluster, training.precision));
+      f.kind.push_back(t.kind);
+      f.deps.insert(f.deps.end(), t.deps.begin(), t.deps.end());
+      f.dep_offset.push_back(static_cast<int>(f.deps.size()));
+      f.queue[static_cast<int>(t.stream)].push_back(static_cast<int>(i));
     }
     head[r].fill(0);
     stream_free[r].fill(0);
@@ -132,43 +147,40 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
     for (size_t k = 0; k < roles; ++k) {
       const size_t r = ascending ? k : roles - 1 - k;
       const Role& role = program.roles[r];
+      Flat& f = flat[r];
       for (int s = 0; s < kStreams; ++s) {
-        while (head[r][s] < queue[r][s].size()) {
+        while (head[r][s] < f.queue[s].size()) {
           // A head that was blocked stays blocked until what it waited for is done.
           int& waits = waiting_for[r][s];
-          if (waits >= 0 && !done[r][waits]) break;
+          if (waits >= 0 && !f.done[waits]) break;
           if (waits == kWaitsForSend && sends.size() == sends_seen[r][s]) break;
           waits = -1;
-          const int i = queue[r][s][head[r][s]];
-          const Task& t = role.tasks[i];
+          const int i = f.queue[s][head[r][s]];
           double start = stream_free[r][s];
-          for (int d : t.deps) {
-            if (!done[r][d]) {
+          for (int j = f.dep_offset[i]; j < f.dep_offset[i + 1]; ++j) {
+            const int d = f.deps[j];
+            if (!f.done[d]) {
               waits = d;
               break;
             }
-            start = std::max(start, ev.roles[r].tasks[d].end_s);
+            start = std::max(start, timing[r][d].end_s);
           }
           if (waits >= 0) break;
-          const TaskTiming* send = nullptr;
-          if (t.kind == TaskKind::Recv) {
-            auto it = sends.find({role.pipeline_rank, key_of(t)});
+          double end = start + f.duration[i];
+          if (f.kind[i] == TaskKind::Recv) {
+            auto it = sends.find({role.pipeline_rank, key_of(role.tasks[i])});
             if (it == sends.end()) {
               waits = kWaitsForSend;
               sends_seen[r][s] = sends.size();
               break;
             }
-            send = &it->second;
+            start = std::max(start, it->second.start_s);
+            end = std::max(start, it->second.end_s);
           }
-          double end = start + duration[r][i];
-          if (send) {
-            start = std::max(start, send->start_s);
-            end = std::max(start, send->end_s);
-          }
-          ev.roles[r].tasks[i] = {start, end};
-          if (t.kind == TaskKind::Send) sends[{t.peer, key_of(t)}] = {start, end};
+          timing[r][i] = {start, end};
+          if (f.kind[i] == TaskKind::Send) sends[{role.tasks[i].peer, key_of(role.tasks[i])}] = {start, end};
           stream_free[r][s] = end;
-          done[r][i] = 1;
+          f.done[i] = 1;
           ++head[r][s];
           --remaining;
           progress = true;
@@ -178,10 +190,7 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
     if (!progress)
       throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
   }
-
-  std::vector<std::vector<TaskTiming>> timings;
-  for (auto& role : ev.roles) timings.push_back(std::move(role.tasks));
-  return summarize_timings(program, cluster, training, std::move(timings));
+  return summarize_timings(program, cluster, training, std::move(timing));
 }
 
 Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,

@@ -54,13 +54,18 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 
 }  // namespace
 
-cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool, const ClusterSpec& c) {
+cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
+                                     const ClusterSpec& c) {
   const auto layout = rank_layout(p);
   switch (kind) {
-    case GroupKind::Tp: return place(p.tp, layout.at("tp").stride, pool, c);
-    case GroupKind::Cp: return place(p.cp, layout.at("cp").stride, pool, c);
-    case GroupKind::Ep: return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
-    default: return place(p.dp, layout.at("dp").stride, pool, c);
+    case GroupKind::Tp:
+      return place(p.tp, layout.at("tp").stride, pool, c);
+    case GroupKind::Cp:
+      return place(p.cp, layout.at("cp").stride, pool, c);
+    case GroupKind::Ep:
+      return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
+    default:
+      return place(p.dp, layout.at("dp").stride, pool, c);
   }
 }
 
@@ -85,7 +90,10 @@ class RoleBuilder {
 
   Role build() {
     parameters_and_buckets();
-    role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 12 + 64);
+    // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
+    // copies, bucket segments); growing the vector would move them all.
+    role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers +
+                        64);
     const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
     // The last backward of each chunk finalizes its gradients.
     std::map<int, int> last_backward;
