@@ -3,7 +3,8 @@
 
 namespace paratwin {
 
-ChosenPlan choose_plan(const ScenarioSpec& scenario, const std::string& plan_file, const SearchOptions& options) {
+ChosenPlan choose_plan(const ScenarioSpec& scenario, const std::string& plan_file,
+                       const SearchOptions& options) {
   const PlanRequest& request = scenario.plan;
   ChosenPlan chosen;
   if (!plan_file.empty()) {
@@ -14,9 +15,10 @@ ChosenPlan choose_plan(const ScenarioSpec& scenario, const std::string& plan_fil
     chosen.search = search_plans(scenario, options);
     chosen.plan = chosen.search->top.front().plan;
   }
-  if (auto problems = verify(chosen.plan, scenario.model, scenario.cluster, scenario.training); !problems.empty()) {
+  if (auto problems = verify(chosen.plan, scenario.model, scenario.cluster, scenario.training);
+      !problems.empty()) {
     const auto at_plan = scenario.locations.find("plan");
-    const Location where = !plan_file.empty()                ? Location{plan_file}
+    const Location where = !plan_file.empty()                    ? Location{plan_file}
                            : at_plan != scenario.locations.end() ? at_plan->second
                                                                  : scenario.document.location;
     std::vector<Diagnostic> errors;

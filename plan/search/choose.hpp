@@ -16,6 +16,7 @@ struct ChosenPlan {
 
 // Throws InputError listing every reason the plan cannot run (at the plan file, or at the
 // scenario's `plan:`), or saying what runs out when the optimizer finds nothing that fits.
-ChosenPlan choose_plan(const ScenarioSpec& scenario, const std::string& plan_file, const SearchOptions& options);
+ChosenPlan choose_plan(const ScenarioSpec& scenario, const std::string& plan_file,
+                       const SearchOptions& options);
 
 }  // namespace paratwin

@@ -21,6 +21,8 @@
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/schedule.hpp"
+#include "plan/search/explain.hpp"
+#include "plan/search/objective.hpp"
 #include "plan/search/partition.hpp"
 
 namespace paratwin {
@@ -30,37 +32,6 @@ using cost::CollectiveKind;
 
 // The density of top-k compression when the search chooses it.
 constexpr double kSearchedTopkRatio = 0.01;
-
-// Objective units per second of iteration time (every objective is time x this): 1, dollars per
-// token, dollars or joules for the whole run, or iterations. `rank_pools`: the pool of each pipeline
-// rank, each rank using `gpus_per_rank` GPUs.
-double objective_per_second(const ScenarioSpec& s, const std::vector<const PoolSpec*>& rank_pools,
-                            long long gpus_per_rank) {
-  double price = 0, power = 0;
-  for (const PoolSpec* p : rank_pools) {
-    price += gpus_per_rank * (p->price_per_gpu_hour ? p->price_per_gpu_hour->value() : 0) / 3600;
-    power +=
-        gpus_per_rank * (s.cluster.device_of(*p).power.value() + p->node_power.value() / p->gpus_per_node);
-  }
-  power *= s.cluster.pue;
-  const double tokens_per_iteration = double(s.training.global_batch) * s.training.seq_len;
-  const double iterations = s.training.steps    ? double(*s.training.steps)
-                            : s.training.tokens ? *s.training.tokens / tokens_per_iteration
-                                                : 1.0;
-  switch (s.search.objective) {
-    case Objective::IterationTime:
-      return 1;
-    case Objective::CostPerToken:
-      return price / tokens_per_iteration;
-    case Objective::Cost:
-      return price * iterations;
-    case Objective::Energy:
-      return power * iterations;
-    case Objective::TimeToTrain:
-      return iterations;
-  }
-  return 1;
-}
 
 std::vector<int> divisors(long long n, long long limit) {
   std::vector<int> out;
@@ -157,8 +128,8 @@ class Search {
     }
     result_.top = best_;
     result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (best_.empty()) throw InputError(s_.document.location, nothing_fits());
-    if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1]);
+    if (best_.empty()) throw InputError(s_.document.location, nothing_fits(closest_ ? &*closest_ : nullptr));
+    if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1], s_.search.objective);
     return std::move(result_);
   }
 
@@ -853,80 +824,6 @@ class Search {
     return std::ceil(steps / b.v);
   }
 
-  std::string nothing_fits() const {
-    std::string msg = "no plan fits in memory";
-    if (closest_) {
-      const StageMemory& w = closest_->stages[closest_->worst_stage];
-      auto g = [](Bytes x) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.1f", x.value() / (1024.0 * 1024 * 1024));
-        return std::string(buf);
-      };
-      msg += ": the closest plan (tp " + std::to_string(closest_->plan.tp) + ", pp " +
-             std::to_string(closest_->plan.pp) + ", dp " + std::to_string(closest_->plan.dp) + ", ZeRO " +
-             std::to_string(closest_->plan.zero) + ") needs " + g(w.peak) + " GiB on stage " +
-             std::to_string(w.stage) + " of " + g(w.capacity) + " GiB (weights " + g(w.weights) +
-             ", gradients " + g(w.gradients) + ", optimizer " + g(w.optimizer) + ", activations " +
-             g(w.activations) + ")";
-    } else {
-      msg += ": the model states alone exceed device memory in every layout";
-    }
-    msg += "; add GPUs or nodes, use devices with more memory, or allow more pipeline stages";
-    return msg;
-  }
-
-  std::string explain(const Candidate& a, const Candidate& b) const {
-    std::vector<std::string> why;
-    const Plan &p = a.plan, &q = b.plan;
-    auto diff = [&](const char* name, auto x, auto y) {
-      if (x != y) why.push_back(std::string(name) + "=" + x + " instead of " + y);
-    };
-    auto s = [](int x) { return std::to_string(x); };
-    diff("tp", s(p.tp), s(q.tp));
-    diff("pp", s(p.pp), s(q.pp));
-    diff("dp", s(p.dp), s(q.dp));
-    diff("cp", s(p.cp), s(q.cp));
-    diff("micro_batch", s(p.micro_batch), s(q.micro_batch));
-    diff("schedule",
-         enum_name(p.schedule, kScheduleNames) + (p.virtual_stages > 1 ? " v=" + s(p.virtual_stages) : ""),
-         enum_name(q.schedule, kScheduleNames) + (q.virtual_stages > 1 ? " v=" + s(q.virtual_stages) : ""));
-    diff("recompute", enum_name(p.stages[0].recompute, kRecomputeNames),
-         enum_name(q.stages[0].recompute, kRecomputeNames));
-    diff("zero", s(p.zero), s(q.zero));
-    diff("sequence_parallel", std::string(p.sequence_parallel ? "true" : "false"),
-         std::string(q.sequence_parallel ? "true" : "false"));
-    diff("compression", enum_name(p.compression.kind, kCompressionNames),
-         enum_name(q.compression.kind, kCompressionNames));
-    diff("offload", std::string(p.offload_optimizer ? "optimizer" : "none"),
-         std::string(q.offload_optimizer ? "optimizer" : "none"));
-    diff("order", p.order, q.order);
-    char buf[512];
-    const auto& ma = a.report.metrics;
-    const auto& mb = b.report.metrics;
-    const auto pct = [](double part, double whole) { return 100 * part / whole; };
-    std::snprintf(
-        buf, sizeof buf,
-        "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
-        "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
-        ma.iteration_time_s, mb.iteration_time_s,
-        pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
-        pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
-        pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
-        pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
-        pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
-        pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
-        pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
-        ma.memory_capacity_gib);
-    std::string out = (why.empty() ? std::string("same degrees; ") : join(why, ", ") + ": ") + buf;
-    if (b.objective <= a.objective * 1.001)
-      out = "a tie within the model's precision (0.1%), settled for the simpler plan; " + out;
-    if (s_.search.objective != Objective::IterationTime)
-      out += "; objective " + enum_name(s_.search.objective, kObjectiveNames) + " " +
-             format_count(a.objective) + " vs " + format_count(b.objective) + " " +
-             objective_unit(s_.search.objective);
-    return out;
-  }
-
   const ScenarioSpec& s_;
   const SearchOptions o_;
   const PlanRequest& req_;
@@ -945,31 +842,6 @@ class Search {
 };
 
 }  // namespace
-
-std::string objective_unit(Objective objective) {
-  switch (objective) {
-    case Objective::IterationTime:
-      return "s";
-    case Objective::CostPerToken:
-      return "$/token";
-    case Objective::Cost:
-      return "$";
-    case Objective::Energy:
-      return "J";
-    case Objective::TimeToTrain:
-      return "s";
-  }
-  return "";
-}
-
-double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
-  std::vector<const PoolSpec*> pools;
-  for (int r = 0; r < plan.pp; ++r)
-    for (const auto& p : s.cluster.pools)
-      if (p.name == plan.stages[r].pool) pools.push_back(&p);
-  return report.metrics.iteration_time_s *
-         objective_per_second(s, pools, static_cast<long long>(plan.dp) * plan.tp * plan.cp);
-}
 
 SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& options) {
   return Search(scenario, options).run();
