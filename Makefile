@@ -4,7 +4,7 @@ JOBS      ?= $(shell nproc)
 FUZZ_TIME ?= 60
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build run test bench fuzz format clean
+.PHONY: all deps configure build run test bench fuzz screenshots format clean
 
 all: build
 
@@ -28,6 +28,12 @@ bench: build
 
 fuzz: build
 	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME)
+
+# Each GUI view as a PNG (written by the headless view tests into $(BUILD)/screenshots/), copied to
+# docs/screenshots/ for the README.
+screenshots: build
+	@cd $(BUILD) && ctest -R test_gui_views --output-on-failure
+	@mkdir -p docs/screenshots && cp $(BUILD)/screenshots/*.png docs/screenshots/
 
 format:
 	@find plan sim exec cli gui tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i

@@ -7,5 +7,6 @@ build=${1:-build}
 here=$(dirname "$0")
 "$build/bin/bench_plan"
 "$build/bin/bench_search"
+[ -x "$build/bin/bench_gui_timeline" ] && QT_QPA_PLATFORM=offscreen "$build/bin/bench_gui_timeline"
 bash "$here/sim_bench.sh" "$build"
 bash "$here/live_bench.sh" "$build"

@@ -112,8 +112,10 @@ class Interpreter {
     }
     if (options_.sample_period_s > 0) {
       series_.resize(platform_.watched.size());
-      for (size_t l = 0; l < platform_.watched.size(); ++l)
+      for (size_t l = 0; l < platform_.watched.size(); ++l) {
         series_[l].link = platform_.watched[l]->get_name();
+        series_[l].capacity_Bps = platform_.watched[l]->get_bandwidth();
+      }
       sg4::Actor::create("link-sampler", platform_.gpus.front(), [this] {
         for (;;) {
           for (size_t l = 0; l < platform_.watched.size(); ++l)

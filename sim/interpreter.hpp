@@ -14,6 +14,7 @@ namespace paratwin::sim {
 
 struct LinkSeries {
   std::string link;
+  double capacity_Bps = 0;                           // of the watched half, as simulated
   std::vector<std::pair<double, double>> usage_Bps;  // (simulated time, bytes/s in use)
 };
 

@@ -63,6 +63,9 @@ double lifetime(const ComponentFailures& f, Random& rng) {
   return scale * std::pow(-std::log(u), 1 / f.shape);
 }
 
+constexpr size_t kMaxEvents = 10000;       // recorded for the trace
+constexpr double kCheckpointNotes = 1000;  // finished checkpoints recorded per horizon, at most
+
 struct Timeline {
   const ScenarioSpec& scenario;
   const JobShape& job;
@@ -129,6 +132,11 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
   bool running = true, checkpointing = false;
   double checkpoint_end = 0, resume_at = 0, since_checkpoint = 0, uncommitted = 0, committed = 0, trained = 0;
 
+  double next_checkpoint_note = 0;
+  auto note = [&](double at, std::string what) {
+    if (tl.record_events && r.events.size() < kMaxEvents)
+      r.events.push_back({at, std::move(what), committed + uncommitted});
+  };
   auto advance = [&](double to) {
     while (t < to) {
       if (checkpointing) {
@@ -140,6 +148,11 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
           committed += uncommitted;
           uncommitted = 0;
           since_checkpoint = 0;
+          // At most kCheckpointNotes over the horizon (samples of the progress, not every one).
+          if (t >= next_checkpoint_note) {
+            note(t, "checkpoint");
+            next_checkpoint_note = t + tl.horizon_s / kCheckpointNotes;
+          }
         }
         continue;
       }
@@ -153,9 +166,6 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
         checkpoint_end = t + cost;
       }
     }
-  };
-  auto note = [&](double at, std::string what) {
-    if (tl.record_events && r.events.size() < 10000) r.events.push_back({at, std::move(what)});
   };
 
   for (const Failure& f : tl.failures) {

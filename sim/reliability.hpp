@@ -26,7 +26,10 @@ struct JobShape {
 
 struct ReliabilityEvent {
   double at_s = 0;
-  std::string what;  // "failure gpu 1234", "restart on 16376 GPUs", ...
+  // "failure gpu 1234 (node 154)", "restart on 16376 GPUs", or "checkpoint" (a finished one; at most
+  // 1,000 per horizon are recorded, as samples of the progress)
+  std::string what;
+  double useful_tokens = 0;  // trained and not lost, as of this event (goodput over time)
 };
 
 struct Reliability {

@@ -22,7 +22,8 @@ namespace {
 
 nlohmann::json to_json(const Interpretation& in) {
   nlohmann::json links = nlohmann::json::array();
-  for (const auto& l : in.links) links.push_back({{"link", l.link}, {"usage", l.usage_Bps}});
+  for (const auto& l : in.links)
+    links.push_back({{"link", l.link}, {"capacity", l.capacity_Bps}, {"usage", l.usage_Bps}});
   nlohmann::json timings = nlohmann::json::array();
   for (const auto& role : in.role_timings) {
     std::vector<std::pair<double, double>> t;
@@ -47,8 +48,8 @@ Interpretation from_json(const nlohmann::json& j) {
     in.role_timings.push_back(std::move(t));
   }
   for (const auto& l : j.at("links"))
-    in.links.push_back(
-        {l.at("link").get<std::string>(), l.at("usage").get<std::vector<std::pair<double, double>>>()});
+    in.links.push_back({l.at("link").get<std::string>(), l.at("capacity").get<double>(),
+                        l.at("usage").get<std::vector<std::pair<double, double>>>()});
   return in;
 }
 
@@ -163,6 +164,31 @@ nlohmann::json reliability_json(const Reliability& r) {
           {"time_to_train_s", r.time_to_train_s}};
 }
 
+// Per watched link, its capacity and the mean and peak of the sampled usage over the simulated
+// iterations (the GUI colours the topology by it). Names drop SimGrid's `_UP` half suffix.
+nlohmann::json link_utilization_json(const std::vector<LinkSeries>& links, double total_s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LinkSeries& l : links) {
+    double sum = 0, peak = 0;
+    int samples = 0;
+    for (const auto& [t, usage] : l.usage_Bps)
+      if (t < total_s) {
+        sum += usage;
+        peak = std::max(peak, usage);
+        ++samples;
+      }
+    const double mean = samples ? sum / samples : 0;
+    std::string name = l.link;
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, "_UP") == 0) name.resize(name.size() - 3);
+    out.push_back({{"link", name},
+                   {"capacity_GBps", l.capacity_Bps / 1e9},
+                   {"mean_GBps", mean / 1e9},
+                   {"peak_GBps", peak / 1e9},
+                   {"utilization", l.capacity_Bps > 0 ? mean / l.capacity_Bps : 0.0}});
+  }
+  return out;
+}
+
 // The analytic trace, plus link-usage counters and failure markers.
 std::string make_trace(const Program& program, const Evaluation& ev, const Interpretation& in,
                        const std::optional<Reliability>& reliability) {
@@ -192,7 +218,8 @@ std::string make_trace(const Program& program, const Evaluation& ev, const Inter
                         {"pid", reliability_pid},
                         {"tid", 0},
                         {"ts", e.at_s * 1e6},
-                        {"cat", e.what.rfind("failure", 0) == 0 ? "failure" : "restart"}});
+                        {"cat", e.what.substr(0, e.what.find(' '))},
+                        {"args", {{"useful_tokens", e.useful_tokens}}}});
   }
   return trace.dump() + "\n";
 }
@@ -298,6 +325,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
     previous = end;
   }
   if (options.horizon) sim["shrunk_configurations"] = configurations;
+  if (!in.links.empty()) sim["links"] = link_utilization_json(in.links, total_s);
   result.json["simulation"] = sim;
   if (result.reliability) result.json["reliability"] = reliability_json(*result.reliability);
   if (options.trace) result.trace = make_trace(program, ev, in, result.reliability);

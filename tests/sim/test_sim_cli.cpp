@@ -232,15 +232,29 @@ BOOST_AUTO_TEST_CASE(the_same_seed_gives_byte_identical_output_and_another_seed_
   BOOST_TEST((a.first != c.first));
   const nlohmann::json report = nlohmann::json::parse(a.first);
   BOOST_TEST(report["reliability"]["failures"].get<int>() > 0);
-  // The trace has link counters and failure markers.
+  // The trace has link counters and failure markers; checkpoints are sampled with the useful tokens so far.
   const nlohmann::json trace = nlohmann::json::parse(a.second);
-  int counters = 0, failures = 0;
+  int counters = 0, failures = 0, checkpoints = 0;
+  double useful = 0;
   for (const auto& e : trace["traceEvents"]) {
     counters += e["ph"] == "C";
     failures += e.value("cat", "") == "failure";
+    if (e.value("cat", "") != "checkpoint") continue;
+    ++checkpoints;
+    BOOST_TEST(e["args"]["useful_tokens"].get<double>() >= useful);  // nothing is lost at a checkpoint
+    useful = e["args"]["useful_tokens"].get<double>();
   }
   BOOST_TEST(counters > 0);
   BOOST_TEST(failures == report["reliability"]["failures"].get<int>());
+  BOOST_TEST((checkpoints > 0 && checkpoints <= 1000));
+  // The report gives each watched link's capacity and utilization.
+  const auto& links = report["simulation"]["links"];
+  BOOST_TEST(links.size() > 0u);
+  for (const auto& l : links) {
+    BOOST_TEST(l["capacity_GBps"].get<double>() > 0);
+    BOOST_TEST((l["utilization"].get<double>() >= 0 && l["utilization"].get<double>() <= 1 + 1e-9));
+    BOOST_TEST(l["peak_GBps"].get<double>() >= l["mean_GBps"].get<double>());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_horizon_is_an_input_error) {

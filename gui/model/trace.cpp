@@ -1,0 +1,278 @@
+// Traces: read from Chrome trace JSON (metadata names the lanes, "X" events become spans, "C"
+// counters, "i" markers), or taken straight from a Program and its evaluation.
+#include "gui/model/trace.hpp"
+
+#include <QFile>
+#include <algorithm>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/spec/diagnostics.hpp"
+#include "plan/spec/units.hpp"
+
+namespace paratwin::gui {
+namespace {
+
+using nlohmann::json;
+using LaneMap = std::map<std::pair<int, int>, Lane>;  // by (pid, tid)
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+bool stream_is(const QString& thread, StreamKind stream) {
+  return thread == qs(enum_name(stream, kStreamKindNames));
+}
+
+// The task kind and the stream (the lane's thread) decide the colour; communication on the compute
+// stream (not overlapped) is told apart by its group in the task's name.
+SpanKind classify(TaskKind kind, const QString& thread, const QString& name) {
+  switch (kind) {
+    case TaskKind::Forward:
+      return SpanKind::Forward;
+    case TaskKind::Backward:
+      return SpanKind::Backward;
+    case TaskKind::Recompute:
+      return SpanKind::Recompute;
+    case TaskKind::Optimizer:
+      return SpanKind::Optimizer;
+    case TaskKind::Copy:
+      return SpanKind::Copy;
+    case TaskKind::Send:
+    case TaskKind::Recv:
+      return SpanKind::PpComm;
+    case TaskKind::Collective:
+      break;
+  }
+  if (stream_is(thread, StreamKind::Tp)) return SpanKind::TpComm;
+  if (stream_is(thread, StreamKind::Pp)) return SpanKind::PpComm;
+  if (stream_is(thread, StreamKind::Dp)) return SpanKind::DpComm;
+  const QStringList words = name.split(' ');
+  for (const char* group : {"tp", "cp", "ep"})
+    if (words.contains(group)) return SpanKind::TpComm;
+  if (words.contains("pp")) return SpanKind::PpComm;
+  return SpanKind::DpComm;  // dp buckets, ZeRO gathers, tied embeddings
+}
+
+// A task's arguments as one line of hover text; negative values are absent.
+QString details(long long step, long long microbatch, long long chunk, double bytes, double flops,
+                double blocked_s) {
+  QStringList parts;
+  if (step >= 0) parts << QString("step %1").arg(step);
+  if (microbatch >= 0) parts << QString("micro-batch %1").arg(microbatch);
+  if (chunk >= 0) parts << QString("chunk %1").arg(chunk);
+  if (bytes >= 0) parts << qs(format_quantity(bytes, Dimension::DataSize));
+  if (flops > 0) parts << qs(format_quantity(flops, Dimension::FlopCount));
+  if (blocked_s > 0) parts << "compute waited " + qs(format_quantity(blocked_s, Dimension::Duration));
+  return parts.join(" · ");
+}
+
+QString stage_label(const Role& role) {
+  return QString("stage %1 (%2, %3 ranks)").arg(role.pipeline_rank).arg(qs(role.pool)).arg(role.instances);
+}
+
+void add_span(Trace& trace, Lane& lane, Span span) {
+  trace.begin_s = trace.task_count ? std::min(trace.begin_s, span.start_s) : span.start_s;
+  trace.end_s = trace.task_count ? std::max(trace.end_s, span.end_s) : span.end_s;
+  trace.steps = std::max(trace.steps, span.step);
+  ++trace.task_count;
+  lane.spans.push_back(std::move(span));
+}
+
+// Gaps between the spans of a compute lane, within [begin, end]: pipeline bubbles and waits.
+void add_idle_gaps(Lane& lane, double begin, double end) {
+  std::vector<Span> idle;
+  double cursor = begin;
+  for (const Span& s : lane.spans) {
+    if (s.start_s > cursor + 1e-12) idle.push_back({cursor, s.start_s, SpanKind::Idle, "idle", {}, -1});
+    cursor = std::max(cursor, s.end_s);
+  }
+  if (end > cursor + 1e-12) idle.push_back({cursor, end, SpanKind::Idle, "idle", {}, -1});
+  lane.spans.insert(lane.spans.end(), idle.begin(), idle.end());
+}
+
+// Sorts each lane, adds the idle gaps of compute lanes and moves the lanes into the trace.
+void finish(Trace& trace, LaneMap& lanes) {
+  auto by_start = [](const Span& a, const Span& b) { return a.start_s < b.start_s; };
+  for (auto& [key, lane] : lanes) {
+    if (lane.spans.empty()) continue;
+    std::stable_sort(lane.spans.begin(), lane.spans.end(), by_start);
+    if (stream_is(lane.thread, StreamKind::Compute)) {
+      add_idle_gaps(lane, trace.begin_s, trace.end_s);
+      std::stable_sort(lane.spans.begin(), lane.spans.end(), by_start);
+    }
+    double running = -1e300;
+    lane.max_end_prefix.reserve(lane.spans.size());
+    for (const Span& s : lane.spans) lane.max_end_prefix.push_back(running = std::max(running, s.end_s));
+    trace.lanes.push_back(std::move(lane));
+  }
+  for (CounterSeries& c : trace.counters)
+    std::stable_sort(c.points.begin(), c.points.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(trace.markers.begin(), trace.markers.end(),
+                   [](const Marker& a, const Marker& b) { return a.at_s < b.at_s; });
+}
+
+[[noreturn]] void not_a_trace(const QString& source, const std::string& why) {
+  throw InputError(Location{source.toStdString()}, "not a Chrome trace: " + why);
+}
+
+long long integer(const json& args, const char* key) {
+  auto it = args.find(key);
+  return it != args.end() && it->is_number_integer() ? it->get<long long>() : -1;
+}
+
+double number(const json& args, const char* key) {
+  auto it = args.find(key);
+  return it != args.end() && it->is_number() ? it->get<double>() : -1;
+}
+
+Trace read_events(const QByteArray& text, const QString& source) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded()) not_a_trace(source, "the text is not JSON");
+  const json* events = &doc;
+  if (doc.is_object()) {
+    auto it = doc.find("traceEvents");
+    if (it == doc.end()) not_a_trace(source, "expected a \"traceEvents\" list");
+    events = &*it;
+  }
+  if (!events->is_array()) not_a_trace(source, "expected a list of events");
+
+  Trace trace;
+  trace.source = source;
+  // Names first (metadata may come anywhere), then the events that use them.
+  std::map<int, QString> processes;
+  std::map<std::pair<int, int>, QString> threads;
+  for (const json& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "M") continue;
+    const json args = e.value("args", json::object());
+    const QString label = qs(args.is_object() ? args.value("name", "") : "");
+    const std::string name = e.value("name", "");
+    if (name == "process_name") processes[e.value("pid", 0)] = label;
+    if (name == "thread_name") threads[{e.value("pid", 0), e.value("tid", 0)}] = label;
+  }
+  LaneMap lanes;
+  std::map<std::string, size_t> counter_index;
+  for (const json& e : *events) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", "");
+    const int pid = e.value("pid", 0), tid = e.value("tid", 0);
+    const double ts_s = e.value("ts", 0.0) * 1e-6;
+    const std::string name = e.value("name", "");
+    const json args = e.value("args", json::object());
+    if (ph == "X") {
+      Lane& lane = lanes[{pid, tid}];
+      if (lane.thread.isEmpty()) {
+        lane.pid = pid, lane.tid = tid;
+        lane.process = processes.count(pid) ? processes[pid] : QString("process %1").arg(pid);
+        lane.thread = threads.count({pid, tid}) ? threads[{pid, tid}] : QString("thread %1").arg(tid);
+      }
+      const std::string category = e.value("cat", "");
+      auto known = std::find_if(kTaskKindNames.begin(), kTaskKindNames.end(),
+                                [&](const auto& n) { return n.first == category; });
+      const QString task = qs(name);
+      const long long step = integer(args, "step");
+      add_span(
+          trace, lane,
+          {ts_s, ts_s + std::max(0.0, e.value("dur", 0.0) * 1e-6),
+           known == kTaskKindNames.end() ? SpanKind::Other : classify(known->second, lane.thread, task), task,
+           details(step, integer(args, "microbatch"), integer(args, "chunk"), number(args, "bytes"),
+                   number(args, "flops"), number(args, "compute_blocked_s")),
+           int(step)});
+    } else if (ph == "C" && args.is_object()) {
+      auto [it, added] = counter_index.try_emplace(name, trace.counters.size());
+      if (added) trace.counters.push_back({qs(name), {}});
+      for (const auto& [key, value] : args.items())
+        if (value.is_number()) trace.counters[it->second].points.push_back({ts_s, value.get<double>()});
+    } else if (ph == "i" || ph == "I") {
+      trace.markers.push_back({ts_s, qs(name), qs(e.value("cat", "")), number(args, "useful_tokens")});
+    }
+  }
+  finish(trace, lanes);
+  return trace;
+}
+
+}  // namespace
+
+QString span_kind_label(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::Forward:
+      return "forward";
+    case SpanKind::Backward:
+      return "backward";
+    case SpanKind::Recompute:
+      return "recompute";
+    case SpanKind::TpComm:
+      return "TP/CP/EP comm";
+    case SpanKind::PpComm:
+      return "PP send/recv";
+    case SpanKind::DpComm:
+      return "DP comm";
+    case SpanKind::Optimizer:
+      return "optimizer";
+    case SpanKind::Copy:
+      return "offload copy";
+    case SpanKind::Idle:
+      return "idle / bubble";
+    case SpanKind::Other:
+      break;
+  }
+  return "other";
+}
+
+Trace parse_chrome_trace(const QByteArray& text, const QString& source) {
+  try {
+    return read_events(text, source);
+  } catch (const nlohmann::json::exception& e) {
+    not_a_trace(source, std::string("an event has a field of the wrong type (") + e.what() + ")");
+  }
+}
+
+Trace load_chrome_trace(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly))
+    throw InputError(Location{path.toStdString()},
+                     "cannot read the trace: " + file.errorString().toStdString());
+  return parse_chrome_trace(file.readAll(), path);
+}
+
+Trace trace_of(const Program& program, const Evaluation& evaluation, const QString& source) {
+  Trace trace;
+  trace.source = source;
+  LaneMap lanes;
+  for (size_t r = 0; r < program.roles.size(); ++r) {
+    const Role& role = program.roles[r];
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      const Task& t = role.tasks[i];
+      const TaskTiming& tm = evaluation.roles[r].tasks[i];
+      Lane& lane = lanes[{role.pipeline_rank, int(t.stream)}];
+      if (lane.thread.isEmpty()) {
+        lane.pid = role.pipeline_rank, lane.tid = int(t.stream);
+        lane.process = stage_label(role);
+        lane.thread = qs(enum_name(t.stream, kStreamKindNames));
+      }
+      const QString name = qs(t.name);
+      add_span(
+          trace, lane,
+          {tm.start_s, tm.end_s, classify(t.kind, lane.thread, name), name,
+           details(-1, t.microbatch, t.chunk, t.kind == TaskKind::Collective ? t.bytes.value() * t.count : -1,
+                   t.work.gemm_flops.value(), -1),
+           -1});
+    }
+  }
+  finish(trace, lanes);
+  return trace;
+}
+
+std::optional<std::pair<double, double>> step_span(const Trace& trace, int step) {
+  std::optional<std::pair<double, double>> out;
+  for (const Lane& lane : trace.lanes)
+    for (const Span& s : lane.spans)
+      if (s.step == step)
+        out = out ? std::pair{std::min(out->first, s.start_s), std::max(out->second, s.end_s)}
+                  : std::pair{s.start_s, s.end_s};
+  return out;
+}
+
+}  // namespace paratwin::gui

@@ -1,0 +1,49 @@
+// Reliability view: the chosen plan simulated over a horizon (failures, restarts, checkpoints),
+// with what-if failure rates and checkpoint policy as overrides; goodput over time with downtime
+// shaded and failures marked, the events counted over time, and the horizon's figures.
+#pragma once
+
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace paratwin::gui {
+
+class LinePlot;
+class Session;
+
+class ReliabilityView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ReliabilityView(Session& session, QWidget* parent = nullptr);
+
+  // What-if settings, as a user would type them ("" keeps the scenario's).
+  void set_inputs(const QString& horizon, const QString& gpu_mtbf, const QString& host_mtbf,
+                  const QString& checkpoint_interval);
+  void simulate();
+  LinePlot* goodput_plot() const { return goodput_; }
+  LinePlot* events_plot() const { return events_; }
+
+ private:
+  void refresh();
+
+  Session& session_;
+  QLineEdit* horizon_;
+  QSpinBox* seed_;
+  QLineEdit* gpu_mtbf_;
+  QLineEdit* host_mtbf_;
+  QLineEdit* interval_;
+  QComboBox* policy_;
+  QPushButton* run_;
+  QLabel* status_;
+  QLabel* figures_;
+  LinePlot* goodput_;
+  LinePlot* events_;
+};
+
+}  // namespace paratwin::gui
