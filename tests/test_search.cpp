@@ -117,3 +117,25 @@ BOOST_AUTO_TEST_CASE(plans_render_as_megatron_arguments_and_deepspeed_config) {
   BOOST_TEST(ds["gradient_accumulation_steps"] == 96);
   BOOST_TEST(ds["zero_optimization"]["stage"] == 1);
 }
+
+BOOST_AUTO_TEST_CASE(progress_advances_and_stopping_keeps_the_best_so_far) {
+  const ScenarioSpec s = scenario(kSmall);
+  std::vector<SearchProgress> seen;
+  SearchOptions watch;
+  watch.progress = [&](const SearchProgress& p) {
+    seen.push_back(p);
+    return true;
+  };
+  const SearchResult full = search_plans(s, watch);
+  BOOST_REQUIRE(!seen.empty());
+  BOOST_TEST(seen.back().evaluated == full.evaluated);
+  for (size_t i = 1; i < seen.size(); ++i) BOOST_TEST(seen[i].front_bound >= seen[i - 1].front_bound);
+  BOOST_TEST(!full.stopped);
+
+  SearchOptions stop_early;
+  stop_early.progress = [](const SearchProgress& p) { return p.evaluated < 2; };
+  const SearchResult stopped = search_plans(s, stop_early);
+  BOOST_TEST(stopped.stopped);
+  BOOST_TEST(stopped.evaluated == 2);
+  BOOST_TEST(stopped.top.size() <= 2u);
+}

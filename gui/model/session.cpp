@@ -177,12 +177,17 @@ void Session::search(bool every_field, int top) {
                         .arg(qs(enum_name(out->scenario.search.objective, kObjectiveNames))),
                     qs(r.explanation), r.rejected, qs(objective_unit(out->scenario.search.objective))});
   });
-  watcher_->setFuture(QtConcurrent::run([scenario = std::move(scenario), top] {
+  search_state_ = std::make_shared<SearchState>();
+  watcher_->setFuture(QtConcurrent::run([scenario = std::move(scenario), top, state = search_state_] {
     auto out = std::make_shared<SearchOutcome>();
     out->scenario = scenario;
     try {
       SearchOptions options;
       options.top = top;
+      options.progress = [state](const SearchProgress& p) {
+        state->permille = static_cast<int>(1000 * p.fraction());
+        return !state->stop;
+      };
       out->result = search_plans(scenario, options);
     } catch (const InputError& e) {
       QStringList lines;
@@ -198,6 +203,7 @@ void Session::search(bool every_field, int top) {
 
 void Session::cancel_search() {
   if (!watcher_) return;
+  search_state_->stop = true;
   watcher_->disconnect(this);
   watcher_->deleteLater();  // the worker finishes on its own; its result is dropped
   watcher_ = nullptr;

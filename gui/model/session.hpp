@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QTemporaryDir>
 #include <QTemporaryFile>
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -61,11 +62,13 @@ class Session : public QObject {
   // ---- plans
   // Searches on a worker thread. every_field: as if the scenario said `plan: auto`.
   void search(bool every_field, int top);
-  // The search cannot be interrupted inside the optimizer; cancelling drops its result and frees the
-  // GUI at once, and the worker ends on its own.
+  // Cancelling frees the GUI at once and asks the optimizer to stop; the worker ends after the exact
+  // evaluation it is in.
   void cancel_search();
   bool searching() const { return searching_; }
   qint64 search_elapsed_ms() const { return search_clock_.isValid() ? search_clock_.elapsed() : 0; }
+  // How far the running search has come, 0..1 (see SearchProgress::fraction; 0 until N plans are known).
+  double search_fraction() const { return search_state_ ? search_state_->permille / 1000.0 : 0; }
   const std::vector<Candidate>& candidates() const { return candidates_; }
   const SearchSummary& search_summary() const { return summary_; }
   void select(int index);  // lowers and evaluates it: report and predicted timeline
@@ -117,6 +120,12 @@ class Session : public QObject {
 
   struct SearchOutcome;
   QFutureWatcher<std::shared_ptr<SearchOutcome>>* watcher_ = nullptr;
+  // Shared with the searching thread: its progress, and the request to stop.
+  struct SearchState {
+    std::atomic<int> permille{0};
+    std::atomic<bool> stop{false};
+  };
+  std::shared_ptr<SearchState> search_state_;
   bool searching_ = false;
   QElapsedTimer search_clock_;
   std::vector<Candidate> candidates_;

@@ -49,7 +49,7 @@ PlansView::PlansView(Session& session, QWidget* parent)
   top_->setValue(20);
   top_->setPrefix("top ");
   every_field_->setChecked(true);
-  progress_->setRange(0, 0);  // the optimizer reports no fraction done: a busy bar and the time
+  progress_->setRange(0, 1000);  // the search's front bound against its cutoff (SearchProgress)
   progress_->setMaximumWidth(180);
   progress_->setTextVisible(false);
   auto* bar = new QHBoxLayout;
@@ -118,6 +118,7 @@ PlansView::PlansView(Session& session, QWidget* parent)
   clock_->setInterval(100);
   connect(clock_, &QTimer::timeout, this, [this] {
     elapsed_->setText(QString("searching... %1 s").arg(session_.search_elapsed_ms() / 1000.0, 0, 'f', 1));
+    progress_->setValue(static_cast<int>(1000 * session_.search_fraction()));
   });
   connect(search_, &QPushButton::clicked, this,
           [this] { session_.search(every_field_->isChecked(), top_->value()); });

@@ -116,19 +116,21 @@ class Search {
       std::pop_heap(queue_.begin(), queue_.end(), later);
       const Entry e = queue_.back();
       queue_.pop_back();
-      // Ties within 0.1% go to the simpler plan, so keep going until the bound is past them.
-      if (!o_.exhaustive && static_cast<int>(best_.size()) >= o_.top &&
-          e.bound > best_.back().objective * 1.002)
-        break;
+      if (!o_.exhaustive && cutoff() > 0 && e.bound > cutoff()) break;
       if (!e.refined) {
         refine(e);
         continue;
       }
       evaluate(e);
+      if (o_.progress && !o_.progress(progress(e.bound))) {
+        result_.stopped = true;
+        break;
+      }
     }
     result_.top = best_;
     result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (best_.empty()) throw InputError(s_.document.location, nothing_fits(closest_ ? &*closest_ : nullptr));
+    if (best_.empty() && !result_.stopped)
+      throw InputError(s_.document.location, nothing_fits(closest_ ? &*closest_ : nullptr));
     if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1], s_.search.objective);
     return std::move(result_);
   }
@@ -148,6 +150,16 @@ class Search {
   }
 
   void reject(const std::string& reason, long n = 1) { result_.rejected[reason] += n; }
+
+  // The bound past which no candidate can enter the top N (0 until N plans are known). Ties within
+  // 0.1% go to the simpler plan, so the search goes on until the bound is past them too.
+  double cutoff() const {
+    return static_cast<int>(best_.size()) >= o_.top ? best_.back().objective * 1.002 : 0;
+  }
+
+  SearchProgress progress(double front_bound) const {
+    return {result_.enumerated, result_.evaluated, front_bound, cutoff()};
+  }
 
   // ---- the space ---------------------------------------------------------------------------------
   void enumerate() {

@@ -6,6 +6,8 @@
 // never drops the true optimum of the modeled space.
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +31,17 @@ struct SearchResult {
   long dominated = 0;                    // skipped: a simpler twin on the same partition fits
   double seconds = 0;                    // wall time of the search
   std::string explanation;               // why the best beats the runner-up
+  bool stopped = false;                  // stopped through SearchOptions::progress: top is the best so far
+};
+
+// Where a running search stands. It ends when the smallest bound still queued passes the cutoff (the
+// N-th best objective found, plus the tie margin), so front_bound / cutoff says how far it has come.
+struct SearchProgress {
+  long enumerated = 0;
+  long evaluated = 0;
+  double front_bound = 0;
+  double cutoff = 0;  // 0 until N plans are known
+  double fraction() const { return cutoff > 0 ? std::min(1.0, front_bound / cutoff) : 0; }
 };
 
 struct SearchOptions {
@@ -36,6 +49,8 @@ struct SearchOptions {
   // Evaluate every candidate exactly, twins that cannot win included (tests compare it with the pruned
   // search).
   bool exhaustive = false;
+  // Called from the searching thread after every exact evaluation; returning false stops the search.
+  std::function<bool(const SearchProgress&)> progress;
 };
 
 // The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".
