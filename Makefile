@@ -30,7 +30,7 @@ fuzz: build
 	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME)
 
 format:
-	@find plan sim exec cli gui tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i
+	@find plan sim exec cli gui viz tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i
 
 clean:
 	@rm -rf $(BUILD)

@@ -9,3 +9,4 @@ here=$(dirname "$0")
 "$build/bin/bench_search"
 bash "$here/sim_bench.sh" "$build"
 bash "$here/live_bench.sh" "$build"
+bash "$here/sweep_bench.sh" "$build"

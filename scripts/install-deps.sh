@@ -9,7 +9,7 @@ packages=(
   libboost-test-dev
   libsimgrid-dev
   openmpi-bin libopenmpi-dev
-  qt6-base-dev
+  qt6-base-dev fonts-dejavu-core
   clang libfuzzer-14-dev
 )
 
