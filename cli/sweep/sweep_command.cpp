@@ -186,6 +186,7 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
     using Clock = std::chrono::steady_clock;
     Clock::time_point saved = Clock::now();
     Clock::duration save_cost{};
+    bool unsaved = false;
     int busy = 0;
     while ((!pending.empty() || busy > 0) && !g_interrupted && !interrupted) {
       while (!idle.empty() && !pending.empty()) {
@@ -213,13 +214,16 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
           failed += point.status == PointStatus::Failed;
           progress.point_finished(point);
           add_point(results, std::move(point));
-          if (Clock::now() - saved >= 9 * save_cost) {
-            const Clock::time_point start = Clock::now();
-            save(results, o, false);
-            saved = Clock::now();
-            save_cost = saved - start;
-          }
+          unsaved = true;
         }
+      }
+      // Checked after every wait, so a point is saved soon even when no other follows it for long.
+      if (unsaved && Clock::now() - saved >= 9 * save_cost) {
+        const Clock::time_point start = Clock::now();
+        save(results, o, false);
+        saved = Clock::now();
+        save_cost = saved - start;
+        unsaved = false;
       }
     }
     progress.close();
