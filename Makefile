@@ -36,7 +36,7 @@ screenshots: build
 	@mkdir -p docs/screenshots && cp $(BUILD)/screenshots/*.png docs/screenshots/
 
 format:
-	@find plan sim exec cli gui tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i
+	@find plan sim exec cli gui viz tests bench -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' | xargs clang-format -i
 
 clean:
 	@rm -rf $(BUILD)

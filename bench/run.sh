@@ -10,3 +10,4 @@ here=$(dirname "$0")
 [ -x "$build/bin/bench_gui_timeline" ] && QT_QPA_PLATFORM=offscreen "$build/bin/bench_gui_timeline"
 bash "$here/sim_bench.sh" "$build"
 bash "$here/live_bench.sh" "$build"
+bash "$here/sweep_bench.sh" "$build"

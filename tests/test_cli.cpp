@@ -3,6 +3,7 @@
 // Every file in tests/malformed/ is one bad input. Its header comments say what must happen:
 //   # expect: {file}:4:3: error: unknown key 'hiden' in model — did you mean 'hidden'?
 //   # args: --set plan.tp=3          (optional extra arguments to `paratwin validate`)
+//   # command: sweep                 (optional: the subcommand to run instead of validate)
 // Each `expect` line must appear verbatim among the lines printed on standard error ({file} is the
 // input's path), and the command must exit with status 2.
 #define BOOST_TEST_MODULE cli
@@ -209,15 +210,16 @@ BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
   for (const auto& file : files) {
     std::ifstream in(file);
     std::vector<std::string> expects;
-    std::string args;
+    std::string args, command = "validate";
     for (std::string line; std::getline(in, line) && line.rfind("#", 0) == 0;) {
       if (auto e = header_value(line, "expect"); !e.empty())
         expects.push_back(replace_all(e, "{file}", file.string()));
       if (auto a = header_value(line, "args"); !a.empty()) args = a;
+      if (auto c = header_value(line, "command"); !c.empty()) command = c;
     }
     BOOST_TEST_CONTEXT(file.filename().string()) {
       BOOST_TEST(!expects.empty(), "no '# expect:' header");
-      Result r = run("validate " + file.string() + (args.empty() ? "" : " " + args));
+      Result r = run(command + " " + file.string() + (args.empty() ? "" : " " + args));
       BOOST_TEST(r.status == 2);
       for (const auto& e : expects)
         BOOST_TEST(has_line(r.err, e), "missing line: " << e << "\ngot:\n" << r.err);

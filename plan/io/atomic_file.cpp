@@ -14,7 +14,7 @@
 
 namespace paratwin {
 
-void write_file_atomically(const std::string& path, std::string_view content) {
+void write_file_atomically(const std::string& path, std::string_view content, bool sync) {
   if (path == "-") {
     std::cout << content << std::flush;
     return;
@@ -38,7 +38,7 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     }
     written += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::fchmod(fd, 0644) != 0) {
+  if ((sync && ::fsync(fd) != 0) || ::fchmod(fd, 0644) != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());
     fail("flushing");

@@ -71,8 +71,18 @@ nlohmann::json plan_json(const Plan& p) {
           {"stages", stages}};
 }
 
+nlohmann::json metrics_json(const Metrics& m) {
+  return {{"iteration_time_s", m.iteration_time_s},
+          {"tokens_per_s", m.tokens_per_s},
+          {"model_tflops_per_gpu", m.model_tflops_per_gpu},
+          {"mfu", m.mfu},
+          {"hfu", m.hfu},
+          {"peak_memory_gib", m.peak_memory_gib},
+          {"memory_capacity_gib", m.memory_capacity_gib},
+          {"fits", m.fits}};
+}
+
 nlohmann::json to_json(const Report& r) {
-  const Metrics& m = r.metrics;
   const TimeBreakdown& b = r.breakdown;
   const StageMemory& w = r.stages[r.worst_stage];
   nlohmann::json stages = nlohmann::json::array();
@@ -85,15 +95,7 @@ nlohmann::json to_json(const Report& r) {
   return {{"scenario", r.scenario},
           {"evaluator", r.evaluator},
           {"plan", plan_json(r.plan)},
-          {"metrics",
-           {{"iteration_time_s", m.iteration_time_s},
-            {"tokens_per_s", m.tokens_per_s},
-            {"model_tflops_per_gpu", m.model_tflops_per_gpu},
-            {"mfu", m.mfu},
-            {"hfu", m.hfu},
-            {"peak_memory_gib", m.peak_memory_gib},
-            {"memory_capacity_gib", m.memory_capacity_gib},
-            {"fits", m.fits}}},
+          {"metrics", metrics_json(r.metrics)},
           {"breakdown",
            {{"compute_s", b.compute_s},
             {"recompute_s", b.recompute_s},

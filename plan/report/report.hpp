@@ -43,6 +43,9 @@ struct Report {
 Report make_report(const std::string& scenario, const Program& program, const Evaluation& evaluation);
 
 nlohmann::json plan_json(const Plan& plan);
+// {iteration_time_s, tokens_per_s, model_tflops_per_gpu, mfu, hfu, peak_memory_gib, memory_capacity_gib,
+// fits}
+nlohmann::json metrics_json(const Metrics& metrics);
 nlohmann::json to_json(const Report& report);
 std::string to_text(const Report& report);
 

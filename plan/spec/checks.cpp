@@ -170,6 +170,19 @@ class Checker {
     }
   }
 
+  // A sweep over the token or step budget gives each point its training length.
+  bool sweep_sets_training_length() const {
+    auto sets_length = [](const std::string& path) {
+      return path == "training" || path == "training.tokens" || path == "training.steps";
+    };
+    for (const auto& axis : s_.sweep.grid)
+      if (sets_length(axis.path)) return true;
+    for (const auto& point : s_.sweep.list)
+      for (const auto& setting : point)
+        if (sets_length(setting.path)) return true;
+    return false;
+  }
+
   void policies() {
     const auto& e = s_.elasticity;
     if (e.policy == ElasticPolicy::Spares && e.spares == 0)
@@ -178,10 +191,11 @@ class Checker {
     if (e.min_gpus && *e.min_gpus > s_.cluster.gpus())
       error("elasticity.min_gpus", kv("elasticity.min_gpus", *e.min_gpus) + " exceeds the cluster's " +
                                        std::to_string(s_.cluster.gpus()) + " GPUs");
-    if (s_.goal.deadline && !s_.training.tokens && !s_.training.steps)
+    const bool length_known = s_.training.tokens || s_.training.steps || sweep_sets_training_length();
+    if (s_.goal.deadline && !length_known)
       error("goal.deadline",
             "goal.deadline needs training.tokens or training.steps to know how long training is");
-    if (s_.goal.budget && !s_.training.tokens && !s_.training.steps)
+    if (s_.goal.budget && !length_known)
       error("goal.budget",
             "goal.budget needs training.tokens or training.steps to know how long training is");
     for (size_t i = 0; i < s_.failures.events.size(); ++i) {

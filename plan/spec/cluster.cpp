@@ -195,19 +195,34 @@ ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnost
   }
   r.read("pue", c.pue, 1.0, 5.0);
 
-  // `nodes` at the top resizes a one-pool cluster: `--set cluster.nodes=128`.
-  if (const DocNode* nodes = r.get("nodes")) {
-    if (auto n = read_int(*nodes, r.field("nodes"), diag, 1, 1 << 20)) {
-      if (c.pools.size() == 1) {
-        c.pools.front().nodes = static_cast<int>(*n);
-      } else if (c.pools.size() > 1) {
-        std::vector<std::string> names;
-        for (const auto& p : c.pools) names.push_back(p.name);
-        diag.error(nodes->location, r.field("nodes") +
-                                        " resizes a cluster of one node pool, but this one has " +
-                                        std::to_string(c.pools.size()) + " (" + join(names) + "); set " +
-                                        r.field("pools") + "." + names.front() + ".nodes instead");
-      }
+  // `nodes` or `gpus` at the top resizes a one-pool cluster (`--set cluster.nodes=128`, a sweep over
+  // `cluster.gpus`); when both are written, the later one wins, as later overrides do.
+  r.get("nodes"), r.get("gpus");  // known keys, for the suggestions of finish()
+  for (const DocEntry& e : node.entries) {
+    if (e.key != "nodes" && e.key != "gpus") continue;
+    const DocNode& size = e.value.front();
+    auto n = read_int(size, r.field(e.key), diag, 1, e.key == "nodes" ? 1 << 20 : kMaxClusterGpus);
+    if (!n || c.pools.empty()) continue;
+    if (c.pools.size() > 1) {
+      std::vector<std::string> names;
+      for (const auto& p : c.pools) names.push_back(p.name);
+      diag.error(size.location, r.field(e.key) + " resizes a cluster of one node pool, but this one has " +
+                                    std::to_string(c.pools.size()) + " (" + join(names) + "); set " +
+                                    r.field("pools") + "." + names.front() + ".nodes instead");
+      continue;
+    }
+    PoolSpec& pool = c.pools.front();
+    if (e.key == "nodes") {
+      pool.nodes = static_cast<int>(*n);
+    } else if (*n % pool.gpus_per_node == 0) {
+      pool.nodes = static_cast<int>(*n / pool.gpus_per_node);
+    } else {
+      const long long per_node = pool.gpus_per_node, below = *n / per_node * per_node;
+      const long long nearest = below == 0 || *n - below > below + per_node - *n ? below + per_node : below;
+      diag.error(size.location, r.field("gpus") + "=" + std::to_string(*n) + " is not a whole number of " +
+                                    std::to_string(per_node) + "-GPU nodes (pool '" + pool.name +
+                                    "'); the nearest " + r.field("gpus") + " that works is " +
+                                    std::to_string(nearest));
     }
   }
   r.finish();

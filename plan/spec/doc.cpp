@@ -60,6 +60,35 @@ std::string describe(const DocNode& node) {
   return "?";
 }
 
+std::string to_flow_yaml(const DocNode& node) {
+  auto scalar = [](const std::string& text, bool quoted) {
+    const bool plain = !quoted && !text.empty() && text.find_first_of(",[]{}#\"'\n") == std::string::npos &&
+                       text.find(": ") == std::string::npos && text.front() != ' ' && text.back() != ' ' &&
+                       text.back() != ':' &&
+                       std::string_view("*&!%@`|>").find(text.front()) == std::string::npos &&
+                       text.rfind("- ", 0) != 0 && text.rfind("? ", 0) != 0;
+    if (plain) return text;
+    std::string out = "\"";
+    for (char c : text) out += c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : std::string(1, c);
+    return out + "\"";
+  };
+  std::string out;
+  switch (node.kind) {
+    case DocNode::Kind::Null:
+      return "null";
+    case DocNode::Kind::Scalar:
+      return scalar(node.scalar, node.quoted);
+    case DocNode::Kind::Sequence:
+      for (const auto& item : node.items) out += (out.empty() ? "" : ", ") + to_flow_yaml(item);
+      return "[" + out + "]";
+    case DocNode::Kind::Mapping:
+      for (const auto& e : node.entries)
+        out += (out.empty() ? "" : ", ") + scalar(e.key, false) + ": " + to_flow_yaml(e.value.front());
+      return "{" + out + "}";
+  }
+  return out;
+}
+
 namespace {
 
 Location location_of(const YAML::Mark& mark, const std::string& file, const Location& fallback) {

@@ -47,6 +47,10 @@ struct DocNode {
 // "a mapping", "a list", "the text 'abc'", "nothing" — for messages.
 std::string describe(const DocNode& node);
 
+// The node as one line of YAML flow text: `8`, `dgx-h100`, `[1, 2]`, `{from: dgx-h100, nodes: 4}`.
+// Parsing it back gives the same values (quoted scalars stay quoted); locations are not part of it.
+std::string to_flow_yaml(const DocNode& node);
+
 // Parses YAML text; syntax errors and duplicate keys throw InputError at their position.
 DocNode parse_yaml(std::string_view text, const std::string& file_name);
 // Reads and parses a file; a missing or unreadable file throws InputError naming it.

@@ -258,9 +258,14 @@ FailureSpec parse_failures(const DocNode& node, Diagnostics& diag, FieldLocation
 
 SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {
   SweepSpec s;
+  s.location = node.location;
   MapReader r(node, "sweep", diag, locations);
+  if (!r.is_mapping()) {
+    diag.error(node.location, "expected a mapping with grid and/or list for sweep, got " + describe(node));
+    return s;
+  }
   r.read("simulate", s.simulate);
-  if (const DocNode* grid = r.require("grid")) {
+  if (const DocNode* grid = r.get("grid")) {
     if (!grid->is_mapping()) {
       diag.error(grid->location, "expected a mapping of field paths to lists of values for sweep.grid, got " +
                                      describe(*grid));
@@ -279,6 +284,32 @@ SweepSpec parse_sweep(const DocNode& node, Diagnostics& diag, FieldLocations* lo
         diag.error(grid->location, "sweep.grid is empty; expected at least one axis");
     }
   }
+  if (const DocNode* list = r.get("list")) {
+    if (!list->is_sequence() || list->items.empty()) {
+      diag.error(
+          list->location,
+          "expected a non-empty list of points (mappings of field paths to values) for sweep.list, got " +
+              describe(*list));
+    } else {
+      for (size_t i = 0; i < list->items.size(); ++i) {
+        const DocNode& point = list->items[i];
+        if (!point.is_mapping() || point.entries.empty()) {
+          diag.error(point.location, "expected a mapping of field paths to values for sweep.list[" +
+                                         std::to_string(i) + "], got " + describe(point));
+          continue;
+        }
+        std::vector<SweepSetting> settings;
+        for (const auto& e : point.entries) settings.push_back({e.key, e.key_location, e.value.front()});
+        s.list.push_back(std::move(settings));
+      }
+    }
+  }
+  const bool only_simulate = std::all_of(node.entries.begin(), node.entries.end(),
+                                         [](const DocEntry& e) { return e.key == "simulate"; });
+  if (only_simulate)  // (a misspelled grid or list is reported as an unknown key instead)
+    diag.error(node.location,
+               "sweep needs a grid (sweep.grid: {cluster.nodes: [16, 32]}) or a list of "
+               "points (sweep.list: [{cluster: dgx-h100, plan.tp: 8}])");
   r.finish();
   return s;
 }
@@ -349,36 +380,6 @@ ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostic
   return s;
 }
 
-// Each sweep value must be a valid value of its field: apply it as an override and parse. A problem
-// with the path itself is reported once, at the axis; a problem with a value, at that value.
-void check_sweep_values(const ScenarioSpec& s, const Catalog& catalog, Diagnostics& diag) {
-  DocNode base = s.document;
-  std::erase_if(base.entries, [](const DocEntry& e) { return e.key == "sweep"; });
-  for (const auto& axis : s.sweep.grid) {
-    std::vector<std::string> reported;
-    for (const auto& value : axis.values) {
-      Override o = parse_override(axis.path + "=null");
-      o.value = value;
-      DocNode doc = base;
-      Diagnostics point;
-      try {
-        apply_override(doc, o);
-        parse_scenario(std::move(doc), catalog, point, /*run_checks=*/false);
-      } catch (const InputError& e) {
-        for (const auto& d : e.diagnostics()) point.error(d.where, d.message);
-      }
-      for (const auto& d : point.all()) {
-        if (d.severity != Severity::Error) continue;
-        const bool from_path = is_override_location(d.where);
-        const std::string message = "sweep.grid." + axis.path + ": " + d.message;
-        if (from_path && std::find(reported.begin(), reported.end(), message) != reported.end()) continue;
-        if (from_path) reported.push_back(message);
-        diag.error(from_path ? axis.location : d.where, message);
-      }
-    }
-  }
-}
-
 }  // namespace
 
 std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind, const Catalog& catalog,
@@ -432,11 +433,65 @@ std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind,
   return load_named(value);
 }
 
+std::vector<Override> sweep_overrides(const std::vector<SweepSetting>& settings) {
+  std::vector<Override> out;
+  for (const auto& setting : settings) {
+    Override o = parse_override(setting.path + "=null");
+    o.value = setting.value;
+    o.text = setting.path + "=" + to_flow_yaml(setting.value);
+    out.push_back(std::move(o));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Override& a, const Override& b) { return a.path.size() < b.path.size(); });
+  return out;
+}
+
+void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, const Catalog& catalog,
+                        Diagnostics& diag) {
+  DocNode base = scenario.document;
+  std::erase_if(base.entries, [](const DocEntry& e) { return e.key == "sweep"; });
+  // Applies `settings` to the scenario and reports what is wrong, each message once, prefixed by
+  // `name`; problems located in an override's path go to the path as the sweep writes it.
+  auto check = [&](const std::vector<SweepSetting>& settings, const std::string& name) {
+    Diagnostics point;
+    DocNode doc = base;
+    const std::vector<Override> overrides = sweep_overrides(settings);
+    try {
+      for (const Override& o : overrides) apply_override(doc, o);
+      parse_scenario(std::move(doc), catalog, point, /*run_checks=*/false);
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) point.error(d.where, d.message);
+    }
+    for (const auto& d : point.all()) {
+      if (d.severity != Severity::Error) continue;
+      Location where = d.where;
+      std::string message = name + ": " + d.message;
+      for (const Override& o : overrides) {
+        if (d.where.file != override_location(o.text).file) continue;
+        for (const auto& setting : settings)
+          if (o.text.rfind(setting.path + "=", 0) == 0) {
+            where = setting.location;
+            message = name + (settings.size() > 1 ? "." + setting.path : "") + ": " + d.message;
+          }
+      }
+      const bool seen = std::any_of(diag.all().begin(), diag.all().end(), [&](const Diagnostic& x) {
+        return x.where.str() == where.str() && x.message == message;
+      });
+      if (!seen) diag.error(where, message);
+    }
+  };
+  for (const auto& axis : sweep.grid)
+    for (const auto& value : axis.values)
+      check({{axis.path, axis.location, value}}, "sweep.grid." + axis.path);
+  for (size_t i = 0; i < sweep.list.size(); ++i)
+    check(sweep.list[i], "sweep.list[" + std::to_string(i) + "]");
+}
+
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides, const Catalog& catalog) {
   for (const auto& o : overrides) apply_override(document, o);
   Diagnostics diag;
   ScenarioSpec s = parse_scenario(std::move(document), catalog, diag, /*run_checks=*/true);
-  if (!diag.has_errors() && !s.sweep.grid.empty()) check_sweep_values(s, catalog, diag);
+  if (!diag.has_errors() && !s.sweep.empty()) check_sweep_values(s, s.sweep, catalog, diag);
   diag.throw_if_errors();
   s.warnings = diag.warnings();
   return s;

@@ -137,16 +137,29 @@ struct ElasticitySpec {
   std::optional<int> min_gpus;
 };
 
-// One axis of a sweep: a scenario field and the values it takes.
+// One field a sweep sets and its value (an entry of `sweep.list`).
+struct SweepSetting {
+  std::string path;   // dotted, as for --set
+  Location location;  // of the path, in the scenario (or on the command line)
+  DocNode value;
+};
+
+// One axis of a sweep's grid: a field and the values it takes.
 struct SweepAxis {
   std::string path;   // dotted, as for --set
-  Location location;  // of the path, in the scenario
+  Location location;  // of the path, in the scenario (or on the command line)
   std::vector<DocNode> values;
 };
 
+// The points of a sweep: every entry of `list` (or one empty entry) crossed with every combination of
+// the grid's axes. `simulate` verifies each point's plan with the simulator.
 struct SweepSpec {
-  std::vector<SweepAxis> grid;  // the cross product of the axes
+  std::vector<SweepAxis> grid;
+  std::vector<std::vector<SweepSetting>> list;
   bool simulate = false;
+  Location location;  // of the `sweep:` section
+
+  bool empty() const { return grid.empty() && list.empty(); }
 };
 
 struct GoalSpec {
@@ -181,6 +194,15 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>&
 // As load_scenario, from a document already parsed (text, tests, fuzzing, sweeps).
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides = {},
                            const Catalog& catalog = Catalog::installed());
+
+// The overrides that set `settings`, least specific path first (`cluster` before `cluster.nodes`), so
+// that swapping a whole field never undoes a setting inside it. Each override's text is PATH=VALUE.
+std::vector<Override> sweep_overrides(const std::vector<SweepSetting>& settings);
+
+// Checks each value of `sweep` against its field: a grid value applied alone to the scenario, a list
+// entry as a whole. A problem with a path is reported once, at the path; one with a value, at the value.
+void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, const Catalog& catalog,
+                        Diagnostics& diag);
 
 // Parses a `plan:` section or a plan file (the same keys); `auto` and absent fields stay empty.
 PlanRequest parse_plan_request(const DocNode& node, Diagnostics& diag, FieldLocations* locations = nullptr);

@@ -1,0 +1,40 @@
+// paratwin-plot: draws ParaTwin's JSON outputs as PNG pictures with Qt 6 Gui, without a display.
+// Its own executable so that paratwin, started often (sweep workers, scripts), never loads Qt.
+//   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/plot/sweep_figure.hpp"
+#include "viz/render.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"draws ParaTwin's JSON outputs as PNG pictures", "paratwin-plot"};
+  app.require_subcommand(1, 1);
+  std::string input, output;
+  auto* sweep = app.add_subcommand("sweep", "time to train and cost of a sweep (paratwin sweep --json)");
+  sweep->add_option("results", input, "the sweep's JSON results, - for standard input")->required();
+  sweep->add_option("png", output, "the PNG file to write")->required();
+  try {
+    app.parse(argc, argv);
+    std::stringstream text;
+    if (input == "-") {
+      text << std::cin.rdbuf();
+    } else {
+      std::ifstream in(input);
+      if (!in) throw std::runtime_error("cannot read " + input);
+      text << in.rdbuf();
+    }
+    const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+    if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
+    paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::exception& e) {
+    std::cerr << "paratwin-plot: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,185 @@
+// Evaluating one sweep point: load, choose the plan, evaluate (or simulate), and cost the training.
+#include "plan/sweep/point.hpp"
+
+#include <stdexcept>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/search/choose.hpp"
+#include "plan/sweep/economics.hpp"
+
+namespace paratwin {
+
+const EnumNames<PointStatus> kPointStatusNames = {{"ok", PointStatus::Ok},
+                                                  {"invalid", PointStatus::Invalid},
+                                                  {"no-plan", PointStatus::NoPlan},
+                                                  {"failed", PointStatus::Failed}};
+
+namespace {
+
+std::string messages_of(const InputError& e) {
+  std::string out;
+  for (const auto& d : e.diagnostics())
+    if (d.severity == Severity::Error) out += (out.empty() ? "" : "; ") + d.message;
+  return out;
+}
+
+PointResult named(const SweepPoint& point) {
+  PointResult r;
+  r.index = point.index;
+  for (const auto& s : point.settings) r.settings[s.path] = to_flow_yaml(s.value);
+  return r;
+}
+
+PointResult with_status(PointResult r, PointStatus status, std::string message) {
+  r.status = status;
+  r.message = std::move(message);
+  return r;
+}
+
+bool has_failures(const FailureSpec& f) {
+  return !f.rates.empty() || !f.events.empty();
+}
+
+}  // namespace
+
+PointResult failed_point(const SweepPoint& point, const std::string& why) {
+  return with_status(named(point), PointStatus::Failed, why);
+}
+
+PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
+                           const PointSimulator& simulate, const Catalog& catalog) {
+  PointResult r = named(point);
+  DocNode document = sweep_scenario.document;
+  std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
+  ScenarioSpec s;
+  try {
+    s = load_scenario(std::move(document), sweep_overrides(point.settings), catalog);
+  } catch (const InputError& e) {
+    return with_status(r, PointStatus::Invalid, messages_of(e));
+  }
+  if (!s.training.tokens && !s.training.steps)
+    return with_status(r, PointStatus::Invalid,
+                       "training.tokens or training.steps is needed for the time to train and the cost");
+
+  const bool searched = !(s.plan.tp && s.plan.pp && s.plan.micro_batch);
+  ChosenPlan chosen;
+  try {
+    chosen = choose_plan(s, "", SearchOptions{1, false});
+  } catch (const InputError& e) {
+    return with_status(r, searched ? PointStatus::NoPlan : PointStatus::Invalid, messages_of(e));
+  }
+  const Plan& plan = chosen.plan;
+  Report report;
+  if (chosen.search) {
+    report = chosen.search->top.front().report;
+  } else {
+    const Program program = lower(plan, s.model, s.cluster, s.training);
+    report = make_report(s.name, program, evaluate(program, s.cluster, s.training));
+  }
+  if (!report.metrics.fits) {
+    const StageMemory& worst = report.stages[report.worst_stage];
+    return with_status(r, searched ? PointStatus::NoPlan : PointStatus::Invalid,
+                       "the plan does not fit: stage " + std::to_string(worst.stage) + " needs " +
+                           to_string(worst.peak) + " of " + to_string(worst.capacity));
+  }
+
+  const double tokens_per_step = double(s.training.global_batch) * s.training.seq_len;
+  r.tokens = s.training.tokens ? *s.training.tokens : double(*s.training.steps) * tokens_per_step;
+  r.metrics = report.metrics;
+  r.analytic_iteration_time_s = report.metrics.iteration_time_s;
+  r.evaluator = "analytic";
+  if (simulate) {
+    std::optional<Seconds> horizon;
+    if (has_failures(s.failures)) horizon = Seconds(r.tokens / report.metrics.tokens_per_s);
+    try {
+      const SimulatedPoint simulated = simulate(s, plan, horizon);
+      r.metrics = simulated.metrics;
+      r.goodput = simulated.goodput;
+      r.evaluator = "simulation";
+    } catch (const std::exception& e) {
+      return with_status(r, PointStatus::Failed, std::string("simulation failed: ") + e.what());
+    }
+    if (r.goodput && *r.goodput <= 0)
+      return with_status(r, PointStatus::NoPlan, "no training survives the failures (goodput 0)");
+  }
+
+  const RunRates rates = run_rates(plan, s.cluster);
+  r.cluster = s.cluster.name;
+  r.devices = rates.devices;
+  r.gpus = s.cluster.gpus();
+  r.plan_gpus = rates.gpus;
+  r.plan = plan_json(plan);
+  r.time_to_train_s = r.tokens / (r.metrics.tokens_per_s * r.goodput.value_or(1.0));
+  r.gpu_hours = rates.gpus * r.time_to_train_s / 3600;
+  if (rates.dollars_per_s) r.cost_usd = *rates.dollars_per_s * r.time_to_train_s;
+  r.energy_mwh = rates.watts * r.time_to_train_s / 3.6e9;
+  return r;
+}
+
+nlohmann::json to_json(const PointResult& p) {
+  nlohmann::json j = {
+      {"index", p.index}, {"settings", p.settings}, {"status", enum_name(p.status, kPointStatusNames)}};
+  if (!p.ok()) {
+    j["message"] = p.message;
+    return j;
+  }
+  j.update({{"cluster", p.cluster},
+            {"devices", p.devices},
+            {"gpus", p.gpus},
+            {"plan_gpus", p.plan_gpus},
+            {"evaluator", p.evaluator},
+            {"plan", p.plan},
+            {"metrics", metrics_json(p.metrics)},
+            {"analytic_iteration_time_s", p.analytic_iteration_time_s},
+            {"tokens", p.tokens},
+            {"time_to_train_s", p.time_to_train_s},
+            {"gpu_hours", p.gpu_hours},
+            {"cost_usd", p.cost_usd ? nlohmann::json(*p.cost_usd) : nlohmann::json()},
+            {"energy_mwh", p.energy_mwh},
+            {"goodput", p.goodput ? nlohmann::json(*p.goodput) : nlohmann::json()}});
+  return j;
+}
+
+PointResult point_from_json(const nlohmann::json& j) {
+  try {
+    PointResult p;
+    p.index = j.at("index").get<int>();
+    p.settings = j.at("settings").get<std::map<std::string, std::string>>();
+    const std::string status = j.at("status").get<std::string>();
+    bool known = false;
+    for (const auto& [name, value] : kPointStatusNames)
+      if (name == status) p.status = value, known = true;
+    if (!known) throw std::runtime_error("unknown status '" + status + "'");
+    if (!p.ok()) {
+      p.message = j.at("message").get<std::string>();
+      return p;
+    }
+    p.cluster = j.at("cluster").get<std::string>();
+    p.devices = j.at("devices").get<std::string>();
+    p.gpus = j.at("gpus").get<int>();
+    p.plan_gpus = j.at("plan_gpus").get<int>();
+    p.evaluator = j.at("evaluator").get<std::string>();
+    p.plan = j.at("plan");
+    const nlohmann::json& m = j.at("metrics");
+    p.metrics = {m.at("iteration_time_s").get<double>(),
+                 m.at("tokens_per_s").get<double>(),
+                 m.at("model_tflops_per_gpu").get<double>(),
+                 m.at("mfu").get<double>(),
+                 m.at("hfu").get<double>(),
+                 m.at("peak_memory_gib").get<double>(),
+                 m.at("memory_capacity_gib").get<double>(),
+                 m.at("fits").get<bool>()};
+    p.analytic_iteration_time_s = j.at("analytic_iteration_time_s").get<double>();
+    p.tokens = j.at("tokens").get<double>();
+    p.time_to_train_s = j.at("time_to_train_s").get<double>();
+    p.gpu_hours = j.at("gpu_hours").get<double>();
+    if (!j.at("cost_usd").is_null()) p.cost_usd = j.at("cost_usd").get<double>();
+    p.energy_mwh = j.at("energy_mwh").get<double>();
+    if (!j.at("goodput").is_null()) p.goodput = j.at("goodput").get<double>();
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("not a sweep point: ") + e.what());
+  }
+}
+
+}  // namespace paratwin
