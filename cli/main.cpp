@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   add_gui_command(app, status, argv[0]);
   add_run_command(app, status, std::vector<std::string>(argv, argv + argc));
   add_tokenize_command(app, status);
+  add_calibrate_command(app, status);
 
   try {
     app.parse(argc, argv);
