@@ -113,7 +113,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
     }
     tasks.push_back(j);
   }
-  const PoolSpec& pool = scenario.cluster.pools.front();
+  std::string device;
+  for (const PoolSpec& p : scenario.cluster.pools)
+    if (p.name == role.pool) device = p.device;
   return {{"format", kProfileFormat},
           {"version", kProfileVersion},
           {"scenario", scenario.name},
@@ -121,7 +123,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
           {"model", program.model},
           {"cluster", program.cluster},
           {"pool", role.pool},
-          {"device", pool.device},
+          {"device", device},
           {"ranks", t.ranks},
           {"steps", t.steps},
           {"warmup_steps_excluded", first_measured_step(t)},
