@@ -279,7 +279,10 @@ BOOST_AUTO_TEST_CASE(point_to_point_uses_the_fabric_inside_a_node_and_a_nic_shar
 BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
   // 8192^3 bf16: 2 x 8192^3 FLOPs / 271.44 TFLOP/s = 4.0507 ms > 3 x 8192^2 x 2 B / 1631 GB/s = 0.247 ms.
-  const KernelCost gemm{Flops(2.0 * 8192 * 8192 * 8192), Bytes(2.0 * 3 * 8192 * 8192), Bytes(0), 1};
+  KernelCost gemm;
+  gemm.gemm_flops = Flops(2.0 * 8192 * 8192 * 8192);
+  gemm.gemm_bytes = Bytes(2.0 * 3 * 8192 * 8192);
+  gemm.launches = 1;
   BOOST_TEST(compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 0.004055661758679634,
              tt::tolerance(1e-12));
 }
@@ -287,25 +290,31 @@ BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency) 
 BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
   // 64^3: 1.9 ns of math, 24,576 B = 15 ns of traffic, 5 us of launch.
-  const KernelCost gemm{Flops(2.0 * 64 * 64 * 64), Bytes(2.0 * 3 * 64 * 64), Bytes(0), 1};
+  KernelCost gemm;
+  gemm.gemm_flops = Flops(2.0 * 64 * 64 * 64);
+  gemm.gemm_bytes = Bytes(2.0 * 3 * 64 * 64);
+  gemm.launches = 1;
   const double t = compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value();
   BOOST_TEST(t == 5e-6 + 24576 / (2039e9 * 0.8), tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_traffic_runs_at_memory_bandwidth_times_efficiency) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
-  const KernelCost copy{Flops(0), Bytes(0), kGB, 0};
+  KernelCost copy;
+  copy.elementwise_bytes = kGB;
   BOOST_TEST(compute_time(copy, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 1 / (2039.0 * 0.8),
              tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(kernel_costs_add_and_repeat_per_layer) {
-  KernelCost c{Flops(1), Bytes(2), Bytes(3), 4};
+  KernelCost c{Flops(1), Flops(0.5), Bytes(2), Bytes(3), Bytes(5), 4};
   c += c;
   const KernelCost layers = c * 3;
   BOOST_TEST(layers.gemm_flops.value() == 6);
   BOOST_TEST(layers.gemm_bytes.value() == 12);
+  BOOST_TEST(layers.attention_flops.value() == 3);
   BOOST_TEST(layers.elementwise_bytes.value() == 18);
+  BOOST_TEST(layers.optimizer_bytes.value() == 30);
   BOOST_TEST(layers.launches == 24);
 }
 
@@ -369,16 +378,21 @@ BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {
   BOOST_TEST(attention_core_forward(m, w).gemm_flops.value() == 4.0 * 1024 * 2048 * 12288 / 8,
              tt::tolerance(1e-12));
   BOOST_TEST(attention_core_forward(m, w).elementwise_bytes.value() > 0);  // softmax and dropout
+  // Its GEMMs are attention's own class, and the layer's only ones of that class.
+  BOOST_TEST(attention_core_forward(m, w).attention_flops.value() ==
+             attention_core_forward(m, w).gemm_flops.value());
+  BOOST_TEST(layer_forward(m, w, false).attention_flops.value() ==
+             attention_core_forward(m, w).gemm_flops.value());
 }
 
 // ---- optimizer step ----
 
 BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_and_weights) {
   // bf16 AdamW: read and write master, m, v (2 x 12), read the bf16 gradient (2), write bf16 weights (2).
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).elementwise_bytes.value() == 28e9);
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).optimizer_bytes.value() == 28e9);
   // bf16 SGD with momentum: 2 x 8 + 2 + 2.
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Sgd, Precision::Bf16).elementwise_bytes.value() == 20e9);
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Sgd, Precision::Bf16).optimizer_bytes.value() == 20e9);
   // fp32 Adam: read and write weights, m, v (2 x 12), read the fp32 gradient (4).
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Adam, Precision::Fp32).elementwise_bytes.value() == 28e9);
+  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Adam, Precision::Fp32).optimizer_bytes.value() == 28e9);
   BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).gemm_flops.value() == 0);
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
 
@@ -21,7 +22,10 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
       ConstStridedMap<T> k(base + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
       ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
       MatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
-      p.noalias() = (q * k.transpose()) * scale;  // (T,T) scores
+      {
+        GemmTimer timer(gemm_seconds.attention_s);
+        p.noalias() = (q * k.transpose()) * scale;  // (T,T) scores
+      }
       for (int i = 0; i < Tn; ++i) {
         // Causal softmax of row i over keys 0..i; later keys get probability 0.
         T max = -std::numeric_limits<T>::infinity();
@@ -31,6 +35,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
         for (int j = 0; j <= i; ++j) p(i, j) /= sum;
         for (int j = i + 1; j < Tn; ++j) p(i, j) = 0;
       }
+      GemmTimer timer(gemm_seconds.attention_s);
       StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
           .noalias() = p * v;
     }
@@ -59,8 +64,11 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
       ConstMatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
       ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
                             Eigen::OuterStride<>(H * D));
-      dv.noalias() += p.transpose() * dy;  // (T,D)
-      dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
+      {
+        GemmTimer timer(gemm_seconds.attention_s);
+        dv.noalias() += p.transpose() * dy;  // (T,D)
+        dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
+      }
       // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
       for (int i = 0; i < Tn; ++i) {
         T dot = 0;
@@ -68,6 +76,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
         for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
         for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
       }
+      GemmTimer timer(gemm_seconds.attention_s);
       dq.noalias() += dp * k;
       dk.noalias() += dp.transpose() * q;
     }

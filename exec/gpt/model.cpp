@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
 
@@ -179,8 +180,11 @@ double Gpt<T>::forward(Activations<T>& a) {
   k::norm_forward(a.lnf.data(), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), top, p(lnf_w_),
                   p(lnf_b_), N, C);
   // logits (N,V) = lnf (N,C) . head^T, head is (V,C); the softmax overwrites them in place
-  MatrixMap<T>(a.probs.data(), N, V).noalias() =
-      ConstMatrixMap<T>(a.lnf.data(), N, C) * ConstMatrixMap<T>(head(), V, C).transpose();
+  {
+    GemmTimer timer(gemm_seconds.dense_s);
+    MatrixMap<T>(a.probs.data(), N, V).noalias() =
+        ConstMatrixMap<T>(a.lnf.data(), N, C) * ConstMatrixMap<T>(head(), V, C).transpose();
+  }
   a.loss = k::cross_entropy_forward(a.probs.data(), a.losses.data(), a.probs.data(), a.targets.data(), N, V);
   return a.loss;
 }
@@ -214,8 +218,11 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
     k::cross_entropy_backward(dlogits_.data(), a.probs.data(), a.targets.data(), N, V, loss_scale / T(N));
     ConstMatrixMap<T> dlogits(dlogits_.data(), N, V);
     // dlnf (N,C) = dlogits . head; dhead (V,C) += dlogits^T . lnf
-    MatrixMap<T>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<T>(head(), V, C);
-    MatrixMap<T>(dhead(), V, C).noalias() += dlogits.transpose() * ConstMatrixMap<T>(a.lnf.data(), N, C);
+    {
+      GemmTimer timer(gemm_seconds.dense_s);
+      MatrixMap<T>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<T>(head(), V, C);
+      MatrixMap<T>(dhead(), V, C).noalias() += dlogits.transpose() * ConstMatrixMap<T>(a.lnf.data(), N, C);
+    }
     std::fill(dres, dres + size_t(N) * C, T(0));
     k::norm_backward(dres, g(lnf_w_), g(lnf_b_), dln_.data(), a.residual.data() + size_t(c.layers) * N * C,
                      p(lnf_w_), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), N, C);

@@ -154,8 +154,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   const RunTimings timings = gather_timings(*comm, trainer.role(), result);
   if (lead) {
     if (!opts.profile.empty())
-      write_file_atomically(opts.profile,
-                            profile_json(scenario.name, trainer.program(), timings).dump(1) + "\n");
+      write_file_atomically(opts.profile, profile_json(scenario, trainer.program(), timings).dump(1) + "\n");
     if (!opts.trace.empty()) write_file_atomically(opts.trace, live_chrome_trace(trainer.program(), timings));
     const auto report = live_report_json(scenario, trainer.program(), result, timings);
     if (!opts.json.empty()) write_file_atomically(opts.json, report.dump(2) + "\n");

@@ -1,12 +1,22 @@
 // The Program interpreter: streams in order, communication overlapped with compute.
 #include "exec/train/interpreter.hpp"
 
+#include <time.h>
+
 #include <chrono>
 #include <deque>
 #include <map>
 #include <stdexcept>
 
+#include "exec/gpt/gemm_clock.hpp"
+
 namespace paratwin::exec {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
   using Clock = std::chrono::steady_clock;
@@ -74,9 +84,15 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
     const int next = compute.front();
     if (ready(next)) {
       compute.pop_front();
-      spans[next].start_s = now();
+      TaskSpan& span = spans[next];
+      const GemmSeconds gemm_before = gemm_seconds;
+      const double cpu_before = thread_cpu_seconds();
+      span.start_s = now();
       runner.compute(next, role.tasks[next]);
-      spans[next].end_s = now();
+      span.end_s = now();
+      span.cpu_s = thread_cpu_seconds() - cpu_before;
+      span.gemm_s = gemm_seconds.dense_s - gemm_before.dense_s;
+      span.attention_s = gemm_seconds.attention_s - gemm_before.attention_s;
       done[next] = true;
       ++finished;
       continue;

@@ -26,7 +26,15 @@ struct TaskSpan {
   double start_s = 0;
   double end_s = 0;
   double wait_s = 0;  // compute-stream time spent blocked on this (communication) task
+  // Compute tasks: the thread's CPU time (what the task took less any time the scheduler gave the core
+  // to another process), and the wall time inside dense and attention GEMMs.
+  double cpu_s = 0;
+  double gemm_s = 0;
+  double attention_s = 0;
 };
+
+// CPU time of the calling thread, in seconds (a system call: ~1-2 us).
+double thread_cpu_seconds();
 
 // Throws std::invalid_argument for tasks the live engine cannot run (sends, receives, copies) and
 // std::logic_error when the dependencies cannot be met (a task waits for one that never starts).

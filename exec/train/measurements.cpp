@@ -6,19 +6,23 @@
 #include <algorithm>
 #include <limits>
 
+#include "plan/calibrate/profile.hpp"
 #include "plan/report/report.hpp"
 
 namespace paratwin::exec {
 
 RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result) {
   const int tasks = int(role.tasks.size()), steps = int(result.spans.size());
-  std::vector<double> start, end, wait;
+  std::vector<double> start, end, wait, cpu, gemm, attention;
   for (int s = 0; s < steps; ++s)
     for (int t = 0; t < tasks; ++t) {
       const TaskSpan& span = result.spans[s][t];
       start.push_back(result.step_start_s[s] + span.start_s);
       end.push_back(result.step_start_s[s] + span.end_s);
       wait.push_back(span.wait_s);
+      cpu.push_back(span.cpu_s);
+      gemm.push_back(span.gemm_s);
+      attention.push_back(span.attention_s);
     }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -27,6 +31,10 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
   out.start_s = comm.gather(start, 0);
   out.end_s = comm.gather(end, 0);
   out.wait_s = comm.gather(wait, 0);
+  out.cpu_s = comm.gather(cpu, 0);
+  out.gemm_s = comm.gather(gemm, 0);
+  out.attention_s = comm.gather(attention, 0);
+  out.step_cpu_s = comm.gather(result.step_cpu_s, 0);
   out.peak_rss_bytes = comm.gather(rss, 0);
   if (comm.rank() == 0) {
     out.ranks = comm.size();
@@ -42,43 +50,85 @@ int first_measured_step(const RunTimings& t) {
   return t.steps > 1 ? 1 : 0;
 }
 
+// The q-quantile (0.5: the median) by the nearest rank.
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const auto at = v.begin() + std::ptrdiff_t(q * double(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
+
+double median(std::vector<double> v) {
+  return quantile(std::move(v), 0.5);
+}
+
 }  // namespace
 
-nlohmann::json profile_json(const std::string& scenario, const Program& program, const RunTimings& t) {
+nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& t) {
   const Role& role = program.roles.front();
   nlohmann::json tasks = nlohmann::json::array();
   for (int i = 0; i < t.tasks; ++i) {
     const Task& task = role.tasks[i];
-    double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = 0;
-    int count = 0;
-    for (int r = 0; r < t.ranks; ++r)
-      for (int s = first_measured_step(t); s < t.steps; ++s) {
+    std::vector<double> wall, cpu, gemm_share, attention_share, fastest;
+    for (int s = first_measured_step(t); s < t.steps; ++s) {
+      double fastest_rank = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < t.ranks; ++r) {
         const double d = t.at(t.end_s, r, s, i) - t.at(t.start_s, r, s, i);
-        sum += d;
-        lo = std::min(lo, d);
-        hi = std::max(hi, d);
-        ++count;
+        wall.push_back(d);
+        cpu.push_back(t.at(t.cpu_s, r, s, i));
+        gemm_share.push_back(d > 0 ? std::min(1.0, t.at(t.gemm_s, r, s, i) / d) : 0);
+        attention_share.push_back(d > 0 ? std::min(1.0, t.at(t.attention_s, r, s, i) / d) : 0);
+        fastest_rank = std::min(fastest_rank, d);
       }
+      fastest.push_back(fastest_rank);
+    }
+    const int count = int(wall.size());
+    double sum = 0;
+    for (double d : wall) sum += d;
     nlohmann::json j = {{"task", task.name},
                         {"index", i},
                         {"kind", enum_name(task.kind, kTaskKindNames)},
                         {"stream", enum_name(task.stream, kStreamKindNames)},
                         {"count", count},
                         {"mean_s", count ? sum / count : 0.0},
-                        {"min_s", count ? lo : 0.0},
-                        {"max_s", hi}};
+                        {"median_s", median(wall)},
+                        {"min_s", count ? *std::min_element(wall.begin(), wall.end()) : 0.0},
+                        {"max_s", count ? *std::max_element(wall.begin(), wall.end()) : 0.0}};
+    if (task.stream == StreamKind::Compute) {
+      // The thread's CPU time leaves out the time other processes had the core (a shared machine);
+      // GEMM time is measured as wall time, so it enters as its share of the task's wall time,
+      // which preemption inflates on both sides alike.
+      const double cpu_s = median(cpu);
+      j["cpu_s"] = cpu_s;
+      j["gemm_s"] = median(gemm_share) * cpu_s;
+      j["attention_s"] = median(attention_share) * cpu_s;
+    }
     if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();
-    if (task.kind == TaskKind::Collective) j["bytes"] = task.bytes.value() * task.count;
+    if (task.kind == TaskKind::Collective) {
+      j["bytes"] = task.bytes.value() * task.count;
+      // A collective ends together on every rank; the rank that joined last saw the transfer alone.
+      // Both ranks must be running for it to progress, so on a shared machine most steps see it
+      // stretched by other processes; the 10th percentile over steps is the transfer undisturbed.
+      j["transfer_s"] = quantile(fastest, 0.1);
+    }
     tasks.push_back(j);
   }
-  return {{"scenario", scenario},
+  std::string device;
+  for (const PoolSpec& p : scenario.cluster.pools)
+    if (p.name == role.pool) device = p.device;
+  return {{"format", kProfileFormat},
+          {"version", kProfileVersion},
+          {"scenario", scenario.name},
           {"backend", "cpu"},
           {"model", program.model},
           {"cluster", program.cluster},
+          {"pool", role.pool},
+          {"device", device},
           {"ranks", t.ranks},
           {"steps", t.steps},
           {"warmup_steps_excluded", first_measured_step(t)},
           {"role", role.pipeline_rank},
+          {"inputs", profile_inputs_yaml(scenario, program.plan)},
           {"tasks", tasks}};
 }
 
@@ -128,8 +178,9 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   double iteration = 0;
   TimeBreakdown b;
   const Role& role = program.roles.front();
+  std::vector<double> iteration_times, iteration_busy;
   for (int s = first; s < t.steps; ++s) {
-    double slowest = 0;
+    double slowest = 0, busiest = 0;
     for (int r = 0; r < t.ranks; ++r) {
       double begin = std::numeric_limits<double>::infinity(), end = 0;
       for (int i = 0; i < t.tasks; ++i) {
@@ -137,8 +188,11 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
         end = std::max(end, t.at(t.end_s, r, s, i));
       }
       slowest = std::max(slowest, end - begin);
+      busiest = std::max(busiest, t.step_cpu_s[size_t(r) * t.steps + s]);
     }
     iteration += slowest;
+    iteration_times.push_back(slowest);
+    iteration_busy.push_back(busiest);
     // The breakdown of rank 0, the one whose progress is printed.
     for (int i = 0; i < t.tasks; ++i) {
       const Task& task = role.tasks[i];
@@ -170,6 +224,8 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
 
   nlohmann::json j = to_json(live);
   j["loss"] = result.losses;
+  j["iteration_times_s"] = iteration_times;
+  j["iteration_busy_s"] = iteration_busy;
   j["steps"] = result.losses.size();
   j["ranks"] = t.ranks;
   j["predicted"] = to_json(predicted)["metrics"];
@@ -183,8 +239,10 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
       {"checkpoints_written", result.checkpoints_written},
       {"checkpoint_overhead", result.seconds > 0 ? result.checkpoint_seconds / result.seconds : 0.0}};
   j["notes"] =
-      "metrics measured over steps after the first; peak_memory_gib is the largest resident set of a rank "
-      "process; memory{} and stages[] are the twin's";
+      "metrics measured over steps after the first; iteration_times_s[] per such step (the slowest rank), "
+      "iteration_busy_s[] the most CPU time a rank's thread used in it (less what the scheduler gave to "
+      "other processes); peak_memory_gib is the largest resident set of a rank process; memory{} and "
+      "stages[] are the twin's";
   return j;
 }
 

@@ -16,8 +16,10 @@ namespace paratwin::exec {
 
 struct RunTimings {
   int ranks = 0, steps = 0, tasks = 0;
-  // Indexed [(rank x steps + step) x tasks + task], seconds since that rank's run started.
-  std::vector<double> start_s, end_s, wait_s;
+  // Indexed [(rank x steps + step) x tasks + task]: start and end in seconds since that rank's run
+  // started, and the other TaskSpan fields.
+  std::vector<double> start_s, end_s, wait_s, cpu_s, gemm_s, attention_s;
+  std::vector<double> step_cpu_s;      // [rank x steps + step]
   std::vector<double> peak_rss_bytes;  // per rank
 
   double at(const std::vector<double>& v, int rank, int step, int task) const {
@@ -29,10 +31,13 @@ struct RunTimings {
 // ranks an empty RunTimings.
 RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result);
 
-// {"scenario", "backend", "ranks", "steps", "tasks": [{"task": name, "kind", "stream", "count",
-// "mean_s", "min_s", "max_s", ...}]}: every task of the role, over all ranks and all steps but the
-// first (warm-up) when there are several.
-nlohmann::json profile_json(const std::string& scenario, const Program& program, const RunTimings& timings);
+// The profile: {"format": "paratwin-profile", "version", "scenario", "backend", "model", "cluster",
+// "pool", "device", "ranks", "steps", "inputs" (what the Program was lowered from, less the cluster:
+// see plan/calibrate/profile.hpp), "tasks": [{"task": name, "index", "kind", "stream", "count",
+// "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all steps
+// but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s" and
+// "attention_s"; collectives "bytes" and "transfer_s" (see profile_json in measurements.cpp).
+nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& timings);
 
 // Chrome trace events as plan/report/trace.cpp lays them out, with one process per rank.
 std::string live_chrome_trace(const Program& program, const RunTimings& timings);

@@ -368,7 +368,9 @@ RunResult Trainer::run() {
     const auto t0 = std::chrono::steady_clock::now();
     result.step_start_s.push_back(seconds_since(run_start));
     runner.begin_step(step_);
+    const double cpu_before = thread_cpu_seconds();
     result.spans.push_back(run_iteration(role(), runner));
+    result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
     // The step's loss: the mean over every micro-batch of every rank.
     double local = 0;
     for (double l : runner.losses()) local += l;

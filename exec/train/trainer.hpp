@@ -52,6 +52,7 @@ struct RunResult {
   std::vector<double> step_seconds;          // this invocation's steps
   std::vector<double> step_start_s;          // when each began, since the run started
   std::vector<std::vector<TaskSpan>> spans;  // per step of this invocation, per task of the role
+  std::vector<double> step_cpu_s;            // CPU time of this rank's thread in each step's tasks
   double checkpoint_seconds = 0;
   int checkpoints_written = 0;
   double seconds = 0;  // the whole run

@@ -10,31 +10,50 @@ namespace paratwin::cost {
 
 KernelCost& KernelCost::operator+=(const KernelCost& o) {
   gemm_flops += o.gemm_flops;
+  attention_flops += o.attention_flops;
   gemm_bytes += o.gemm_bytes;
   elementwise_bytes += o.elementwise_bytes;
+  optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   return *this;
 }
 
 KernelCost KernelCost::operator*(int k) const {
-  return {gemm_flops * k, gemm_bytes * k, elementwise_bytes * k, launches * k};
+  return {gemm_flops * k,        attention_flops * k, gemm_bytes * k,
+          elementwise_bytes * k, optimizer_bytes * k, launches * k};
 }
 
-Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+namespace {
+
+// The terms of the roofline that add up in any case: GEMMs at their compute rates, memory-bound
+// kernels at theirs, launches.
+struct Rates {
+  Seconds gemm_math, gemm_memory, rest;
+};
+
+Rates rates(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
   const auto peak = device.peak.find(precision);
   assert(peak != device.peak.end() && peak->second.value() > 0 && "device has no peak at this precision");
-  const FlopsPerSecond math = peak->second * device.efficiency.gemm;
-  const BytesPerSecond memory = device.memory_bandwidth * device.efficiency.memory;
-  const Seconds gemm = std::max(cost.gemm_flops / math, cost.gemm_bytes / memory);
-  return gemm + cost.elementwise_bytes / memory + device.efficiency.kernel_launch * cost.launches;
+  const EfficiencySpec& e = device.efficiency;
+  const BytesPerSecond memory = device.memory_bandwidth * e.memory;
+  return {(cost.gemm_flops - cost.attention_flops) / (peak->second * e.gemm) +
+              cost.attention_flops / (peak->second * e.attention_or_gemm()),
+          cost.gemm_bytes / memory,
+          cost.elementwise_bytes / memory +
+              cost.optimizer_bytes / (device.memory_bandwidth * e.optimizer_or_memory()) +
+              e.kernel_launch * cost.launches};
+}
+
+}  // namespace
+
+Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+  const Rates r = rates(cost, device, precision);
+  return std::max(r.gemm_math, r.gemm_memory) + r.rest;
 }
 
 Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  const auto peak = device.peak.find(precision);
-  assert(peak != device.peak.end() && peak->second.value() > 0 && "device has no peak at this precision");
-  const FlopsPerSecond math = peak->second * device.efficiency.gemm;
-  const BytesPerSecond memory = device.memory_bandwidth * device.efficiency.memory;
-  return cost.gemm_flops / math + cost.elementwise_bytes / memory + device.efficiency.kernel_launch * cost.launches;
+  const Rates r = rates(cost, device, precision);
+  return r.gemm_math + r.rest;
 }
 
 namespace {
@@ -42,11 +61,27 @@ namespace {
 // One launch of an (M x K) by (K x N) GEMM: 2 M K N FLOPs; reads both operands, writes the result.
 // `weight_copies` distinct K x N matrices are read (grouped expert GEMMs read several).
 KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1) {
-  return {Flops(2 * M * K * N), Bytes(e * (M * K + weight_copies * K * N + M * N)), Bytes(0), 1};
+  KernelCost c;
+  c.gemm_flops = Flops(2 * M * K * N);
+  c.gemm_bytes = Bytes(e * (M * K + weight_copies * K * N + M * N));
+  c.launches = 1;
+  return c;
 }
 
 KernelCost elementwise(double bytes, int launches = 1) {
-  return {Flops(0), Bytes(0), Bytes(bytes), launches};
+  KernelCost c;
+  c.elementwise_bytes = Bytes(bytes);
+  c.launches = launches;
+  return c;
+}
+
+// A batch of attention's per-head products (scores or values): GEMM FLOPs of their own class.
+KernelCost attention_gemm(double flops, double bytes) {
+  KernelCost c;
+  c.gemm_flops = c.attention_flops = Flops(flops);
+  c.gemm_bytes = Bytes(bytes);
+  c.launches = 1;
+  return c;
 }
 
 // The shapes one rank sees of a micro-batch.
@@ -88,10 +123,10 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   // QK^T and softmax(.) V: 2 s_q s_k d FLOPs per head each; K and V are read once per kv head (GQA).
   const double flops = 2 * scores * d;
   const double q_bytes = s.e * s.b * q_heads * s.sq * d, kv_bytes = s.e * s.b * kv_heads * s.sk * d;
-  KernelCost c{Flops(flops), Bytes(q_bytes + kv_bytes + s.e * scores), Bytes(0), 1};  // QK^T
-  c += elementwise(2 * s.e * scores);                                                 // scaled masked softmax
-  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);                            // attention dropout
-  c += KernelCost{Flops(flops), Bytes(s.e * scores + kv_bytes + q_bytes), Bytes(0), 1};  // (.) V
+  KernelCost c = attention_gemm(flops, q_bytes + kv_bytes + s.e * scores);  // QK^T
+  c += elementwise(2 * s.e * scores);                                       // scaled masked softmax
+  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);                  // attention dropout
+  c += attention_gemm(flops, s.e * scores + kv_bytes + q_bytes);            // (.) V
   return c;
 }
 
@@ -168,7 +203,10 @@ KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision 
   const double e = element_bytes(precision), K = optimizer_bytes_per_parameter(optimizer, precision);
   const bool mixed = e < 4;
   const double state = K + (mixed ? 0 : 4);
-  return elementwise(parameters * (2 * state + e + (mixed ? e : 0)));  // one fused multi-tensor kernel
+  KernelCost c;  // one fused multi-tensor kernel
+  c.optimizer_bytes = Bytes(parameters * (2 * state + e + (mixed ? e : 0)));
+  c.launches = 1;
+  return c;
 }
 
 }  // namespace paratwin::cost

@@ -13,8 +13,10 @@ namespace paratwin::cost {
 // and elementwise (memory-bound) traffic are kept apart because they run at different rates.
 struct KernelCost {
   Flops gemm_flops;         // matrix multiplications (including attention scores and values)
+  Flops attention_flops;    // of gemm_flops, attention's score and value products (many small GEMMs)
   Bytes gemm_bytes;         // operand and result traffic of those GEMMs
-  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax, optimizer
+  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax
+  Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
 
   KernelCost& operator+=(const KernelCost& o);
@@ -22,9 +24,13 @@ struct KernelCost {
 };
 
 // Roofline per kernel group:
-//   time = max(gemm_flops / (peak x efficiency.gemm), gemm_bytes / (memory_bandwidth x efficiency.memory))
+//   time = max((gemm_flops - attention_flops) / (peak x efficiency.gemm)
+//                + attention_flops / (peak x efficiency.attention),
+//              gemm_bytes / (memory_bandwidth x efficiency.memory))
 //        + elementwise_bytes / (memory_bandwidth x efficiency.memory)
+//        + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //        + launches x efficiency.kernel_launch
+// (efficiency.attention defaults to .gemm, efficiency.optimizer to .memory).
 // A device without a peak at `precision` is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 

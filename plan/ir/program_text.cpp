@@ -40,8 +40,8 @@ static std::string describe_task(const Task& t) {
     case TaskKind::Recompute:
     case TaskKind::Optimizer:
       s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " +
-          to_string(t.work.gemm_bytes + t.work.elementwise_bytes) + ", " + std::to_string(t.work.launches) +
-          " kernels";
+          to_string(t.work.gemm_bytes + t.work.elementwise_bytes + t.work.optimizer_bytes) + ", " +
+          std::to_string(t.work.launches) + " kernels";
       break;
     case TaskKind::Collective:
       s = enum_name(t.collective, kCollectiveKindNames) + " " + enum_name(t.group, kGroupKindNames) + "(" +

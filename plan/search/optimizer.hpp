@@ -50,7 +50,7 @@ struct SearchOptions {
   // search).
   bool exhaustive = false;
   // Called from the searching thread after every exact evaluation; returning false stops the search.
-  std::function<bool(const SearchProgress&)> progress;
+  std::function<bool(const SearchProgress&)> progress = {};
 };
 
 // The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".

@@ -84,7 +84,10 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
   if (const DocNode* eff = r.get("efficiency")) {
     MapReader er(*eff, r.field("efficiency"), diag, locations);
     er.read("gemm", d.efficiency.gemm, 0.01, 1.0);
+    double share = 0;
+    if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
+    if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
     er.finish();
   }

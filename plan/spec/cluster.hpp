@@ -19,9 +19,14 @@ extern const EnumNames<Precision> kPrecisionNames;
 
 // What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
 struct EfficiencySpec {
-  double gemm = 0.8;            // largest GEMM throughput / dense peak
-  double memory = 0.8;          // memory-bound kernels' share of memory bandwidth
-  Seconds kernel_launch{5e-6};  // fixed cost per kernel
+  double gemm = 0.8;                // largest GEMM throughput / dense peak
+  std::optional<double> attention;  // attention's score and value products / dense peak; gemm if absent
+  double memory = 0.8;              // memory-bound kernels' share of memory bandwidth
+  std::optional<double> optimizer;  // the optimizer step's share of memory bandwidth; memory if absent
+  Seconds kernel_launch{5e-6};      // fixed cost per kernel
+
+  double attention_or_gemm() const { return attention.value_or(gemm); }
+  double optimizer_or_memory() const { return optimizer.value_or(memory); }
 };
 
 struct DeviceSpec {
@@ -105,5 +110,10 @@ struct ClusterSpec {
 // Parses a cluster mapping. A top-level `nodes` resizes a cluster of one pool.
 ClusterSpec parse_cluster(const DocNode& node, const std::string& path, Diagnostics& diag,
                           FieldLocations* locations = nullptr);
+
+// The cluster as a cluster file that parse_cluster reads back to the same figures (to 10 significant
+// digits). `comments` are written beside the fields they are keyed by, as dotted paths
+// ("devices.a100.efficiency.gemm", "pools.dgx.intra_node.latency").
+std::string to_yaml(const ClusterSpec& cluster, const std::map<std::string, std::string>& comments = {});
 
 }  // namespace paratwin

@@ -304,8 +304,12 @@ Location override_location(const std::string& argument, int column) {
   return {"<--set " + argument + ">", 1, column};
 }
 
+Location argument_location(const std::string& flag, const std::string& value) {
+  return {"<" + flag + " " + value + ">", 1, 1};
+}
+
 bool is_override_location(const Location& where) {
-  return where.file.rfind("<--set ", 0) == 0;
+  return where.file.rfind("<--", 0) == 0;
 }
 
 Override parse_override(const std::string& argument) {

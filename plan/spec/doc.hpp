@@ -68,6 +68,9 @@ struct Override {
 
 // Messages about an override point into the argument itself: "<--set plan.tp=x>:1:9".
 Location override_location(const std::string& argument, int column = 1);
+// The same for another flag's value: "<--cluster local-cpu>:1:1".
+Location argument_location(const std::string& flag, const std::string& value);
+// Either kind: paths in such values are relative to the working directory.
 bool is_override_location(const Location& where);
 
 // Parses "a.b.c=VALUE"; a malformed argument throws InputError.

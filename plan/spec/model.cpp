@@ -1,6 +1,10 @@
 // Model file parsing, parameter counts and FLOPs accounting.
 #include "plan/spec/model.hpp"
 
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
 namespace paratwin {
 
 const EnumNames<MlpKind> kMlpKindNames = {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}};
@@ -73,6 +77,26 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
   if (!has_ffn && m.hidden > 0)
     m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
   return m;
+}
+
+std::string to_yaml(const ModelSpec& m) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  auto n = [](int v) { return std::to_string(v); };
+  std::string y =
+      "name: " + nlohmann::json(m.name).dump() + "\nlayers: " + n(m.layers) + "\nhidden: " + n(m.hidden) +
+      "\nheads: " + n(m.heads) + "\nkv_heads: " + n(m.kv_heads) + "\nhead_dim: " + n(m.head_dim) +
+      "\nffn_hidden: " + n(m.ffn_hidden) + "\nvocab: " + n(m.vocab) + "\nseq_len: " + n(m.seq_len) +
+      "\nmlp: " + enum_name(m.mlp, kMlpKindNames) + "\nnorm: " + enum_name(m.norm, kNormKindNames) +
+      "\nposition: " + enum_name(m.position, kPositionKindNames) +
+      "\ntied_embeddings: " + b(m.tied_embeddings) + "\nbias: " + b(m.bias) + "\ndropout: " + b(m.dropout) +
+      "\n";
+  if (m.moe) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.17g", m.moe->capacity_factor);
+    y += "moe: {experts: " + n(m.moe->experts) + ", top_k: " + n(m.moe->top_k) +
+         ", every: " + n(m.moe->every) + ", capacity_factor: " + factor + "}\n";
+  }
+  return y;
 }
 
 ParameterCount count_parameters(const ModelSpec& m) {

@@ -53,6 +53,9 @@ struct ModelSpec {
 ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics& diag,
                       FieldLocations* locations = nullptr);
 
+// The model as a model file with every field given; parse_model reads it back to an equal ModelSpec.
+std::string to_yaml(const ModelSpec& model);
+
 // Parameter counts. Formulas (h hidden, a = heads x head_dim, k = kv_heads x head_dim, f ffn, V vocab):
 //   attention  h(a + 2k) + a h            (+ a + 2k + h biases)
 //   MLP        2 h f (GELU) or 3 h f (SwiGLU)  (+ f + h biases); MoE: experts copies + h x experts router

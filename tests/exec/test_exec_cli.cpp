@@ -86,6 +86,8 @@ BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
   for (const char* key : {"compute_s", "dp_comm_s", "exposed_comm_s", "optimizer_s"})
     BOOST_TEST(r["breakdown"].contains(key));
   BOOST_TEST(r["reliability"]["restarts"] == 0);
+  BOOST_TEST(r["iteration_times_s"].size() == 3u);  // the steps after the first
+  BOOST_TEST(r["iteration_busy_s"].size() == 3u);
   // predicted{} is what `paratwin plan` says about the same plan.
   BOOST_TEST_REQUIRE(
       paratwin("plan " + kScenario + kSmall + " --json " + (dir.path / "plan.json").string()).status == 0);
@@ -96,10 +98,19 @@ BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
   // The profile: every task of the Program, by name, with a measured duration.
   const json p = read_json(dir.path / "p.json");
   std::vector<std::string> names;
+  BOOST_TEST(p["format"] == "paratwin-profile");
+  BOOST_TEST(p["inputs"].get<std::string>().find("model:\n  name: \"tiny-gpt\"") != std::string::npos);
   for (const auto& t : p["tasks"]) {
     names.push_back(t["task"]);
     BOOST_TEST(t["mean_s"].get<double>() > 0);
+    BOOST_TEST(t["median_s"].get<double>() > 0);
     BOOST_TEST(t["count"] == 2 * 3);  // two ranks x the three steps after the first
+    if (t["stream"] == "compute") {
+      BOOST_TEST(t["cpu_s"].get<double>() > 0);
+      if (t["kind"] != "optimizer") BOOST_TEST(t["gemm_s"].get<double>() > 0);
+    } else {
+      BOOST_TEST(t["transfer_s"].get<double>() > 0);
+    }
   }
   BOOST_TEST(std::count(names.begin(), names.end(), "optimizer step") == 1);
   BOOST_TEST(std::count(names.begin(), names.end(), "AR dp bucket0") == 1);
@@ -153,4 +164,67 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
   const Output with = paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
   BOOST_TEST_INFO(with.text);
   BOOST_TEST(with.status == 0);
+}
+
+BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
+  TempDir dir;
+  const std::string out = (dir.path / "cal.yaml").string();
+  const Output scenario = paratwin("calibrate " + kScenario + " --cluster local-cpu -o " + out);
+  BOOST_TEST(scenario.status == 2);
+  BOOST_TEST(scenario.text.find(kScenario + ":") == 0u);
+  BOOST_TEST(scenario.text.find("is not a profile of a live run") != std::string::npos);
+  const Output missing =
+      paratwin("calibrate " + (dir.path / "none.json").string() + " --cluster local-cpu -o " + out);
+  BOOST_TEST(missing.status == 2);
+  BOOST_TEST(missing.text.find("none.json") != std::string::npos);
+  const Output cluster = paratwin("calibrate " + kScenario + " --cluster local-cpus -o " + out);
+  BOOST_TEST(cluster.status == 2);
+  BOOST_TEST(cluster.text.find("did you mean 'local-cpu'") != std::string::npos);
+  BOOST_TEST(!fs::exists(out));
+}
+
+// The twin loop: calibrate on live runs of one plan, then predict a run of another plan on this
+// machine. Compute is measured as thread CPU time (medians over steps), so other processes on a
+// shared machine taking the core do not stretch what is measured; what they leave behind in the
+// caches does, and it changes with the load, so the two plans run in turns (three short runs each)
+// and see the same load. See README, "Calibration".
+BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_percent) {
+  TempDir dir;
+  const std::string base = kScenario + " --ranks 1 --set training.global_batch=8";
+  // Calibration plan: micro-batch 4 x 2, sequences of 64. Other plan: micro-batch 2 x 4, sequences of
+  // 128 (twice the attention per token).
+  const std::string other = " --set plan.micro_batch=2 --set training.seq_len=128";
+  std::string profiles;
+  std::vector<double> busy;
+  for (int turn = 0; turn < 3; ++turn) {
+    const std::string profile = (dir.path / ("p" + std::to_string(turn) + ".json")).string();
+    BOOST_TEST_REQUIRE(paratwin("run " + base + " --steps 12 --profile " + profile).status == 0);
+    profiles += " " + profile;
+    const std::string report = (dir.path / ("r" + std::to_string(turn) + ".json")).string();
+    BOOST_TEST_REQUIRE(paratwin("run " + base + other + " --steps 12 --json " + report).status == 0);
+    const json r = read_json(report);
+    for (double b : r["iteration_busy_s"]) busy.push_back(b);
+  }
+  const std::string cal = (dir.path / "cal.yaml").string();
+  const Output fitted = paratwin("calibrate" + profiles + " --cluster local-cpu -o " + cal);
+  BOOST_TEST_INFO(fitted.text);
+  BOOST_TEST_REQUIRE(fitted.status == 0);
+  BOOST_TEST(fitted.text.find("dense GEMMs") != std::string::npos);
+  // The twin's iteration time for the other plan on one core of a cluster file.
+  const auto predict = [&](const std::string& cluster) {
+    const std::string json = (dir.path / "predicted.json").string();
+    BOOST_TEST_REQUIRE(paratwin("plan " + kScenario + " --set cluster=" + cluster +
+                                " --set cluster.pools.local.gpus_per_node=1 --set plan.dp=1" +
+                                " --set training.global_batch=8" + other + " --json " + json)
+                           .status == 0);
+    return read_json(json)["metrics"]["iteration_time_s"].get<double>();
+  };
+  const double predicted_s = predict(cal), before_s = predict("local-cpu");
+  std::sort(busy.begin(), busy.end());
+  const double measured_s = busy[busy.size() / 2];
+  BOOST_TEST_MESSAGE("micro-batch 2 x 4 of 128 tokens: measured "
+                     << measured_s * 1e3 << " ms per iteration, "
+                     << "twin calibrated on 4 x 2 of 64: " << predicted_s * 1e3
+                     << " ms; uncalibrated: " << before_s * 1e3 << " ms");
+  BOOST_TEST(std::abs(predicted_s / measured_s - 1) < 0.10);
 }

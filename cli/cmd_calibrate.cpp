@@ -1,0 +1,60 @@
+// `paratwin calibrate PROFILE... --cluster NAME|FILE -o FILE`: fits the cluster's efficiency figures to
+// what live runs measured and writes the calibrated cluster file, which `plan`, `simulate` and `run`
+// then take as their cluster (`--set cluster=FILE`).
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "plan/calibrate/fit.hpp"
+#include "plan/io/atomic_file.hpp"
+
+namespace paratwin::cli {
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return buf;
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, int& exit_status) {
+  struct Options {
+    std::vector<std::string> profiles;
+    std::string cluster, output;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("calibrate", "fit a cluster's efficiency figures to profiles of live runs");
+  cmd->add_option("profiles", opts->profiles, "profiles written by paratwin run --profile")
+      ->required()
+      ->type_name("PROFILE...");
+  cmd->add_option("--cluster", opts->cluster, "the cluster the runs ran on: a catalog name or a file")
+      ->required()
+      ->type_name("NAME|FILE");
+  cmd->add_option("-o,--output", opts->output, "calibrated cluster file to write")
+      ->required()
+      ->type_name("FILE");
+  cmd->callback([opts, &exit_status] {
+    const ClusterSpec cluster = load_cluster_argument(opts->cluster);
+    std::vector<ProfiledRun> runs;
+    for (const std::string& path : opts->profiles)
+      runs.push_back(lower_profile(load_profile(path), opts->cluster));
+    const Calibration cal = calibrate(runs, cluster);
+    write_file_atomically(opts->output, calibrated_cluster_yaml(cal, runs, opts->cluster, utc_now()));
+
+    std::cout << "calibrated " << cal.cluster.name << " (device " << cal.device << ", pool " << cal.pool
+              << ") from " << runs.size() << " profile(s):\n";
+    for (const FittedFigure& f : cal.figures) std::cout << "  " << to_text(f) << "\n";
+    for (const std::string& n : cal.notes) std::cout << "  note: " << n << "\n";
+    std::cout << "wrote " << opts->output << "; use it with --set cluster=" << opts->output << "\n";
+    exit_status = kExitOk;
+  });
+}
+
+}  // namespace paratwin::cli

@@ -1,0 +1,281 @@
+// Least-squares fits of the cost model's rates to measured task times, and the calibrated cluster file.
+#include "plan/calibrate/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "plan/analytic/evaluate.hpp"
+
+namespace paratwin {
+namespace {
+
+// time ~ a x + b y for one task: the work the model divides by two rates (a x: bytes over a bandwidth,
+// b y: launches times a latency, ...), and what was measured.
+struct Row {
+  double a = 0, b = 0, time = 0;
+};
+
+struct TwoTermFit {
+  double x = 0, y = 0;
+  bool both = false;  // y was fitted too (else it kept its prior)
+  int samples = 0;
+  double rms = 0;  // relative residual
+};
+
+double rms_residual(const std::vector<Row>& rows, double x, double y) {
+  double sum = 0;
+  for (const Row& r : rows) sum += std::pow((r.a * x + r.b * y - r.time) / r.time, 2);
+  return rows.empty() ? 0 : std::sqrt(sum / double(rows.size()));
+}
+
+// Fits x and y minimizing the relative residuals. y keeps `y_prior` unless `fit_y` and the rows tell
+// the two terms apart (a and b not in the same proportion in every row) with a positive result; then
+// x alone is fitted so that the total time comes out right.
+TwoTermFit fit_two_terms(std::vector<Row> rows, double y_prior, bool fit_y = true) {
+  std::erase_if(rows, [](const Row& r) { return !(r.time > 0) || (r.a <= 0 && r.b <= 0); });
+  TwoTermFit f;
+  f.samples = int(rows.size());
+  f.y = y_prior;
+  if (rows.empty()) return f;
+  // Normal equations of the rows divided by their time (relative residuals).
+  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
+  for (const Row& r : rows) {
+    const double a = r.a / r.time, b = r.b / r.time;
+    aa += a * a, ab += a * b, bb += b * b, a1 += a, b1 += b;
+  }
+  const double det = aa * bb - ab * ab;
+  // Joint only when the columns are far from proportional (more than ~6 degrees apart): measurements
+  // are noisy, and a nearly singular fit would turn a few percent of noise into any split at all.
+  if (fit_y && aa > 0 && bb > 0 && det > 1e-2 * aa * bb) {
+    const double x = (a1 * bb - b1 * ab) / det, y = (b1 * aa - a1 * ab) / det;
+    if (x > 0 && y >= 0) {
+      f.x = x, f.y = y, f.both = true;
+      f.rms = rms_residual(rows, x, y);
+      return f;
+    }
+  }
+  double work = 0, time = 0;
+  for (const Row& r : rows) work += r.a, time += r.time - r.b * y_prior;
+  f.x = work > 0 && time > 0 ? time / work : 0;
+  f.rms = rms_residual(rows, f.x, f.y);
+  return f;
+}
+
+std::string fixed(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string percent(double v) {
+  return fixed(100 * v, "%.1f%%");
+}
+
+// (latency steps, byte factor) of a collective inside one node: time = steps x latency + factor x n / busbw
+// (plan/cost/collectives.hpp's closed forms).
+std::pair<double, double> coefficients(cost::CollectiveKind kind, cost::Algorithm algorithm, int p) {
+  using cost::CollectiveKind;
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      if (algorithm == cost::Algorithm::Tree) return {2 * std::ceil(std::log2(p)), 2};
+      if (algorithm == cost::Algorithm::Sharp) return {2, 1};
+      return {2.0 * (p - 1), 2.0 * (p - 1) / p};
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll:
+      return {p - 1.0, (p - 1.0) / p};
+    case CollectiveKind::Broadcast:
+      return {p - 1.0, 1};
+  }
+  return {0, 0};
+}
+
+template <class Cluster>
+auto& pool_named(Cluster& c, const std::string& name) {
+  for (auto& p : c.pools)
+    if (p.name == name) return p;
+  throw std::logic_error("no pool " + name);
+}
+
+// Applies the device and fabric figures of `from` to the same device and pool of `to`.
+void copy_figures(const ClusterSpec& from, ClusterSpec& to, const std::string& device,
+                  const std::string& pool) {
+  to.devices.at(device) = from.devices.at(device);
+  for (PoolSpec& p : to.pools)
+    if (p.name == pool) p.intra_node = pool_named(from, pool).intra_node;
+}
+
+}  // namespace
+
+Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& cluster) {
+  if (runs.empty()) throw std::logic_error("calibrate without runs");
+  Calibration cal;
+  cal.cluster = cluster;
+  cal.pool = runs.front().program.roles.front().pool;
+  cal.device = pool_named(cluster, cal.pool).device;
+  const Precision precision = runs.front().scenario.training.precision;
+  for (const ProfiledRun& run : runs) {
+    const std::string& pool = run.program.roles.front().pool;
+    if (pool != cal.pool)
+      throw InputError(Location{run.profile.path}, "this profile ran on pool " + pool + ", " +
+                                                       runs.front().profile.path + " on pool " + cal.pool +
+                                                       "; calibrate one pool at a time");
+    if (run.scenario.training.precision != precision)
+      throw InputError(Location{run.profile.path},
+                       "this profile trained in " +
+                           enum_name(run.scenario.training.precision, kPrecisionNames) + ", " +
+                           runs.front().profile.path + " in " + enum_name(precision, kPrecisionNames) +
+                           "; calibrate one precision at a time");
+  }
+  DeviceSpec& device = cal.cluster.devices.at(cal.device);
+  PoolSpec& pool = pool_named(cal.cluster, cal.pool);
+  const std::string dp = "devices." + cal.device, pp = "pools." + cal.pool;
+
+  // Rows of every term, over every measured task of every run. The memory-bound rest of the forward
+  // and backward passes is summed per micro-batch: the model's backward does twice the forward's
+  // traffic, a CPU's backward kernels do not, and only their sum shapes an iteration.
+  std::vector<Row> dense, attention, memory, optimizer, collective;
+  for (const ProfiledRun& run : runs) {
+    const Role& role = run.program.roles.front();
+    const PoolSpec& run_pool = pool_named(run.scenario.cluster, cal.pool);
+    std::map<int, Row> per_microbatch;
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      const Task& t = role.tasks[i];
+      const ProfiledTask& m = run.profile.tasks[i];
+      const cost::KernelCost& w = t.work;
+      if (t.stream == StreamKind::Compute) {
+        dense.push_back({(w.gemm_flops - w.attention_flops).value(), 0, m.gemm_s});
+        attention.push_back({w.attention_flops.value(), 0, m.attention_s});
+        const double rest = m.cpu_s - m.gemm_s - m.attention_s;
+        if (w.optimizer_bytes.value() > 0) {
+          optimizer.push_back({w.optimizer_bytes.value(), double(w.launches), rest});
+        } else {
+          Row& r = per_microbatch[t.microbatch];
+          r.a += w.elementwise_bytes.value(), r.b += w.launches, r.time += rest;
+        }
+      } else if (t.kind == TaskKind::Collective && t.placement.size == t.placement.per_node &&
+                 m.transfer_s > 0) {
+        const auto chosen =
+            cost::collective_time(t.collective, t.bytes, t.placement, run_pool, run.scenario.cluster);
+        const auto [steps, factor] = coefficients(t.collective, chosen.algorithm, t.placement.size);
+        collective.push_back({factor * t.bytes.value() * t.count, steps * t.count, m.transfer_s});
+      }
+    }
+    for (const auto& [microbatch, row] : per_microbatch) memory.push_back(row);
+  }
+  if (memory.empty() && optimizer.empty())
+    throw InputError(Location{runs.front().profile.path}, "the profiles measured no compute task");
+
+  auto figure = [&](const std::string& field, const std::string& what, const TwoTermFit& f,
+                    const std::string& measured) {
+    cal.figures.push_back({field, what, f.samples ? measured : "not measured: kept", f.samples > 0 && f.x > 0,
+                           f.samples, f.rms});
+  };
+  const FlopsPerSecond old_peak = device.peak.at(precision);
+  const TwoTermFit d = fit_two_terms(dense, 0), a = fit_two_terms(attention, 0);
+  const double dense_rate = d.x > 0 ? 1 / d.x : 0, attention_rate = a.x > 0 ? 1 / a.x : 0;
+  if (std::max(dense_rate, attention_rate) > old_peak.value()) {
+    device.peak[precision] = FlopsPerSecond(std::max(dense_rate, attention_rate));
+    cal.notes.push_back("peak " + enum_name(precision, kPrecisionNames) + " raised from " +
+                        to_string(old_peak) + " to the rate measured, " + to_string(device.peak[precision]) +
+                        ": the datasheet figure was below what this device does");
+  }
+  const double peak = device.peak.at(precision).value();
+  if (dense_rate > 0) device.efficiency.gemm = std::max(0.01, dense_rate / peak);
+  if (attention_rate > 0) device.efficiency.attention = std::max(0.001, attention_rate / peak);
+  figure(dp + ".efficiency.gemm", "dense GEMMs", d, to_string(FlopsPerSecond(dense_rate)));
+  figure(dp + ".efficiency.attention", "attention GEMMs", a, to_string(FlopsPerSecond(attention_rate)));
+
+  // Elementwise bandwidth and the launch cost together (they are told apart only when tasks mix them
+  // in different proportions), then the optimizer with that launch cost.
+  const TwoTermFit m = fit_two_terms(memory, device.efficiency.kernel_launch.value());
+  const TwoTermFit o = fit_two_terms(optimizer, m.y, /*fit_y=*/false);
+  const double memory_bw = m.x > 0 ? 1 / m.x : 0, optimizer_bw = o.x > 0 ? 1 / o.x : 0;
+  if (std::max(memory_bw, optimizer_bw) > device.memory_bandwidth.value()) {
+    cal.notes.push_back("memory_bandwidth raised from " + to_string(device.memory_bandwidth) +
+                        " to the bandwidth measured, " +
+                        to_string(BytesPerSecond(std::max(memory_bw, optimizer_bw))));
+    device.memory_bandwidth = BytesPerSecond(std::max(memory_bw, optimizer_bw));
+  }
+  if (memory_bw > 0) device.efficiency.memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
+  if (optimizer_bw > 0)
+    device.efficiency.optimizer = std::max(0.001, optimizer_bw / device.memory_bandwidth.value());
+  if (m.both) device.efficiency.kernel_launch = Seconds(m.y);
+  figure(dp + ".efficiency.memory", "memory-bound kernels", m, to_string(BytesPerSecond(memory_bw)));
+  figure(dp + ".efficiency.optimizer", "optimizer step", o, to_string(BytesPerSecond(optimizer_bw)));
+  cal.figures.push_back({dp + ".efficiency.kernel_launch", "kernel launch",
+                         m.both ? to_string(Seconds(m.y))
+                                : "kept: launches and memory traffic are in one proportion in every "
+                                  "micro-batch (profile two micro-batch sizes to fit it)",
+                         m.both, m.samples, m.rms});
+
+  const TwoTermFit c = fit_two_terms(collective, pool.intra_node.latency.value());
+  if (c.x > 0) pool.intra_node.allreduce_busbw = BytesPerSecond(1 / c.x);
+  if (c.both) pool.intra_node.latency = Seconds(c.y);
+  figure(pp + ".intra_node.allreduce_busbw", "collectives' bus bandwidth", c,
+         to_string(BytesPerSecond(c.x > 0 ? 1 / c.x : 0)));
+  cal.figures.push_back(
+      {pp + ".intra_node.latency", "collectives' step latency",
+       c.both ? to_string(Seconds(c.y)) : "kept: every collective measured had the same size", c.both,
+       c.samples, c.rms});
+
+  // Every measured task against the calibrated model, on the cluster each run had.
+  for (const ProfiledRun& run : runs) {
+    ClusterSpec sized = run.scenario.cluster;
+    copy_figures(cal.cluster, sized, cal.device, cal.pool);
+    const Role& role = run.program.roles.front();
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      const Task& t = role.tasks[i];
+      const ProfiledTask& measured = run.profile.tasks[i];
+      const double time = t.stream == StreamKind::Compute ? measured.cpu_s : measured.transfer_s;
+      if (!(time > 0)) continue;
+      cal.tasks.push_back({run.profile.path, t.name, time,
+                           task_duration_s(t, pool_named(sized, cal.pool), sized, precision)});
+    }
+  }
+  return cal;
+}
+
+std::string to_text(const FittedFigure& f) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %s", f.what.c_str(), f.measured.c_str());
+  std::string text = line;
+  if (f.fitted)
+    text += "  (" + std::to_string(f.samples) + " samples, rms residual " + percent(f.rms_residual) + ")";
+  return text;
+}
+
+std::string calibrated_cluster_yaml(const Calibration& cal, const std::vector<ProfiledRun>& runs,
+                                    const std::string& cluster_argument, const std::string& timestamp) {
+  std::string h =
+      "# Calibrated by `paratwin calibrate` on " + timestamp + " from " + cluster_argument + " and:\n";
+  for (const ProfiledRun& run : runs) {
+    const Plan& p = run.program.plan;
+    h += "#   " + run.profile.path + ": " + run.profile.scenario + " (" + run.profile.model + "), " +
+         std::to_string(run.profile.ranks) + " rank(s), micro-batch " + std::to_string(p.micro_batch) +
+         " x " + std::to_string(p.num_microbatches) + ", sequence " +
+         std::to_string(run.scenario.training.seq_len) + ", " + std::to_string(run.profile.measured_steps) +
+         " steps measured\n";
+  }
+  h += "# Fitted on device " + cal.device + " and pool " + cal.pool +
+       " (medians over steps and ranks; compute as thread CPU time, so load from other processes stays "
+       "out):\n";
+  for (const FittedFigure& f : cal.figures) h += "#   " + to_text(f) + "\n";
+  for (const std::string& n : cal.notes) h += "#   note: " + n + "\n";
+  h += "# Each measured task against the calibrated model (compute: CPU time; collectives: the transfer):\n";
+  std::string profile;
+  for (const TaskResidual& t : cal.tasks) {
+    if (runs.size() > 1 && t.profile != profile) h += "#   " + (profile = t.profile) + ":\n";
+    char line[256];
+    std::snprintf(line, sizeof line, "#   %-26s %9.3f ms measured %9.3f ms model %+7.1f%%\n", t.task.c_str(),
+                  t.measured_s * 1e3, t.predicted_s * 1e3, 100 * (t.predicted_s / t.measured_s - 1));
+    h += line;
+  }
+  std::map<std::string, std::string> comments;
+  for (const FittedFigure& f : cal.figures)
+    if (f.fitted) comments[f.field] = "calibrated: " + f.what + " " + f.measured;
+  return h + to_yaml(cal.cluster, comments);
+}
+
+}  // namespace paratwin

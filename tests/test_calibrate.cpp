@@ -1,0 +1,291 @@
+// Calibration: profiles read back and checked against the Program they measured, the fit recovering
+// the figures that produced synthetic measurements, and the cluster and model files it writes.
+#define BOOST_TEST_MODULE calibrate
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/calibrate/fit.hpp"
+#include "plan/spec/catalog.hpp"
+
+using namespace paratwin;
+namespace fs = std::filesystem;
+namespace tt = boost::test_tools;
+
+namespace {
+
+const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+const std::string kLocalCpu = PARATWIN_SOURCE_DIR "/topologies/local-cpu.yaml";
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("paratwin-calibrate-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// The figures a synthetic machine runs at; launch cost and collective latency as local-cpu says
+// unless given.
+ClusterSpec truth(std::optional<Seconds> launch = {}, std::optional<Seconds> latency = {}) {
+  ClusterSpec c = load_cluster_file(kLocalCpu);
+  DeviceSpec& d = c.devices.at("cpu-core");
+  d.efficiency.gemm = 0.5;
+  d.efficiency.attention = 0.2;
+  d.efficiency.memory = 0.3;
+  d.efficiency.optimizer = 0.1;
+  if (launch) d.efficiency.kernel_launch = *launch;
+  c.pools[0].intra_node.allreduce_busbw = BytesPerSecond(4e9);
+  if (latency) c.pools[0].intra_node.latency = *latency;
+  return c;
+}
+
+// A profile as `paratwin run --profile` writes it, with every time the one the cost model gives on
+// `machine`: GEMM times at their rates, CPU time the whole compute task, collectives their transfer.
+std::string synthetic_profile(const fs::path& dir, const std::string& name,
+                              const std::vector<std::string>& sets, const ClusterSpec& machine) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  const ScenarioSpec s = load_scenario(kScenario, overrides);
+  const Plan plan = complete_plan(s);
+  const Program program = lower(plan, s.model, s.cluster, s.training);
+  ClusterSpec sized = machine;
+  sized.pools[0].gpus_per_node = s.cluster.pools[0].gpus_per_node;
+  const DeviceSpec& d = sized.devices.at("cpu-core");
+  const double peak = d.peak.at(Precision::Fp32).value();
+  nlohmann::json tasks = nlohmann::json::array();
+  const Role& role = program.roles.front();
+  for (size_t i = 0; i < role.tasks.size(); ++i) {
+    const Task& t = role.tasks[i];
+    const double time = task_duration_s(t, sized.pools[0], sized, Precision::Fp32);
+    nlohmann::json j = {{"task", t.name}, {"index", i}, {"count", 10}, {"median_s", time}};
+    if (t.stream == StreamKind::Compute) {
+      j["cpu_s"] = time;
+      j["gemm_s"] = (t.work.gemm_flops - t.work.attention_flops).value() / (peak * d.efficiency.gemm);
+      j["attention_s"] = t.work.attention_flops.value() / (peak * *d.efficiency.attention);
+      j["gemm_flops"] = t.work.gemm_flops.value();
+    } else {
+      j["bytes"] = t.bytes.value() * t.count;
+      j["transfer_s"] = time;
+    }
+    tasks.push_back(j);
+  }
+  const nlohmann::json profile = {{"format", kProfileFormat},
+                                  {"version", kProfileVersion},
+                                  {"scenario", s.name},
+                                  {"backend", "cpu"},
+                                  {"model", s.model.name},
+                                  {"cluster", s.cluster.name},
+                                  {"pool", "local"},
+                                  {"device", "cpu-core"},
+                                  {"ranks", plan.dp},
+                                  {"steps", 11},
+                                  {"warmup_steps_excluded", 1},
+                                  {"inputs", profile_inputs_yaml(s, plan)},
+                                  {"tasks", tasks}};
+  const fs::path path = dir / (name + ".json");
+  std::ofstream(path) << profile.dump(1);
+  return path.string();
+}
+
+std::string message_of(const InputError& e) {
+  std::string all;
+  for (const auto& d : e.diagnostics()) all += d.str() + "\n";
+  return all;
+}
+
+// The messages of the InputError that `f` throws ("" when it throws none).
+template <class F>
+std::string input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return message_of(e);
+  }
+  return "";
+}
+
+const FittedFigure& figure(const Calibration& c, const std::string& suffix) {
+  for (const auto& f : c.figures)
+    if (f.field.ends_with(suffix)) return f;
+  BOOST_FAIL("no figure " + suffix);
+  throw;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(calibration_recovers_the_rates_that_produced_the_measurements) {
+  TempDir dir;
+  const ClusterSpec machine = truth();
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.bucket_size=300KiB"}, machine);
+  const std::vector<ProfiledRun> runs{lower_profile(load_profile(path), kLocalCpu)};
+  const Calibration cal = calibrate(runs, load_cluster_file(kLocalCpu));
+
+  const DeviceSpec& want = machine.devices.at("cpu-core");
+  const DeviceSpec& got = cal.cluster.devices.at("cpu-core");
+  const double want_peak = want.peak.at(Precision::Fp32).value(),
+               got_peak = got.peak.at(Precision::Fp32).value();
+  BOOST_TEST(got_peak * got.efficiency.gemm == want_peak * want.efficiency.gemm, tt::tolerance(1e-9));
+  BOOST_TEST(got_peak * got.efficiency.attention_or_gemm() == want_peak * *want.efficiency.attention,
+             tt::tolerance(1e-9));
+  BOOST_TEST(got.memory_bandwidth.value() * got.efficiency.memory ==
+                 want.memory_bandwidth.value() * want.efficiency.memory,
+             tt::tolerance(1e-9));
+  BOOST_TEST(got.memory_bandwidth.value() * got.efficiency.optimizer_or_memory() ==
+                 want.memory_bandwidth.value() * *want.efficiency.optimizer,
+             tt::tolerance(1e-9));
+  BOOST_TEST(cal.cluster.pools[0].intra_node.allreduce_busbw->value() == 4e9, tt::tolerance(1e-9));
+  // Buckets of nearly one size, and segments of nearly one mix of launches and traffic, do not tell
+  // those figures apart: latency and launch cost keep their values.
+  BOOST_TEST(!figure(cal, "latency").fitted);
+  BOOST_TEST(!figure(cal, "kernel_launch").fitted);
+  for (const TaskResidual& t : cal.tasks) BOOST_TEST(t.predicted_s == t.measured_s, tt::tolerance(1e-6));
+  // Calibrated on 2 ranks, the cluster keeps the size it was given.
+  BOOST_TEST(cal.cluster.pools[0].gpus_per_node == load_cluster_file(kLocalCpu).pools[0].gpus_per_node);
+}
+
+BOOST_AUTO_TEST_CASE(two_shapes_tell_launch_cost_from_bandwidth_and_latency_from_busbw) {
+  TempDir dir;
+  const ClusterSpec machine = truth(Seconds(3e-6), Seconds(5e-6));
+  const std::vector<ProfiledRun> runs{
+      lower_profile(load_profile(synthetic_profile(dir.path, "a", {"plan.micro_batch=1"}, machine)),
+                    kLocalCpu),
+      lower_profile(load_profile(synthetic_profile(
+                        dir.path, "b", {"training.seq_len=128", "plan.bucket_size=300KiB"}, machine)),
+                    kLocalCpu)};
+  const Calibration cal = calibrate(runs, load_cluster_file(kLocalCpu));
+  BOOST_TEST(figure(cal, "kernel_launch").fitted);
+  BOOST_TEST(cal.cluster.devices.at("cpu-core").efficiency.kernel_launch.value() == 3e-6,
+             tt::tolerance(1e-6));
+  BOOST_TEST(figure(cal, "latency").fitted);
+  BOOST_TEST(cal.cluster.pools[0].intra_node.latency.value() == 5e-6, tt::tolerance(1e-6));
+  BOOST_TEST(cal.cluster.pools[0].intra_node.allreduce_busbw->value() == 4e9, tt::tolerance(1e-6));
+  for (const TaskResidual& t : cal.tasks) BOOST_TEST(t.predicted_s == t.measured_s, tt::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(the_calibrated_cluster_file_loads_and_says_where_it_came_from) {
+  TempDir dir;
+  const std::string path = synthetic_profile(dir.path, "p", {"training.global_batch=8"}, truth());
+  const std::vector<ProfiledRun> runs{lower_profile(load_profile(path), "local-cpu")};
+  const Calibration cal = calibrate(runs, load_cluster_argument("local-cpu"));
+  // One backward and one forward hold launches and traffic in one proportion: the launch cost is kept.
+  BOOST_TEST(!figure(cal, "kernel_launch").fitted);
+  const std::string text = calibrated_cluster_yaml(cal, runs, "local-cpu", "2026-01-01 00:00:00 UTC");
+  BOOST_TEST(text.find("# Calibrated by `paratwin calibrate` on 2026-01-01 00:00:00 UTC from local-cpu") ==
+             0u);
+  BOOST_TEST(text.find(path) != std::string::npos);
+  BOOST_TEST(text.find("rms residual") != std::string::npos);
+  BOOST_TEST(text.find("gemm: 0.5") != std::string::npos);
+  BOOST_TEST(text.find("# calibrated: dense GEMMs") != std::string::npos);
+  std::ofstream(dir.path / "cal.yaml") << text;
+  const ClusterSpec loaded = load_cluster_file((dir.path / "cal.yaml").string());
+  BOOST_TEST(
+      loaded.devices.at("cpu-core").efficiency.gemm == cal.cluster.devices.at("cpu-core").efficiency.gemm,
+      tt::tolerance(1e-9));
+  // The twin on the calibrated file predicts the measured run.
+  const ScenarioSpec s =
+      load_scenario(kScenario, {parse_override("training.global_batch=8"),
+                                parse_override("cluster=" + (dir.path / "cal.yaml").string())});
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  double measured = 0;
+  for (const TaskResidual& t : cal.tasks) measured += t.measured_s;
+  BOOST_TEST(evaluate(program, s.cluster, s.training).iteration_time_s == measured, tt::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(every_catalog_cluster_round_trips_through_its_file_form) {
+  TempDir dir;
+  for (const auto& entry : Catalog::installed().list(CatalogKind::Topology)) {
+    BOOST_TEST_CONTEXT(entry.name) {
+      const ClusterSpec c = load_cluster_file(entry.path);
+      std::ofstream(dir.path / "c.yaml") << to_yaml(c);
+      const ClusterSpec back = load_cluster_file((dir.path / "c.yaml").string());
+      BOOST_TEST(back.name == c.name);
+      BOOST_TEST(back.gpus() == c.gpus());
+      BOOST_TEST(back.peak(Precision::Bf16).value() == c.peak(Precision::Bf16).value(), tt::tolerance(1e-9));
+      BOOST_TEST(back.device_memory().value() == c.device_memory().value(), tt::tolerance(1e-9));
+      BOOST_TEST(back.network.oversubscription == c.network.oversubscription, tt::tolerance(1e-9));
+      BOOST_TEST(back.storage_bandwidth.value() == c.storage_bandwidth.value(), tt::tolerance(1e-9));
+      // The text of the text is the same: nothing is lost or rounded on a second pass.
+      BOOST_TEST(to_yaml(back) == to_yaml(c));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_catalog_model_round_trips_through_its_file_form) {
+  for (const auto& entry : Catalog::installed().list(CatalogKind::Model)) {
+    BOOST_TEST_CONTEXT(entry.name) {
+      const ModelSpec m = load_model_file(entry.path);
+      Diagnostics diag;
+      const ModelSpec back = parse_model(parse_yaml(to_yaml(m), "back"), "model", diag);
+      BOOST_TEST(!diag.has_errors());
+      BOOST_TEST(to_yaml(back) == to_yaml(m));
+      BOOST_TEST(count_parameters(back).total == count_parameters(m).total);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_profile_is_refused_by_name) {
+  const std::string message = input_error([] { load_profile(kScenario); });
+  BOOST_TEST(message.find(kScenario + " is not a profile of a live run") != std::string::npos);
+  BOOST_TEST(message.find("paratwin run SCENARIO --profile FILE") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_missing_a_task_names_it) {
+  TempDir dir;
+  const std::string path = synthetic_profile(dir.path, "p", {}, truth());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  const std::string last = j["tasks"].back()["task"];
+  j["tasks"].erase(j["tasks"].size() - 1);
+  std::ofstream(path) << j.dump(1);
+  const std::string message = input_error([&] { lower_profile(load_profile(path), kLocalCpu); });
+  BOOST_TEST(message.find("no measurement of task '" + last + "'") != std::string::npos);
+  BOOST_TEST(message.find(path) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_of_another_model_is_refused_task_by_task) {
+  TempDir dir;
+  // Tasks measured on tiny-gpt, inputs claiming a wider model: the work differs.
+  const std::string path = synthetic_profile(dir.path, "p", {}, truth());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  const std::string inputs = j["inputs"];
+  j["inputs"] = inputs.substr(0, inputs.find("  hidden: 128")) + "  hidden: 256" +
+                inputs.substr(inputs.find("  hidden: 128") + 13);
+  std::ofstream(path) << j.dump(1);
+  const std::string message = input_error([&] { lower_profile(load_profile(path), kLocalCpu); });
+  BOOST_TEST(message.find("task 'F mb0 c0' did") != std::string::npos);
+  BOOST_TEST(message.find("a profile of another model or plan?") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_profile_field_is_reported_at_its_line) {
+  TempDir dir;
+  const std::string path = synthetic_profile(dir.path, "p", {}, truth());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  j["tasks"][0]["median_s"] = "soon";
+  std::ofstream(path) << j.dump(1);
+  const std::string message = input_error([&] { load_profile(path); });
+  BOOST_TEST(message.find(path + ":") == 0u);
+  BOOST_TEST(message.find("tasks[0].median_s") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(attention_and_optimizer_efficiencies_apply_to_their_own_work_only) {
+  const ClusterSpec c = load_cluster_file(kLocalCpu);
+  DeviceSpec d = c.devices.at("cpu-core");
+  cost::KernelCost attention, dense, step;
+  attention.gemm_flops = attention.attention_flops = dense.gemm_flops = Flops(1e9);
+  step.optimizer_bytes = Bytes(1e9);
+  const double a0 = cost::compute_time(attention, d, Precision::Fp32).value();
+  const double d0 = cost::compute_time(dense, d, Precision::Fp32).value();
+  const double s0 = cost::compute_time(step, d, Precision::Fp32).value();
+  BOOST_TEST(a0 == d0);  // without figures of their own, as fast as the rest
+  d.efficiency.attention = d.efficiency.gemm / 4;
+  d.efficiency.optimizer = d.efficiency.memory / 2;
+  BOOST_TEST(cost::compute_time(attention, d, Precision::Fp32).value() == 4 * a0, tt::tolerance(1e-12));
+  BOOST_TEST(cost::compute_time(dense, d, Precision::Fp32).value() == d0);
+  BOOST_TEST(cost::compute_time(step, d, Precision::Fp32).value() == 2 * s0, tt::tolerance(1e-12));
+}
