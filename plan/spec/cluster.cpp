@@ -46,7 +46,7 @@ namespace {
 
 // "7:1" or "7" as 7; nullopt unless both sides are positive numbers.
 std::optional<double> parse_ratio(const DocNode& node) {
-  if (!node.is_scalar() || node.quoted && node.scalar.find(':') == std::string::npos) return std::nullopt;
+  if (!node.is_scalar() || (node.quoted && node.scalar.find(':') == std::string::npos)) return std::nullopt;
   auto number = [](std::string_view s) -> std::optional<double> {
     double v = 0;
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
