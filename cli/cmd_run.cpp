@@ -1,12 +1,13 @@
 // `paratwin run SCENARIO --backend cpu --ranks N`: trains the scenario's model for real. It checks
 // the plan here (bad input exits 2 before any rank starts), then starts N paratwin-rank processes
-// under mpirun (or becomes one, when mpirun started it) and returns their exit status.
+// under mpirun and supervises them (exec/supervise/), or becomes one when mpirun started it.
 #include <algorithm>
 
 #include "cli/commands.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/launch.hpp"
 #include "exec/run/live_run.hpp"
+#include "exec/supervise/supervisor.hpp"
 
 namespace paratwin::cli {
 
@@ -14,7 +15,9 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
   auto opts = std::make_shared<exec::LiveRunOptions>();
   auto* cmd = app.add_subcommand("run", "train the scenario's plan for real (CPU: Eigen + MPI)");
   exec::add_live_run_options(*cmd, *opts);
-  cmd->callback([opts, &exit_status, argv] {
+  auto supervision = std::make_shared<exec::SuperviseOptions>();
+  exec::add_supervise_options(*cmd, *supervision);
+  cmd->callback([opts, supervision, &exit_status, argv] {
     const exec::LiveRunSetup setup = exec::prepare_live_run(*opts);
     print_diagnostics(setup.scenario.warnings);
     // The flags after `run`, handed on to every rank unchanged.
@@ -23,7 +26,7 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
     if (exec::under_mpirun())
       exit_status = exec::replace_with_rank(args);
     else
-      exit_status = exec::launch_ranks(setup.plan.dp, args);
+      exit_status = exec::supervise_run(*opts, setup, *supervision, args);
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/io/atomic_file.hpp"
+#include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
 #include "plan/search/choose.hpp"
@@ -14,7 +15,7 @@ namespace paratwin::cli {
 
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::string scenario, plan_file, json, trace, horizon;
+    std::string scenario, plan_file, json, trace, horizon, failure_trace;
     std::vector<std::string> sets;
     int iterations = 1;
     std::uint64_t seed = 1;
@@ -35,6 +36,9 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
                   "replay failures, checkpoints and restarts over this time, e.g. 54d")
       ->type_name("DURATION");
   cmd->add_option("--seed", opts->seed, "seed for stragglers and random failures");
+  cmd->add_option("--failure-trace", opts->failure_trace,
+                  "replay a live run's failures (paratwin run --failure-trace) over its horizon")
+      ->type_name("FILE");
   cmd->add_flag(
       "--all-ranks", opts->all_ranks,
       "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
@@ -43,7 +47,15 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--trace", opts->trace, "write a Chrome trace with link usage and failure markers")
       ->type_name("FILE");
   cmd->callback([opts, &exit_status] {
-    const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
+    // A live run's trace brings the overrides that made its plan; the command line's come after.
+    std::optional<FailureTrace> replayed;
+    std::vector<std::string> sets = opts->sets;
+    if (!opts->failure_trace.empty()) {
+      replayed = load_failure_trace(opts->failure_trace);
+      sets.insert(sets.begin(), replayed->sets.begin(), replayed->sets.end());
+    }
+    ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(sets));
+    if (replayed) apply_failure_trace(*replayed, scenario);
     print_diagnostics(scenario.warnings);
     // As `paratwin plan`: a scenario that leaves degrees to the optimizer simulates its best plan.
     const Plan plan = choose_plan(scenario, opts->plan_file, {1, false}).plan;
@@ -59,6 +71,13 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
             Location{"<--horizon " + opts->horizon + ">"},
             "expected a positive duration for --horizon" + (h.error.empty() ? "" : ": " + h.error));
       options.horizon = Seconds(*h.value);
+    }
+    if (replayed) {
+      if (!options.horizon) options.horizon = Seconds(replayed->horizon_s);
+      options.device_failure_domains = true;
+      options.checkpoint_cost_s = replayed->checkpoint_cost_s;
+      options.checkpoint_write_behind_s = replayed->checkpoint_write_s;
+      options.regrow_at_checkpoint = true;
     }
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
     if (opts->json != "-") {

@@ -1,7 +1,10 @@
 // Starting the ranks of a live run: `paratwin run` starts paratwin-rank under mpirun.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace paratwin::exec {
@@ -10,6 +13,13 @@ namespace paratwin::exec {
 // mpirun's exit status (128 + signal if it was killed). Throws std::runtime_error when mpirun cannot
 // be started.
 int launch_ranks(int ranks, const std::vector<std::string>& args);
+
+// Starts the same mpirun without waiting for it: in a process group of its own, standard input from
+// /dev/null, standard output onto standard error when asked, and `environment` (name, value) set
+// and exported to the ranks. Returns mpirun's process id; throws std::runtime_error when it
+// cannot fork.
+pid_t start_ranks(int ranks, const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& environment, bool output_to_stderr);
 
 // Already a rank under mpirun: replaces this process with paratwin-rank args... Returns only on
 // failure, by throwing std::runtime_error.

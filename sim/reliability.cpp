@@ -131,43 +131,89 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
   double t = 0;
   bool running = true, checkpointing = false;
   double checkpoint_end = 0, resume_at = 0, since_checkpoint = 0, uncommitted = 0, committed = 0, trained = 0;
+  // A snapshot being written behind the training: its work (tokens, training time) counts at write_end.
+  bool writing = false;
+  double write_end = 0, writing_tokens = 0, writing_s = 0;
+  const double write_behind = job.checkpoint_write_behind_s;
+  bool regrowing = false;  // stopped to grow back, until resume_at
 
   double next_checkpoint_note = 0;
   auto note = [&](double at, std::string what) {
     if (tl.record_events && r.events.size() < kMaxEvents)
       r.events.push_back({at, std::move(what), committed + uncommitted});
   };
+  // A checkpoint is on disk; the training since its snapshot is `since_checkpoint`.
+  auto committed_checkpoint = [&](double tokens) {
+    committed += tokens;
+    // At most kCheckpointNotes over the horizon (samples of the progress, not every one).
+    if (t >= next_checkpoint_note) {
+      note(t, "checkpoint");
+      next_checkpoint_note = t + tl.horizon_s / kCheckpointNotes;
+    }
+    if (!job.regrow_at_checkpoint || el.policy != ElasticPolicy::Shrink || runnable_dp(t) <= dp) return;
+    r.lost_work_s += since_checkpoint;  // stopping to grow loses what came after the snapshot
+    since_checkpoint = uncommitted = 0;
+    checkpointing = false;
+    dp = runnable_dp(t);
+    rate = tl.throughput(dp);
+    regrowing = true;
+    resume_at = t + restart;
+    note(t, "stop to grow back to " + std::to_string(dp * job.replica_gpus) + " GPUs");
+  };
+
   auto advance = [&](double to) {
     while (t < to) {
+      if (regrowing) {
+        const double end = std::min(to, resume_at);
+        r.downtime_s += end - t;
+        t = end;
+        if (t >= resume_at) {
+          regrowing = false;
+          ++r.restarts;
+          note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
+        }
+        continue;
+      }
+      if (writing && t >= write_end) {
+        writing = false;
+        committed_checkpoint(writing_tokens);
+        continue;
+      }
+      const double until_written = writing ? write_end - t : to - t;
       if (checkpointing) {
-        const double end = std::min(to, checkpoint_end);
+        const double end = std::min({to, checkpoint_end, t + until_written});
         r.checkpoint_overhead_s += end - t;
         t = end;
         if (t >= checkpoint_end) {
           checkpointing = false;
-          committed += uncommitted;
-          uncommitted = 0;
-          since_checkpoint = 0;
-          // At most kCheckpointNotes over the horizon (samples of the progress, not every one).
-          if (t >= next_checkpoint_note) {
-            note(t, "checkpoint");
-            next_checkpoint_note = t + tl.horizon_s / kCheckpointNotes;
+          if (write_behind > 0) {
+            writing = true;
+            write_end = t + write_behind;
+            writing_tokens = uncommitted;
+            writing_s = since_checkpoint;
+            uncommitted = 0;
+            since_checkpoint = 0;
+          } else {
+            const double tokens = uncommitted;
+            uncommitted = 0;
+            since_checkpoint = 0;
+            committed_checkpoint(tokens);
           }
         }
         continue;
       }
-      const double step = std::min(to - t, interval_s - since_checkpoint);
+      const double step = std::min({to - t, interval_s - since_checkpoint, until_written});
       t += step;
       since_checkpoint += step;
       trained += step;
       uncommitted += step * rate;
       if (since_checkpoint >= interval_s) {
         checkpointing = true;
-        checkpoint_end = t + cost;
+        // The snapshot waits for the write before it (one write at a time).
+        checkpoint_end = (writing ? std::max(t, write_end) : t) + cost;
       }
     }
   };
-
   for (const Failure& f : tl.failures) {
     if (f.at_s >= tl.horizon_s) break;
     if (auto it = repaired_at.find(f.node); it != repaired_at.end() && it->second > f.at_s)
@@ -182,10 +228,10 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
     }
     if (running) {
       advance(f.at_s);
-      r.lost_work_s += since_checkpoint;
+      r.lost_work_s += since_checkpoint + (writing ? writing_s : 0);
       since_checkpoint = 0;
       uncommitted = 0;
-      checkpointing = false;
+      checkpointing = writing = regrowing = false;
       running = false;
     } else {
       r.downtime_s += f.at_s - t;
@@ -215,7 +261,7 @@ Reliability replay_once(const Timeline& tl, double interval_s) {
   else
     r.downtime_s += tl.horizon_s - t;
 
-  r.useful_tokens = committed + uncommitted;
+  r.useful_tokens = committed + uncommitted + (writing ? writing_tokens : 0);
   r.productive_s = trained - r.lost_work_s;
   r.effective_training_time_ratio = r.productive_s / tl.horizon_s;
   r.goodput = full_rate > 0 ? r.useful_tokens / (tl.horizon_s * full_rate) : 0;

@@ -267,7 +267,13 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
     job.switches = std::max(1, layout.gpus() / boundary);
     job.dp = plan.dp;
     job.replica_gpus = plan.tp * plan.pp * plan.cp;
-    job.checkpoint_cost_s = checkpoint_cost_s(program, scenario.cluster);
+    job.checkpoint_cost_s = options.checkpoint_cost_s.value_or(checkpoint_cost_s(program, scenario.cluster));
+    job.checkpoint_write_behind_s = options.checkpoint_write_behind_s;
+    job.regrow_at_checkpoint = options.regrow_at_checkpoint;
+    if (options.device_failure_domains) {
+      job.nodes = layout.gpus();
+      job.gpus_per_node = job.nics_per_node = job.switches = 1;
+    }
     const TrainingSpec& tr = scenario.training;
     job.tokens_to_train = tr.tokens  ? *tr.tokens
                           : tr.steps ? double(*tr.steps) * program.tokens_per_iteration

@@ -21,6 +21,13 @@ struct SimulateOptions {
   std::uint64_t seed = 1;          // stragglers and random failures
   bool trace = false;              // produce the Chrome trace
   bool all_ranks = false;          // simulate every rank (no TP lane folding, see RankLayout)
+  // A live run's failure trace: each device is its own failure domain (a rank slot, not its node),
+  // a checkpoint costs what the run measured instead of its bytes at the storage bandwidth, with
+  // its write behind the training, and a shrunk job grows back at a checkpoint (see JobShape).
+  bool device_failure_domains = false;
+  std::optional<double> checkpoint_cost_s;
+  double checkpoint_write_behind_s = 0;
+  bool regrow_at_checkpoint = false;
 };
 
 struct SimulationResult {

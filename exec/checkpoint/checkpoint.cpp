@@ -180,4 +180,18 @@ CheckpointSearch load_latest_checkpoint(const std::string& dir, size_t expected_
   return out;
 }
 
+int remove_unfinished_checkpoints(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  std::vector<fs::path>
+      leftovers;  // ".step-N.tmp-PID" of save_checkpoint, ".NAME.tmpXXXXXX" of atomic writes
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".", 0) == 0 && name.find(".tmp") != std::string::npos) leftovers.push_back(entry.path());
+  }
+  for (const auto& p : leftovers) removed += fs::remove_all(p, ec) > 0 ? 1 : 0;
+  return removed;
+}
+
 }  // namespace paratwin::exec

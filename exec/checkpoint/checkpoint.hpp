@@ -41,6 +41,10 @@ CheckpointSearch load_latest_checkpoint(const std::string& dir, size_t expected_
 // Reads one checkpoint directory; throws std::runtime_error saying what is wrong with it.
 TrainingState load_checkpoint(const std::string& path, size_t expected_parameters);
 
+// Removes what writers killed mid-write left in `dir` (temporary directories and files, never a
+// complete checkpoint); returns how many. Only while no writer runs there.
+int remove_unfinished_checkpoints(const std::string& dir);
+
 // FNV-1a, 64 bits: enough to catch torn writes and flipped bits (not an adversary).
 uint64_t fnv1a64(const void* data, size_t bytes);
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/supervise/rank_agent.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/io/atomic_file.hpp"
@@ -42,20 +43,25 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
   cmd.add_option("--kill-after", o.kill_after, "rank 0 kills itself (SIGKILL) after this step")->group("");
 }
 
-ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks) {
-  if (ranks <= 0) return load_scenario(path, overrides);
+std::vector<std::string> live_rank_overrides(const std::string& path, int ranks) {
   // The cluster as written (the --set overrides may not validate against it before dp changes too).
   const ScenarioSpec as_written = load_scenario(path);
   const ClusterSpec& c = as_written.cluster;
+  std::vector<std::string> out;
   if (c.gpus() != ranks) {
     if (c.pools.size() != 1 || c.pools.front().nodes != 1)
       throw InputError(Location{path}, "--ranks " + std::to_string(ranks) + " does not match the cluster's " +
                                            std::to_string(c.gpus()) +
                                            " devices; size the cluster with --set");
-    overrides.push_back(
-        parse_override("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(ranks)));
+    out.push_back("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(ranks));
   }
-  overrides.push_back(parse_override("plan.dp=" + std::to_string(ranks)));
+  out.push_back("plan.dp=" + std::to_string(ranks));
+  return out;
+}
+
+ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks) {
+  if (ranks <= 0) return load_scenario(path, overrides);
+  for (const auto& set : live_rank_overrides(path, ranks)) overrides.push_back(parse_override(set));
   return load_scenario(path, overrides);
 }
 
@@ -123,19 +129,36 @@ int run_live_rank(const LiveRunOptions& opts) {
   o.seed = opts.seed;
   o.learning_rate = opts.lr;
   o.stop_after = opts.stop_after;
-  if (lead) {
+  // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
+  const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
+  Trainer* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
+  if (agent)
+    o.on_checkpoint = [&agent](int64_t step, double snapshot_s, double write_s) {
+      agent->checkpoint_done(step, snapshot_s, write_s);
+    };
+  if (lead)
     o.on_message = [&out](const std::string& m) { out << "paratwin run: " << m << "\n" << std::flush; };
-    o.on_step = [&out, kill_after = opts.kill_after](const StepReport& r) {
+  o.on_step = [&, kill_after = opts.kill_after](const StepReport& r) {
+    if (lead) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "step %5lld/%lld  loss %.4f  %8.0f tok/s  %7.1f ms/step  ETA %s\n",
                     static_cast<long long>(r.step), static_cast<long long>(r.steps), r.loss, r.tokens_per_s,
                     r.step_s * 1e3, duration_text(r.eta_s).c_str());
       out << buf << std::flush;
-      // Fault injection for the resume tests: an abrupt death, no destructor or flush runs.
-      if (r.step == kill_after) std::raise(SIGKILL);
-    };
-  }
+    }
+    if (agent)
+      agent->after_step(r, [&] {
+        trainer_of_hooks->wait_for_checkpoints();
+        comm->barrier();
+      });
+    // Fault injection for the resume tests: an abrupt death once the checkpoints taken are on disk.
+    if (lead && r.step == kill_after) {
+      trainer_of_hooks->wait_for_checkpoints();
+      std::raise(SIGKILL);
+    }
+  };
   Trainer trainer(scenario, plan, *comm, o);
+  trainer_of_hooks = &trainer;
   if (lead) {
     char buf[256];
     std::snprintf(
@@ -167,6 +190,7 @@ int run_live_rank(const LiveRunOptions& opts) {
                   report["predicted"]["tokens_per_s"].get<double>(), result.seconds);
     out << buf << std::flush;
   }
+  if (agent) agent->done();
   return 0;
 }
 

@@ -11,10 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/checkpoint/checkpoint.hpp"
+#include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
-#include "plan/io/atomic_file.hpp"
 
 namespace paratwin::exec {
 
@@ -56,6 +55,17 @@ int64_t scenario_steps(const ScenarioSpec& s) {
   if (s.training.tokens)
     return int64_t(std::ceil(*s.training.tokens / (double(s.training.global_batch) * s.training.seq_len)));
   return 0;
+}
+
+// How far the run got past its last checkpoint, for the resume to report. Renamed into place but
+// not flushed to disk: it is advisory, and an fsync every step would hold every rank up (behind a
+// checkpoint being written, for as long as that write).
+void write_progress(const std::string& dir, int64_t step) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "progress.json";
+  const std::filesystem::path tmp = std::filesystem::path(dir) / ".progress.json.tmp";
+  std::ofstream(tmp) << nlohmann::json{{"step", step}}.dump() << "\n";
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
 }
 
 }  // namespace
@@ -272,6 +282,10 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
 
 Trainer::~Trainer() = default;
 
+void Trainer::wait_for_checkpoints() {
+  if (writer_) writer_->wait();
+}
+
 void Trainer::resume(RunResult& result) {
   const CheckpointSearch found = load_latest_checkpoint(options_.checkpoint_dir, model_.layout().total);
   result.rejected_checkpoints = found.rejected;
@@ -319,6 +333,8 @@ void Trainer::resume(RunResult& result) {
                         std::to_string(plan_.num_microbatches) + " micro-batches)");
 }
 
+// Two phases: the state is copied to host memory here (the snapshot), and written to disk by rank
+// 0's writer thread while the training goes on.
 void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunResult& result) {
   const auto t0 = std::chrono::steady_clock::now();
   // Every rank holds the same weights. Under ZeRO 0 also the same optimizer state; under ZeRO 1/2
@@ -341,9 +357,8 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     s.weights.assign(model_.parameters().begin(), model_.parameters().end());
     s.adam_m = std::move(m);
     s.adam_v = std::move(v);
-    save_checkpoint(options_.checkpoint_dir, s);
+    writer_->submit(std::move(s), seconds_since(t0));
   }
-  comm_.barrier();
   result.checkpoint_seconds += seconds_since(t0);
   ++result.checkpoints_written;
 }
@@ -363,6 +378,7 @@ RunResult Trainer::run() {
     if (ec)
       throw std::runtime_error("cannot create checkpoint directory " + options_.checkpoint_dir + ": " +
                                ec.message());
+    writer_ = std::make_unique<BackgroundCheckpointWriter>(options_.checkpoint_dir, options_.on_checkpoint);
   }
   while (step_ < total_steps_) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -377,11 +393,9 @@ RunResult Trainer::run() {
     const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * comm_.size());
     ++step_;
     result.losses.push_back(loss);
+    if (checkpoints && comm_.rank() == 0) write_progress(options_.checkpoint_dir, step_);
     const double step_s = seconds_since(t0);
     result.step_seconds.push_back(step_s);
-    if (checkpoints && comm_.rank() == 0)
-      write_file_atomically((std::filesystem::path(options_.checkpoint_dir) / "progress.json").string(),
-                            nlohmann::json{{"step", step_}}.dump() + "\n");
     if (options_.on_step) {
       double mean = 0;
       for (double s : result.step_seconds) mean += s;
@@ -400,6 +414,11 @@ RunResult Trainer::run() {
   }
   if (checkpoints && step_ == total_steps_ && options_.stop_after < 0)
     checkpoint(step_, result.losses, result);
+  if (writer_) {  // the run ends with its checkpoints on disk
+    const auto t0 = std::chrono::steady_clock::now();
+    writer_->wait();
+    result.checkpoint_seconds += seconds_since(t0);
+  }
   result.seconds = seconds_since(run_start);
   return result;
 }

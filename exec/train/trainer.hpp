@@ -19,6 +19,7 @@
 namespace paratwin::exec {
 
 class DataLoader;
+class BackgroundCheckpointWriter;
 
 struct StepReport {
   int64_t step = 0;  // 1-based: steps done
@@ -42,6 +43,8 @@ struct TrainOptions {
   int64_t stop_after = -1;  // tests: stop after this step, as if killed (no final checkpoint)
   std::function<void(const StepReport&)> on_step;      // called on every rank
   std::function<void(const std::string&)> on_message;  // resume and rejected checkpoints
+  // Rank 0, on the checkpoint writer's thread: a checkpoint is complete on disk.
+  std::function<void(int64_t step, double snapshot_s, double write_s)> on_checkpoint;
 };
 
 struct RunResult {
@@ -53,7 +56,7 @@ struct RunResult {
   std::vector<double> step_start_s;          // when each began, since the run started
   std::vector<std::vector<TaskSpan>> spans;  // per step of this invocation, per task of the role
   std::vector<double> step_cpu_s;            // CPU time of this rank's thread in each step's tasks
-  double checkpoint_seconds = 0;
+  double checkpoint_seconds = 0;             // training held up: snapshots (and waits for a previous write)
   int checkpoints_written = 0;
   double seconds = 0;  // the whole run
 };
@@ -70,6 +73,8 @@ class Trainer {
   ~Trainer();
 
   RunResult run();
+  // Returns when the checkpoints handed to the writer are on disk (rank 0; elsewhere at once).
+  void wait_for_checkpoints();
 
   const Program& program() const { return program_; }
   const Role& role() const { return program_.roles.front(); }
@@ -91,6 +96,7 @@ class Trainer {
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<DataLoader> data_;
   std::unique_ptr<Runner> runner_;
+  std::unique_ptr<BackgroundCheckpointWriter> writer_;  // rank 0, with checkpoints
   LearningRate lr_;
   int64_t total_steps_ = 0;
   int64_t step_ = 0;  // steps done

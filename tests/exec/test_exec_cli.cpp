@@ -14,30 +14,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "paratwin_process.hpp"
+
 using nlohmann::json;
+using namespace paratwin_test;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;  // standard output and error
-};
-
 Output paratwin(const std::string& args) {
-  const std::string command = std::string(PARATWIN_BIN_DIR "/paratwin ") + args + " 2>&1";
-  Output out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.text.append(buf, n);
-  const int status = ::pclose(pipe);
-  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
+  return run_paratwin(args);
 }
 
 struct TempDir {
@@ -128,8 +114,9 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
   const Output whole =
       paratwin(run + (dir.path / "ckpt-whole").string() + " --json " + (dir.path / "whole.json").string());
   BOOST_TEST_REQUIRE(whole.status == 0);
-  // Rank 0 dies by SIGKILL after step 3, between the checkpoints of steps 2 and 4; mpirun ends the job.
-  const Output killed = paratwin(common + " --kill-after 3");
+  // Rank 0 dies by SIGKILL after step 3, between the checkpoints of steps 2 and 4; the job ends
+  // (the supervisor's recovery off).
+  const Output killed = paratwin(common + " --kill-after 3 --max-restarts 0");
   BOOST_TEST_INFO(killed.text);
   BOOST_TEST_REQUIRE(killed.status != 0);
   BOOST_TEST(killed.text.find("step     3/4") != std::string::npos);

@@ -213,3 +213,45 @@ BOOST_AUTO_TEST_CASE(young_daly_interval_and_the_best_interval_found_agree) {
   BOOST_TEST(r.failures > 500);
   BOOST_TEST(r.goodput < 1);
 }
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_written_behind_the_training_counts_only_once_it_is_on_disk) {
+  // Snapshots every hour hold training up 60 s; each is then written for 10 min behind the training.
+  const auto lost_at = [](const std::string& at) {
+    const ScenarioSpec s = scenario(failure_scenario(
+        "{events: [{at: " + at + ", component: gpu, index: 3}], detection: 1min, restart: 5min}",
+        "{policy: spares, spares: 8}"));
+    JobShape job = four_node_job();
+    job.checkpoint_write_behind_s = 600;
+    const Reliability r = replay(s, job, 10 * 3600.0, 1, per_replica);
+    BOOST_TEST(r.productive_s + r.lost_work_s + r.downtime_s + r.checkpoint_overhead_s == 10 * 3600.0,
+               tt::tolerance(1e-9));
+    return r.lost_work_s;
+  };
+  const double snapshot_end = 3600 + 60;
+  // While the first checkpoint is written, a failure loses everything since the start.
+  BOOST_TEST(lost_at("4000s") == 3600 + (4000 - snapshot_end), tt::tolerance(1e-9));
+  // Once it is on disk, only what came after its snapshot.
+  BOOST_TEST(lost_at("5000s") == 5000 - snapshot_end, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(a_shrunk_job_grows_back_at_the_first_checkpoint_after_the_repair) {
+  const std::string failure =
+      "{events: [{at: 5h, component: host, index: 2}], detection: 1min, restart: 5min, repair: 2h}";
+  const ScenarioSpec s = scenario(failure_scenario(failure, "{policy: shrink, min_gpus: 16}"));
+  JobShape job = four_node_job();
+  const Reliability stays = replay(s, job, 10 * 3600.0, 1, per_replica);
+  job.regrow_at_checkpoint = true;
+  const Reliability grows = replay(s, job, 10 * 3600.0, 1, per_replica);
+  BOOST_TEST(stays.restarts == 1);
+  BOOST_TEST(grows.restarts == 2);  // after the failure, and to grow back
+  BOOST_TEST(grows.min_gpus == 24);
+  bool stopped = false;
+  for (const auto& e : grows.events) stopped = stopped || e.what == "stop to grow back to 32 GPUs";
+  BOOST_TEST(stopped);
+  BOOST_TEST(grows.downtime_s == stays.downtime_s + 300, tt::tolerance(1e-9));
+  // Three hours on four replicas instead of three are worth the five minutes of restart.
+  BOOST_TEST(grows.goodput > stays.goodput);
+  BOOST_TEST(
+      grows.productive_s + grows.lost_work_s + grows.downtime_s + grows.checkpoint_overhead_s == 10 * 3600.0,
+      tt::tolerance(1e-9));
+}

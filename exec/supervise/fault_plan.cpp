@@ -1,0 +1,108 @@
+// Parsing injected faults, and the chaos schedule's random draws.
+#include "exec/supervise/fault_plan.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "plan/spec/suggest.hpp"
+
+namespace paratwin::exec {
+
+const char* fault_name(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::Kill:
+      return "kill";
+    case FaultKind::Hang:
+      return "hang";
+    case FaultKind::Slow:
+      return "slow";
+  }
+  return "?";
+}
+
+std::string Injection::text() const {
+  return std::string(fault_name(kind)) + "@" + std::to_string(step) + ":" + std::to_string(rank);
+}
+
+namespace {
+
+// A whole decimal number in text[begin, end); nullopt when it is not one.
+std::optional<int64_t> whole_number(const std::string& text, size_t begin, size_t end) {
+  int64_t v = 0;
+  const char* first = text.data() + begin;
+  const char* last = text.data() + end;
+  auto [ptr, ec] = std::from_chars(first, last, v);
+  if (begin == end || ec != std::errc() || ptr != last) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Injection parse_injection(const std::string& text, int ranks, int64_t steps, Diagnostics& diag) {
+  const auto at = [&text](size_t column0) {
+    return Location{"<--inject " + text + ">", 1, int(column0) + 1};
+  };
+  const std::string form = "expected KIND@STEP:RANK such as kill@12:1, with KIND kill, hang or slow";
+  Injection out;
+  const size_t sign = text.find('@'), colon = text.find(':', sign == std::string::npos ? 0 : sign);
+  if (sign == std::string::npos || colon == std::string::npos) {
+    diag.error(at(0), form);
+    return out;
+  }
+  const std::string kind = text.substr(0, sign);
+  const std::vector<std::string> kinds = {"kill", "hang", "slow"};
+  if (kind == "kill")
+    out.kind = FaultKind::Kill;
+  else if (kind == "hang")
+    out.kind = FaultKind::Hang;
+  else if (kind == "slow")
+    out.kind = FaultKind::Slow;
+  else
+    diag.error(at(0),
+               "unknown fault kind '" + kind + "'; expected kill, hang or slow" + did_you_mean(kind, kinds));
+  const auto step = whole_number(text, sign + 1, colon);
+  if (!step || *step < 1 || (steps > 0 && *step > steps))
+    diag.error(at(sign + 1), "expected a step from 1 to " +
+                                 (steps > 0 ? std::to_string(steps) : "the run's last") +
+                                 " after '@', found '" + text.substr(sign + 1, colon - sign - 1) + "'");
+  else
+    out.step = *step;
+  const auto rank = whole_number(text, colon + 1, text.size());
+  if (!rank || *rank < 0 || *rank >= ranks)
+    diag.error(at(colon + 1), "expected a rank from 0 to " + std::to_string(ranks - 1) +
+                                  " after ':', found '" + text.substr(colon + 1) + "'");
+  else
+    out.rank = int(*rank);
+  return out;
+}
+
+std::vector<Injection> parse_injections(const std::vector<std::string>& texts, int ranks, int64_t steps) {
+  Diagnostics diag;
+  std::vector<Injection> out;
+  for (const auto& t : texts) out.push_back(parse_injection(t, ranks, steps, diag));
+  diag.throw_if_errors();
+  return out;
+}
+
+ChaosSchedule::ChaosSchedule(uint64_t seed, int kills, double mean_interval_s)
+    : state_(seed), kills_left_(kills), mean_interval_s_(mean_interval_s) {}
+
+uint64_t ChaosSchedule::next() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double ChaosSchedule::next_delay_s() {
+  const double u = (double(next() >> 11) + 0.5) / 9007199254740992.0;  // (0, 1)
+  return -mean_interval_s_ * std::log(u);
+}
+
+int ChaosSchedule::next_victim(int ranks) {
+  --kills_left_;
+  return int(next() % uint64_t(ranks));
+}
+
+}  // namespace paratwin::exec

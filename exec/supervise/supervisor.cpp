@@ -1,0 +1,565 @@
+// The supervisor's loop: plan for the slots that are up, launch, watch, stop, recover; then the
+// failure trace, the twin's prediction and the report.
+#include "exec/supervise/supervisor.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "exec/checkpoint/checkpoint.hpp"
+#include "exec/launch.hpp"
+#include "exec/supervise/control_channel.hpp"
+#include "exec/supervise/fault_plan.hpp"
+#include "exec/supervise/job_process.hpp"
+#include "exec/supervise/rank_agent.hpp"
+#include "exec/supervise/run_record.hpp"
+#include "plan/io/atomic_file.hpp"
+#include "plan/spec/units.hpp"
+
+namespace paratwin::exec {
+
+namespace fs = std::filesystem;
+
+void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
+  const std::string group = "Fault tolerance";
+  cmd.add_option("--inject", o.inject,
+                 "inject a fault at the end of a step: kill|hang|slow@STEP:RANK (repeatable)")
+      ->type_name("KIND@STEP:RANK")
+      ->group(group);
+  cmd.add_option("--chaos", o.chaos_seed, "kill random ranks at random moments, drawn from this seed")
+      ->type_name("SEED")
+      ->group(group);
+  cmd.add_option("--chaos-kills", o.chaos_kills, "how many ranks --chaos kills (default 3)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd.add_option("--chaos-mtbf", o.chaos_mtbf, "mean training time between --chaos kills (default 5s)")
+      ->type_name("DURATION")
+      ->group(group);
+  cmd.add_option("--min-ranks", o.min_ranks,
+                 "shrink to no fewer ranks than this after failures (default: --ranks, no shrinking)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  cmd.add_option("--down-time", o.down_time, "a failed rank's slot stays out this long (default 0s)")
+      ->type_name("DURATION")
+      ->group(group);
+  cmd.add_option("--hang-timeout", o.hang_timeout, "a job without progress this long hangs (default 60s)")
+      ->type_name("DURATION")
+      ->group(group);
+  cmd.add_option("--max-restarts", o.max_restarts,
+                 "recover from at most this many failures (default 10; 0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd.add_option("--control-address", o.control_address,
+                 "listen for the ranks' heartbeats on this IPv4 address (default 127.0.0.1)")
+      ->group(group);
+  cmd.add_option("--failure-trace", o.failure_trace,
+                 "write the run's failures for `paratwin simulate --failure-trace`")
+      ->type_name("FILE")
+      ->group(group);
+}
+
+namespace {
+
+// The supervisor's flags (and those it sets per launch): the ranks get the rest.
+const std::vector<std::string> kValueFlags = {
+    "--inject",       "--chaos",        "--chaos-kills",     "--chaos-mtbf",    "--min-ranks", "--down-time",
+    "--hang-timeout", "--max-restarts", "--control-address", "--failure-trace", "--ranks",     "--json"};
+
+std::vector<std::string> rank_arguments(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool skip = args[i] == "--resume";
+    for (const auto& f : kValueFlags) {
+      if (args[i] == f) {
+        skip = true;
+        ++i;  // and its value
+        break;
+      }
+      if (args[i].rfind(f + "=", 0) == 0) skip = true;
+    }
+    if (!skip) out.push_back(args[i]);
+  }
+  return out;
+}
+
+double duration_flag(const std::string& flag, const std::string& text, bool allow_zero) {
+  const QuantityParse q = parse_quantity(text, Dimension::Duration);
+  if (!q.value || *q.value < 0 || (!allow_zero && *q.value == 0))
+    throw InputError(Location{"<" + flag + " " + text + ">", 1, 1},
+                     std::string("expected a ") + (allow_zero ? "" : "positive ") +
+                         "duration such as 5s or 2min for " + flag + (q.error.empty() ? "" : ": " + q.error));
+  return *q.value;
+}
+
+std::string random_token() {
+  std::random_device device;
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", device(), device(), device(), device());
+  return buf;
+}
+
+volatile std::sig_atomic_t interrupted = 0;
+void on_interrupt(int) {
+  interrupted = 1;
+}
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kStartupGrace_s = 60;  // MPI start-up, lowering, loading: before the first step
+
+// One launch of the job: mpirun and its ranks, from start to stop.
+struct Launch {
+  pid_t mpirun = 0;
+  int ranks = 0;
+  std::vector<int> slots;  // rank -> slot
+  double started_s = 0;
+  bool training = false;  // a step arrived
+  int64_t max_step = -1;  // the furthest step a rank reported
+  double last_progress_s = 0;
+  int steps0 = 0;  // heartbeats of rank 0
+  std::vector<bool> done;
+  std::map<int, std::pair<std::string, double>> faults;  // rank -> injected kill/hang and when
+  int chaos_victim = -1;
+  double chaos_at_s = kInfinity, chaos_killed_s = 0;
+  bool grow_announced = false;
+};
+
+enum class Outcome { Finished, Failed, Grow, Interrupted };
+
+class Supervisor {
+ public:
+  Supervisor(const LiveRunOptions& live, const LiveRunSetup& setup, const SuperviseOptions& options,
+             const std::vector<std::string>& args)
+      : live_(live),
+        setup_(setup),
+        options_(options),
+        args_(rank_arguments(args)),
+        out_(live.json == "-" ? std::cerr : std::cout) {
+    max_ranks_ = setup.plan.dp;
+    min_ranks_ = options.min_ranks > 0 ? options.min_ranks : max_ranks_;
+    if (min_ranks_ > max_ranks_)
+      throw InputError(Location{"<--min-ranks " + std::to_string(options.min_ranks) + ">", 1, 1},
+                       "--min-ranks " + std::to_string(min_ranks_) + " exceeds the job's " +
+                           std::to_string(max_ranks_) + " ranks; expected 1 to " +
+                           std::to_string(max_ranks_));
+    down_s_ = duration_flag("--down-time", options.down_time, true);
+    hang_s_ = duration_flag("--hang-timeout", options.hang_timeout, false);
+    const double chaos_s = duration_flag("--chaos-mtbf", options.chaos_mtbf, false);
+    const int64_t steps = live.steps > 0 ? live.steps : setup.scenario.training.steps.value_or(0);
+    faults_ = parse_injections(options.inject, max_ranks_, steps);
+    fired_.assign(faults_.size(), false);
+    if (options.chaos_seed) chaos_.emplace(*options.chaos_seed, options.chaos_kills, chaos_s);
+    try {
+      server_ =
+          std::make_unique<ControlServer>(options.control_address, [this](const std::string& m) { say(m); });
+    } catch (const std::invalid_argument& e) {
+      throw InputError(Location{"<--control-address " + options.control_address + ">", 1, 1}, e.what());
+    }
+    down_until_.assign(size_t(max_ranks_), -kInfinity);
+    record_.max_ranks = max_ranks_;
+    record_.min_ranks = min_ranks_;
+    if (!live.json.empty())
+      report_tmp_ =
+          (fs::temp_directory_path() / ("paratwin-run-" + std::to_string(::getpid()) + ".json")).string();
+  }
+
+  int run();
+
+ private:
+  void say(const std::string& m) { out_ << "paratwin run: " << m << "\n" << std::flush; }
+  int plan_ranks(size_t slots_up);
+  std::vector<int> slots_up(double t) const;
+  bool wait_for_capacity(int& ranks);
+  Launch launch(int ranks, bool resume);
+  Outcome watch(Launch& l, Recovery& failure);
+  void on_step(Launch& l, const ControlMessage& m);
+  int finish(int status);
+
+  const LiveRunOptions& live_;
+  const LiveRunSetup& setup_;
+  const SuperviseOptions& options_;
+  const std::vector<std::string> args_;
+  std::ostream& out_;
+  int max_ranks_ = 0, min_ranks_ = 0;
+  double down_s_ = 0, hang_s_ = 0;
+  std::vector<Injection> faults_;
+  std::vector<bool> fired_;
+  std::optional<ChaosSchedule> chaos_;
+  std::unique_ptr<ControlServer> server_;
+  std::vector<double> down_until_;  // per slot
+  std::map<int, bool> runnable_;    // DP degree -> the plan can run on it
+  RunRecord record_;
+  std::string report_tmp_;
+  // What the next launch's first step settles: the recovery in progress, or a planned stop's loss.
+  int64_t previous_max_step_ = -1;
+  bool recovering_ = false, regrowing_ = false;
+};
+
+int Supervisor::plan_ranks(size_t up) {
+  for (int d = std::min(int(up), max_ranks_); d >= min_ranks_; --d) {
+    if (!runnable_.count(d)) {
+      LiveRunOptions o = live_;
+      o.ranks = d;
+      try {
+        prepare_live_run(o);  // the global batch must split over d ranks in whole micro-batches
+        runnable_[d] = true;
+      } catch (const InputError&) {
+        runnable_[d] = false;
+      }
+    }
+    if (runnable_[d]) return d;
+  }
+  return 0;
+}
+
+std::vector<int> Supervisor::slots_up(double t) const {
+  std::vector<int> up;
+  for (int s = 0; s < max_ranks_; ++s)
+    if (down_until_[size_t(s)] <= t) up.push_back(s);
+  return up;
+}
+
+// Until the slots that are up can run the plan; false when interrupted.
+bool Supervisor::wait_for_capacity(int& ranks) {
+  bool said = false;
+  while ((ranks = plan_ranks(slots_up(server_->now()).size())) == 0) {
+    if (!said)
+      say("waiting for capacity: " + std::to_string(slots_up(server_->now()).size()) + " of " +
+          std::to_string(max_ranks_) + " slots up, the plan needs at least " + std::to_string(min_ranks_));
+    said = true;
+    if (interrupted) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+Launch Supervisor::launch(int ranks, bool resume) {
+  Launch l;
+  l.ranks = ranks;
+  const std::vector<int> up = slots_up(server_->now());
+  l.slots.assign(up.begin(), up.begin() + ranks);
+  l.done.assign(size_t(ranks), false);
+  if (!live_.checkpoint_dir.empty())
+    if (const int n = remove_unfinished_checkpoints(live_.checkpoint_dir); n > 0)
+      say("removed " + std::to_string(n) + " unfinished checkpoint write(s) of the stopped job");
+  const std::string token = random_token();
+  server_->expect(token, ranks);
+  std::string armed;  // injected faults not fired yet, on ranks this launch has
+  for (size_t i = 0; i < faults_.size(); ++i)
+    if (!fired_[i] && faults_[i].rank < ranks) armed += (armed.empty() ? "" : ",") + faults_[i].text();
+  std::vector<std::string> args = args_;
+  args.insert(args.end(), {"--ranks", std::to_string(ranks)});
+  if (!report_tmp_.empty()) args.insert(args.end(), {"--json", report_tmp_});
+  if (resume) args.push_back("--resume");
+  l.mpirun = start_ranks(ranks, args,
+                         {{kControlEndpointVariable, server_->endpoint()},
+                          {kControlTokenVariable, token},
+                          {kFaultsVariable, armed}},
+                         live_.json == "-");
+  l.started_s = server_->now();
+  return l;
+}
+
+void Supervisor::on_step(Launch& l, const ControlMessage& m) {
+  if (!l.training) {
+    // The first step of this launch: training again, from the checkpoint at step - 1.
+    l.training = true;
+    const int64_t from = m.step - 1;
+    if (record_.first_step_s < 0) {
+      record_.first_step_s = m.received_s;
+      record_.first_step = from;
+    }
+    const int64_t lost = std::max<int64_t>(0, previous_max_step_ - from);
+    if (recovering_) {
+      Recovery& r = record_.recoveries.back();
+      r.first_step_s = m.received_s;
+      r.resumed_from = from;
+      r.lost_steps = lost;
+      char buf[200];
+      std::snprintf(
+          buf, sizeof buf,
+          "recovered: a first step on %d ranks from step %lld, %.2f s after the failure (%lld steps lost)",
+          l.ranks, static_cast<long long>(from), m.received_s - r.failed_s, static_cast<long long>(lost));
+      say(buf);
+    }
+    if (recovering_ || regrowing_) record_.lost_steps += lost;
+    recovering_ = regrowing_ = false;
+    if (chaos_ && chaos_->kills_left() > 0) l.chaos_at_s = m.received_s + chaos_->next_delay_s();
+  }
+  if (m.step > l.max_step) {
+    l.max_step = m.step;
+    l.last_progress_s = m.received_s;
+  }
+  if (m.rank == 0) {
+    if (l.ranks == max_ranks_ && l.steps0++ > 0) record_.full_step_s.push_back(m.step_s);
+    record_.step_s += m.step_s;
+    record_.total_steps = m.steps;
+  }
+}
+
+Outcome Supervisor::watch(Launch& l, Recovery& failure) {
+  // A rank or mpirun ended: a rank killed on purpose is to blame, whichever connection closed first.
+  const auto ended = [&](int rank, double at) {
+    failure.kind = "exit";
+    failure.rank = rank;
+    failure.failed_s = at;
+    if (l.chaos_victim >= 0) {
+      failure.kind = "chaos";
+      failure.rank = l.chaos_victim;
+      failure.failed_s = l.chaos_killed_s;
+    }
+    for (const auto& [r, fault] : l.faults)
+      if (fault.first == "kill") {
+        failure.kind = "kill";
+        failure.rank = r;
+        failure.failed_s = fault.second;
+      }
+    return Outcome::Failed;
+  };
+  for (;;) {
+    if (interrupted) return Outcome::Interrupted;
+    const std::optional<int> status = exit_status_if_ended(l.mpirun);
+    // After mpirun ends, what its ranks said last still counts.
+    for (const ControlMessage& m : server_->poll(status ? 0.0 : 0.05)) {
+      switch (m.kind) {
+        case ControlMessage::Kind::Step:
+          on_step(l, m);
+          break;
+        case ControlMessage::Kind::Checkpoint:
+          record_.snapshot_s += m.snapshot_s;
+          record_.write_s += m.write_s;
+          ++record_.checkpoints;
+          if (m.step < record_.total_steps && plan_ranks(slots_up(server_->now()).size()) > l.ranks)
+            return Outcome::Grow;
+          break;
+        case ControlMessage::Kind::Fault: {
+          l.faults[m.rank] = {m.fault, m.received_s};
+          for (size_t i = 0; i < faults_.size(); ++i)
+            if (!fired_[i] && faults_[i].rank == m.rank && faults_[i].step == m.step &&
+                fault_name(faults_[i].kind) == m.fault)
+              fired_[i] = true;
+          say("rank " + std::to_string(m.rank) + ": injected " + m.fault + " after step " +
+              std::to_string(m.step));
+          break;
+        }
+        case ControlMessage::Kind::Done:
+          l.done[size_t(m.rank)] = true;
+          break;
+        case ControlMessage::Kind::Closed:
+          if (!l.done[size_t(m.rank)]) return ended(m.rank, m.received_s);
+          break;
+      }
+    }
+    const double now = server_->now();
+    if (status) return *status == 0 ? Outcome::Finished : ended(-1, now);
+    // The watchdog: no rank got further for the hang timeout (start-up has a grace period).
+    const double deadline =
+        l.training ? l.last_progress_s + hang_s_ : l.started_s + hang_s_ + kStartupGrace_s;
+    if (now > deadline) {
+      failure.kind = "hang";
+      failure.failed_s = l.training ? l.last_progress_s : l.started_s;
+      for (const auto& [rank, fault] : l.faults)
+        if (fault.first == "hang") {
+          failure.rank = rank;
+          failure.failed_s = fault.second;
+        }
+      return Outcome::Failed;
+    }
+    if (chaos_ && l.training && now >= l.chaos_at_s) {
+      l.chaos_at_s = kInfinity;
+      const int victim = chaos_->next_victim(l.ranks);
+      if (kill_rank(server_->pids()[size_t(victim)])) {
+        l.chaos_victim = victim;
+        l.chaos_killed_s = now;
+        say("chaos: killed rank " + std::to_string(victim) + " after step " + std::to_string(l.max_step));
+      }
+    }
+    if (!l.grow_announced && !live_.checkpoint_dir.empty()) {
+      const int more = plan_ranks(slots_up(now).size());
+      if (more > l.ranks) {
+        l.grow_announced = true;
+        say(std::to_string(slots_up(now).size()) + " slots up again: growing to " + std::to_string(more) +
+            " ranks at the next checkpoint");
+      }
+    }
+  }
+}
+
+int Supervisor::run() {
+  say("supervising " + std::to_string(max_ranks_) + " ranks" +
+      (min_ranks_ < max_ranks_ ? " (at least " + std::to_string(min_ranks_) + ")" : "") + "; heartbeats on " +
+      server_->endpoint() + ", hang timeout " + options_.hang_timeout);
+  if (live_.checkpoint_dir.empty() && (chaos_ || !faults_.empty()))
+    say("no --checkpoint-dir: a failure restarts the run from step 0");
+  bool resume = live_.resume;
+  int restarts = 0, launches_without_a_step = 0, ranks_before = 0;
+  for (;;) {
+    int ranks = 0;
+    const double waiting_since = server_->now();
+    if (!wait_for_capacity(ranks)) return finish(130);
+    if (recovering_) {
+      record_.recoveries.back().waited_s = server_->now() - waiting_since;
+      record_.recoveries.back().ranks_after = ranks;
+    }
+    if (ranks_before > 0 && ranks < ranks_before) {
+      ++record_.shrinks;
+      LiveRunOptions o = live_;
+      o.ranks = ranks;
+      const Plan p = prepare_live_run(o).plan;
+      say("shrinking to " + std::to_string(ranks) + " ranks; the global batch stays " +
+          std::to_string(setup_.scenario.training.global_batch) + " sequences (" +
+          std::to_string(p.num_microbatches) + " micro-batches of " + std::to_string(p.micro_batch) +
+          " per rank)");
+    } else if (ranks_before > 0 && ranks > ranks_before) {
+      ++record_.grows;
+      say("growing back to " + std::to_string(ranks) + " ranks");
+    }
+    ranks_before = ranks;
+    Launch l = launch(ranks, resume);
+    Recovery failure;
+    const Outcome outcome = watch(l, failure);
+    const double stopped_at = server_->now();
+    if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids());
+    record_.last_step = std::max(record_.last_step, l.max_step);
+    previous_max_step_ = l.max_step;
+    launches_without_a_step = l.training ? 0 : launches_without_a_step + 1;
+    switch (outcome) {
+      case Outcome::Finished:
+        record_.end_s = l.last_progress_s;  // the last step's end: what follows is no training time
+        return finish(0);
+      case Outcome::Interrupted:
+        say("interrupted: the job is stopped");
+        return finish(130);
+      case Outcome::Grow:
+        say("checkpoint written with slots to spare: restarting on more ranks");
+        regrowing_ = true;
+        resume = true;
+        continue;
+      case Outcome::Failed:
+        break;
+    }
+    failure.detected_s = stopped_at;
+    failure.step = std::max<int64_t>(0, l.max_step);
+    failure.ranks_before = l.ranks;
+    failure.slot = failure.rank >= 0 ? l.slots[size_t(failure.rank)] : -1;
+    if (failure.slot >= 0) down_until_[size_t(failure.slot)] = failure.failed_s + down_s_;
+    const std::string who = failure.rank >= 0 ? "rank " + std::to_string(failure.rank) : "a rank";
+    const std::string what = failure.kind == "hang"
+                                 ? who + " hangs (no progress for " + options_.hang_timeout + ")"
+                             : failure.kind == "exit" ? who + " exited"
+                                                      : who + " was killed";
+    say(what + " after step " + std::to_string(failure.step) + "; the job is stopped");
+    record_.recoveries.push_back(failure);
+    record_.end_s = stopped_at;
+    if (++restarts > options_.max_restarts) {
+      say("not restarting: " + std::to_string(options_.max_restarts) + " restarts allowed (--max-restarts)");
+      return finish(1);
+    }
+    if (launches_without_a_step >= 3) {
+      say("not restarting: the last 3 launches failed before their first step");
+      return finish(1);
+    }
+    recovering_ = true;
+    resume = !live_.checkpoint_dir.empty();
+  }
+}
+
+int Supervisor::finish(int status) {
+  std::optional<nlohmann::json> predicted;
+  if (!record_.recoveries.empty() || !options_.failure_trace.empty()) {
+    double interval_s = 0;
+    if (!live_.checkpoint_dir.empty())
+      interval_s = live_.checkpoint_every > 0        ? double(live_.checkpoint_every) * record_.mean_step_s()
+                   : setup_.plan.checkpoint_interval ? setup_.plan.checkpoint_interval->value()
+                                                     : 0;
+    std::vector<std::string> sets = live_.sets;
+    for (auto& s : live_rank_overrides(live_.scenario, max_ranks_)) sets.push_back(s);
+    const FailureTrace trace =
+        failure_trace(record_, fs::absolute(live_.scenario).string(), sets, interval_s, down_s_);
+    const std::string path =
+        !options_.failure_trace.empty()
+            ? options_.failure_trace
+            : (fs::temp_directory_path() / ("paratwin-trace-" + std::to_string(::getpid()) + ".json"))
+                  .string();
+    write_file_atomically(path, to_json(trace).dump(1) + "\n");
+    if (!record_.recoveries.empty() && record_.first_step_s >= 0) {
+      std::string error;
+      predicted = predict_with_twin(path, live_.plan_file, error);
+      if (!predicted) say("no prediction from the twin: " + error);
+    }
+    std::error_code ec;
+    if (options_.failure_trace.empty()) fs::remove(path, ec);
+  }
+  const nlohmann::json reliability = reliability_json(record_, predicted);
+  if (!record_.recoveries.empty()) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "fault tolerance: %zu failures, %d recovered (%.2f s to recover on average), %d shrinks, "
+                  "%d grows; %lld steps lost (%.2f s of work)",
+                  record_.recoveries.size(), reliability["restarts"].get<int>(),
+                  reliability["time_to_recover_s"].get<double>(), record_.shrinks, record_.grows,
+                  static_cast<long long>(record_.lost_steps), record_.lost_work_s());
+    say(buf);
+  }
+  if (record_.checkpoints > 0) {
+    char buf[300];
+    std::snprintf(
+        buf, sizeof buf,
+        "checkpoints: %d, each holding training up %.1f ms (%.2f%% of step time) and written behind "
+        "in %.1f ms",
+        record_.checkpoints, 1e3 * record_.snapshot_s / record_.checkpoints,
+        100 * record_.checkpoint_overhead(), 1e3 * record_.write_s / record_.checkpoints);
+    say(buf);
+  }
+  if (predicted) {
+    char buf[300];
+    std::snprintf(
+        buf, sizeof buf,
+        "goodput %.3f measured, %.3f predicted by the twin from the failure trace (lost work %.2f s "
+        "measured, %.2f s predicted)",
+        record_.goodput(), (*predicted)["goodput"].get<double>(), record_.lost_work_s(),
+        (*predicted)["lost_work_s"].get<double>());
+    say(buf);
+  }
+  if (!report_tmp_.empty()) {
+    std::ifstream in(report_tmp_);
+    nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+    std::error_code ec;
+    fs::remove(report_tmp_, ec);
+    if (!report.is_discarded()) {
+      // One launch: the rank's restarts and lost steps (a --resume by hand) stand.
+      const bool one_launch = record_.recoveries.empty() && record_.grows == 0;
+      for (const auto& [key, value] : reliability.items())
+        if (!one_launch || (key != "restarts" && key != "lost_steps")) report["reliability"][key] = value;
+      write_file_atomically(live_.json, report.dump(2) + "\n");
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int supervise_run(const LiveRunOptions& live, const LiveRunSetup& setup, const SuperviseOptions& options,
+                  const std::vector<std::string>& args) {
+  Supervisor supervisor(live, setup, options, args);
+  struct sigaction action {
+  }, old_int{}, old_term{};
+  action.sa_handler = on_interrupt;
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+  interrupted = 0;
+  const int status = supervisor.run();
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  return status;
+}
+
+}  // namespace paratwin::exec

@@ -1,0 +1,155 @@
+// `paratwin run` under failures, end to end on 4 CPU ranks: random kills and a hang recovered
+// without a person and ending bit-identical to an uninterrupted run, a shrink from 4 ranks to 3 and
+// back, the twin's replay of the failure trace, and bad fault-tolerance flags (exit status 2).
+#define BOOST_TEST_MODULE fault_cli
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "exec/checkpoint/checkpoint.hpp"
+#include "paratwin_process.hpp"
+
+using nlohmann::json;
+using namespace paratwin_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// A tiny job whose global batch of 12 splits over 4 ranks (3 micro-batches each) and over 3 (4 each).
+const std::string kJob =
+    " run " PARATWIN_SOURCE_DIR
+    "/scenarios/live-cpu-tiny.yaml --set training.seq_len=32 --set training.global_batch=12 "
+    "--set plan.micro_batch=1 --ranks 4 --steps 30 --checkpoint-every 5";
+
+struct Shared {
+  fs::path dir = fs::temp_directory_path() / ("paratwin-fault-" + std::to_string(::getpid()));
+  json reference;  // the uninterrupted run's report
+  std::string reference_weights;
+  Shared() {
+    fs::create_directories(dir);
+    const Output out = run_paratwin(kJob + " --checkpoint-dir " + (dir / "ref").string() + " --json " +
+                                    (dir / "ref.json").string());
+    if (out.status != 0) throw std::runtime_error("the uninterrupted run failed:\n" + out.text);
+    reference = read_json(dir / "ref.json");
+    reference_weights = read_bytes(dir / "ref" / "step-00000030" / "weights.bin");
+  }
+  ~Shared() { fs::remove_all(dir); }
+};
+
+const Shared& shared() {
+  static const Shared s;
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(random_kills_and_a_hang_are_recovered_and_the_run_ends_bit_identical) {
+  const Shared& s = shared();
+  const fs::path ckpt = s.dir / "chaos";
+  const Output out = run_paratwin(
+      kJob + " --checkpoint-dir " + ckpt.string() + " --json " + (s.dir / "chaos.json").string() +
+      " --chaos 11 --chaos-kills 3 --chaos-mtbf 1s --inject hang@20:2 --hang-timeout 3s --failure-trace " +
+      (s.dir / "trace.json").string());
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  const int kills = count(out.text, "chaos: killed rank");
+  BOOST_TEST(kills >= 2);
+  BOOST_TEST(out.text.find("rank 2 hangs (no progress for 3s)") != std::string::npos);
+  const json r = read_json(s.dir / "chaos.json");
+  const json& rel = r["reliability"];
+  BOOST_TEST(rel["failures"].get<int>() >= kills + 1);
+  BOOST_TEST(rel["restarts"] == rel["failures"]);  // every one recovered, without a person
+  for (const auto& recovery : rel["recoveries"]) BOOST_TEST(recovery["time_to_recover_s"].get<double>() > 0);
+  BOOST_TEST(rel["shrinks"] == 0);
+  // No checkpoint was ever half-written or corrupt where a resume could see it.
+  BOOST_TEST(out.text.find("checkpoint rejected") == std::string::npos);
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    const std::string name = entry.path().filename().string();
+    BOOST_TEST_INFO(name);
+    BOOST_TEST(name.rfind(".", 0) != 0);  // no leftovers of interrupted writes
+    if (name.rfind("step-", 0) == 0)
+      BOOST_CHECK_NO_THROW(
+          paratwin::exec::load_checkpoint(entry.path().string(), s.reference_weights.size() / 4));
+  }
+  // Same DP degree throughout: the same weights and losses as the uninterrupted run, bit for bit.
+  BOOST_TEST(r["loss"] == s.reference["loss"]);
+  BOOST_TEST(read_bytes(ckpt / "step-00000030" / "weights.bin") == s.reference_weights);
+  // The twin replays the trace: the same failures, and a goodput to set beside the measured one.
+  BOOST_TEST(rel["predicted"]["failures"] == rel["failures"]);
+  BOOST_TEST(rel["predicted"]["goodput"].get<double>() > 0);
+  BOOST_TEST(rel["goodput"].get<double>() > 0);
+  const Output replay =
+      run_paratwin("simulate " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --failure-trace " +
+                   (s.dir / "trace.json").string() + " --json -");
+  BOOST_TEST_REQUIRE(replay.status == 0);
+  const json sim = json::parse(replay.text.substr(replay.text.find('{')));
+  BOOST_TEST(sim["reliability"]["goodput"] == rel["predicted"]["goodput"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_shrinks_from_4_ranks_to_3_and_grows_back_with_the_same_loss) {
+  const Shared& s = shared();
+  const Output out =
+      run_paratwin(kJob + " --checkpoint-dir " + (s.dir / "shrink").string() + " --json " +
+                   (s.dir / "shrink.json").string() + " --inject kill@7:3 --min-ranks 3 --down-time 2s");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("shrinking to 3 ranks; the global batch stays 12 sequences (4 micro-batches") !=
+             std::string::npos);
+  BOOST_TEST(out.text.find("now 3 ranks x 4 micro-batches") != std::string::npos);
+  BOOST_TEST(out.text.find("now 4 ranks x 3 micro-batches") != std::string::npos);
+  const json r = read_json(s.dir / "shrink.json");
+  BOOST_TEST(r["reliability"]["shrinks"] == 1);
+  BOOST_TEST(r["reliability"]["grows"] == 1);
+  BOOST_TEST(r["reliability"]["recoveries"][0]["ranks_after"] == 3);
+  const double loss = r["loss"].back().get<double>(), reference = s.reference["loss"].back().get<double>();
+  BOOST_TEST(std::abs(loss - reference) < 0.02 * reference);
+}
+
+BOOST_AUTO_TEST_CASE(bad_fault_tolerance_flags_exit_with_status_2_before_any_rank_starts) {
+  const auto refused = [](const std::string& flags, const std::string& message) {
+    const Output out = run_paratwin(kJob + " " + flags);
+    BOOST_TEST_INFO(flags + "\n" + out.text);
+    BOOST_TEST(out.status == 2);
+    BOOST_TEST(out.text.find(message) != std::string::npos);
+    BOOST_TEST(out.text.find("live run of") == std::string::npos);
+  };
+  refused("--inject kil@3:1",
+          "<--inject kil@3:1>:1:1: error: unknown fault kind 'kil'; expected kill, hang or slow — did you "
+          "mean 'kill'?");
+  refused("--inject kill@x:1",
+          "<--inject kill@x:1>:1:6: error: expected a step from 1 to 30 after '@', found 'x'");
+  refused("--inject kill@31:0", "expected a step from 1 to 30");
+  refused("--inject hang@3:4",
+          "<--inject hang@3:4>:1:8: error: expected a rank from 0 to 3 after ':', found '4'");
+  refused("--inject kill", "expected KIND@STEP:RANK such as kill@12:1");
+  refused("--min-ranks 5", "--min-ranks 5 exceeds the job's 4 ranks");
+  refused("--down-time 5", "<--down-time 5>:1:1: error: expected a duration such as 5s");
+  refused("--control-address nowhere", "'nowhere' is not an IPv4 address");
+  const fs::path trace =
+      fs::temp_directory_path() / ("paratwin-bad-trace-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(trace) << "{\"ranks\": 4}\n";
+  const Output sim = run_paratwin(
+      "simulate " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --failure-trace " + trace.string());
+  fs::remove(trace);
+  BOOST_TEST(sim.status == 2);
+  BOOST_TEST(sim.text.find(trace.string()) != std::string::npos);
+  BOOST_TEST(sim.text.find("horizon_s") != std::string::npos);
+}
