@@ -373,7 +373,9 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
         }
       return Outcome::Failed;
     }
-    if (chaos_ && l.training && now >= l.chaos_at_s) {
+    // An injected fault under way (a hang the watchdog has yet to see) is not struck again by chaos:
+    // a kill on top would hide it.
+    if (chaos_ && l.training && l.faults.empty() && now >= l.chaos_at_s) {
       l.chaos_at_s = kInfinity;
       const int victim = chaos_->next_victim(l.ranks);
       if (kill_rank(server_->pids()[size_t(victim)])) {
