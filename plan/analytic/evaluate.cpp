@@ -95,25 +95,25 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
   const size_t roles = program.roles.size();
   constexpr int kStreams = 5;
+  constexpr int kWaitsForSend = -2;
   // Per role, what scheduling reads in flat arrays (dependencies in one list with offsets): a large
-  // Program's tasks do not fit in cache, and list scheduling visits them out of order.
+  // Program's tasks do not fit in cache, and list scheduling visits them out of order. Per stream:
+  // its queue, the head's position, when it is free, and what the head waits for -- a dependency's
+  // index, a send not yet scheduled (looked up again only once more sends are known), or nothing (-1).
   struct Flat {
     std::vector<double> duration;
     std::vector<int> dep_offset, deps;
     std::vector<char> done;
     std::vector<TaskKind> kind;
     std::array<std::vector<int>, kStreams> queue;
+    std::array<size_t, kStreams> head{};
+    std::array<double, kStreams> stream_free{};
+    std::array<int, kStreams> waiting_for{-1, -1, -1, -1, -1};
+    std::array<size_t, kStreams> sends_seen{};
   };
   std::vector<Flat> flat(roles);
   std::vector<std::vector<TaskTiming>> timing(roles);
-  std::vector<std::array<size_t, kStreams>> head(roles);
-  std::vector<std::array<double, kStreams>> stream_free(roles);
   std::map<std::pair<int, P2pKey>, TaskTiming> sends;  // by receiving pipeline rank
-  // Per stream, what its head task waits for: a dependency's index, a send not yet scheduled (looked
-  // up again only once more sends are known), or nothing (-1).
-  constexpr int kWaitsForSend = -2;
-  std::vector<std::array<int, kStreams>> waiting_for(roles);
-  std::vector<std::array<size_t, kStreams>> sends_seen(roles);
 
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
@@ -133,10 +133,6 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
       f.dep_offset.push_back(static_cast<int>(f.deps.size()));
       f.queue[static_cast<int>(t.stream)].push_back(static_cast<int>(i));
     }
-    head[r].fill(0);
-    stream_free[r].fill(0);
-    waiting_for[r].fill(-1);
-    sends_seen[r].fill(0);
   }
 
   size_t remaining = program.task_count();
@@ -149,14 +145,14 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
       const Role& role = program.roles[r];
       Flat& f = flat[r];
       for (int s = 0; s < kStreams; ++s) {
-        while (head[r][s] < f.queue[s].size()) {
+        while (f.head[s] < f.queue[s].size()) {
           // A head that was blocked stays blocked until what it waited for is done.
-          int& waits = waiting_for[r][s];
+          int& waits = f.waiting_for[s];
           if (waits >= 0 && !f.done[waits]) break;
-          if (waits == kWaitsForSend && sends.size() == sends_seen[r][s]) break;
+          if (waits == kWaitsForSend && sends.size() == f.sends_seen[s]) break;
           waits = -1;
-          const int i = f.queue[s][head[r][s]];
-          double start = stream_free[r][s];
+          const int i = f.queue[s][f.head[s]];
+          double start = f.stream_free[s];
           for (int j = f.dep_offset[i]; j < f.dep_offset[i + 1]; ++j) {
             const int d = f.deps[j];
             if (!f.done[d]) {
@@ -171,7 +167,7 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
             auto it = sends.find({role.pipeline_rank, key_of(role.tasks[i])});
             if (it == sends.end()) {
               waits = kWaitsForSend;
-              sends_seen[r][s] = sends.size();
+              f.sends_seen[s] = sends.size();
               break;
             }
             start = std::max(start, it->second.start_s);
@@ -179,9 +175,9 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
           }
           timing[r][i] = {start, end};
           if (f.kind[i] == TaskKind::Send) sends[{role.tasks[i].peer, key_of(role.tasks[i])}] = {start, end};
-          stream_free[r][s] = end;
+          f.stream_free[s] = end;
           f.done[i] = 1;
-          ++head[r][s];
+          ++f.head[s];
           --remaining;
           progress = true;
         }

@@ -611,6 +611,7 @@ class Search {
 
   // ---- exact evaluation ----------------------------------------------------------------------------
   void evaluate(const Entry& e) {
+    if (dominated(e)) return;
     const Base& b = bases_[e.base];
     const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     Plan plan;
@@ -641,7 +642,6 @@ class Search {
       reject(problems.front());
       return;
     }
-    if (dominated(e)) return;
     ++result_.evaluated;
     const Program program = lower(plan, s_.model, s_.cluster, s_.training);
     const Evaluation ev = paratwin::evaluate(program, s_.cluster, s_.training);
