@@ -153,8 +153,8 @@ class Supervisor {
     down_s_ = duration_flag("--down-time", options.down_time, true);
     hang_s_ = duration_flag("--hang-timeout", options.hang_timeout, false);
     const double chaos_s = duration_flag("--chaos-mtbf", options.chaos_mtbf, false);
-    const int64_t steps = live.steps > 0 ? live.steps : setup.scenario.training.steps.value_or(0);
-    faults_ = parse_injections(options.inject, max_ranks_, steps);
+    steps_ = live.steps > 0 ? live.steps : setup.scenario.training.steps.value_or(0);
+    faults_ = parse_injections(options.inject, max_ranks_, steps_);
     fired_.assign(faults_.size(), false);
     if (options.chaos_seed) chaos_.emplace(*options.chaos_seed, options.chaos_kills, chaos_s);
     try {
@@ -190,6 +190,8 @@ class Supervisor {
   std::ostream& out_;
   int max_ranks_ = 0, min_ranks_ = 0;
   double down_s_ = 0, hang_s_ = 0;
+  int64_t steps_ = 0;               // of the run; 0: set by a token budget
+  double last_training_end_s_ = 0;  // the last step's end in any launch so far
   std::vector<Injection> faults_;
   std::vector<bool> fired_;
   std::optional<ChaosSchedule> chaos_;
@@ -374,8 +376,9 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
       return Outcome::Failed;
     }
     // An injected fault under way (a hang the watchdog has yet to see) is not struck again by chaos:
-    // a kill on top would hide it.
-    if (chaos_ && l.training && l.faults.empty() && now >= l.chaos_at_s) {
+    // a kill on top would hide it. Nor is a job past its last step: there is nothing left to recover.
+    const bool trained_out = steps_ > 0 && l.max_step >= steps_;
+    if (chaos_ && l.training && l.faults.empty() && !trained_out && now >= l.chaos_at_s) {
       l.chaos_at_s = kInfinity;
       const int victim = chaos_->next_victim(l.ranks);
       if (kill_rank(server_->pids()[size_t(victim)])) {
@@ -432,10 +435,13 @@ int Supervisor::run() {
     if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids());
     record_.last_step = std::max(record_.last_step, l.max_step);
     previous_max_step_ = l.max_step;
+    if (l.training) last_training_end_s_ = l.last_progress_s;
     launches_without_a_step = l.training ? 0 : launches_without_a_step + 1;
     switch (outcome) {
       case Outcome::Finished:
-        record_.end_s = l.last_progress_s;  // the last step's end: what follows is no training time
+        // The last step's end: what follows is no training time (a launch that resumed from the final
+        // checkpoint, after a failure past the last step, trained no step).
+        record_.end_s = last_training_end_s_;
         return finish(0);
       case Outcome::Interrupted:
         say("interrupted: the job is stopped");
