@@ -7,7 +7,6 @@
 // Each `expect` line must appear verbatim among the lines printed on standard error ({file} is the
 // input's path), and the command must exit with status 2.
 #define BOOST_TEST_MODULE cli
-#include <sys/wait.h>
 
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
@@ -17,35 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "paratwin_process.hpp"
+
 namespace fs = std::filesystem;
+using namespace paratwin_test;
 
 namespace {
-
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the paratwin binary with arguments (no shell quoting needed for our test inputs).
-Result run(const std::string& arguments) {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_cli_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = std::string(PARATWIN_BIN_DIR) + "/paratwin " + arguments + " >" + out + " 2>" + err;
-  Result r;
-  const int raw = std::system(cmd.c_str());
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -79,15 +55,15 @@ const std::string kSource = PARATWIN_SOURCE_DIR;
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_catalog_file_validates) {
-  Result r = run("validate " + kSource + "/models/*.yaml " + kSource + "/topologies/*.yaml " + kSource +
-                 "/scenarios/*.yaml");
+  Result r = paratwin("validate " + kSource + "/models/*.yaml " + kSource + "/topologies/*.yaml " + kSource +
+                      "/scenarios/*.yaml");
   BOOST_TEST_INFO(r.err);
   BOOST_TEST(r.status == 0);
   BOOST_TEST(r.out.find("FAIL") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(describe_prints_model_and_cluster_summary) {
-  Result r = run("describe " + kSource + "/scenarios/quickstart.yaml");
+  Result r = paratwin("describe " + kSource + "/scenarios/quickstart.yaml");
   BOOST_TEST(r.status == 0);
   BOOST_TEST(r.out.find("gpt3-1.7b: 1.65B parameters") != std::string::npos);
   BOOST_TEST(r.out.find("dgx-a100-80g: 32 GPUs") != std::string::npos);
@@ -96,11 +72,11 @@ BOOST_AUTO_TEST_CASE(describe_prints_model_and_cluster_summary) {
 
 BOOST_AUTO_TEST_CASE(set_resizes_the_cluster_with_the_same_validation_as_the_file) {
   Result ok =
-      run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=8 --set plan.dp=32");
+      paratwin("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=8 --set plan.dp=32");
   BOOST_TEST_INFO(ok.err);
   BOOST_TEST(ok.status == 0);
   BOOST_TEST(ok.out.find("64 GPUs") != std::string::npos);
-  Result bad = run("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=many");
+  Result bad = paratwin("describe " + kSource + "/scenarios/quickstart.yaml --set cluster.nodes=many");
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(has_line(bad.err,
                       "<--set cluster.nodes=many>:1:15: error: expected an integer for cluster.nodes, "
@@ -111,13 +87,13 @@ BOOST_AUTO_TEST_CASE(describe_writes_json_whole_or_not_at_all) {
   const fs::path dir = fs::temp_directory_path() / ("paratwin_json_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string json = (dir / "summary.json").string();
-  Result r = run("describe " + kSource + "/scenarios/quickstart.yaml --json " + json);
+  Result r = paratwin("describe " + kSource + "/scenarios/quickstart.yaml --json " + json);
   BOOST_TEST(r.status == 0);
   std::ifstream in(json);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   BOOST_TEST(text.find("\"gpus\": 32") != std::string::npos);
   // A failing run must not touch an existing output file.
-  Result bad = run("describe " + kSource + "/scenarios/quickstart.yaml --set plan.tp=3 --json " + json);
+  Result bad = paratwin("describe " + kSource + "/scenarios/quickstart.yaml --set plan.tp=3 --json " + json);
   BOOST_TEST(bad.status == 2);
   std::ifstream again(json);
   std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
@@ -133,8 +109,8 @@ BOOST_AUTO_TEST_CASE(plan_reports_the_architecture_keys_and_writes_trace_and_pla
   fs::create_directories(dir);
   const std::string json = (dir / "report.json").string(), trace = (dir / "trace.json").string(),
                     plan = (dir / "plan.yaml").string();
-  Result r = run("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --json " + json + " --trace " +
-                 trace + " -o " + plan);
+  Result r = paratwin("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --json " + json + " --trace " +
+                      trace + " -o " + plan);
   BOOST_TEST_INFO(r.err);
   BOOST_REQUIRE(r.status == 0);
   BOOST_TEST(r.out.find("iteration time") != std::string::npos);
@@ -152,7 +128,8 @@ BOOST_AUTO_TEST_CASE(plan_reports_the_architecture_keys_and_writes_trace_and_pla
   BOOST_TEST(events.find("\"traceEvents\"") != std::string::npos);
   BOOST_TEST(events.find("\"stage 7 (dgx, 128 ranks)\"") != std::string::npos);
   // The written plan evaluates to the same report.
-  Result again = run("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --plan " + plan + " --json -");
+  Result again =
+      paratwin("plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml --plan " + plan + " --json -");
   BOOST_TEST(again.status == 0);
   BOOST_TEST(again.out.find("\"iteration_time_s\"") != std::string::npos);
   const auto time_of = [](const std::string& text) {
@@ -167,13 +144,13 @@ BOOST_AUTO_TEST_CASE(plan_that_cannot_run_exits_2_with_every_reason) {
   const fs::path dir = fs::temp_directory_path() / ("paratwin_badplan_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string plan = (dir / "plan.yaml").string();
-  Result ok = run("plan " + kSource + "/scenarios/quickstart.yaml --emit plan");
+  Result ok = paratwin("plan " + kSource + "/scenarios/quickstart.yaml --emit plan");
   BOOST_REQUIRE(ok.status == 0);
   std::string text = ok.out;
   text.replace(text.find("num_microbatches: 8"), 19, "num_microbatches: 5");
   text.replace(text.find("pool: dgx"), 9, "pool: dgz");
   std::ofstream(plan) << text;
-  Result bad = run("plan " + kSource + "/scenarios/quickstart.yaml --plan " + plan);
+  Result bad = paratwin("plan " + kSource + "/scenarios/quickstart.yaml --plan " + plan);
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(
       bad.err.find("the plan cannot run: dp x micro_batch x num_microbatches = 16 x 4 x 5 = 320 sequences, "
@@ -183,22 +160,22 @@ BOOST_AUTO_TEST_CASE(plan_that_cannot_run_exits_2_with_every_reason) {
 }
 
 BOOST_AUTO_TEST_CASE(list_shows_each_part_of_the_catalog) {
-  Result r = run("list models");
+  Result r = paratwin("list models");
   BOOST_TEST(r.status == 0);
   for (const char* name : {"gpt3-175b", "llama3-405b", "mixtral-8x7b", "tiny-gpt", "gpt2-124m"})
     BOOST_TEST(r.out.find(name) != std::string::npos, name);
-  Result t = run("list topologies");
+  Result t = paratwin("list topologies");
   for (const char* name : {"dgx-a100-80g", "dgx-h100", "dgx-h200", "h100-roce", "a100-pcie-ethernet",
                            "hetero-h100-a100", "hetero-a100-v100", "local-cpu"})
     BOOST_TEST(t.out.find(name) != std::string::npos, name);
-  BOOST_TEST(run("list widgets").status == 2);
+  BOOST_TEST(paratwin("list widgets").status == 2);
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_exit_with_status_2) {
-  BOOST_TEST(run("frobnicate").status == 2);
-  BOOST_TEST(run("validate").status == 2);
-  BOOST_TEST(run("validate /nonexistent/file.yaml").status == 2);
-  BOOST_TEST(run("describe " + kSource + "/scenarios/quickstart.yaml --set noequals").status == 2);
+  BOOST_TEST(paratwin("frobnicate").status == 2);
+  BOOST_TEST(paratwin("validate").status == 2);
+  BOOST_TEST(paratwin("validate /nonexistent/file.yaml").status == 2);
+  BOOST_TEST(paratwin("describe " + kSource + "/scenarios/quickstart.yaml --set noequals").status == 2);
 }
 
 BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
@@ -219,7 +196,7 @@ BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
     }
     BOOST_TEST_CONTEXT(file.filename().string()) {
       BOOST_TEST(!expects.empty(), "no '# expect:' header");
-      Result r = run(command + " " + file.string() + (args.empty() ? "" : " " + args));
+      Result r = paratwin(command + " " + file.string() + (args.empty() ? "" : " " + args));
       BOOST_TEST(r.status == 2);
       for (const auto& e : expects)
         BOOST_TEST(has_line(r.err, e), "missing line: " << e << "\ngot:\n" << r.err);

@@ -22,10 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Output paratwin(const std::string& args) {
-  return run_paratwin(args);
-}
-
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("paratwin-cli-" + std::to_string(::getpid()));
   TempDir() { fs::create_directories(path); }
@@ -42,7 +38,7 @@ BOOST_AUTO_TEST_CASE(tokenize_writes_an_llm_c_token_file) {
   TempDir dir;
   std::ofstream(dir.path / "t.txt") << "abc";
   const Output out =
-      paratwin("tokenize " + (dir.path / "t.txt").string() + " -o " + (dir.path / "t.bin").string());
+      run_paratwin("tokenize " + (dir.path / "t.txt").string() + " -o " + (dir.path / "t.bin").string());
   BOOST_TEST(out.status == 0);
   BOOST_TEST(out.text.find("3 tokens") != std::string::npos);
   BOOST_TEST(fs::file_size(dir.path / "t.bin") == 1024u + 6u);
@@ -50,9 +46,10 @@ BOOST_AUTO_TEST_CASE(tokenize_writes_an_llm_c_token_file) {
 
 BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
   TempDir dir;
-  const Output out = paratwin("run " + kScenario + kSmall + " --backend cpu --ranks 2 --steps 4 --json " +
-                              (dir.path / "r.json").string() + " --profile " +
-                              (dir.path / "p.json").string() + " --trace " + (dir.path / "t.json").string());
+  const Output out =
+      run_paratwin("run " + kScenario + kSmall + " --backend cpu --ranks 2 --steps 4 --json " +
+                   (dir.path / "r.json").string() + " --profile " + (dir.path / "p.json").string() +
+                   " --trace " + (dir.path / "t.json").string());
   BOOST_TEST_INFO(out.text);
   BOOST_TEST_REQUIRE(out.status == 0);
   BOOST_TEST(out.text.find("step     4/4  loss") != std::string::npos);
@@ -76,7 +73,8 @@ BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
   BOOST_TEST(r["iteration_busy_s"].size() == 3u);
   // predicted{} is what `paratwin plan` says about the same plan.
   BOOST_TEST_REQUIRE(
-      paratwin("plan " + kScenario + kSmall + " --json " + (dir.path / "plan.json").string()).status == 0);
+      run_paratwin("plan " + kScenario + kSmall + " --json " + (dir.path / "plan.json").string()).status ==
+      0);
   const json plan = read_json(dir.path / "plan.json");
   BOOST_TEST(r["predicted"]["iteration_time_s"].get<double>() ==
              plan["metrics"]["iteration_time_s"].get<double>());
@@ -111,19 +109,19 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
   const std::string run =
       "run " + kScenario + kSmall + " --ranks 2 --steps 4 --checkpoint-every 2 --checkpoint-dir ";
   const std::string common = run + (dir.path / "ckpt").string();
-  const Output whole =
-      paratwin(run + (dir.path / "ckpt-whole").string() + " --json " + (dir.path / "whole.json").string());
+  const Output whole = run_paratwin(run + (dir.path / "ckpt-whole").string() + " --json " +
+                                    (dir.path / "whole.json").string());
   BOOST_TEST_REQUIRE(whole.status == 0);
   // Rank 0 dies by SIGKILL after step 3, between the checkpoints of steps 2 and 4; the job ends
   // (the supervisor's recovery off).
-  const Output killed = paratwin(common + " --kill-after 3 --max-restarts 0");
+  const Output killed = run_paratwin(common + " --kill-after 3 --max-restarts 0");
   BOOST_TEST_INFO(killed.text);
   BOOST_TEST_REQUIRE(killed.status != 0);
   BOOST_TEST(killed.text.find("step     3/4") != std::string::npos);
   BOOST_TEST(killed.text.find("step     4/4") == std::string::npos);
   // A half-written newer checkpoint (no manifest) is reported and skipped.
   fs::create_directories(dir.path / "ckpt" / "step-00000003");
-  const Output resumed = paratwin(common + " --resume --json " + (dir.path / "resumed.json").string());
+  const Output resumed = run_paratwin(common + " --resume --json " + (dir.path / "resumed.json").string());
   BOOST_TEST_INFO(resumed.text);
   BOOST_TEST_REQUIRE(resumed.status == 0);
   BOOST_TEST(resumed.text.find("checkpoint rejected: ") != std::string::npos);
@@ -136,19 +134,20 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
 }
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
-  const Output out = paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
+  const Output out = run_paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
   BOOST_TEST(out.status == 2);
   BOOST_TEST(out.text.find("data parallelism only") != std::string::npos);
-  const Output cuda = paratwin("run " + kScenario + " --backend cuda");
+  const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
   BOOST_TEST(cuda.status == 2);
   // A plan file runs with its scenario; alone it is refused with the way to run it.
   TempDir dir;
   const std::string plan = (dir.path / "plan.yaml").string();
-  BOOST_TEST_REQUIRE(paratwin("plan " + kScenario + " -o " + plan).status == 0);
-  const Output alone = paratwin("run " + plan);
+  BOOST_TEST_REQUIRE(run_paratwin("plan " + kScenario + " -o " + plan).status == 0);
+  const Output alone = run_paratwin("run " + plan);
   BOOST_TEST(alone.status == 2);
   BOOST_TEST(alone.text.find("is a plan file") != std::string::npos);
-  const Output with = paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
+  const Output with =
+      run_paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
   BOOST_TEST_INFO(with.text);
   BOOST_TEST(with.status == 0);
 }
@@ -156,15 +155,15 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
 BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
   TempDir dir;
   const std::string out = (dir.path / "cal.yaml").string();
-  const Output scenario = paratwin("calibrate " + kScenario + " --cluster local-cpu -o " + out);
+  const Output scenario = run_paratwin("calibrate " + kScenario + " --cluster local-cpu -o " + out);
   BOOST_TEST(scenario.status == 2);
   BOOST_TEST(scenario.text.find(kScenario + ":") == 0u);
   BOOST_TEST(scenario.text.find("is not a profile of a live run") != std::string::npos);
   const Output missing =
-      paratwin("calibrate " + (dir.path / "none.json").string() + " --cluster local-cpu -o " + out);
+      run_paratwin("calibrate " + (dir.path / "none.json").string() + " --cluster local-cpu -o " + out);
   BOOST_TEST(missing.status == 2);
   BOOST_TEST(missing.text.find("none.json") != std::string::npos);
-  const Output cluster = paratwin("calibrate " + kScenario + " --cluster local-cpus -o " + out);
+  const Output cluster = run_paratwin("calibrate " + kScenario + " --cluster local-cpus -o " + out);
   BOOST_TEST(cluster.status == 2);
   BOOST_TEST(cluster.text.find("did you mean 'local-cpu'") != std::string::npos);
   BOOST_TEST(!fs::exists(out));
@@ -185,24 +184,24 @@ BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_
   std::vector<double> busy;
   for (int turn = 0; turn < 3; ++turn) {
     const std::string profile = (dir.path / ("p" + std::to_string(turn) + ".json")).string();
-    BOOST_TEST_REQUIRE(paratwin("run " + base + " --steps 12 --profile " + profile).status == 0);
+    BOOST_TEST_REQUIRE(run_paratwin("run " + base + " --steps 12 --profile " + profile).status == 0);
     profiles += " " + profile;
     const std::string report = (dir.path / ("r" + std::to_string(turn) + ".json")).string();
-    BOOST_TEST_REQUIRE(paratwin("run " + base + other + " --steps 12 --json " + report).status == 0);
+    BOOST_TEST_REQUIRE(run_paratwin("run " + base + other + " --steps 12 --json " + report).status == 0);
     const json r = read_json(report);
     for (double b : r["iteration_busy_s"]) busy.push_back(b);
   }
   const std::string cal = (dir.path / "cal.yaml").string();
-  const Output fitted = paratwin("calibrate" + profiles + " --cluster local-cpu -o " + cal);
+  const Output fitted = run_paratwin("calibrate" + profiles + " --cluster local-cpu -o " + cal);
   BOOST_TEST_INFO(fitted.text);
   BOOST_TEST_REQUIRE(fitted.status == 0);
   BOOST_TEST(fitted.text.find("dense GEMMs") != std::string::npos);
   // The twin's iteration time for the other plan on one core of a cluster file.
   const auto predict = [&](const std::string& cluster) {
     const std::string json = (dir.path / "predicted.json").string();
-    BOOST_TEST_REQUIRE(paratwin("plan " + kScenario + " --set cluster=" + cluster +
-                                " --set cluster.pools.local.gpus_per_node=1 --set plan.dp=1" +
-                                " --set training.global_batch=8" + other + " --json " + json)
+    BOOST_TEST_REQUIRE(run_paratwin("plan " + kScenario + " --set cluster=" + cluster +
+                                    " --set cluster.pools.local.gpus_per_node=1 --set plan.dp=1" +
+                                    " --set training.global_batch=8" + other + " --json " + json)
                            .status == 0);
     return read_json(json)["metrics"]["iteration_time_s"].get<double>();
   };

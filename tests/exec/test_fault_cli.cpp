@@ -20,13 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int count(const std::string& text, const std::string& part) {
   int n = 0;
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
@@ -49,7 +42,7 @@ struct Shared {
                                     (dir / "ref.json").string());
     if (out.status != 0) throw std::runtime_error("the uninterrupted run failed:\n" + out.text);
     reference = read_json(dir / "ref.json");
-    reference_weights = read_bytes(dir / "ref" / "step-00000030" / "weights.bin");
+    reference_weights = slurp(dir / "ref" / "step-00000030" / "weights.bin");
   }
   ~Shared() { fs::remove_all(dir); }
 };
@@ -93,7 +86,7 @@ BOOST_AUTO_TEST_CASE(random_kills_and_a_hang_are_recovered_and_the_run_ends_bit_
   }
   // Same DP degree throughout: the same weights and losses as the uninterrupted run, bit for bit.
   BOOST_TEST(r["loss"] == s.reference["loss"]);
-  BOOST_TEST(read_bytes(ckpt / "step-00000030" / "weights.bin") == s.reference_weights);
+  BOOST_TEST(slurp(ckpt / "step-00000030" / "weights.bin") == s.reference_weights);
   // The twin replays the trace: the same failures, and a goodput to set beside the measured one.
   BOOST_TEST(rel["predicted"]["failures"] == rel["failures"]);
   BOOST_TEST(rel["predicted"]["goodput"].get<double>() > 0);

@@ -1,7 +1,6 @@
 // `paratwin simulate` end to end. Every simulation is its own process (SimGrid allows one engine per
 // process); the analytic evaluator (`paratwin plan`) is the reference where contention is impossible.
 #define BOOST_TEST_MODULE sim_cli
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -12,7 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "paratwin_process.hpp"
+
 namespace fs = std::filesystem;
+using namespace paratwin_test;
 namespace tt = boost::test_tools;
 
 namespace {
@@ -20,33 +22,7 @@ namespace {
 const std::string kSource = PARATWIN_SOURCE_DIR;
 
 fs::path work_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_sim_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-Result paratwin(const std::string& arguments) {
-  const fs::path dir = work_dir();
-  const std::string cmd = std::string(PARATWIN_BIN_DIR) + "/paratwin " + arguments + " >" +
-                          (dir / "out").string() + " 2>" + (dir / "err").string();
-  const int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
+  return test_dir("paratwin_sim_");
 }
 
 // Runs a command with `--json -` and returns its report.

@@ -16,7 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "paratwin_process.hpp"
+
 namespace fs = std::filesystem;
+using namespace paratwin_test;
 
 namespace {
 
@@ -24,35 +27,11 @@ const std::string kSweep = std::string(PARATWIN_TEST_DIR) + "/small-sweep.yaml";
 const std::string kParatwin = std::string(PARATWIN_BIN_DIR) + "/paratwin";
 
 fs::path work_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_sweep_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  return test_dir("paratwin_sweep_");
 }
 
 std::string path(const std::string& name) {
   return (work_dir() / name).string();
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& command) {
-  const std::string out = path("out"), err = path("err");
-  const int raw = std::system((command + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), slurp(out), slurp(err)};
-}
-
-Result paratwin(const std::string& arguments) {
-  return run(kParatwin + " " + arguments);
 }
 
 bool has_line_starting(const std::string& text, const std::string& start) {
@@ -129,8 +108,9 @@ BOOST_AUTO_TEST_CASE(one_worker_two_workers_and_two_mpi_ranks_give_identical_res
   BOOST_TEST(two.err.find("on 2 workers") != std::string::npos);
   BOOST_TEST(slurp(path("j1.json")) == slurp(path("j2.json")));
   BOOST_TEST(slurp(path("j1.csv")) == slurp(path("j2.csv")));
-  const Result mpi = run(std::string(PARATWIN_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
-                         kParatwin + " " + args + " --json " + path("j3.json"));
+  const Result mpi =
+      run_command(std::string(PARATWIN_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " + kParatwin +
+                  " " + args + " --json " + path("j3.json"));
   BOOST_TEST_INFO(mpi.err);
   BOOST_REQUIRE(mpi.status == 0);
   BOOST_TEST(mpi.err.find("on 2 workers") != std::string::npos);  // one per rank
@@ -163,7 +143,7 @@ BOOST_AUTO_TEST_CASE(an_interrupted_sweep_resumes_to_the_same_file) {
   std::string line;
   for (const auto& a : args) line += a + " ";
   const std::string whole = path("whole.json"), resumed = path("resumed.json");
-  BOOST_REQUIRE(run(line + "--json " + whole).status == 0);
+  BOOST_REQUIRE(run_command(line + "--json " + whole).status == 0);
 
   std::vector<std::string> argv = args;
   argv.insert(argv.end(), {"--json", resumed});
@@ -196,7 +176,7 @@ BOOST_AUTO_TEST_CASE(an_interrupted_sweep_resumes_to_the_same_file) {
   BOOST_TEST(partial["points"].size() >= 2u);
   BOOST_TEST(partial["points"].size() < 8u);
 
-  const Result r = run(line + "--json " + resumed + " --resume");
+  const Result r = run_command(line + "--json " + resumed + " --resume");
   BOOST_TEST_INFO(r.err);
   BOOST_REQUIRE(r.status == 0);
   BOOST_TEST(r.err.find(std::to_string(partial["points"].size()) + " done before") != std::string::npos,
