@@ -286,7 +286,7 @@ class Trainer::Runner final : public TaskRunner {
                                       : mode == Recompute::Selective ? ActivationPolicy::RecomputeAttention
                                                                      : ActivationPolicy::KeepAll;
       MemoryUseScope use(MemoryUse::Activations);
-      t_.model_.allocate(pool_.back(), t_.plan_.micro_batch, t_.scenario_.training.seq_len, policy);
+      t_.model_.allocate(pool_[s], t_.plan_.micro_batch, t_.scenario_.training.seq_len, policy);
     }
     busy_[s] = true;
     in_use_[microbatch] = s;

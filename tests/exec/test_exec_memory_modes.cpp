@@ -177,6 +177,21 @@ BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_th
   }
 }
 
+BOOST_AUTO_TEST_CASE(modes_combine_under_gpipe_with_every_micro_batch_in_flight) {
+  const Outcome& one = reference(6);
+  check_close(
+      one.losses,
+      train_on(dp(), {"plan.schedule=gpipe", "plan.zero=3", "plan.recompute=selective"}, options(6)).losses,
+      "GPipe, ZeRO 3, selective recompute");
+  check_close(
+      one.losses,
+      train_on(dp(),
+               {"plan.schedule=gpipe", "plan.zero=2", "plan.recompute=full", "plan.offload.optimizer=true"},
+               options(6))
+          .losses,
+      "GPipe, ZeRO 2, full recompute, optimizer offload");
+}
+
 BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_follows_the_trajectory_in_host_memory) {
   const Outcome& one = reference(6);
   const Outcome kept = train_on(dp(), {"plan.zero=1"}, options(6));
