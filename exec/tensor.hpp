@@ -9,6 +9,8 @@
 
 #include <Eigen/Core>
 
+#include "exec/memory/memory_meter.hpp"
+
 namespace paratwin::exec {
 
 template <class T>
@@ -30,7 +32,8 @@ using ConstRowVectorMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 // Allocates on 64-byte boundaries (a cache line, an AVX-512 register). Vectorized kernels take
 // different code paths for differently aligned data, which changes the order of floating-point
 // sums: with every buffer aligned the same way, the same run gives the same bits in any process
-// (bit-identical resume depends on it).
+// (bit-identical resume depends on it). Every allocation is metered (exec/memory/memory_meter.hpp):
+// a header of one alignment unit before the data remembers what the bytes were charged to.
 template <class T>
 struct AlignedAllocator {
   using value_type = T;
@@ -38,12 +41,26 @@ struct AlignedAllocator {
   AlignedAllocator() = default;
   template <class U>
   AlignedAllocator(const AlignedAllocator<U>&) {}
+  struct Header {
+    size_t bytes;
+    MemoryUse use;
+  };
+  static_assert(sizeof(Header) <= kAlignment);
   T* allocate(size_t n) {
     const size_t bytes = (n * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    if (void* p = std::aligned_alloc(kAlignment, bytes ? bytes : kAlignment)) return static_cast<T*>(p);
-    throw std::bad_alloc();
+    void* p = std::aligned_alloc(kAlignment, kAlignment + bytes);
+    if (!p) throw std::bad_alloc();
+    const MemoryUse use = memory_meter::current_use();
+    ::new (p) Header{n * sizeof(T), use};
+    memory_meter::allocated(use, n * sizeof(T));
+    return reinterpret_cast<T*>(static_cast<char*>(p) + kAlignment);
   }
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t) {
+    char* block = reinterpret_cast<char*>(p) - kAlignment;
+    const Header h = *reinterpret_cast<Header*>(block);
+    memory_meter::freed(h.use, h.bytes);
+    std::free(block);
+  }
   template <class U>
   bool operator==(const AlignedAllocator<U>&) const {
     return true;

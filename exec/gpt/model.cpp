@@ -56,7 +56,11 @@ Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout
   lnf_w_ = off("lnf_w");
   lnf_b_ = off("lnf_b");
   head_ = off("head");
-  params_.assign(layout_.total, T(0));
+  {
+    MemoryUseScope use(MemoryUse::Parameters);
+    params_.assign(layout_.total, T(0));
+  }
+  MemoryUseScope use(MemoryUse::Gradients);
   grads_.assign(layout_.total, T(0));
 }
 
@@ -102,23 +106,28 @@ void Gpt<T>::zero_gradients() {
 }
 
 template <class T>
-void Gpt<T>::allocate(Activations<T>& a, int B, int Tn) const {
+void Gpt<T>::allocate(Activations<T>& a, int B, int Tn, ActivationPolicy policy) const {
   if (Tn > config_.max_seq_len)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
                                 std::to_string(config_.max_seq_len));
   const GptConfig& c = config_;
-  const size_t N = static_cast<size_t>(B) * Tn, L = c.layers, C = c.hidden;
+  const size_t N = static_cast<size_t>(B) * Tn, C = c.hidden;
+  // Layers whose inner activations and attention scores are kept (one buffer when recomputed).
+  const size_t L = policy == ActivationPolicy::RecomputeLayers ? 1 : c.layers;
+  const size_t L_att = policy == ActivationPolicy::KeepAll ? c.layers : 1;
   a.B = B;
   a.Tn = Tn;
+  a.policy = policy;
+  a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
-  a.residual.assign((L + 1) * N * C, T(0));
+  a.residual.assign((c.layers + 1) * N * C, T(0));
   a.mid.assign(L * N * C, T(0));
   a.ln1.assign(L * N * C, T(0));
   a.ln1_mean.assign(L * N, T(0));
   a.ln1_rstd.assign(L * N, T(0));
   a.qkv.assign(L * N * c.qkv_width(), T(0));
-  a.att.assign(L * B * c.heads * size_t(Tn) * Tn, T(0));
+  a.att.assign(L_att * B * c.heads * size_t(Tn) * Tn, T(0));
   a.attn_out.assign(L * N * c.attn_width(), T(0));
   a.ln2.assign(L * N * C, T(0));
   a.ln2_mean.assign(L * N, T(0));
@@ -131,13 +140,13 @@ void Gpt<T>::allocate(Activations<T>& a, int B, int Tn) const {
   a.probs.assign(N * c.vocab, T(0));
   a.losses.assign(N, T(0));
   a.dresidual.assign(N * C, T(0));
+  a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? N * C : 0, T(0));
 }
 
 template <class T>
 double Gpt<T>::forward(Activations<T>& a) {
   const GptConfig& c = config_;
-  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, H = c.heads, K = c.kv_heads, D = c.head_dim;
-  const int QKV = c.qkv_width(), HD = c.attn_width(), F = c.ffn, FW = c.fc_width(), V = c.vocab;
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, V = c.vocab;
   for (int i = 0; i < N; ++i)
     if (a.tokens[i] < 0 || a.tokens[i] >= V || a.targets[i] < 0 || a.targets[i] >= V)
       throw std::invalid_argument("token " + std::to_string(std::max(a.tokens[i], a.targets[i])) +
@@ -145,37 +154,7 @@ double Gpt<T>::forward(Activations<T>& a) {
   const bool ln = !c.rmsnorm;
   // residual[0] is (N,C): token embeddings plus learned positions
   k::embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.rope ? nullptr : p(wpe_), B, Tn, C);
-  for (int l = 0; l < c.layers; ++l) {
-    const LayerOffsets& w = layers_[l];
-    const size_t nc = size_t(l) * N * C, n1 = size_t(l) * N;
-    T* x = a.residual.data() + nc;  // (N,C) the layer's input
-    T* ln1 = a.ln1.data() + nc;
-    T* qkv = a.qkv.data() + size_t(l) * N * QKV;
-    T* att = a.att.data() + size_t(l) * B * H * Tn * Tn;
-    T* attn_out = a.attn_out.data() + size_t(l) * N * HD;
-    T* mid = a.mid.data() + nc;
-    T* ln2 = a.ln2.data() + nc;
-    T* fc = a.fc.data() + size_t(l) * N * FW;
-    T* act = a.fc_act.data() + size_t(l) * N * F;
-    T* out = a.residual.data() + nc + size_t(N) * C;  // (N,C) the next layer's input
-
-    k::norm_forward(ln1, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x, p(w.ln1_w),
-                    p(w.ln1_b), N, C);
-    k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);
-    if (c.rope) k::rope(qkv, B, Tn, H, K, D, false);
-    k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D);
-    k::linear_forward(mid, attn_out, p(w.attn_proj_w), p(w.attn_proj_b), N, HD, C);
-    for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
-    k::norm_forward(ln2, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid, p(w.ln2_w),
-                    p(w.ln2_b), N, C);
-    k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
-    if (c.swiglu)
-      k::swiglu_forward(act, fc, N, F);
-    else
-      k::gelu_forward(act, fc, long(N) * F);
-    k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
-    for (size_t i = 0; i < size_t(N) * C; ++i) out[i] += mid[i];
-  }
+  for (int l = 0; l < c.layers; ++l) forward_layer(a, l, a.residual.data() + size_t(l + 1) * N * C);
   const T* top = a.residual.data() + size_t(c.layers) * N * C;
   k::norm_forward(a.lnf.data(), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), top, p(lnf_w_),
                   p(lnf_b_), N, C);
@@ -187,6 +166,46 @@ double Gpt<T>::forward(Activations<T>& a) {
   }
   a.loss = k::cross_entropy_forward(a.probs.data(), a.losses.data(), a.probs.data(), a.targets.data(), N, V);
   return a.loss;
+}
+
+template <class T>
+void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
+  const GptConfig& c = config_;
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, H = c.heads, K = c.kv_heads, D = c.head_dim;
+  const int QKV = c.qkv_width(), HD = c.attn_width(), F = c.ffn, FW = c.fc_width();
+  const bool ln = !c.rmsnorm;
+  const LayerOffsets& w = layers_[l];
+  // The slots of this layer's activations: its own when kept, the one shared buffer when recomputed.
+  const size_t s = a.policy == ActivationPolicy::RecomputeLayers ? 0 : size_t(l);
+  const size_t sa = a.policy == ActivationPolicy::KeepAll ? size_t(l) : 0;
+  const size_t nc = s * N * C, n1 = s * N;
+  T* x = a.residual.data() + size_t(l) * N * C;  // (N,C) the layer's input
+  T* ln1 = a.ln1.data() + nc;
+  T* qkv = a.qkv.data() + s * N * QKV;
+  T* att = a.att.data() + sa * B * H * Tn * Tn;
+  T* attn_out = a.attn_out.data() + s * N * HD;
+  T* mid = a.mid.data() + nc;
+  T* ln2 = a.ln2.data() + nc;
+  T* fc = a.fc.data() + s * N * FW;
+  T* act = a.fc_act.data() + s * N * F;
+
+  k::norm_forward(ln1, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x, p(w.ln1_w),
+                  p(w.ln1_b), N, C);
+  k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);
+  if (c.rope) k::rope(qkv, B, Tn, H, K, D, false);
+  k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D);
+  k::linear_forward(mid, attn_out, p(w.attn_proj_w), p(w.attn_proj_b), N, HD, C);
+  for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
+  k::norm_forward(ln2, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid, p(w.ln2_w),
+                  p(w.ln2_b), N, C);
+  k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
+  if (c.swiglu)
+    k::swiglu_forward(act, fc, N, F);
+  else
+    k::gelu_forward(act, fc, long(N) * F);
+  k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
+  for (size_t i = 0; i < size_t(N) * C; ++i) out[i] += mid[i];
+  if (a.policy != ActivationPolicy::KeepAll) a.recomputed_layer = l;
 }
 
 template <class T>
@@ -211,7 +230,10 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
   const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, H = c.heads, K = c.kv_heads, D = c.head_dim;
   const int QKV = c.qkv_width(), HD = c.attn_width(), F = c.ffn, FW = c.fc_width(), V = c.vocab;
   const bool ln = !c.rmsnorm;
-  ensure_scratch(N);
+  {
+    MemoryUseScope use(MemoryUse::Other);
+    ensure_scratch(N);
+  }
   T* dres = a.dresidual.data();  // (N,C): d loss / d residual stream at the current layer boundary
   if (hi == c.layers) {
     // Loss and head: dlogits (N,V); the mean over N tokens, scaled for gradient accumulation.
@@ -229,16 +251,19 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
   }
   for (int l = hi - 1; l >= lo; --l) {
     const LayerOffsets& w = layers_[l];
-    const size_t nc = size_t(l) * N * C, n1 = size_t(l) * N;
-    const T* x = a.residual.data() + nc;
+    if (a.policy != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
+    const size_t s = a.policy == ActivationPolicy::RecomputeLayers ? 0 : size_t(l);
+    const size_t sa = a.policy == ActivationPolicy::KeepAll ? size_t(l) : 0;
+    const size_t nc = s * N * C, n1 = s * N;
+    const T* x = a.residual.data() + size_t(l) * N * C;
     const T* ln1 = a.ln1.data() + nc;
-    const T* qkv = a.qkv.data() + size_t(l) * N * QKV;
-    const T* att = a.att.data() + size_t(l) * B * H * Tn * Tn;
-    const T* attn_out = a.attn_out.data() + size_t(l) * N * HD;
+    const T* qkv = a.qkv.data() + s * N * QKV;
+    const T* att = a.att.data() + sa * B * H * Tn * Tn;
+    const T* attn_out = a.attn_out.data() + s * N * HD;
     const T* mid = a.mid.data() + nc;
     const T* ln2 = a.ln2.data() + nc;
-    const T* fc = a.fc.data() + size_t(l) * N * FW;
-    const T* act = a.fc_act.data() + size_t(l) * N * F;
+    const T* fc = a.fc.data() + s * N * FW;
+    const T* act = a.fc_act.data() + s * N * F;
 
     // MLP: dres (N,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dact_.begin(), dact_.begin() + size_t(N) * F, T(0));

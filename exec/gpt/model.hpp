@@ -11,10 +11,18 @@
 
 namespace paratwin::exec {
 
-// Everything the forward of one micro-batch keeps for its backward. N = B x T tokens.
+// What the forward keeps for the backward (Korthikanti et al. 2022): everything; everything but the
+// attention core's softmax (recomputed per layer in the backward: "selective"); or only each layer's
+// input (the whole layer recomputed in the backward: "full").
+enum class ActivationPolicy { KeepAll, RecomputeAttention, RecomputeLayers };
+
+// Everything the forward of one micro-batch keeps for its backward. N = B x T tokens. Under a
+// recompute policy the buffers marked (L,...) that are not kept hold one layer (the one recomputed).
 template <class T>
 struct Activations {
   int B = 0, Tn = 0;
+  ActivationPolicy policy = ActivationPolicy::KeepAll;
+  int recomputed_layer = -1;             // whose dropped activations the one-layer buffers hold now
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<T> residual;                    // (L+1,N,C): the input of each layer, then the last one's output
   Buffer<T> mid;                         // (L,N,C): the residual stream after attention
@@ -28,6 +36,7 @@ struct Activations {
   Buffer<T> probs;                       // (N,V)
   Buffer<T> losses;                      // (N)
   Buffer<T> dresidual;                   // (N,C): the gradient between two backward segments
+  Buffer<T> recomputed_out;              // (N,C) under RecomputeLayers: a recomputed layer's output
   double loss = 0;                       // mean over the N tokens
 };
 
@@ -49,13 +58,17 @@ class Gpt {
 
   // Sizes `acts` for B sequences of Tn tokens. Throws std::invalid_argument when Tn exceeds the
   // model's sequence length.
-  void allocate(Activations<T>& acts, int B, int Tn) const;
+  void allocate(Activations<T>& acts, int B, int Tn,
+                ActivationPolicy policy = ActivationPolicy::KeepAll) const;
   // Runs the forward of acts.tokens against acts.targets; returns (and stores) the mean loss.
   double forward(Activations<T>& acts);
   // Backward of layers [lo, hi), from the top down: the head and loss first when hi = layers, the
   // embeddings last when lo = 0. Segments must come in order from the top. Gradients are added to
   // gradients(); `loss_scale` multiplies the loss's gradient (1 / micro-batches for accumulation).
   void backward(Activations<T>& acts, int lo, int hi, T loss_scale);
+  // Recomputes what the forward of `layer` dropped under acts.policy (recompute.cpp), bit for bit as
+  // the forward computed it; the backward calls it for each layer it reaches that needs it.
+  void recompute(Activations<T>& acts, int layer);
 
  private:
   struct LayerOffsets {
@@ -67,6 +80,8 @@ class Gpt {
   const T* head() const;
   T* dhead();
   void ensure_scratch(long N);
+  // One transformer layer's forward from acts.residual[layer], its output written to `out` (N,C).
+  void forward_layer(Activations<T>& acts, int layer, T* out);
 
   GptConfig config_;
   ParameterLayout layout_;

@@ -1,9 +1,11 @@
 // AdamW (Loshchilov and Hutter 2019): Adam with weight decay applied to the weights directly, not
 // through the gradient. Decay applies to matrices only; biases and norm weights are not decayed.
+// Under ZeRO the optimizer of a rank holds the moments of the parameters it owns only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor.hpp"
@@ -17,22 +19,37 @@ struct AdamWSettings {
   float weight_decay = 0.1f;
 };
 
+using ParameterRanges = std::vector<std::pair<size_t, size_t>>;  // [begin, end) of the flat parameters
+
 class AdamW {
  public:
-  // `decay[i]`: whether parameter i is decayed.
-  AdamW(AdamWSettings settings, std::vector<bool> decay);
+  // `decay[i]`: whether parameter i is decayed. `owned`: the ranges of parameters this optimizer
+  // updates and keeps moments for, ascending and disjoint (empty: all of them).
+  AdamW(AdamWSettings settings, std::vector<bool> decay, ParameterRanges owned = {});
 
-  // One step on parameters [begin, end) with learning rate `lr`; gradients are read as given.
-  // `step` counts from 1 (bias correction).
+  // One step on parameters [begin, end), which must lie in one owned range, with learning rate `lr`;
+  // `params` and `grads` point at parameter `begin`. `step` counts from 1 (bias correction). Throws
+  // std::invalid_argument for a range it does not own.
   void update(float* params, const float* grads, size_t begin, size_t end, float lr, int64_t step);
 
-  // The state a checkpoint keeps: first and second moments.
+  const ParameterRanges& owned() const { return owned_; }
+  // The moments of the owned ranges, one after the other.
   Buffer<float>& m() { return m_; }
   Buffer<float>& v() { return v_; }
 
+  // The moments as a checkpoint keeps them: over all parameters, zero where not owned.
+  std::vector<float> full_m() const;
+  std::vector<float> full_v() const;
+  // Takes the owned ranges' moments from whole-model ones (a checkpoint's).
+  void assign_full(const std::vector<float>& m, const std::vector<float>& v);
+
  private:
+  size_t state_index(size_t begin, size_t end) const;
+  std::vector<float> full(const Buffer<float>& compact) const;
+
   AdamWSettings s_;
   std::vector<bool> decay_;
+  ParameterRanges owned_;
   Buffer<float> m_, v_;
 };
 

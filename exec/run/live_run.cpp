@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
@@ -175,11 +176,13 @@ int run_live_rank(const LiveRunOptions& opts) {
   }
   const RunResult result = trainer.run();
   const RunTimings timings = gather_timings(*comm, trainer.role(), result);
+  const nlohmann::json measured = measured_memory_json(*comm, scenario, trainer.program(), result);
   if (lead) {
     if (!opts.profile.empty())
       write_file_atomically(opts.profile, profile_json(scenario, trainer.program(), timings).dump(1) + "\n");
     if (!opts.trace.empty()) write_file_atomically(opts.trace, live_chrome_trace(trainer.program(), timings));
-    const auto report = live_report_json(scenario, trainer.program(), result, timings);
+    auto report = live_report_json(scenario, trainer.program(), result, timings);
+    report.update(measured);
     if (!opts.json.empty()) write_file_atomically(opts.json, report.dump(2) + "\n");
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -188,7 +191,7 @@ int run_live_rank(const LiveRunOptions& opts) {
                   result.losses.empty() ? 0.0 : result.losses.back(),
                   report["metrics"]["tokens_per_s"].get<double>(),
                   report["predicted"]["tokens_per_s"].get<double>(), result.seconds);
-    out << buf << std::flush;
+    out << measured_memory_text(report) << buf << std::flush;
   }
   if (agent) agent->done();
   return 0;

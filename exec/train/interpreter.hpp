@@ -15,7 +15,7 @@ class TaskRunner {
   virtual ~TaskRunner() = default;
   // Runs a compute task (forward, backward, recompute, optimizer) to its end.
   virtual void compute(int index, const Task& task) = 0;
-  // Starts a communication task and returns a handle for poll()/finish().
+  // Starts a communication or copy task and returns a handle for poll()/finish().
   virtual int start(int index, const Task& task) = 0;
   virtual bool poll(int handle) = 0;    // true once it has ended
   virtual void finish(int handle) = 0;  // blocks until it has ended
@@ -36,7 +36,7 @@ struct TaskSpan {
 // CPU time of the calling thread, in seconds (a system call: ~1-2 us).
 double thread_cpu_seconds();
 
-// Throws std::invalid_argument for tasks the live engine cannot run (sends, receives, copies) and
+// Throws std::invalid_argument for tasks the live engine cannot run (sends, receives) and
 // std::logic_error when the dependencies cannot be met (a task waits for one that never starts).
 std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner);
 

@@ -199,6 +199,8 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
       const double d = t.at(t.end_s, 0, s, i) - t.at(t.start_s, 0, s, i);
       if (task.kind == TaskKind::Forward || task.kind == TaskKind::Backward) b.compute_s += d;
       if (task.kind == TaskKind::Optimizer) b.optimizer_s += d;
+      if (task.kind == TaskKind::Recompute) b.recompute_s += d;
+      if (task.kind == TaskKind::Copy) b.offload_s += d;
       if (task.kind == TaskKind::Collective) {
         b.dp_comm_s += d;
         b.exposed_comm_s += t.at(t.wait_s, 0, s, i);
@@ -207,7 +209,9 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   }
   const int measured = std::max(1, t.steps - first);
   iteration /= measured;
-  for (double* v : {&b.compute_s, &b.optimizer_s, &b.dp_comm_s, &b.exposed_comm_s}) *v /= measured;
+  for (double* v :
+       {&b.compute_s, &b.recompute_s, &b.optimizer_s, &b.offload_s, &b.dp_comm_s, &b.exposed_comm_s})
+    *v /= measured;
   Metrics& m = live.metrics;
   m.iteration_time_s = iteration;
   m.tokens_per_s = iteration > 0 ? program.tokens_per_iteration / iteration : 0;

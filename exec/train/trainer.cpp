@@ -7,13 +7,18 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
+#include "exec/train/optimizer_offload.hpp"
+#include "exec/train/topk_compression.hpp"
+#include "exec/train/zero3.hpp"
 
 namespace paratwin::exec {
 
@@ -24,18 +29,8 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
         "the live CPU backend runs data parallelism only (tp = pp = cp = ep = 1); this plan has tp " +
         std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp) + ", ep " +
         std::to_string(p.ep));
-  if (p.zero == 3)
-    out.push_back(
-        "ZeRO 3 (parameters gathered before every pass) is not implemented live; use zero 0, 1 or 2");
-  if (p.compression.kind != CompressionKind::None)
-    out.push_back("gradient compression is not implemented live");
-  if (p.offload_optimizer || p.offload_activations)
-    out.push_back("offload is not implemented live (CPU memory is host memory)");
-  for (const auto& st : p.stages)
-    if (st.recompute != Recompute::None) {
-      out.push_back("recomputation is not implemented live; use recompute none");
-      break;
-    }
+  if (p.offload_activations)
+    out.push_back("activation offload is not implemented live; offload_optimizer is");
   if (m.moe) out.push_back("mixture-of-experts models are not implemented live");
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
@@ -75,23 +70,38 @@ class Trainer::Runner final : public TaskRunner {
  public:
   Runner(Trainer& t) : t_(t) {
     const Role& role = t.role();
+    const Plan& plan = t.plan_;
     const int L = t.model_.config().layers;
+    const bool topk = plan.compression.kind == CompressionKind::TopK;
     // Each DP bucket reduces the gradients of the backward segment it waits for (with the
     // embeddings when the segment reaches layer 0, the final norm and head when it starts at the top).
     size_t top = t.model_.layout().total;  // fallback without overlap: slices by size from the top
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& task = role.tasks[i];
       if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
-      if (task.collective == cost::CollectiveKind::AllGather) {  // ZeRO: the parameters after the step
+      if (task.collective == cost::CollectiveKind::AllGather && plan.zero == 3) {  // before a pass
+        zero3_gathers_.insert(int(i));
+        continue;
+      }
+      const bool after_step = std::any_of(task.deps.begin(), task.deps.end(), [&](int d) {
+        return role.tasks[size_t(d)].kind == TaskKind::Optimizer;
+      });
+      if (task.collective == cost::CollectiveKind::AllGather && after_step) {  // ZeRO 1/2: the parameters
         gather_params_task_ = int(i);
         continue;
       }
       const Task* segment = task.deps.size() == 1 ? &role.tasks[task.deps[0]] : nullptr;
       std::pair<size_t, size_t> range;
-      if (segment && segment->kind == TaskKind::Backward && segment->layer_end - segment->layer_begin < L)
+      if (segment && segment->kind == TaskKind::Backward && segment->layer_end - segment->layer_begin < L) {
         range = t.model_.layout().range(segment->layer_begin, segment->layer_end);
-      else
-        range = {top - std::min(top, size_t(task.bytes.value() / sizeof(float))), top};
+      } else {
+        // The lowering's size of the bucket: its gradients, or under top-k its gathered pairs.
+        double elements = task.bytes.value() / sizeof(float);
+        if (topk)
+          elements = task.bytes.value() / (plan.dp * plan.compression.ratio *
+                                           (cost::element_bytes(t.scenario_.training.precision) + 4));
+        range = {top - std::min(top, size_t(elements)), top};
+      }
       top = range.first;
       buckets_[int(i)] = range;
     }
@@ -101,49 +111,71 @@ class Trainer::Runner final : public TaskRunner {
                                    [](auto& a, auto& b) { return a.second.first < b.second.first; });
       last->second.first = 0;
     }
-    // ZeRO 1/2: this rank updates its block of every bucket (all parameters without buckets).
-    const int dp = t.comm_.size(), r = t.comm_.rank();
-    if (t.plan_.zero == 0 || buckets_.empty()) {
+    // ZeRO 1-3: this rank updates its block of every bucket (all parameters without buckets).
+    const int r = t.comm_.rank();
+    if (plan.zero == 0 || buckets_.empty()) {
       owned_.push_back({0, t.model_.layout().total});
     } else {
       for (const auto& [index, range] : buckets_) {
-        std::vector<size_t> counts = blocks(range);
+        std::vector<size_t> counts = dp_blocks(range, t.comm_.size());
         size_t begin = range.first;
         for (int k = 0; k < r; ++k) begin += counts[k];
         owned_.push_back({begin, begin + counts[r]});
       }
     }
-    (void)dp;
+    if (plan.zero == 3) {
+      ParameterRanges buckets;
+      for (const auto& [index, range] : buckets_) buckets.push_back(range);
+      zero3_ = std::make_unique<Zero3Parameters>(t.model_.parameters(), owned_, buckets, t.comm_);
+    }
+    if (topk) compressor_ = std::make_unique<TopKCompressor>(plan.compression);
   }
 
-  // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 and 2.
-  const std::vector<std::pair<size_t, size_t>>& owned() const { return owned_; }
+  // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 to 3.
+  const ParameterRanges& owned() const { return owned_; }
+  Zero3Parameters* zero3() { return zero3_.get(); }
+  OptimizerOffload* offload() { return offload_.get(); }
+  // Once the optimizer exists: with offload, its state moves to host buffers.
+  void optimizer_ready() {
+    if (t_.plan_.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*t_.adamw_);
+  }
 
   void begin_step(int64_t step) {
     step_ = step;
     in_flight_.clear();
     losses_.clear();
+    dp_bytes_ = 0;
     t_.model_.zero_gradients();
   }
   const std::vector<double>& losses() const { return losses_; }
+  double dp_bytes() const { return dp_bytes_; }  // this step's DP collectives, as the Program counts bytes
 
   void compute(int, const Task& task) override {
     const Plan& p = t_.plan_;
     switch (task.kind) {
       case TaskKind::Forward: {
-        Activations<float>& a = slot(task.microbatch);
+        Activations<float>& a = slot(task.microbatch, task.chunk);
         // This rank's share of the step's global sequences, micro-batch by micro-batch.
         const int64_t first =
             step_ * t_.scenario_.training.global_batch +
             (int64_t(t_.comm_.rank()) * p.num_microbatches + task.microbatch) * p.micro_batch;
         t_.data_->fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
         losses_.push_back(t_.model_.forward(a));
+        if (zero3_) zero3_->pass_ended();
         break;
       }
+      case TaskKind::Recompute:
+        // The activations of the first layer the backward needs; it recomputes each next one itself,
+        // so one layer's recomputed activations exist at a time.
+        t_.model_.recompute(slot(task.microbatch, task.chunk), task.layer_end - 1);
+        break;
       case TaskKind::Backward: {
-        Activations<float>& a = slot(task.microbatch);
+        Activations<float>& a = slot(task.microbatch, task.chunk);
         t_.model_.backward(a, task.layer_begin, task.layer_end, 1.0f / float(p.num_microbatches));
-        if (task.layer_begin == 0) release(task.microbatch);
+        if (task.layer_begin == p.stages[size_t(task.chunk)].layer_begin) {  // the pass's last segment
+          release(task.microbatch);
+          if (zero3_) zero3_->pass_ended();
+        }
         break;
       }
       case TaskKind::Optimizer:
@@ -156,38 +188,88 @@ class Trainer::Runner final : public TaskRunner {
   }
 
   int start(int index, const Task& task) override {
-    std::vector<Communicator::Handle> requests;
-    if (index == gather_params_task_) {
-      // ZeRO: every rank's updated blocks to every rank, bucket by bucket.
+    InFlight f;
+    if (task.kind == TaskKind::Copy) {
+      copy(task);
+    } else if (zero3_gathers_.count(index)) {
+      f.zero3_ticket = zero3_->request();
+      dp_bytes_ += double(t_.model_.layout().total) * sizeof(float);
+    } else if (index == gather_params_task_) {
+      // ZeRO 1/2: every rank's updated blocks to every rank, bucket by bucket.
       float* w = t_.model_.parameters().data();
       for (const auto& [i, range] : buckets_)
-        requests.push_back(t_.comm_.start_allgather(w + range.first, blocks(range)));
+        f.requests.push_back(t_.comm_.start_allgather(w + range.first, blocks(range)));
+      dp_bytes_ += double(t_.model_.layout().total) * sizeof(float);
     } else {
       auto it = buckets_.find(index);
       if (it == buckets_.end())
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-      float* g = t_.model_.gradients().data() + it->second.first;
-      if (task.collective == cost::CollectiveKind::AllReduce)
-        requests.push_back(t_.comm_.start_allreduce_sum(g, it->second.second - it->second.first));
-      else if (task.collective == cost::CollectiveKind::ReduceScatter)
-        requests.push_back(t_.comm_.start_reduce_scatter_sum(g, blocks(it->second)));
-      else
+      const auto [begin, end] = it->second;
+      float* g = t_.model_.gradients().data() + begin;
+      const bool sparse = compressor_ && !compressor_->dense(step_);
+      if (sparse) {
+        f.packed = compressor_->compress(index, g, end - begin, t_.comm_.rank(), t_.comm_.size());
+        const size_t k = compressor_->pairs(end - begin);
+        f.requests.push_back(
+            t_.comm_.start_allgather(f.packed.data(), std::vector<size_t>(size_t(t_.comm_.size()), 2 * k)));
+        f.on_done = [this, g, n = end - begin](InFlight& self) {
+          compressor_->decompress(self.packed, g, n, t_.comm_.size());
+        };
+        dp_bytes_ += double(f.packed.size()) * sizeof(float);
+      } else if (task.collective == cost::CollectiveKind::AllReduce || compressor_) {
+        f.requests.push_back(t_.comm_.start_allreduce_sum(g, end - begin));
+        dp_bytes_ += double(end - begin) * sizeof(float);
+      } else if (task.collective == cost::CollectiveKind::ReduceScatter) {
+        f.requests.push_back(t_.comm_.start_reduce_scatter_sum(g, blocks(it->second)));
+        dp_bytes_ += double(end - begin) * sizeof(float);
+      } else {
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+      }
     }
-    in_flight_.push_back(std::move(requests));
+    in_flight_.push_back(std::move(f));
     return int(in_flight_.size()) - 1;
   }
   bool poll(int handle) override {
-    bool done = true;
-    for (auto h : in_flight_[handle]) done = t_.comm_.test(h) && done;
+    InFlight& f = in_flight_[size_t(handle)];
+    bool done = f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket);
+    for (auto h : f.requests) done = t_.comm_.test(h) && done;
+    if (done) complete(f);
     return done;
   }
   void finish(int handle) override {
-    for (auto h : in_flight_[handle]) t_.comm_.wait(h);
+    InFlight& f = in_flight_[size_t(handle)];
+    if (f.zero3_ticket >= 0) zero3_->wait(f.zero3_ticket);
+    for (auto h : f.requests) t_.comm_.wait(h);
+    complete(f);
   }
 
  private:
-  Activations<float>& slot(int microbatch) {
+  // A communication or copy task under way: its requests, and what to do once they have ended.
+  struct InFlight {
+    std::vector<Communicator::Handle> requests;
+    int zero3_ticket = -1;
+    Buffer<float> packed;  // top-k: the gathered pairs
+    std::function<void(InFlight&)> on_done;
+  };
+  void complete(InFlight& f) {
+    if (f.on_done) std::exchange(f.on_done, nullptr)(f);
+    Buffer<float>().swap(f.packed);
+  }
+
+  // Offload copies run synchronously: on the CPU backend host and device memory are the same.
+  void copy(const Task& task) {
+    if (task.name.find("optimizer") != std::string::npos && offload_) {
+      if (task.to_host)
+        offload_->to_host();
+      else
+        offload_->to_device();
+      return;
+    }
+    throw std::invalid_argument("task '" + task.name +
+                                "': the live CPU backend runs optimizer offload copies only");
+  }
+
+  Activations<float>& slot(int microbatch, int chunk) {
     auto it = in_use_.find(microbatch);
     if (it != in_use_.end()) return pool_[it->second];
     size_t s = 0;
@@ -195,28 +277,37 @@ class Trainer::Runner final : public TaskRunner {
     if (s == pool_.size()) {
       pool_.emplace_back();
       busy_.push_back(false);
-      t_.model_.allocate(pool_.back(), t_.plan_.micro_batch, t_.scenario_.training.seq_len);
+      allocated_.push_back(false);
+    }
+    if (!allocated_[s]) {
+      allocated_[s] = true;
+      const Recompute mode = t_.plan_.stages[size_t(chunk)].recompute;
+      const ActivationPolicy policy = mode == Recompute::Full        ? ActivationPolicy::RecomputeLayers
+                                      : mode == Recompute::Selective ? ActivationPolicy::RecomputeAttention
+                                                                     : ActivationPolicy::KeepAll;
+      MemoryUseScope use(MemoryUse::Activations);
+      t_.model_.allocate(pool_[s], t_.plan_.micro_batch, t_.scenario_.training.seq_len, policy);
     }
     busy_[s] = true;
     in_use_[microbatch] = s;
     return pool_[s];
   }
+  // The backward of the micro-batch is done: its activations are freed (as the Program's last backward
+  // segment frees them), and the slot is allocated again by the next forward.
   void release(int microbatch) {
-    busy_[in_use_.at(microbatch)] = false;
+    const size_t s = in_use_.at(microbatch);
+    busy_[s] = false;
+    pool_[s] = Activations<float>{};
+    allocated_[s] = false;
     in_use_.erase(microbatch);
   }
 
-  // Block sizes of a bucket over the DP ranks: as even as possible, the first ones one larger.
   std::vector<size_t> blocks(std::pair<size_t, size_t> range) const {
-    const size_t n = range.second - range.first, dp = size_t(t_.comm_.size());
-    std::vector<size_t> counts(dp);
-    for (size_t r = 0; r < dp; ++r) counts[r] = n / dp + (r < n % dp ? 1 : 0);
-    return counts;
+    return dp_blocks(range, t_.comm_.size());
   }
 
   void optimizer_step() {
     Buffer<float>& grads = t_.model_.gradients();
-    Buffer<float>& params = t_.model_.parameters();
     // The buckets summed the gradients over the DP ranks: divide by their number for the mean.
     const float inverse_world = 1.0f / float(t_.comm_.size());
     double squares = 0;
@@ -231,19 +322,25 @@ class Trainer::Runner final : public TaskRunner {
     for (const auto& [begin, end] : owned_) {
       if (scale != 1.0f)
         for (size_t i = begin; i < end; ++i) grads[i] *= scale;
-      t_.adamw_->update(params.data(), grads.data(), begin, end, t_.lr_.at(step_), step_ + 1);
+      float* w = zero3_ ? zero3_->shard(begin) : t_.model_.parameters().data() + begin;
+      t_.adamw_->update(w, grads.data() + begin, begin, end, t_.lr_.at(step_), step_ + 1);
     }
   }
 
   Trainer& t_;
   int64_t step_ = 0;
   std::vector<double> losses_;
+  double dp_bytes_ = 0;
   std::map<int, std::pair<size_t, size_t>> buckets_;  // task index -> gradient range
-  int gather_params_task_ = -1;                       // ZeRO's "AG dp params"
-  std::vector<std::pair<size_t, size_t>> owned_;
-  std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): its requests
+  int gather_params_task_ = -1;                       // ZeRO 1/2's "AG dp params"
+  std::set<int> zero3_gathers_;                       // ZeRO 3's "AG dp params F|B ..."
+  ParameterRanges owned_;
+  std::unique_ptr<Zero3Parameters> zero3_;
+  std::unique_ptr<TopKCompressor> compressor_;
+  std::unique_ptr<OptimizerOffload> offload_;
+  std::vector<InFlight> in_flight_;  // per start(): its requests
   std::vector<Activations<float>> pool_;
-  std::vector<bool> busy_;
+  std::vector<bool> busy_, allocated_;
   std::map<int, size_t> in_use_;  // micro-batch -> pool slot
 };
 
@@ -271,13 +368,14 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   for (const auto& t : model_.layout().tensors)
     if (t.rows > 1 && t.name != "wpe")
       std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
-  adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay));
   data_ = std::make_unique<DataLoader>(load_tokens(options_.data), scenario.training.seq_len,
                                        scenario.model.vocab);
   lr_.max = options_.learning_rate;
   lr_.total_steps = total_steps_;
   lr_.warmup_steps = std::max<int64_t>(1, total_steps_ / 10);
-  runner_ = std::make_unique<Runner>(*this);
+  runner_ = std::make_unique<Runner>(*this);  // (under ZeRO 3 it takes the shard of the weights)
+  adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay), runner_->owned());
+  runner_->optimizer_ready();
 }
 
 Trainer::~Trainer() = default;
@@ -302,19 +400,16 @@ void Trainer::resume(RunResult& result) {
                                 " with global batch " + std::to_string(s.global_batch) +
                                 "; this run trains " + scenario_.model.name + " with global batch " +
                                 std::to_string(scenario_.training.global_batch));
-  model_.parameters().assign(s.weights.begin(), s.weights.end());
-  adamw_->m().assign(s.adam_m.begin(), s.adam_m.end());
-  adamw_->v().assign(s.adam_v.begin(), s.adam_v.end());
-  if (plan_.zero > 0) {
-    // ZeRO: this rank keeps the moments of its blocks only (the others stay zero, see checkpoint()).
-    Buffer<float> m(s.adam_m.size(), 0.0f), v(s.adam_v.size(), 0.0f);
-    for (const auto& [begin, end] : runner_->owned()) {
-      std::copy(s.adam_m.begin() + long(begin), s.adam_m.begin() + long(end), m.begin() + long(begin));
-      std::copy(s.adam_v.begin() + long(begin), s.adam_v.begin() + long(end), v.begin() + long(begin));
-    }
-    adamw_->m() = std::move(m);
-    adamw_->v() = std::move(v);
-  }
+  // Whole-model state, whatever ZeRO stage wrote it: this rank takes what it holds (its blocks under
+  // ZeRO). A top-k run's error-feedback residuals are not in checkpoints: they restart at zero.
+  if (Zero3Parameters* z = runner_->zero3())
+    z->assign_full(s.weights);
+  else
+    model_.parameters().assign(s.weights.begin(), s.weights.end());
+  OptimizerOffload* offload = runner_->offload();
+  if (offload) offload->to_device();
+  adamw_->assign_full(s.adam_m, s.adam_v);
+  if (offload) offload->to_host();
   step_ = s.step;
   result.losses = s.losses;
   result.resumed_from = s.step;
@@ -337,9 +432,15 @@ void Trainer::resume(RunResult& result) {
 // 0's writer thread while the training goes on.
 void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunResult& result) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Every rank holds the same weights. Under ZeRO 0 also the same optimizer state; under ZeRO 1/2
-  // each holds the moments of its blocks and zeros elsewhere, so their sum is the whole state.
-  std::vector<float> m(adamw_->m().begin(), adamw_->m().end()), v(adamw_->v().begin(), adamw_->v().end());
+  // Every rank holds the same weights (under ZeRO 3 its blocks: gathered here). Under ZeRO 0 also
+  // the same optimizer state; under ZeRO 1-3 each holds the moments of its blocks and zeros
+  // elsewhere, so their sum is the whole state.
+  OptimizerOffload* offload = runner_->offload();
+  if (offload) offload->to_device();
+  std::vector<float> m = adamw_->full_m(), v = adamw_->full_v();
+  if (offload) offload->to_host();
+  std::vector<float> weights;
+  if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
   if (plan_.zero > 0 && comm_.size() > 1) {
     comm_.wait(comm_.start_allreduce_sum(m.data(), m.size()));
     comm_.wait(comm_.start_allreduce_sum(v.data(), v.size()));
@@ -354,7 +455,10 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     s.model = scenario_.model.name;
     s.plan_yaml = to_yaml(plan_);
     s.losses = losses;
-    s.weights.assign(model_.parameters().begin(), model_.parameters().end());
+    if (runner_->zero3())
+      s.weights = std::move(weights);
+    else
+      s.weights.assign(model_.parameters().begin(), model_.parameters().end());
     s.adam_m = std::move(m);
     s.adam_v = std::move(v);
     writer_->submit(std::move(s), seconds_since(t0));
@@ -380,6 +484,7 @@ RunResult Trainer::run() {
                                ec.message());
     writer_ = std::make_unique<BackgroundCheckpointWriter>(options_.checkpoint_dir, options_.on_checkpoint);
   }
+  reset_memory_peak();  // what the steps hold, not the set-up's temporaries
   while (step_ < total_steps_) {
     const auto t0 = std::chrono::steady_clock::now();
     result.step_start_s.push_back(seconds_since(run_start));
@@ -387,6 +492,7 @@ RunResult Trainer::run() {
     const double cpu_before = thread_cpu_seconds();
     result.spans.push_back(run_iteration(role(), runner));
     result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
+    result.dp_bytes.push_back(runner.dp_bytes());
     // The step's loss: the mean over every micro-batch of every rank.
     double local = 0;
     for (double l : runner.losses()) local += l;
@@ -412,9 +518,11 @@ RunResult Trainer::run() {
       last_checkpoint = std::chrono::steady_clock::now();
     }
   }
+  result.memory = read_memory();
   if (checkpoints && step_ == total_steps_ && options_.stop_after < 0)
     checkpoint(step_, result.losses, result);
-  if (writer_) {  // the run ends with its checkpoints on disk
+  if (Zero3Parameters* z = runner_->zero3()) z->materialize();  // the trained model, whole, on every rank
+  if (writer_) {                                                // the run ends with its checkpoints on disk
     const auto t0 = std::chrono::steady_clock::now();
     writer_->wait();
     result.checkpoint_seconds += seconds_since(t0);

@@ -11,6 +11,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/model.hpp"
+#include "exec/memory/memory_meter.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/optim/schedule.hpp"
 #include "exec/train/interpreter.hpp"
@@ -59,6 +60,10 @@ struct RunResult {
   double checkpoint_seconds = 0;             // training held up: snapshots (and waits for a previous write)
   int checkpoints_written = 0;
   double seconds = 0;  // the whole run
+  // Bytes of this rank's DP collectives in each step of this invocation, counted as the Program counts
+  // a collective's bytes (the whole message; top-k: every rank's pairs).
+  std::vector<double> dp_bytes;
+  MemoryReading memory;  // this rank's buffers over the steps (peak, and its make-up)
 };
 
 // What the live CPU backend cannot run in this plan and model, in words; empty when it can.

@@ -1,0 +1,277 @@
+// The live engine's memory modes, run under `mpirun -np 2` (and on one rank): ZeRO 0-3, recompute
+// none/selective/full and optimizer offload reproduce the single-rank loss trajectory; their measured
+// peak memory per rank follows the twin's ordering; checkpoints keep the whole-model format across
+// ZeRO stages; top-k gradient compression with error feedback still trains and sends the bytes the
+// twin's lowering says.
+#define BOOST_TEST_MODULE exec_memory_modes
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/run/live_run.hpp"
+#include "exec/train/topk_compression.hpp"
+#include "exec/train/trainer.hpp"
+#include "mpi_fixture.hpp"
+#include "plan/analytic/evaluate.hpp"
+
+using namespace paratwin;
+using namespace paratwin::exec;
+using paratwin::exec::test::mpi;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 8 sequences of 32 tokens per step in micro-batches of 2; one DP bucket per layer.
+ScenarioSpec scenario(int ranks, const std::vector<std::string>& sets) {
+  std::vector<Override> o{parse_override("training.global_batch=8"), parse_override("training.seq_len=32"),
+                          parse_override("plan.micro_batch=2"), parse_override("plan.bucket_size=200KB")};
+  for (const auto& s : sets) o.push_back(parse_override(s));
+  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml", o, ranks);
+}
+
+TrainOptions options(int64_t steps) {
+  TrainOptions o;
+  o.steps = steps;
+  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  return o;
+}
+
+struct Outcome {
+  std::vector<double> losses;
+  std::vector<double> dp_bytes;  // rank 0's, per step
+  double peak_bytes = 0;         // the largest over the ranks
+  double predicted_peak = 0;     // the twin's
+  double predicted_dp_bytes = 0;
+  double host_peak_bytes = 0;
+};
+
+// Trains on the first `ranks` ranks of the job; every rank of the job gets rank 0's outcome. Checks
+// that the ranks that trained end with the same weights.
+Outcome train_on(int ranks, const std::vector<std::string>& sets, TrainOptions o) {
+  Outcome out;
+  out.losses.assign(size_t(o.steps), 0.0);
+  out.dp_bytes.assign(size_t(o.steps), 0.0);
+  double numbers[4] = {0, 0, 0, 0};
+  auto group = mpi->world->split(mpi->world->rank() < ranks ? 0 : -1);
+  if (group) {
+    const ScenarioSpec s = scenario(ranks, sets);
+    Trainer trainer(s, complete_plan(s), *group, o);
+    const RunResult r = trainer.run();
+    BOOST_TEST_REQUIRE(r.losses.size() == size_t(o.stop_after > 0 ? o.stop_after : o.steps));
+    std::copy(r.losses.begin(), r.losses.end(), out.losses.begin());
+    if (r.dp_bytes.size() == size_t(o.steps)) out.dp_bytes = r.dp_bytes;
+    double sum = 0;
+    for (float w : trainer.model().parameters()) sum = sum * 1.000001 + w;
+    BOOST_TEST(group->allreduce_max(sum) == -group->allreduce_max(-sum));
+    numbers[0] = group->allreduce_max(double(r.memory.device_peak));
+    numbers[3] = group->allreduce_max(double(r.memory.host_peak));
+    const Evaluation twin = evaluate(trainer.program(), s.cluster, s.training);
+    numbers[1] = twin.roles.front().peak_memory.value();
+    for (const Task& t : trainer.role().tasks)
+      if (t.kind == TaskKind::Collective && t.group == GroupKind::Dp) numbers[2] += t.bytes.value() * t.count;
+  }
+  mpi->world->broadcast(out.losses.data(), out.losses.size() * sizeof(double), 0);
+  mpi->world->broadcast(out.dp_bytes.data(), out.dp_bytes.size() * sizeof(double), 0);
+  mpi->world->broadcast(numbers, sizeof numbers, 0);
+  out.peak_bytes = numbers[0];
+  out.predicted_peak = numbers[1];
+  out.predicted_dp_bytes = numbers[2];
+  out.host_peak_bytes = numbers[3];
+  return out;
+}
+
+// The single-rank run of `steps` steps, trained once per process.
+const Outcome& reference(int64_t steps) {
+  static std::map<int64_t, Outcome> done;
+  auto it = done.find(steps);
+  if (it == done.end()) it = done.emplace(steps, train_on(1, {}, options(steps))).first;
+  return it->second;
+}
+
+void check_close(const std::vector<double>& a, const std::vector<double>& b, const std::string& what) {
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST_INFO(what << ", step " << i + 1 << ": " << a[i] << " vs " << b[i]);
+    BOOST_TEST(std::abs(a[i] - b[i]) < 1e-5 * std::abs(a[i]));
+  }
+}
+
+int dp() {
+  return std::min(2, mpi->world->size());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(recomputed_activations_give_the_same_gradients_bit_for_bit) {
+  Gpt<float> model(gpt_config(scenario(1, {}).model));
+  model.initialize(7);
+  std::vector<Buffer<float>> grads;
+  for (ActivationPolicy policy :
+       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeAttention, ActivationPolicy::RecomputeLayers}) {
+    Activations<float> a;
+    model.allocate(a, 2, 16, policy);
+    for (size_t i = 0; i < a.tokens.size(); ++i) {
+      a.tokens[i] = int32_t(i * 7 % 256);
+      a.targets[i] = int32_t(i * 13 % 256);
+    }
+    model.zero_gradients();
+    model.forward(a);
+    model.backward(a, 2, 4, 1.0f);  // in two segments, as the Program cuts a final backward
+    model.backward(a, 0, 2, 1.0f);
+    grads.push_back(model.gradients());
+  }
+  BOOST_TEST((grads[1] == grads[0]));
+  BOOST_TEST((grads[2] == grads[0]));
+}
+
+BOOST_AUTO_TEST_CASE(zero_0_to_3_follow_the_single_rank_trajectory_and_the_twins_memory_order) {
+  const Outcome& one = reference(10);
+  BOOST_TEST(one.losses.back() < one.losses.front());
+  std::vector<Outcome> by_zero;
+  for (int zero = 0; zero <= 3; ++zero) {
+    by_zero.push_back(train_on(dp(), {"plan.zero=" + std::to_string(zero)}, options(10)));
+    check_close(one.losses, by_zero.back().losses,
+                "ZeRO " + std::to_string(zero) + " on " + std::to_string(dp()) + " ranks vs 1 rank");
+  }
+  for (int zero = 0; zero <= 3; ++zero)
+    BOOST_TEST_MESSAGE("ZeRO " << zero << " on " << dp() << " ranks: peak per rank measured "
+                               << by_zero[zero].peak_bytes << " B, twin " << by_zero[zero].predicted_peak
+                               << " B");
+  // The twin: each stage shards one more kind of state.
+  for (int zero = 1; zero <= 3; ++zero)
+    BOOST_TEST(by_zero[zero].predicted_peak <= by_zero[zero - 1].predicted_peak);
+  // Measured: ZeRO 1 halves the optimizer state on 2 ranks; ZeRO 2 keeps a whole gradient buffer
+  // through the backward (the Program reduce-scatters after the last micro-batch), so it holds what
+  // ZeRO 1 holds; ZeRO 3 holds its parameter shard plus the whole chunk that each pass gathers, which
+  // the twin does not count: 1/dp of the weights above ZeRO 2, still below ZeRO 0.
+  BOOST_TEST(by_zero[2].peak_bytes <= by_zero[1].peak_bytes);
+  if (dp() == 2) {
+    BOOST_TEST(by_zero[3].peak_bytes < by_zero[0].peak_bytes);
+    const double weights = double(parameter_layout(gpt_config(scenario(1, {}).model)).total) * sizeof(float);
+    BOOST_TEST(by_zero[1].peak_bytes < by_zero[0].peak_bytes - 0.9 * weights);  // m and v: half of 2 copies
+    BOOST_TEST(std::abs(by_zero[3].peak_bytes - by_zero[2].peak_bytes - weights / 2) < 0.1 * weights);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_the_twins_order) {
+  const Outcome& one = reference(10);
+  std::vector<Outcome> by_mode;
+  for (const char* mode : {"none", "selective", "full"}) {
+    by_mode.push_back(train_on(dp(), {std::string("plan.recompute=") + mode}, options(10)));
+    check_close(one.losses, by_mode.back().losses, std::string("recompute ") + mode);
+    BOOST_TEST_MESSAGE("recompute " << mode << " on " << dp() << " ranks: peak per rank measured "
+                                    << by_mode.back().peak_bytes << " B, twin "
+                                    << by_mode.back().predicted_peak << " B");
+  }
+  for (size_t i = 1; i < by_mode.size(); ++i) {
+    BOOST_TEST_INFO("mode " << i << ": measured " << by_mode[i].peak_bytes << " B, twin "
+                            << by_mode[i].predicted_peak << " B; the mode before: measured "
+                            << by_mode[i - 1].peak_bytes << ", twin " << by_mode[i - 1].predicted_peak);
+    BOOST_TEST(by_mode[i].predicted_peak < by_mode[i - 1].predicted_peak);
+    BOOST_TEST(by_mode[i].peak_bytes < by_mode[i - 1].peak_bytes);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(modes_combine_under_gpipe_with_every_micro_batch_in_flight) {
+  const Outcome& one = reference(6);
+  check_close(
+      one.losses,
+      train_on(dp(), {"plan.schedule=gpipe", "plan.zero=3", "plan.recompute=selective"}, options(6)).losses,
+      "GPipe, ZeRO 3, selective recompute");
+  check_close(
+      one.losses,
+      train_on(dp(),
+               {"plan.schedule=gpipe", "plan.zero=2", "plan.recompute=full", "plan.offload.optimizer=true"},
+               options(6))
+          .losses,
+      "GPipe, ZeRO 2, full recompute, optimizer offload");
+}
+
+BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_follows_the_trajectory_in_host_memory) {
+  const Outcome& one = reference(6);
+  const Outcome kept = train_on(dp(), {"plan.zero=1"}, options(6));
+  const Outcome offloaded = train_on(dp(), {"plan.zero=1", "plan.offload.optimizer=true"}, options(6));
+  check_close(one.losses, offloaded.losses, "optimizer offload");
+  BOOST_TEST_MESSAGE("optimizer offload on "
+                     << dp() << " ranks: device peak measured " << offloaded.peak_bytes << " B (kept: "
+                     << kept.peak_bytes << "), host " << offloaded.host_peak_bytes << " B; twin "
+                     << offloaded.predicted_peak << " B (kept: " << kept.predicted_peak << ")");
+  // The moments (8 bytes a parameter, over dp ranks) live in host buffers.
+  const double moments = 8.0 * double(parameter_layout(gpt_config(scenario(1, {}).model)).total) / dp();
+  BOOST_TEST(std::abs(offloaded.host_peak_bytes - moments) < 0.01 * moments);
+  BOOST_TEST(kept.host_peak_bytes == 0.0);
+  // The Program brings the whole shard back for the step, so the device peak does not grow; the twin
+  // counts no optimizer state on the device at all.
+  BOOST_TEST(offloaded.peak_bytes <= kept.peak_bytes);
+  BOOST_TEST(offloaded.predicted_peak < kept.predicted_peak);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoints_of_zero_3_resume_at_zero_0_and_back) {
+  double pid = mpi->world->rank() == 0 ? double(::getpid()) : 0;
+  mpi->world->broadcast(&pid, sizeof pid, 0);
+  const fs::path dir = fs::temp_directory_path() / ("paratwin-zero3-resume-" + std::to_string(long(pid)));
+  const Outcome& expected = reference(6);
+  for (const auto& [first, second] : {std::pair{3, 0}, std::pair{0, 3}}) {
+    if (mpi->world->rank() == 0) fs::remove_all(dir);
+    mpi->world->barrier();
+    TrainOptions o = options(6);
+    o.checkpoint_dir = dir.string();
+    o.checkpoint_every = 2;
+    o.stop_after = 3;  // the newest checkpoint is step 2's
+    train_on(dp(), {"plan.zero=" + std::to_string(first)}, o);
+    o.stop_after = -1;
+    o.resume = true;
+    const Outcome resumed = train_on(dp(), {"plan.zero=" + std::to_string(second)}, o);
+    check_close(expected.losses, resumed.losses,
+                "ZeRO " + std::to_string(first) + " resumed at ZeRO " + std::to_string(second));
+  }
+  mpi->world->barrier();
+  if (mpi->world->rank() == 0) fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(top_k_keeps_what_it_did_not_send_and_sums_every_ranks_pairs) {
+  CompressionSpec spec;
+  spec.kind = CompressionKind::TopK;
+  spec.ratio = 0.25;
+  TopKCompressor topk(spec);
+  const float g[8] = {0.1f, -4, 0.2f, 3, 0, 0, -0.3f, 1};
+  Buffer<float> packed = topk.compress(0, g, 8, 1, 2);  // rank 1 of 2: k = 2 pairs
+  BOOST_TEST(packed.size() == 8u);
+  BOOST_TEST(topk.residual(0)[1] == 0.0f);  // -4 and 3 sent
+  BOOST_TEST(topk.residual(0)[3] == 0.0f);
+  BOOST_TEST(topk.residual(0)[7] == 1.0f);  // kept for the next step
+  // Rank 0's block: the same pairs; the sum doubles them.
+  std::copy(packed.begin() + 4, packed.end(), packed.begin());
+  float out[8];
+  topk.decompress(packed, out, 8, 2);
+  BOOST_TEST(out[1] == -8.0f);
+  BOOST_TEST(out[3] == 6.0f);
+  BOOST_TEST(out[7] == 0.0f);
+  // Next step: the residual is added back, so 1 + 1 = 2 outranks the new 1.5.
+  const float g2[8] = {0, 0, 0, 0, 1.5f, 0, 0, 1};
+  packed = topk.compress(0, g2, 8, 0, 2);
+  BOOST_TEST(packed[0] == 1.5f);
+  BOOST_TEST(packed[1] == 2.0f);
+}
+
+BOOST_AUTO_TEST_CASE(top_k_at_10_percent_trains_near_the_dense_run_and_sends_the_twins_bytes) {
+  if (dp() < 2) return;
+  const int steps = 20;
+  const Outcome dense = train_on(2, {}, options(steps));
+  const Outcome sparse = train_on(2, {"plan.compression={kind: topk, ratio: 0.1}"}, options(steps));
+  BOOST_TEST_MESSAGE("top-k 10%: loss " << sparse.losses.front() << " -> " << sparse.losses.back()
+                                        << ", dense " << dense.losses.back() << "; DP bytes per step "
+                                        << sparse.dp_bytes.back() << " measured, "
+                                        << sparse.predicted_dp_bytes << " twin; dense "
+                                        << dense.dp_bytes.back());
+  BOOST_TEST(sparse.losses.back() < sparse.losses.front());
+  BOOST_TEST(std::abs(sparse.losses.back() - dense.losses.back()) < 0.05 * dense.losses.back());
+  BOOST_TEST(std::abs(sparse.dp_bytes.back() - sparse.predicted_dp_bytes) < 0.05 * sparse.predicted_dp_bytes);
+  // 2 ranks x 10% x (4 + 4) bytes a pair: 40% of the dense all-reduce's 4 bytes a gradient.
+  BOOST_TEST(sparse.dp_bytes.back() < 0.45 * dense.dp_bytes.back());
+}
