@@ -2,6 +2,7 @@
 // per shape and alignment.
 #include "exec/cuda/gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,11 +13,12 @@ namespace paratwin::exec::cuda {
 
 namespace {
 
-// The largest power of two (up to 256) that divides the address: the alignment cuBLASLt may assume.
-int alignment_of(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
+// The largest power of two (up to 256) that divides the address, and also every row's and every
+// batch entry's start (ld and stride in bytes): the alignment cuBLASLt may assume for the operand.
+int alignment_of(const void* p, int64_t ld_bytes, int64_t stride_bytes) {
+  const auto bits = reinterpret_cast<uintptr_t>(p) | uintptr_t(ld_bytes) | uintptr_t(stride_bytes);
   int a = 256;
-  while (a > 1 && address % uintptr_t(a) != 0) a /= 2;
+  while (a > 1 && bits % uintptr_t(a) != 0) a /= 2;
   return a;
 }
 
@@ -76,7 +78,7 @@ cublasLtMatmulAlgo_t Gemm::algorithm(const Key& key, cublasLtMatmulDesc_t op, cu
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; ++i) {
-    const uint32_t bytes = uint32_t(align[i]);
+    const uint32_t bytes = uint32_t(align[std::min(i, 2)]);  // C is D
     PARATWIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref, which[i], &bytes, sizeof bytes));
   }
   cublasLtMatmulHeuristicResult_t result{};
@@ -117,7 +119,12 @@ void Gemm::run(const RowMajorGemm& g, const __nv_bfloat16* A, const __nv_bfloat1
   make_layout(a, CUDA_R_16BF, c.first_rows, c.first_cols, c.first_ld, c.batch, c.stride_first);
   make_layout(b, CUDA_R_16BF, c.second_rows, c.second_cols, c.second_ld, c.batch, c.stride_second);
   make_layout(d, dt, c.d_rows, c.d_cols, c.d_ld, c.batch, c.stride_d);
-  const std::vector<int> align = {alignment_of(B), alignment_of(A), alignment_of(D), alignment_of(D)};
+  const int64_t d_bytes = d_type == ResultType::Bf16 ? 2 : 4, batched = c.batch > 1 ? 1 : 0;
+  const std::vector<int> align = {
+      alignment_of(B, c.first_ld * 2, batched * c.stride_first * 2),
+      alignment_of(A, c.second_ld * 2, batched * c.stride_second * 2),
+      alignment_of(D, c.d_ld * d_bytes, batched * c.stride_d * d_bytes),
+  };
   const Key key{
       {c.m, c.n, c.k, c.first_ld, c.second_ld, c.d_ld, c.batch, c.stride_first, c.stride_second, c.stride_d,
        c.trans_first, c.trans_second, int(dt), align[0], align[1], align[2], beta != 0.0f ? 1 : 0},
