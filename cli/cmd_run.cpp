@@ -13,7 +13,8 @@ namespace paratwin::cli {
 
 void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::string>& argv) {
   auto opts = std::make_shared<exec::LiveRunOptions>();
-  auto* cmd = app.add_subcommand("run", "train the scenario's plan for real (CPU: Eigen + MPI)");
+  auto* cmd = app.add_subcommand(
+      "run", "train the scenario's plan for real (CPU: Eigen + MPI; CUDA: cuBLASLt + NCCL)");
   exec::add_live_run_options(*cmd, *opts);
   auto supervision = std::make_shared<exec::SuperviseOptions>();
   exec::add_supervise_options(*cmd, *supervision);

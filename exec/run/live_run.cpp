@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "exec/backend_info.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
+#include "exec/train/live_trainer.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/io/atomic_file.hpp"
@@ -67,8 +69,15 @@ ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> o
 }
 
 LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
-  if (o.backend == "cuda")
-    throw InputError(Location{o.scenario}, "--backend cuda is not available yet; use --backend cpu");
+  if (o.backend == "cuda") {
+    // Refused here, before mpirun starts any rank, with exit status 2.
+    const CudaDevices gpus = query_cuda_devices();
+    if (!gpus.built)
+      throw InputError(Location{o.scenario}, "--backend cuda: " + gpus.detail + "; use --backend cpu");
+    if (gpus.count == 0)
+      throw InputError(Location{o.scenario}, "--backend cuda needs a GPU and this machine shows none (" +
+                                                 gpus.detail + "); use --backend cpu");
+  }
   // A plan file names no model or cluster: say how to run one instead of listing its unknown keys.
   const DocNode document = load_yaml_file(o.scenario);
   if (document.is_mapping() && !document.find("model") && (document.find("dp") || document.find("tp")))
@@ -86,6 +95,12 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
       verify(setup.plan, setup.scenario.model, setup.scenario.cluster, setup.scenario.training);
   for (auto& p : live_cpu_limitations(setup.plan, setup.scenario.model, setup.scenario.training))
     problems.push_back(p);
+  if (o.backend == "cuda")
+    for (const PoolSpec& pool : setup.scenario.cluster.pools)
+      if (pool.intra_node.kind == FabricKind::SharedMemory)
+        problems.push_back("cluster " + setup.scenario.cluster.name + " is a CPU cluster (pool " + pool.name +
+                           " shares memory); --backend cuda runs a GPU cluster's plan, e.g. "
+                           "scenarios/live-gpu-gpt2.yaml");
   if (o.ranks > 0 && setup.plan.dp != o.ranks)
     problems.push_back("--ranks " + std::to_string(o.ranks) + " but the plan file fixes dp " +
                        std::to_string(setup.plan.dp));
@@ -99,6 +114,26 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
 }
 
 namespace {
+
+// The CPU Trainer behind the LiveTrainer interface.
+class CpuLiveTrainer final : public LiveTrainer {
+ public:
+  CpuLiveTrainer(const ScenarioSpec& s, const Plan& p, Communicator& c, TrainOptions o)
+      : t_(s, p, c, std::move(o)) {}
+  RunResult run() override { return t_.run(); }
+  void wait_for_checkpoints() override { t_.wait_for_checkpoints(); }
+  const Program& program() const override { return t_.program(); }
+  int64_t total_steps() const override { return t_.total_steps(); }
+  std::string devices() const override { return "CPU ranks"; }
+
+ private:
+  Trainer t_;
+};
+
+std::unique_ptr<LiveTrainer> make_cpu_trainer(const ScenarioSpec& s, const Plan& p, Communicator& c,
+                                              TrainOptions o) {
+  return std::make_unique<CpuLiveTrainer>(s, p, c, std::move(o));
+}
 
 std::string duration_text(double s) {
   char buf[32];
@@ -132,7 +167,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   o.stop_after = opts.stop_after;
   // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
   const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
-  Trainer* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
+  LiveTrainer* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
   if (agent)
     o.on_checkpoint = [&agent](int64_t step, double snapshot_s, double write_s) {
       agent->checkpoint_done(step, snapshot_s, write_s);
@@ -158,17 +193,21 @@ int run_live_rank(const LiveRunOptions& opts) {
       std::raise(SIGKILL);
     }
   };
-  Trainer trainer(scenario, plan, *comm, o);
+  const std::unique_ptr<LiveTrainer> chosen = opts.backend == "cuda"
+                                                  ? make_cuda_trainer(scenario, plan, *comm, o)
+                                                  : make_cpu_trainer(scenario, plan, *comm, o);
+  LiveTrainer& trainer = *chosen;
   trainer_of_hooks = &trainer;
   if (lead) {
     char buf[256];
     std::snprintf(
         buf, sizeof buf,
-        "live run of %s: %s on %d CPU ranks; per rank and step %d x %d sequences of %d tokens; %lld steps\n",
-        scenario.name.c_str(), scenario.model.name.c_str(), plan.dp, plan.num_microbatches, plan.micro_batch,
-        scenario.training.seq_len, static_cast<long long>(trainer.total_steps()));
+        "live run of %s: %s on %d %s; per rank and step %d x %d sequences of %d tokens; %lld steps\n",
+        scenario.name.c_str(), scenario.model.name.c_str(), plan.dp, trainer.devices().c_str(),
+        plan.num_microbatches, plan.micro_batch, scenario.training.seq_len,
+        static_cast<long long>(trainer.total_steps()));
     out << buf << std::flush;
-    if (scenario.training.precision != Precision::Fp32)
+    if (opts.backend == "cpu" && scenario.training.precision != Precision::Fp32)
       out << "paratwin run: the scenario trains in "
           << enum_name(scenario.training.precision, kPrecisionNames)
           << "; the CPU backend computes in fp32 (the twin's prediction keeps " +
@@ -178,8 +217,11 @@ int run_live_rank(const LiveRunOptions& opts) {
   const RunTimings timings = gather_timings(*comm, trainer.role(), result);
   const nlohmann::json measured = measured_memory_json(*comm, scenario, trainer.program(), result);
   if (lead) {
-    if (!opts.profile.empty())
-      write_file_atomically(opts.profile, profile_json(scenario, trainer.program(), timings).dump(1) + "\n");
+    if (!opts.profile.empty()) {
+      nlohmann::json profile = profile_json(scenario, trainer.program(), timings);
+      profile["backend"] = opts.backend;
+      write_file_atomically(opts.profile, profile.dump(1) + "\n");
+    }
     if (!opts.trace.empty()) write_file_atomically(opts.trace, live_chrome_trace(trainer.program(), timings));
     auto report = live_report_json(scenario, trainer.program(), result, timings);
     report.update(measured);

@@ -137,8 +137,10 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
   const Output out = run_paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
   BOOST_TEST(out.status == 2);
   BOOST_TEST(out.text.find("data parallelism only") != std::string::npos);
+  // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
   BOOST_TEST(cuda.status == 2);
+  BOOST_TEST(cuda.text.find("--backend cuda") != std::string::npos);
   // A plan file runs with its scenario; alone it is refused with the way to run it.
   TempDir dir;
   const std::string plan = (dir.path / "plan.yaml").string();
