@@ -33,7 +33,8 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& options);
 ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks);
 
 // The --set overrides load_live_scenario adds for `ranks` (the twin's replay of a run uses them).
-std::vector<std::string> live_rank_overrides(const std::string& path, int ranks);
+std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
+                                             const std::vector<Override>& overrides = {});
 
 struct LiveRunSetup {
   ScenarioSpec scenario;

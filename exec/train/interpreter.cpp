@@ -29,10 +29,12 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
   std::map<StreamKind, std::deque<int>> queues;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = role.tasks[i];
-    if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv || t.kind == TaskKind::Copy)
-      throw std::invalid_argument("task '" + t.name +
-                                  "': the live CPU backend runs no pipeline transfers or offload copies");
-    queues[t.kind == TaskKind::Collective ? t.stream : StreamKind::Compute].push_back(int(i));
+    if (t.kind == TaskKind::Copy)
+      throw std::invalid_argument("task '" + t.name + "': the live CPU backend runs no offload copies");
+    // Sends and receives on the compute stream (no PP overlap) are the runner's compute tasks.
+    const bool communication =
+        t.kind == TaskKind::Collective || t.kind == TaskKind::Send || t.kind == TaskKind::Recv;
+    queues[communication ? t.stream : StreamKind::Compute].push_back(int(i));
   }
   const auto ready = [&](int i) {
     for (int d : role.tasks[i].deps)

@@ -14,16 +14,27 @@
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
+#include "exec/train/parallel_runner.hpp"
 
 namespace paratwin::exec {
 
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
-  if (p.tp != 1 || p.pp != 1 || p.cp != 1 || p.ep != 1)
+  if (p.cp != 1 || p.ep != 1)
     out.push_back(
-        "the live CPU backend runs data parallelism only (tp = pp = cp = ep = 1); this plan has tp " +
-        std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp) + ", ep " +
-        std::to_string(p.ep));
+        "the live CPU backend runs no context or expert parallelism (cp = ep = 1); this plan has cp " +
+        std::to_string(p.cp) + ", ep " + std::to_string(p.ep));
+  for (auto [n, what] : {std::pair{m.heads, "heads"},
+                         {m.kv_heads, "kv_heads"},
+                         {m.ffn_hidden, "ffn_hidden"},
+                         {m.vocab, "vocab"}})
+    if (p.tp > 1 && n % p.tp != 0)
+      out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's " + what + " (" +
+                    std::to_string(n) +
+                    "): the live backend splits whole heads, FFN units and vocabulary rows");
+  if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len) % p.tp != 0)
+    out.push_back("sequence parallelism splits the " + std::to_string(int64_t(p.micro_batch) * t.seq_len) +
+                  " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
   if (p.zero == 3)
     out.push_back(
         "ZeRO 3 (parameters gathered before every pass) is not implemented live; use zero 0, 1 or 2");
@@ -71,7 +82,7 @@ void write_progress(const std::string& dir, int64_t step) {
 }  // namespace
 
 // What each task of the role does on this rank during one step.
-class Trainer::Runner final : public TaskRunner {
+class Trainer::Runner final : public StepRunner {
  public:
   Runner(Trainer& t) : t_(t) {
     const Role& role = t.role();
@@ -119,13 +130,13 @@ class Trainer::Runner final : public TaskRunner {
   // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 and 2.
   const std::vector<std::pair<size_t, size_t>>& owned() const { return owned_; }
 
-  void begin_step(int64_t step) {
+  void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
     losses_.clear();
     t_.model_.zero_gradients();
   }
-  const std::vector<double>& losses() const { return losses_; }
+  const std::vector<double>& losses() const override { return losses_; }
 
   void compute(int, const Task& task) override {
     const Plan& p = t_.plan_;
@@ -255,9 +266,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
       model_(gpt_config(scenario.model)) {
   std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
   for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
-  if (plan_.dp != comm_.size())
-    problems.push_back("the plan has dp " + std::to_string(plan_.dp) + " but " +
-                       std::to_string(comm_.size()) + " ranks run it");
+  if (plan_.dp * plan_.tp * plan_.pp * plan_.cp != comm_.size())
+    problems.push_back("the plan has dp x tp x pp = " + std::to_string(plan_.dp * plan_.tp * plan_.pp) +
+                       " but " + std::to_string(comm_.size()) + " ranks run it");
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
@@ -277,7 +288,17 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   lr_.max = options_.learning_rate;
   lr_.total_steps = total_steps_;
   lr_.warmup_steps = std::max<int64_t>(1, total_steps_ / 10);
-  runner_ = std::make_unique<Runner>(*this);
+  if (plan_.tp * plan_.pp == 1) {
+    runner_ = std::make_unique<Runner>(*this);
+    steps_ = runner_.get();
+  } else {
+    parallel_ = std::make_unique<ParallelRunner>(
+        ParallelSetup{scenario_, plan_, program_, comm_, *data_, lr_, options_.adamw, options_.max_grad_norm},
+        model_);
+    steps_ = parallel_.get();
+    pipeline_rank_ = parallel_->coordinates().pp;
+  }
+  timing_group_ = comm_.split(pipeline_rank_ == 0 ? 0 : -1);
 }
 
 Trainer::~Trainer() = default;
@@ -305,7 +326,9 @@ void Trainer::resume(RunResult& result) {
   model_.parameters().assign(s.weights.begin(), s.weights.end());
   adamw_->m().assign(s.adam_m.begin(), s.adam_m.end());
   adamw_->v().assign(s.adam_v.begin(), s.adam_v.end());
-  if (plan_.zero > 0) {
+  if (parallel_) {
+    parallel_->scatter_state(s.weights, s.adam_m, s.adam_v);
+  } else if (plan_.zero > 0) {
     // ZeRO: this rank keeps the moments of its blocks only (the others stay zero, see checkpoint()).
     Buffer<float> m(s.adam_m.size(), 0.0f), v(s.adam_v.size(), 0.0f);
     for (const auto& [begin, end] : runner_->owned()) {
@@ -340,7 +363,11 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
   // Every rank holds the same weights. Under ZeRO 0 also the same optimizer state; under ZeRO 1/2
   // each holds the moments of its blocks and zeros elsewhere, so their sum is the whole state.
   std::vector<float> m(adamw_->m().begin(), adamw_->m().end()), v(adamw_->v().begin(), adamw_->v().end());
-  if (plan_.zero > 0 && comm_.size() > 1) {
+  if (parallel_) {  // shards of the model: gathered whole, so that any layout resumes from it
+    std::vector<float> weights;
+    parallel_->gather_state(weights, m, v);
+    model_.parameters().assign(weights.begin(), weights.end());
+  } else if (plan_.zero > 0 && comm_.size() > 1) {
     comm_.wait(comm_.start_allreduce_sum(m.data(), m.size()));
     comm_.wait(comm_.start_allreduce_sum(v.data(), v.size()));
   }
@@ -349,7 +376,7 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     s.step = step;
     s.data_sequence = step * scenario_.training.global_batch;
     s.seed = options_.seed;
-    s.dp = comm_.size();
+    s.dp = plan_.dp;
     s.global_batch = scenario_.training.global_batch;
     s.model = scenario_.model.name;
     s.plan_yaml = to_yaml(plan_);
@@ -367,7 +394,7 @@ RunResult Trainer::run() {
   const auto run_start = std::chrono::steady_clock::now();
   RunResult result;
   if (options_.resume && !options_.checkpoint_dir.empty()) resume(result);
-  Runner& runner = *runner_;
+  StepRunner& runner = *steps_;
   const double tokens_per_step = double(scenario_.training.global_batch) * scenario_.training.seq_len;
   const double interval_s = plan_.checkpoint_interval ? plan_.checkpoint_interval->value() : 0;
   auto last_checkpoint = std::chrono::steady_clock::now();
@@ -386,11 +413,12 @@ RunResult Trainer::run() {
     runner.begin_step(step_);
     const double cpu_before = thread_cpu_seconds();
     result.spans.push_back(run_iteration(role(), runner));
+    if (parallel_) parallel_->attribute_tp_time(result.spans.back());
     result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
-    // The step's loss: the mean over every micro-batch of every rank.
+    // The step's loss: the mean over every micro-batch of every DP replica.
     double local = 0;
     for (double l : runner.losses()) local += l;
-    const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * comm_.size());
+    const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * plan_.dp);
     ++step_;
     result.losses.push_back(loss);
     if (checkpoints && comm_.rank() == 0) write_progress(options_.checkpoint_dir, step_);

@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
 }
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
-  const Output out = paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
+  const Output out = paratwin("run " + kScenario + " --set plan.cp=2 --set plan.dp=1 --steps 1");
   BOOST_TEST(out.status == 2);
-  BOOST_TEST(out.text.find("data parallelism only") != std::string::npos);
+  BOOST_TEST(out.text.find("no context or expert parallelism") != std::string::npos);
   const Output cuda = paratwin("run " + kScenario + " --backend cuda");
   BOOST_TEST(cuda.status == 2);
   // A plan file runs with its scenario; alone it is refused with the way to run it.

@@ -14,27 +14,13 @@
 #include "exec/comm/communicator.hpp"
 #include "exec/run/live_run.hpp"
 #include "exec/train/trainer.hpp"
+#include "tests/exec/mpi_fixture.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Mpi {
-  MpiSession session;
-  std::unique_ptr<Communicator> world = mpi_world();
-};
-Mpi* mpi = nullptr;
-
-struct MpiFixture {
-  MpiFixture() { mpi = new Mpi; }
-  ~MpiFixture() {
-    delete mpi;
-    mpi = nullptr;
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
 
 // 8 sequences of 32 tokens per step: 4 micro-batches of 2 on one rank, 2 on each of two, 1 on each
 // of four. 12 KB buckets: one per layer, each all-reduced as soon as its layer's backward ends.
