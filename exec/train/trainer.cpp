@@ -352,7 +352,7 @@ void Trainer::resume(RunResult& result) {
   }
   if (options_.on_message)
     options_.on_message("resumed from " + found.path + " (step " + std::to_string(s.step) + ", written by " +
-                        std::to_string(s.dp) + " ranks; now " + std::to_string(comm_.size()) + " ranks x " +
+                        std::to_string(s.dp) + " ranks; now " + std::to_string(plan_.dp) + " ranks x " +
                         std::to_string(plan_.num_microbatches) + " micro-batches)");
 }
 
