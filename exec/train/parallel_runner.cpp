@@ -95,7 +95,7 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     }
     const Task* segment = task.deps.size() == 1 ? &r.tasks[task.deps[0]] : nullptr;
     std::pair<size_t, size_t> range;
-    if (segment && segment->kind == TaskKind::Backward && segment->layer_begin >= 0) {
+    if (p.overlap_dp && segment && segment->kind == TaskKind::Backward && segment->layer_begin >= 0) {
       range = model_.range(segment->layer_begin, segment->layer_end);
     } else if (!whole_taken) {
       range = {0, model_.size()};

@@ -27,11 +27,13 @@ namespace {
 struct Layout {
   int tp = 1, pp = 1, dp = 1, zero = 0;
   std::string schedule = "1f1b";
-  bool sp = false;  // sequence parallelism
+  bool sp = false;      // sequence parallelism
+  bool overlap = true;  // plan.overlap.{dp,tp,pp}: off, sends and receives run on the compute stream
   int world() const { return tp * pp * dp; }
   std::string text() const {
     return "tp" + std::to_string(tp) + " pp" + std::to_string(pp) + " " + schedule + " dp" +
-           std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "");
+           std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "") +
+           (overlap ? "" : " no-overlap");
   }
 };
 
@@ -48,6 +50,9 @@ ScenarioSpec scenario(const Layout& l) {
       parse_override("plan.schedule=" + l.schedule),
       parse_override("plan.virtual_stages=" + std::string(l.schedule == "interleaved" ? "2" : "1")),
       parse_override(std::string("plan.sequence_parallel=") + (l.sp ? "true" : "false"))};
+  if (!l.overlap)
+    for (const char* o : {"plan.overlap.dp=false", "plan.overlap.pp=false", "plan.overlap.tp=true"})
+      sets.push_back(parse_override(o));
   return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml", sets, l.dp);
 }
 
@@ -132,7 +137,8 @@ BOOST_AUTO_TEST_CASE(tensor_and_pipeline_parallel_layouts_follow_the_single_rank
                  {1, 2, 1, 0, "gpipe"},
                  {1, 2, 2, 1, "1f1b"},
                  {2, 1, 2, 2, "1f1b"},
-                 {2, 2, 1, 0, "interleaved", true}},
+                 {2, 2, 1, 0, "interleaved", true},
+                 {1, 2, 2, 1, "interleaved", false, false}},
                 5);
 }
 
@@ -157,7 +163,7 @@ BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_tp_and_pp_resumes_on_data_parallel
 }
 
 // `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
-// with each schedule, dp {1,2}, ZeRO 0-2.
+// with each schedule, dp {1,2}, ZeRO 0-2; and tp 2 x pp 2 x dp 2 without overlap.
 BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory) {
   std::vector<Layout> all;
   for (int tp : {1, 2})
@@ -171,6 +177,9 @@ BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory)
               if (sp && tp == 1) continue;                                      // nothing to split
               all.push_back({tp, pp, dp, zero, schedule, sp});
             }
+  // Without DP and PP overlap (one bucket after the backward, transfers in line) and with TP overlap.
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
+    for (int zero : {0, 1, 2}) all.push_back({2, 2, 2, zero, schedule, false, false});
   const double worst = check_layouts(all, 10);
   if (mpi->world->rank() == 0)
     std::printf("cross product: %zu layouts, worst relative error %.2e\n", all.size(), worst);
