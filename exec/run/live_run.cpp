@@ -50,15 +50,13 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
   const ScenarioSpec as_written = load_scenario(path);
   const ClusterSpec& c = as_written.cluster;
   // `ranks` data-parallel replicas of tp x pp ranks each (the degrees as the overrides set them).
-  int model_parallel = as_written.plan.tp.value_or(1) * as_written.plan.pp.value_or(1);
   int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1);
   for (const Override& o : overrides)
     if (o.path.size() == 2 && o.path[0] == "plan" && (o.path[1] == "tp" || o.path[1] == "pp")) {
       const int value = std::atoi(o.text.substr(o.text.find('=') + 1).c_str());
       (o.path[1] == "tp" ? tp : pp) = value > 0 ? value : 1;
     }
-  model_parallel = tp * pp;
-  const int world = ranks * model_parallel;
+  const int world = ranks * tp * pp;
   std::vector<std::string> out;
   if (c.gpus() != world) {
     if (c.pools.size() != 1 || c.pools.front().nodes != 1)
