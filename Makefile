@@ -21,7 +21,7 @@ run: build
 	@$(BUILD)/bin/paratwin plan scenarios/quickstart.yaml
 
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
 
 bench: build
 	@bash bench/run.sh $(BUILD)

@@ -27,6 +27,13 @@ class Communicator {
   virtual Handle start_reduce_scatter_sum(float* data, const std::vector<size_t>& counts) = 0;
   // Starts an in-place all-gather: each rank's block of data (laid out as above) reaches every rank.
   virtual Handle start_allgather(float* data, const std::vector<size_t>& counts) = 0;
+  // Point to point (pipeline stages): starts sending data[0, count) to `peer`, or receiving that many
+  // values from it, under `tag`; a send's buffer must stay untouched until it completes.
+  virtual Handle start_send(const float* data, size_t count, int peer, int tag) = 0;
+  virtual Handle start_recv(float* data, size_t count, int peer, int tag) = 0;
+  // Blocking element-wise maximum over all ranks of data[0, count), in place (vocabulary-parallel
+  // cross-entropy: the row maxima of the logits).
+  virtual void allreduce_max(float* data, size_t count) = 0;
   virtual bool test(Handle handle) = 0;
   virtual void wait(Handle handle) = 0;
 

@@ -61,6 +61,24 @@ class MpiCommunicator final : public Communicator {
     return add(std::move(pending));
   }
 
+  Handle start_send(const float* data, size_t count, int peer, int tag) override {
+    Pending pending;
+    PARATWIN_MPI_CHECK(
+        MPI_Isend(data, static_cast<int>(count), MPI_FLOAT, peer, tag, comm_, &pending.request));
+    return add(std::move(pending));
+  }
+
+  Handle start_recv(float* data, size_t count, int peer, int tag) override {
+    Pending pending;
+    PARATWIN_MPI_CHECK(
+        MPI_Irecv(data, static_cast<int>(count), MPI_FLOAT, peer, tag, comm_, &pending.request));
+    return add(std::move(pending));
+  }
+
+  void allreduce_max(float* data, size_t count) override {
+    PARATWIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_MAX, comm_));
+  }
+
   bool test(Handle h) override {
     auto it = in_flight_.find(h);
     if (it == in_flight_.end()) return true;

@@ -61,6 +61,18 @@ class CudaTrainer final : public LiveTrainer {
         choice_(select_device()) {
     std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
     for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
+    // What the CPU backend runs and this one does not yet.
+    if (plan_.tp * plan_.pp > 1)
+      problems.push_back("the CUDA backend runs data parallelism only (tp = pp = 1)");
+    if (plan_.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
+    if (plan_.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
+    if (plan_.compression.kind != CompressionKind::None)
+      problems.push_back("the CUDA backend does not compress gradients yet");
+    for (const auto& st : plan_.stages)
+      if (st.recompute != Recompute::None) {
+        problems.push_back("the CUDA backend does not recompute yet; use recompute none");
+        break;
+      }
     if (plan_.dp != host_.size())
       problems.push_back("the plan has dp " + std::to_string(plan_.dp) + " but " +
                          std::to_string(host_.size()) + " ranks run it");
@@ -100,6 +112,7 @@ class CudaTrainer final : public LiveTrainer {
   }
 
   const Program& program() const override { return program_; }
+  Communicator* timing_group() const override { return &host_; }  // data parallelism: one role
   int64_t total_steps() const override { return total_steps_; }
   std::string devices() const override {
     return "GPUs (" + device_name_ + ", " + (nccl_ ? "NCCL" : "MPI with host staging: ranks share a GPU") +

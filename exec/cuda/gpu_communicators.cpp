@@ -78,6 +78,23 @@ class NcclCommunicator final : public HostDelegating {
     PARATWIN_NCCL_CHECK(ncclGroupEnd());
     return finish_start();
   }
+  // NCCL matches a pair's sends and receives in the order they are issued, not by tag: the pipeline
+  // issues them in the Program's order on both sides.
+  Handle start_send(const float* data, size_t count, int peer, int) override {
+    order_after_producer();
+    PARATWIN_NCCL_CHECK(ncclSend(data, count, ncclFloat, peer, comm_, stream_.get()));
+    return finish_start();
+  }
+  Handle start_recv(float* data, size_t count, int peer, int) override {
+    order_after_producer();
+    PARATWIN_NCCL_CHECK(ncclRecv(data, count, ncclFloat, peer, comm_, stream_.get()));
+    return finish_start();
+  }
+  void allreduce_max(float* data, size_t count) override {
+    order_after_producer();
+    PARATWIN_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclMax, comm_, stream_.get()));
+    wait(finish_start());
+  }
   bool test(Handle handle) override {
     auto it = done_.find(handle);
     if (it == done_.end()) return true;
@@ -137,6 +154,22 @@ class StagingCommunicator final : public HostDelegating {
     s.host_handle = host_->start_allgather(s.host.data(), counts);
     return last_;
   }
+  Handle start_send(const float* data, size_t count, int peer, int tag) override {
+    Staged& s = stage(const_cast<float*>(data), count);
+    s.device = nullptr;  // nothing comes back
+    s.host_handle = host_->start_send(s.host.data(), count, peer, tag);
+    return last_;
+  }
+  Handle start_recv(float* data, size_t count, int peer, int tag) override {
+    Staged& s = stage(data, count);
+    s.host_handle = host_->start_recv(s.host.data(), count, peer, tag);
+    return last_;
+  }
+  void allreduce_max(float* data, size_t count) override {
+    Staged& s = stage(data, count);
+    host_->allreduce_max(s.host.data(), count);
+    copy_back(staged_.find(last_));
+  }
   bool test(Handle handle) override {
     auto it = staged_.find(handle);
     if (it == staged_.end()) return true;
@@ -178,7 +211,7 @@ class StagingCommunicator final : public HostDelegating {
   }
   void copy_back(std::map<Handle, Staged>::iterator it) {
     const Staged& s = it->second;
-    if (!s.host.empty())
+    if (s.device && !s.host.empty())
       PARATWIN_CUDA_CHECK(
           cudaMemcpy(s.device, s.host.data(), s.host.size() * sizeof(float), cudaMemcpyHostToDevice));
     staged_.erase(it);

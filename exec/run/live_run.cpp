@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -46,17 +47,26 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
   cmd.add_option("--kill-after", o.kill_after, "rank 0 kills itself (SIGKILL) after this step")->group("");
 }
 
-std::vector<std::string> live_rank_overrides(const std::string& path, int ranks) {
+std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
+                                             const std::vector<Override>& overrides) {
   // The cluster as written (the --set overrides may not validate against it before dp changes too).
   const ScenarioSpec as_written = load_scenario(path);
   const ClusterSpec& c = as_written.cluster;
+  // `ranks` data-parallel replicas of tp x pp ranks each (the degrees as the overrides set them).
+  int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1);
+  for (const Override& o : overrides)
+    if (o.path.size() == 2 && o.path[0] == "plan" && (o.path[1] == "tp" || o.path[1] == "pp")) {
+      const int value = std::atoi(o.text.substr(o.text.find('=') + 1).c_str());
+      (o.path[1] == "tp" ? tp : pp) = value > 0 ? value : 1;
+    }
+  const int world = ranks * tp * pp;
   std::vector<std::string> out;
-  if (c.gpus() != ranks) {
+  if (c.gpus() != world) {
     if (c.pools.size() != 1 || c.pools.front().nodes != 1)
-      throw InputError(Location{path}, "--ranks " + std::to_string(ranks) + " does not match the cluster's " +
-                                           std::to_string(c.gpus()) +
-                                           " devices; size the cluster with --set");
-    out.push_back("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(ranks));
+      throw InputError(Location{path},
+                       "--ranks " + std::to_string(ranks) + " x tp x pp does not match the cluster's " +
+                           std::to_string(c.gpus()) + " devices; size the cluster with --set");
+    out.push_back("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(world));
   }
   out.push_back("plan.dp=" + std::to_string(ranks));
   return out;
@@ -64,7 +74,8 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks)
 
 ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks) {
   if (ranks <= 0) return load_scenario(path, overrides);
-  for (const auto& set : live_rank_overrides(path, ranks)) overrides.push_back(parse_override(set));
+  for (const auto& set : live_rank_overrides(path, ranks, overrides))
+    overrides.push_back(parse_override(set));
   return load_scenario(path, overrides);
 }
 
@@ -123,6 +134,8 @@ class CpuLiveTrainer final : public LiveTrainer {
   RunResult run() override { return t_.run(); }
   void wait_for_checkpoints() override { t_.wait_for_checkpoints(); }
   const Program& program() const override { return t_.program(); }
+  const Role& role() const override { return t_.role(); }
+  Communicator* timing_group() const override { return t_.timing_group(); }
   int64_t total_steps() const override { return t_.total_steps(); }
   std::string devices() const override { return "CPU ranks"; }
 
@@ -207,6 +220,10 @@ int run_live_rank(const LiveRunOptions& opts) {
         plan.num_microbatches, plan.micro_batch, scenario.training.seq_len,
         static_cast<long long>(trainer.total_steps()));
     out << buf << std::flush;
+    if (plan.tp * plan.pp > 1)
+      out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
+          << plan.pp << " processes (" << comm->size() << " in all)\n"
+          << std::flush;
     if (opts.backend == "cpu" && scenario.training.precision != Precision::Fp32)
       out << "paratwin run: the scenario trains in "
           << enum_name(scenario.training.precision, kPrecisionNames)
@@ -214,7 +231,9 @@ int run_live_rank(const LiveRunOptions& opts) {
                  enum_name(scenario.training.precision, kPrecisionNames) + ")\n";
   }
   const RunResult result = trainer.run();
-  const RunTimings timings = gather_timings(*comm, trainer.role(), result);
+  // The profile is of pipeline rank 0's role (world rank 0's): its ranks have the same tasks.
+  RunTimings timings;
+  if (Communicator* group = trainer.timing_group()) timings = gather_timings(*group, trainer.role(), result);
   const nlohmann::json measured = measured_memory_json(*comm, scenario, trainer.program(), result);
   if (lead) {
     if (!opts.profile.empty()) {

@@ -28,12 +28,14 @@ struct LiveRunOptions {
 void add_live_run_options(CLI::App& cmd, LiveRunOptions& options);
 
 // Loads a scenario for a live run on `ranks` data-parallel ranks (0: as the scenario says): sets
-// plan.dp and, on a one-node single-pool cluster such as local-cpu, sizes the node to the ranks (one
-// rank per "device"). Throws InputError when the cluster cannot be resized that way.
+// plan.dp and, on a one-node single-pool cluster such as local-cpu, sizes the node to the ranks x tp
+// x pp processes (one per "device"; tp and pp as the scenario or its --set overrides give them).
+// Throws InputError when the cluster cannot be resized that way.
 ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks);
 
 // The --set overrides load_live_scenario adds for `ranks` (the twin's replay of a run uses them).
-std::vector<std::string> live_rank_overrides(const std::string& path, int ranks);
+std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
+                                             const std::vector<Override>& overrides = {});
 
 struct LiveRunSetup {
   ScenarioSpec scenario;

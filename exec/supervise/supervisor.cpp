@@ -22,6 +22,7 @@
 #include "exec/supervise/job_process.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/supervise/run_record.hpp"
+#include "exec/train/parallel_runner.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/units.hpp"
 
@@ -176,6 +177,7 @@ class Supervisor {
  private:
   void say(const std::string& m) { out_ << "paratwin run: " << m << "\n" << std::flush; }
   int plan_ranks(size_t slots_up);
+  int replica_of(int world_rank, int replicas) const;
   std::vector<int> slots_up(double t) const;
   bool wait_for_capacity(int& ranks);
   Launch launch(int ranks, bool resume);
@@ -243,17 +245,26 @@ bool Supervisor::wait_for_capacity(int& ranks) {
   return true;
 }
 
+// The data-parallel replica of a world rank when the plan runs on `replicas` of them.
+int Supervisor::replica_of(int world_rank, int replicas) const {
+  Plan p = setup_.plan;
+  p.dp = replicas;
+  return rank_coordinates(p, world_rank).dp;
+}
+
 Launch Supervisor::launch(int ranks, bool resume) {
   Launch l;
   l.ranks = ranks;
   const std::vector<int> up = slots_up(server_->now());
   l.slots.assign(up.begin(), up.begin() + ranks);
-  l.done.assign(size_t(ranks), false);
+  // Each data-parallel replica is tp x pp processes; shrink and grow change the replicas only.
+  const int world = ranks * setup_.plan.tp * setup_.plan.pp;
+  l.done.assign(size_t(world), false);
   if (!live_.checkpoint_dir.empty())
     if (const int n = remove_unfinished_checkpoints(live_.checkpoint_dir); n > 0)
       say("removed " + std::to_string(n) + " unfinished checkpoint write(s) of the stopped job");
   const std::string token = random_token();
-  server_->expect(token, ranks);
+  server_->expect(token, world);
   std::string armed;  // injected faults not fired yet, on ranks this launch has
   for (size_t i = 0; i < faults_.size(); ++i)
     if (!fired_[i] && faults_[i].rank < ranks) armed += (armed.empty() ? "" : ",") + faults_[i].text();
@@ -261,7 +272,7 @@ Launch Supervisor::launch(int ranks, bool resume) {
   args.insert(args.end(), {"--ranks", std::to_string(ranks)});
   if (!report_tmp_.empty()) args.insert(args.end(), {"--json", report_tmp_});
   if (resume) args.push_back("--resume");
-  l.mpirun = start_ranks(ranks, args,
+  l.mpirun = start_ranks(world, args,
                          {{kControlEndpointVariable, server_->endpoint()},
                           {kControlTokenVariable, token},
                           {kFaultsVariable, armed}},
@@ -380,7 +391,7 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
     const bool trained_out = steps_ > 0 && l.max_step >= steps_;
     if (chaos_ && l.training && l.faults.empty() && !trained_out && now >= l.chaos_at_s) {
       l.chaos_at_s = kInfinity;
-      const int victim = chaos_->next_victim(l.ranks);
+      const int victim = chaos_->next_victim(int(l.done.size()));
       if (kill_rank(server_->pids()[size_t(victim)])) {
         l.chaos_victim = victim;
         l.chaos_killed_s = now;
@@ -457,7 +468,8 @@ int Supervisor::run() {
     failure.detected_s = stopped_at;
     failure.step = std::max<int64_t>(0, l.max_step);
     failure.ranks_before = l.ranks;
-    failure.slot = failure.rank >= 0 ? l.slots[size_t(failure.rank)] : -1;
+    // A slot is a data-parallel replica: the failed rank's.
+    failure.slot = failure.rank >= 0 ? l.slots[size_t(replica_of(failure.rank, l.ranks))] : -1;
     if (failure.slot >= 0) down_until_[size_t(failure.slot)] = failure.failed_s + down_s_;
     const std::string who = failure.rank >= 0 ? "rank " + std::to_string(failure.rank) : "a rank";
     const std::string what = failure.kind == "hang"
@@ -489,7 +501,9 @@ int Supervisor::finish(int status) {
                    : setup_.plan.checkpoint_interval ? setup_.plan.checkpoint_interval->value()
                                                      : 0;
     std::vector<std::string> sets = live_.sets;
-    for (auto& s : live_rank_overrides(live_.scenario, max_ranks_)) sets.push_back(s);
+    std::vector<Override> parsed;
+    for (const auto& s : live_.sets) parsed.push_back(parse_override(s));
+    for (auto& s : live_rank_overrides(live_.scenario, max_ranks_, parsed)) sets.push_back(s);
     const FailureTrace trace =
         failure_trace(record_, fs::absolute(live_.scenario).string(), sets, interval_s, down_s_);
     const std::string path =

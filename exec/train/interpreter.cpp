@@ -29,11 +29,11 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
   std::map<StreamKind, std::deque<int>> queues;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = role.tasks[i];
-    if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv)
-      throw std::invalid_argument("task '" + t.name + "': the live CPU backend runs no pipeline transfers");
-    // Collectives and copies run on their streams, started by the runner and polled.
-    const bool on_stream = t.kind == TaskKind::Collective || t.kind == TaskKind::Copy;
-    queues[on_stream ? t.stream : StreamKind::Compute].push_back(int(i));
+    // Collectives, copies, and sends and receives on their own stream run there, started by the
+    // runner and polled; sends and receives on the compute stream (no PP overlap) are compute tasks.
+    const bool communication = t.kind == TaskKind::Collective || t.kind == TaskKind::Copy ||
+                               t.kind == TaskKind::Send || t.kind == TaskKind::Recv;
+    queues[communication ? t.stream : StreamKind::Compute].push_back(int(i));
   }
   const auto ready = [&](int i) {
     for (int d : role.tasks[i].deps)

@@ -36,8 +36,8 @@ struct TaskSpan {
 // CPU time of the calling thread, in seconds (a system call: ~1-2 us).
 double thread_cpu_seconds();
 
-// Throws std::invalid_argument for tasks the live engine cannot run (sends, receives) and
-// std::logic_error when the dependencies cannot be met (a task waits for one that never starts).
+// Throws std::logic_error when the dependencies cannot be met (a task waits for one that never
+// starts).
 std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner);
 
 }  // namespace paratwin::exec

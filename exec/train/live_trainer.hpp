@@ -16,7 +16,11 @@ class LiveTrainer {
   virtual RunResult run() = 0;
   virtual void wait_for_checkpoints() = 0;
   virtual const Program& program() const = 0;
-  const Role& role() const { return program().roles.front(); }
+  // This rank's role: its pipeline rank's.
+  virtual const Role& role() const { return program().roles.front(); }
+  // The ranks whose timings share this rank's tasks (those of its pipeline rank), for the profile;
+  // null on ranks that take no part in it.
+  virtual Communicator* timing_group() const = 0;
   virtual int64_t total_steps() const = 0;
   // "CPU ranks", "GPUs (NVIDIA H200, NCCL)": what the ranks run on, for the progress line.
   virtual std::string devices() const = 0;

@@ -124,7 +124,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
           {"cluster", program.cluster},
           {"pool", role.pool},
           {"device", device},
-          {"ranks", t.ranks},
+          {"ranks", program.world},  // the job's, which the Program is lowered for (t.ranks: those timed)
           {"steps", t.steps},
           {"warmup_steps_excluded", first_measured_step(t)},
           {"role", role.pipeline_rank},
@@ -231,7 +231,7 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   j["iteration_times_s"] = iteration_times;
   j["iteration_busy_s"] = iteration_busy;
   j["steps"] = result.losses.size();
-  j["ranks"] = t.ranks;
+  j["ranks"] = program.world;
   j["predicted"] = to_json(predicted)["metrics"];
   j["predicted"]["breakdown"] = to_json(predicted)["breakdown"];
   j["reliability"] = {

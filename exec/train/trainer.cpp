@@ -17,6 +17,7 @@
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
 #include "exec/train/optimizer_offload.hpp"
+#include "exec/train/parallel_runner.hpp"
 #include "exec/train/topk_compression.hpp"
 #include "exec/train/zero3.hpp"
 
@@ -24,13 +25,36 @@ namespace paratwin::exec {
 
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
-  if (p.tp != 1 || p.pp != 1 || p.cp != 1 || p.ep != 1)
+  if (p.cp != 1 || p.ep != 1)
     out.push_back(
-        "the live CPU backend runs data parallelism only (tp = pp = cp = ep = 1); this plan has tp " +
-        std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp) + ", ep " +
-        std::to_string(p.ep));
+        "the live CPU backend runs no context or expert parallelism (cp = ep = 1); this plan has cp " +
+        std::to_string(p.cp) + ", ep " + std::to_string(p.ep));
   if (p.offload_activations)
     out.push_back("activation offload is not implemented live; offload_optimizer is");
+  for (auto [n, what] : {std::pair{m.heads, "heads"},
+                         {m.kv_heads, "kv_heads"},
+                         {m.ffn_hidden, "ffn_hidden"},
+                         {m.vocab, "vocab"}})
+    if (p.tp > 1 && n % p.tp != 0)
+      out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's " + what + " (" +
+                    std::to_string(n) +
+                    "): the live backend splits whole heads, FFN units and vocabulary rows");
+  if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len) % p.tp != 0)
+    out.push_back("sequence parallelism splits the " + std::to_string(int64_t(p.micro_batch) * t.seq_len) +
+                  " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
+  if (p.tp * p.pp > 1) {
+    // The tensor/pipeline-parallel runner (parallel_runner.cpp) has the DP side of ZeRO 0-2 only.
+    const std::string layout = "with tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + ", ";
+    if (p.zero == 3) out.push_back(layout + "ZeRO 3 is not implemented live; use zero 0, 1 or 2");
+    if (p.compression.kind != CompressionKind::None)
+      out.push_back(layout + "gradient compression is not implemented live");
+    if (p.offload_optimizer) out.push_back(layout + "optimizer offload is not implemented live");
+    for (const auto& st : p.stages)
+      if (st.recompute != Recompute::None) {
+        out.push_back(layout + "recomputation is not implemented live; use recompute none");
+        break;
+      }
+  }
   if (m.moe) out.push_back("mixture-of-experts models are not implemented live");
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
@@ -66,7 +90,7 @@ void write_progress(const std::string& dir, int64_t step) {
 }  // namespace
 
 // What each task of the role does on this rank during one step.
-class Trainer::Runner final : public TaskRunner {
+class Trainer::Runner final : public StepRunner {
  public:
   Runner(Trainer& t) : t_(t) {
     const Role& role = t.role();
@@ -140,15 +164,15 @@ class Trainer::Runner final : public TaskRunner {
     if (t_.plan_.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*t_.adamw_);
   }
 
-  void begin_step(int64_t step) {
+  void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
     losses_.clear();
     dp_bytes_ = 0;
     t_.model_.zero_gradients();
   }
-  const std::vector<double>& losses() const { return losses_; }
-  double dp_bytes() const { return dp_bytes_; }  // this step's DP collectives, as the Program counts bytes
+  const std::vector<double>& losses() const override { return losses_; }
+  double dp_bytes() const override { return dp_bytes_; }
 
   void compute(int, const Task& task) override {
     const Plan& p = t_.plan_;
@@ -352,9 +376,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
       model_(gpt_config(scenario.model)) {
   std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
   for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
-  if (plan_.dp != comm_.size())
-    problems.push_back("the plan has dp " + std::to_string(plan_.dp) + " but " +
-                       std::to_string(comm_.size()) + " ranks run it");
+  if (plan_.dp * plan_.tp * plan_.pp * plan_.cp != comm_.size())
+    problems.push_back("the plan has dp x tp x pp = " + std::to_string(plan_.dp * plan_.tp * plan_.pp) +
+                       " but " + std::to_string(comm_.size()) + " ranks run it");
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
@@ -373,9 +397,19 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   lr_.max = options_.learning_rate;
   lr_.total_steps = total_steps_;
   lr_.warmup_steps = std::max<int64_t>(1, total_steps_ / 10);
-  runner_ = std::make_unique<Runner>(*this);  // (under ZeRO 3 it takes the shard of the weights)
-  adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay), runner_->owned());
-  runner_->optimizer_ready();
+  if (plan_.tp * plan_.pp == 1) {
+    runner_ = std::make_unique<Runner>(*this);  // (under ZeRO 3 it takes the shard of the weights)
+    steps_ = runner_.get();
+    adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay), runner_->owned());
+    runner_->optimizer_ready();
+  } else {  // the parallel runner has its optimizer, over this rank's shard
+    parallel_ = std::make_unique<ParallelRunner>(
+        ParallelSetup{scenario_, plan_, program_, comm_, *data_, lr_, options_.adamw, options_.max_grad_norm},
+        model_);
+    steps_ = parallel_.get();
+    pipeline_rank_ = parallel_->coordinates().pp;
+  }
+  timing_group_ = comm_.split(pipeline_rank_ == 0 ? 0 : -1);
 }
 
 Trainer::~Trainer() = default;
@@ -400,16 +434,22 @@ void Trainer::resume(RunResult& result) {
                                 " with global batch " + std::to_string(s.global_batch) +
                                 "; this run trains " + scenario_.model.name + " with global batch " +
                                 std::to_string(scenario_.training.global_batch));
-  // Whole-model state, whatever ZeRO stage wrote it: this rank takes what it holds (its blocks under
-  // ZeRO). A top-k run's error-feedback residuals are not in checkpoints: they restart at zero.
-  if (Zero3Parameters* z = runner_->zero3())
-    z->assign_full(s.weights);
-  else
+  // Whole-model state, whatever layout and ZeRO stage wrote it: this rank takes what it holds (its
+  // shard, its blocks under ZeRO). A top-k run's error-feedback residuals are not in checkpoints:
+  // they restart at zero.
+  if (parallel_) {
     model_.parameters().assign(s.weights.begin(), s.weights.end());
-  OptimizerOffload* offload = runner_->offload();
-  if (offload) offload->to_device();
-  adamw_->assign_full(s.adam_m, s.adam_v);
-  if (offload) offload->to_host();
+    parallel_->scatter_state(s.weights, s.adam_m, s.adam_v);
+  } else {
+    if (Zero3Parameters* z = runner_->zero3())
+      z->assign_full(s.weights);
+    else
+      model_.parameters().assign(s.weights.begin(), s.weights.end());
+    OptimizerOffload* offload = runner_->offload();
+    if (offload) offload->to_device();
+    adamw_->assign_full(s.adam_m, s.adam_v);
+    if (offload) offload->to_host();
+  }
   step_ = s.step;
   result.losses = s.losses;
   result.resumed_from = s.step;
@@ -424,7 +464,7 @@ void Trainer::resume(RunResult& result) {
   }
   if (options_.on_message)
     options_.on_message("resumed from " + found.path + " (step " + std::to_string(s.step) + ", written by " +
-                        std::to_string(s.dp) + " ranks; now " + std::to_string(comm_.size()) + " ranks x " +
+                        std::to_string(s.dp) + " ranks; now " + std::to_string(plan_.dp) + " ranks x " +
                         std::to_string(plan_.num_microbatches) + " micro-batches)");
 }
 
@@ -434,14 +474,20 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
   const auto t0 = std::chrono::steady_clock::now();
   // Every rank holds the same weights (under ZeRO 3 its blocks: gathered here). Under ZeRO 0 also
   // the same optimizer state; under ZeRO 1-3 each holds the moments of its blocks and zeros
-  // elsewhere, so their sum is the whole state.
-  OptimizerOffload* offload = runner_->offload();
-  if (offload) offload->to_device();
-  std::vector<float> m = adamw_->full_m(), v = adamw_->full_v();
-  if (offload) offload->to_host();
-  std::vector<float> weights;
-  if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
-  if (plan_.zero > 0 && comm_.size() > 1) {
+  // elsewhere, so their sum is the whole state. Shards of TP/PP are gathered whole, so that any
+  // layout resumes from the checkpoint.
+  std::vector<float> weights, m, v;
+  if (parallel_) {
+    parallel_->gather_state(weights, m, v);
+  } else {
+    OptimizerOffload* offload = runner_->offload();
+    if (offload) offload->to_device();
+    m = adamw_->full_m();
+    v = adamw_->full_v();
+    if (offload) offload->to_host();
+    if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
+  }
+  if (!parallel_ && plan_.zero > 0 && comm_.size() > 1) {
     comm_.wait(comm_.start_allreduce_sum(m.data(), m.size()));
     comm_.wait(comm_.start_allreduce_sum(v.data(), v.size()));
   }
@@ -450,12 +496,12 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     s.step = step;
     s.data_sequence = step * scenario_.training.global_batch;
     s.seed = options_.seed;
-    s.dp = comm_.size();
+    s.dp = plan_.dp;
     s.global_batch = scenario_.training.global_batch;
     s.model = scenario_.model.name;
     s.plan_yaml = to_yaml(plan_);
     s.losses = losses;
-    if (runner_->zero3())
+    if (!weights.empty())
       s.weights = std::move(weights);
     else
       s.weights.assign(model_.parameters().begin(), model_.parameters().end());
@@ -471,7 +517,7 @@ RunResult Trainer::run() {
   const auto run_start = std::chrono::steady_clock::now();
   RunResult result;
   if (options_.resume && !options_.checkpoint_dir.empty()) resume(result);
-  Runner& runner = *runner_;
+  StepRunner& runner = *steps_;
   const double tokens_per_step = double(scenario_.training.global_batch) * scenario_.training.seq_len;
   const double interval_s = plan_.checkpoint_interval ? plan_.checkpoint_interval->value() : 0;
   auto last_checkpoint = std::chrono::steady_clock::now();
@@ -491,12 +537,13 @@ RunResult Trainer::run() {
     runner.begin_step(step_);
     const double cpu_before = thread_cpu_seconds();
     result.spans.push_back(run_iteration(role(), runner));
+    if (parallel_) parallel_->attribute_tp_time(result.spans.back());
     result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
     result.dp_bytes.push_back(runner.dp_bytes());
-    // The step's loss: the mean over every micro-batch of every rank.
+    // The step's loss: the mean over every micro-batch of every DP replica.
     double local = 0;
     for (double l : runner.losses()) local += l;
-    const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * comm_.size());
+    const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * plan_.dp);
     ++step_;
     result.losses.push_back(loss);
     if (checkpoints && comm_.rank() == 0) write_progress(options_.checkpoint_dir, step_);
@@ -521,8 +568,9 @@ RunResult Trainer::run() {
   result.memory = read_memory();
   if (checkpoints && step_ == total_steps_ && options_.stop_after < 0)
     checkpoint(step_, result.losses, result);
-  if (Zero3Parameters* z = runner_->zero3()) z->materialize();  // the trained model, whole, on every rank
-  if (writer_) {                                                // the run ends with its checkpoints on disk
+  if (Zero3Parameters* z = runner_ ? runner_->zero3() : nullptr)
+    z->materialize();  // the trained model, whole, on every rank
+  if (writer_) {       // the run ends with its checkpoints on disk
     const auto t0 = std::chrono::steady_clock::now();
     writer_->wait();
     result.checkpoint_seconds += seconds_since(t0);

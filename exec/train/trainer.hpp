@@ -15,12 +15,14 @@
 #include "exec/optim/adamw.hpp"
 #include "exec/optim/schedule.hpp"
 #include "exec/train/interpreter.hpp"
+#include "exec/train/step_runner.hpp"
 #include "plan/ir/program.hpp"
 
 namespace paratwin::exec {
 
 class DataLoader;
 class BackgroundCheckpointWriter;
+class ParallelRunner;
 
 struct StepReport {
   int64_t step = 0;  // 1-based: steps done
@@ -72,7 +74,8 @@ std::vector<std::string> live_cpu_limitations(const Plan& plan, const ModelSpec&
 
 class Trainer {
  public:
-  // The plan's dp must equal comm.size(). Throws std::invalid_argument with live_cpu_limitations()
+  // comm.size() must be the plan's dp x tp x pp; with tp or pp above 1 each rank holds its shard
+  // (exec/train/parallel_runner.hpp). Throws std::invalid_argument with live_cpu_limitations()
   // when the plan cannot run, and when the corpus cannot feed the model.
   Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& comm, TrainOptions options);
   ~Trainer();
@@ -82,7 +85,9 @@ class Trainer {
   void wait_for_checkpoints();
 
   const Program& program() const { return program_; }
-  const Role& role() const { return program_.roles.front(); }
+  const Role& role() const { return program_.roles.at(size_t(pipeline_rank_)); }
+  // The ranks of this rank's pipeline rank (their timings have the same tasks); null elsewhere.
+  Communicator* timing_group() const { return timing_group_.get(); }
   const Gpt<float>& model() const { return model_; }
   const AdamW& optimizer() const { return *adamw_; }
   int64_t total_steps() const { return total_steps_; }
@@ -101,6 +106,10 @@ class Trainer {
   std::unique_ptr<AdamW> adamw_;
   std::unique_ptr<DataLoader> data_;
   std::unique_ptr<Runner> runner_;
+  std::unique_ptr<ParallelRunner> parallel_;  // tp or pp above 1
+  StepRunner* steps_ = nullptr;               // whichever of the two runs
+  int pipeline_rank_ = 0;
+  std::unique_ptr<Communicator> timing_group_;
   std::unique_ptr<BackgroundCheckpointWriter> writer_;  // rank 0, with checkpoints
   LearningRate lr_;
   int64_t total_steps_ = 0;

@@ -134,9 +134,9 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
 }
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
-  const Output out = run_paratwin("run " + kScenario + " --set plan.pp=2 --set plan.dp=1 --steps 1");
+  const Output out = run_paratwin("run " + kScenario + " --set plan.cp=2 --set plan.dp=1 --steps 1");
   BOOST_TEST(out.status == 2);
-  BOOST_TEST(out.text.find("data parallelism only") != std::string::npos);
+  BOOST_TEST(out.text.find("no context or expert parallelism") != std::string::npos);
   // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
   BOOST_TEST(cuda.status == 2);
@@ -152,6 +152,34 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
       run_paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
   BOOST_TEST_INFO(with.text);
   BOOST_TEST(with.status == 0);
+}
+
+// A tp 2 x pp 2 plan on one data-parallel rank: four processes, a report of the job's ranks, a
+// profile of pipeline rank 0's role with its sends and TP tasks, which calibrate takes.
+BOOST_AUTO_TEST_CASE(a_tensor_and_pipeline_parallel_run_reports_and_profiles_for_calibrate) {
+  TempDir dir;
+  const std::string report = (dir.path / "r.json").string(), profile = (dir.path / "p.json").string();
+  const Output out =
+      run_paratwin("run " + kScenario + kSmall + " --set plan.tp=2 --set plan.pp=2 --ranks 1 --steps 2 --json " +
+               report + " --profile " + profile);
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("tp 2 x pp 2 processes (4 in all)") != std::string::npos);
+  const json r = read_json(report);
+  BOOST_TEST(r["ranks"] == 4);
+  BOOST_TEST(r["loss"].size() == 2u);
+  const json p = read_json(profile);
+  bool send = false, tp = false;
+  for (const auto& t : p["tasks"]) {
+    send |= t["task"] == "send F mb0 c0";
+    tp |= t["task"] == "AR tp F mb0 c0";
+  }
+  BOOST_TEST(send);
+  BOOST_TEST(tp);
+  const Output cal =
+      run_paratwin("calibrate " + profile + " --cluster local-cpu -o " + (dir.path / "c.yaml").string());
+  BOOST_TEST_INFO(cal.text);
+  BOOST_TEST(cal.status == 0);
 }
 
 BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {

@@ -1,0 +1,524 @@
+// Megatron-style tensor parallelism over the kernels of exec/gpt/: each layer's QKV and first MLP
+// projection are split by columns (whole heads, whole FFN units), the attention and MLP output
+// projections by rows, and one all-reduce after each row-parallel projection (forward) or before each
+// norm's backward (the column-parallel inputs' gradients) makes the residual stream whole again.
+#include "exec/gpt/tensor_parallel.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernels.hpp"
+
+namespace paratwin::exec {
+
+namespace k = kernels;
+
+ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
+    : full_(full), spec_(std::move(spec)), tp_(tp) {
+  const int t = spec_.tp, r = spec_.tp_rank;
+  const auto divides = [&](int n, const char* what) {
+    if (n % t != 0)
+      throw std::invalid_argument("tensor parallelism " + std::to_string(t) +
+                                  " does not divide the model's " + what + " (" + std::to_string(n) + ")");
+  };
+  divides(full.heads, "heads");
+  divides(full.kv_heads, "kv_heads");
+  divides(full.ffn, "ffn_hidden");
+  divides(full.vocab, "vocabulary");
+  if (t > 1 && !tp_) throw std::logic_error("tensor parallelism without a TP communicator");
+  Hl_ = full.heads / t, Kl_ = full.kv_heads / t, Fl_ = full.ffn / t, Vl_ = full.vocab / t;
+  const ParameterLayout layout = parameter_layout(full);
+  const size_t C = full.hidden, D = full.head_dim, H = full.heads, K = full.kv_heads, F = full.ffn;
+  const auto whole = [&](const std::string& name, bool replicated = true) {
+    const ParameterTensor& f = layout.find(name);
+    add(name, f.offset, f.rows, f.cols, 0, f.rows, {{0, f.cols}}, replicated);
+  };
+  const auto vocab_rows = [&](const std::string& name, const std::string& from, bool tied_copy) {
+    const ParameterTensor& f = layout.find(from);
+    add(name, f.offset, f.rows, f.cols, size_t(r) * Vl_, Vl_, {{0, f.cols}}, false, tied_copy);
+  };
+  // Columns of whole heads (Q, then K and V of their kv heads) and of whole FFN units.
+  const size_t h0 = size_t(r) * Hl_, k0 = size_t(r) * Kl_, f0 = size_t(r) * Fl_;
+  const std::vector<std::pair<size_t, size_t>> qkv_cols = {{h0 * D, (h0 + Hl_) * D},
+                                                           {(H + k0) * D, (H + k0 + Kl_) * D},
+                                                           {(H + K + k0) * D, (H + K + k0 + Kl_) * D}};
+  std::vector<std::pair<size_t, size_t>> fc_cols = {{f0, f0 + Fl_}};
+  if (full.swiglu) fc_cols.push_back({F + f0, F + f0 + Fl_});
+
+  if (spec_.first) {
+    vocab_rows("wte", "wte", false);
+    wte_ = tensors_.back().offset;
+    if (!full.rope) {
+      whole("wpe");
+      wpe_ = tensors_.back().offset;
+    }
+  }
+  layers_.assign(full.layers,
+                 Layer{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone});
+  layer_begin_.assign(full.layers, kNone);
+  layer_end_.assign(full.layers, kNone);
+  for (const auto& [lo, hi] : spec_.chunks)
+    for (int l = lo; l < hi; ++l) {
+      const std::string n = "layer" + std::to_string(l) + ".";
+      Layer& w = layers_[l];
+      layer_begin_[l] = total_;
+      const auto part = [&](const std::string& name, size_t row_begin, size_t rows,
+                            std::vector<std::pair<size_t, size_t>> cols) {
+        const ParameterTensor& f = layout.find(n + name);
+        add(n + name, f.offset, f.rows, f.cols, row_begin, rows, std::move(cols), false);
+        return tensors_.back().offset;
+      };
+      const auto rep = [&](const std::string& name, bool present) {
+        if (!present) return kNone;
+        whole(n + name);
+        return tensors_.back().offset;
+      };
+      const bool ln = !full.rmsnorm, b = full.bias;
+      w.ln1_w = rep("ln1_w", true);
+      w.ln1_b = rep("ln1_b", ln);
+      w.qkv_w = part("qkv_w", 0, C, qkv_cols);
+      w.qkv_b = b ? part("qkv_b", 0, 1, qkv_cols) : kNone;
+      w.proj_w = part("attn_proj_w", h0 * D, Hl_ * D, {{0, C}});
+      w.proj_b = rep("attn_proj_b", b);
+      w.ln2_w = rep("ln2_w", true);
+      w.ln2_b = rep("ln2_b", ln);
+      w.fc_w = part("fc_w", 0, C, fc_cols);
+      w.fc_b = b ? part("fc_b", 0, 1, fc_cols) : kNone;
+      w.fc_proj_w = part("fc_proj_w", f0, Fl_, {{0, C}});
+      w.fc_proj_b = rep("fc_proj_b", b);
+      layer_end_[l] = total_;
+    }
+  tail_begin_ = total_;
+  if (spec_.last) {
+    whole("lnf_w");
+    lnf_w_ = tensors_.back().offset;
+    if (!full.rmsnorm) {
+      whole("lnf_b");
+      lnf_b_ = tensors_.back().offset;
+    }
+    if (!full.tied) {
+      vocab_rows("head", "head", false);
+      head_ = tensors_.back().offset;
+    } else if (spec_.first) {
+      head_ = wte_;  // one stage holds both ends: the very same tensor
+    } else {
+      vocab_rows("head", "wte", true);
+      head_ = tensors_.back().offset;
+    }
+  }
+  params_.assign(total_, 0.0f);
+  grads_.assign(total_, 0.0f);
+}
+
+void ShardedGpt::add(const std::string& name, size_t full_offset, size_t full_rows, size_t full_cols,
+                     size_t row_begin, size_t rows, std::vector<std::pair<size_t, size_t>> columns,
+                     bool replicated, bool tied_copy) {
+  ShardTensor t;
+  t.name = name;
+  t.offset = total_;
+  t.rows = rows;
+  t.cols = 0;
+  for (const auto& [a, b] : columns) t.cols += b - a;
+  t.full_offset = full_offset;
+  t.full_rows = full_rows;
+  t.full_cols = full_cols;
+  t.row_begin = row_begin;
+  t.columns = std::move(columns);
+  t.replicated = replicated || spec_.tp == 1;
+  t.tied_copy = tied_copy;
+  total_ += t.size();
+  tensors_.push_back(std::move(t));
+}
+
+void ShardedGpt::take_shard(const float* full, float* shard) const {
+  for (const ShardTensor& t : tensors_) {
+    float* out = shard + t.offset;
+    for (size_t i = 0; i < t.rows; ++i)
+      for (const auto& [a, b] : t.columns) {
+        std::memcpy(out, full + t.full_offset + (t.row_begin + i) * t.full_cols + a, (b - a) * sizeof(float));
+        out += b - a;
+      }
+  }
+}
+
+void ShardedGpt::put_shard(const float* shard, float* full) const {
+  for (const ShardTensor& t : tensors_) {
+    if (t.tied_copy) continue;  // wte comes from the first stage
+    const float* in = shard + t.offset;
+    for (size_t i = 0; i < t.rows; ++i)
+      for (const auto& [a, b] : t.columns) {
+        std::memcpy(full + t.full_offset + (t.row_begin + i) * t.full_cols + a, in, (b - a) * sizeof(float));
+        in += b - a;
+      }
+  }
+}
+
+std::pair<size_t, size_t> ShardedGpt::range(int lo, int hi) const {
+  return {lo == 0 ? 0 : layer_begin_.at(lo), hi == full_.layers ? total_ : layer_end_.at(hi - 1)};
+}
+
+std::pair<size_t, size_t> ShardedGpt::head_range() const {
+  if (head_ == kNone) return {0, 0};
+  return {head_, head_ + size_t(Vl_) * full_.hidden};
+}
+
+std::pair<size_t, size_t> ShardedGpt::wte_range() const {
+  if (wte_ == kNone) return {0, 0};
+  return {wte_, wte_ + size_t(Vl_) * full_.hidden};
+}
+
+void ShardedGpt::zero_gradients() {
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+}
+
+void ShardedGpt::allreduce(float* data, size_t count) {
+  if (spec_.tp == 1) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  tp_->wait(tp_->start_allreduce_sum(data, count));
+  tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int ShardedGpt::stream_rows(int N) const {
+  return sequence_parallel() ? N / spec_.tp : N;
+}
+
+size_t ShardedGpt::boundary_size(const ChunkActivations& a) const {
+  return size_t(stream_rows(a.B * a.Tn)) * full_.hidden;
+}
+
+void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn) const {
+  if (Tn > full_.max_seq_len)
+    throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
+                                std::to_string(full_.max_seq_len));
+  if (sequence_parallel() && (B * Tn) % spec_.tp != 0)
+    throw std::invalid_argument("sequence parallelism needs the tokens of a micro-batch (" +
+                                std::to_string(B * Tn) + ") to split evenly over tp " +
+                                std::to_string(spec_.tp));
+  const auto [lo, hi] = spec_.chunks.at(chunk);
+  const size_t N = size_t(B) * Tn, n = size_t(stream_rows(int(N))), L = hi - lo, C = full_.hidden;
+  const size_t D = full_.head_dim, QKV = size_t(Hl_ + 2 * Kl_) * D, HD = size_t(Hl_) * D;
+  const size_t FW = full_.swiglu ? 2 * size_t(Fl_) : Fl_;
+  const bool last = spec_.last && hi == full_.layers;
+  a.chunk = chunk;
+  a.B = B;
+  a.Tn = Tn;
+  a.tokens.assign(N, 0);
+  a.targets.assign(N, 0);
+  // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
+  // outputs are kept whole (gathered), as the GEMMs read them.
+  a.residual.assign((L + 1) * n * C, 0.0f);
+  a.mid.assign(L * n * C, 0.0f);
+  a.ln1.assign(L * N * C, 0.0f);
+  a.ln1_mean.assign(L * n, 0.0f);
+  a.ln1_rstd.assign(L * n, 0.0f);
+  a.qkv.assign(L * N * QKV, 0.0f);
+  a.att.assign(L * B * Hl_ * size_t(Tn) * Tn, 0.0f);
+  a.attn_out.assign(L * N * HD, 0.0f);
+  a.ln2.assign(L * N * C, 0.0f);
+  a.ln2_mean.assign(L * n, 0.0f);
+  a.ln2_rstd.assign(L * n, 0.0f);
+  a.fc.assign(L * N * FW, 0.0f);
+  a.fc_act.assign(L * N * Fl_, 0.0f);
+  a.lnf.assign(last ? N * C : 0, 0.0f);
+  a.lnf_mean.assign(last ? n : 0, 0.0f);
+  a.lnf_rstd.assign(last ? n : 0, 0.0f);
+  a.probs.assign(last ? N * Vl_ : 0, 0.0f);
+  a.losses.assign(last ? N : 0, 0.0f);
+  a.dresidual.assign(n * C, 0.0f);
+}
+
+const float* ShardedGpt::output(const ChunkActivations& a) const {
+  const auto [lo, hi] = spec_.chunks.at(a.chunk);
+  return a.residual.data() + size_t(hi - lo) * boundary_size(a);
+}
+
+float* ShardedGpt::input(ChunkActivations& a) const {
+  return a.residual.data();
+}
+
+float* ShardedGpt::reduce(float* partial, int N) {
+  // (N,C) partial sums over the TP group -> this rank's rows of the sum: all of them (all-reduce) or,
+  // under sequence parallelism, its n = N/tp rows (reduce-scatter, left at their place in `partial`).
+  const size_t C = full_.hidden;
+  if (spec_.tp == 1) return partial;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n = stream_rows(N);
+  if (sequence_parallel())
+    tp_->wait(tp_->start_reduce_scatter_sum(partial, std::vector<size_t>(size_t(spec_.tp), size_t(n) * C)));
+  else
+    tp_->wait(tp_->start_allreduce_sum(partial, size_t(N) * C));
+  tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return partial + size_t(first_row(N)) * C;
+}
+
+void ShardedGpt::gather(float* full, int N) {
+  // Under sequence parallelism each rank has written its rows of `full` (N,C): the all-gather brings
+  // every rank's.
+  if (!sequence_parallel()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  tp_->wait(tp_->start_allgather(
+      full, std::vector<size_t>(size_t(spec_.tp), size_t(stream_rows(N)) * full_.hidden)));
+  tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int ShardedGpt::first_row(int N) const {
+  return sequence_parallel() ? spec_.tp_rank * (N / spec_.tp) : 0;
+}
+
+void ShardedGpt::norm_backward(float* dinp, size_t dweight, size_t dbias, const float* dout, const float* inp,
+                               size_t weight, const float* mean, const float* rstd, int rows) {
+  const int C = full_.hidden;
+  if (!sequence_parallel()) {
+    k::norm_backward(dinp, g(dweight), g(dbias), dout, inp, p(weight), mean, rstd, rows, C);
+    return;
+  }
+  // This rank's rows give part of the norm's weight gradients: summed over the group.
+  norm_grads_.assign(2 * size_t(C), 0.0f);
+  k::norm_backward(dinp, norm_grads_.data(), dbias == kNone ? nullptr : norm_grads_.data() + C, dout, inp,
+                   p(weight), mean, rstd, rows, C);
+  allreduce(norm_grads_.data(), 2 * size_t(C));
+  for (int j = 0; j < C; ++j) g(dweight)[j] += norm_grads_[j];
+  if (dbias != kNone)
+    for (int j = 0; j < C; ++j) g(dbias)[j] += norm_grads_[C + j];
+}
+
+double ShardedGpt::forward(ChunkActivations& a) {
+  const GptConfig& c = full_;
+  const auto [lo, hi] = spec_.chunks.at(a.chunk);
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, D = c.head_dim, V = c.vocab;
+  const int QKV = (Hl_ + 2 * Kl_) * D, HD = Hl_ * D, FW = c.swiglu ? 2 * Fl_ : Fl_;
+  const int n = stream_rows(N), r0 = first_row(N);
+  const size_t nC = size_t(n) * C;
+  const bool ln = !c.rmsnorm;
+  const int v0 = spec_.tp_rank * Vl_;
+  ensure_scratch(N);
+  float* tmp = tmp_.data();
+  if (lo == 0) {
+    for (int i = 0; i < N; ++i)
+      if (a.tokens[i] < 0 || a.tokens[i] >= V)
+        throw std::invalid_argument("token " + std::to_string(a.tokens[i]) +
+                                    " is outside the vocabulary of " + std::to_string(V));
+    // Vocabulary-parallel embedding: each rank looks up the tokens of its rows, the sum makes them whole.
+    for (int i = 0; i < N; ++i) {
+      const int row = a.tokens[i] - v0;
+      float* y = tmp + size_t(i) * C;
+      if (row >= 0 && row < Vl_)
+        std::memcpy(y, p(wte_) + size_t(row) * C, C * sizeof(float));
+      else
+        std::fill(y, y + C, 0.0f);
+    }
+    const float* e = reduce(tmp, N);
+    float* x = a.residual.data();
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < C; ++j)
+        x[size_t(i) * C + j] =
+            e[size_t(i) * C + j] + (wpe_ != kNone ? p(wpe_)[size_t((r0 + i) % Tn) * C + j] : 0.0f);
+  }
+  for (int l = lo; l < hi; ++l) {
+    const Layer& w = layers_[l];
+    const int li = l - lo;
+    const size_t nc = size_t(li) * nC, Nc = size_t(li) * N * C, n1 = size_t(li) * n;
+    float* x = a.residual.data() + nc;  // (n,C) the layer's input
+    float* ln1 = a.ln1.data() + Nc;     // (N,C)
+    float* qkv = a.qkv.data() + size_t(li) * N * QKV;
+    float* att = a.att.data() + size_t(li) * B * Hl_ * Tn * Tn;
+    float* attn_out = a.attn_out.data() + size_t(li) * N * HD;
+    float* mid = a.mid.data() + nc;  // (n,C)
+    float* ln2 = a.ln2.data() + Nc;  // (N,C)
+    float* fc = a.fc.data() + size_t(li) * N * FW;
+    float* act = a.fc_act.data() + size_t(li) * N * Fl_;
+    float* out = x + nC;  // (n,C) the next layer's input
+
+    k::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x,
+                    p(w.ln1_w), p(w.ln1_b), n, C);
+    gather(ln1, N);
+    k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);  // column-parallel: this rank's heads
+    if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false);
+    k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
+    k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
+                      C);  // row-parallel
+    const float* proj = reduce(tmp, N);
+    for (size_t i = 0; i < nC; ++i) mid[i] = proj[i];
+    if (w.proj_b != kNone)
+      for (size_t i = 0; i < nC; ++i) mid[i] += p(w.proj_b)[i % C];
+    for (size_t i = 0; i < nC; ++i) mid[i] += x[i];  // residual connection
+    k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid,
+                    p(w.ln2_w), p(w.ln2_b), n, C);
+    gather(ln2, N);
+    k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
+    if (c.swiglu)
+      k::swiglu_forward(act, fc, N, Fl_);
+    else
+      k::gelu_forward(act, fc, long(N) * Fl_);
+    k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
+    const float* mlp = reduce(tmp, N);
+    for (size_t i = 0; i < nC; ++i) out[i] = mlp[i];
+    if (w.fc_proj_b != kNone)
+      for (size_t i = 0; i < nC; ++i) out[i] += p(w.fc_proj_b)[i % C];
+    for (size_t i = 0; i < nC; ++i) out[i] += mid[i];
+  }
+  if (!(spec_.last && hi == c.layers)) return a.loss = 0;
+  k::norm_forward(a.lnf.data() + size_t(r0) * C, ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(),
+                  output(a), p(lnf_w_), p(lnf_b_), n, C);
+  gather(a.lnf.data(), N);
+  // logits (N,Vl) = lnf (N,C) . head^T over this rank's vocabulary rows
+  {
+    GemmTimer timer(gemm_seconds.dense_s);
+    MatrixMap<float>(a.probs.data(), N, Vl_).noalias() =
+        ConstMatrixMap<float>(a.lnf.data(), N, C) * ConstMatrixMap<float>(p(head_), Vl_, C).transpose();
+  }
+  // Vocabulary-parallel cross-entropy: the row maxima, the sums of exponentials and the target logits
+  // reduced over the group; each rank keeps the probabilities of its columns.
+  row_.assign(size_t(3) * N, 0.0f);
+  float* max = row_.data();
+  float* sum = max + N;
+  float* target = sum + N;
+  for (int i = 0; i < N; ++i) {
+    const float* z = a.probs.data() + size_t(i) * Vl_;
+    max[i] = *std::max_element(z, z + Vl_);
+  }
+  if (spec_.tp > 1) {
+    const auto t0 = std::chrono::steady_clock::now();
+    tp_->allreduce_max(max, N);
+    tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  for (int i = 0; i < N; ++i) {
+    float* z = a.probs.data() + size_t(i) * Vl_;
+    const int t = a.targets[i] - v0;
+    target[i] = t >= 0 && t < Vl_ ? z[t] - max[i] : 0.0f;
+    float s = 0;
+    for (int v = 0; v < Vl_; ++v) s += (z[v] = std::exp(z[v] - max[i]));
+    sum[i] = s;
+  }
+  allreduce(sum, 2 * size_t(N));
+  double total = 0;
+  for (int i = 0; i < N; ++i) {
+    float* z = a.probs.data() + size_t(i) * Vl_;
+    for (int v = 0; v < Vl_; ++v) z[v] /= sum[i];
+    a.losses[i] = std::log(sum[i]) - target[i];
+    total += a.losses[i];
+  }
+  return a.loss = total / N;
+}
+
+void ShardedGpt::ensure_scratch(size_t N) {
+  const size_t C = full_.hidden, D = full_.head_dim;
+  auto fit = [](Buffer<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  };
+  fit(tmp_, N * C);
+  fit(dln_, N * C);
+  fit(dqkv_, N * (Hl_ + 2 * Kl_) * D);
+  fit(dattn_, N * Hl_ * D);
+  fit(dfc_, N * (full_.swiglu ? 2 : 1) * Fl_);
+  fit(dact_, N * Fl_);
+  fit(dlogits_, spec_.last ? N * Vl_ : 0);
+}
+
+const float* ShardedGpt::whole(const float* rows, int N) {
+  // The gradient of the residual stream for all N tokens: this rank's rows gathered (SP), or as is.
+  if (!sequence_parallel()) return rows;
+  const size_t C = full_.hidden;
+  std::memcpy(tmp_.data() + size_t(first_row(N)) * C, rows, size_t(stream_rows(N)) * C * sizeof(float));
+  gather(tmp_.data(), N);
+  return tmp_.data();
+}
+
+void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale) {
+  const GptConfig& c = full_;
+  const auto [chunk_lo, chunk_hi] = spec_.chunks.at(a.chunk);
+  if (lo < chunk_lo || hi > chunk_hi || lo >= hi)
+    throw std::invalid_argument("backward of layers outside the chunk, or of none");
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, D = c.head_dim;
+  const int QKV = (Hl_ + 2 * Kl_) * D, HD = Hl_ * D, FW = c.swiglu ? 2 * Fl_ : Fl_;
+  const int n = stream_rows(N);
+  const size_t nC = size_t(n) * C;
+  const bool ln = !c.rmsnorm;
+  ensure_scratch(N);
+  float* dres = a.dresidual.data();  // (n,C)
+  if (spec_.last && hi == c.layers) {
+    // dlogits (N,Vl) = (probs - onehot) x scale / N over this rank's columns
+    const int v0 = spec_.tp_rank * Vl_;
+    const float scale = loss_scale / float(N);
+    for (int i = 0; i < N; ++i) {
+      float* d = dlogits_.data() + size_t(i) * Vl_;
+      const float* q = a.probs.data() + size_t(i) * Vl_;
+      for (int v = 0; v < Vl_; ++v) d[v] = q[v] * scale;
+      const int t = a.targets[i] - v0;
+      if (t >= 0 && t < Vl_) d[t] -= scale;
+    }
+    ConstMatrixMap<float> dlogits(dlogits_.data(), N, Vl_);
+    {
+      GemmTimer timer(gemm_seconds.dense_s);
+      MatrixMap<float>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<float>(p(head_), Vl_, C);
+      MatrixMap<float>(g(head_), Vl_, C).noalias() +=
+          dlogits.transpose() * ConstMatrixMap<float>(a.lnf.data(), N, C);
+    }
+    const float* dlnf =
+        reduce(dln_.data(), N);  // the head's input gradient, summed over the vocabulary shards
+    std::fill(dres, dres + nC, 0.0f);
+    norm_backward(dres, lnf_w_, lnf_b_, dlnf, output(a), lnf_w_, ln ? a.lnf_mean.data() : nullptr,
+                  a.lnf_rstd.data(), n);
+  }
+  for (int l = hi - 1; l >= lo; --l) {
+    const Layer& w = layers_[l];
+    const int li = l - chunk_lo;
+    const size_t nc = size_t(li) * nC, Nc = size_t(li) * N * C, n1 = size_t(li) * n;
+    const float* x = a.residual.data() + nc;
+    const float* ln1 = a.ln1.data() + Nc;
+    const float* qkv = a.qkv.data() + size_t(li) * N * QKV;
+    const float* att = a.att.data() + size_t(li) * B * Hl_ * Tn * Tn;
+    const float* attn_out = a.attn_out.data() + size_t(li) * N * HD;
+    const float* mid = a.mid.data() + nc;
+    const float* ln2 = a.ln2.data() + Nc;
+    const float* fc = a.fc.data() + size_t(li) * N * FW;
+    const float* act = a.fc_act.data() + size_t(li) * N * Fl_;
+
+    // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
+    std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
+    k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
+                       Fl_, C);
+    if (c.swiglu)
+      k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, Fl_);
+    else
+      k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * Fl_);
+    std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
+    k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    norm_backward(dres, w.ln2_w, w.ln2_b, reduce(dln_.data(), N), mid, w.ln2_w,
+                  ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, n);  // dres: d loss / d mid
+    // Attention: the same pattern around the attention core.
+    std::fill(dattn_.begin(), dattn_.begin() + size_t(N) * HD, 0.0f);
+    k::linear_backward(dattn_.data(), g(w.proj_w), g(w.proj_b), whole(dres, N), attn_out, p(w.proj_w), N, HD,
+                       C);
+    k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, Hl_, Kl_, D);
+    if (c.rope) k::rope(dqkv_.data(), B, Tn, Hl_, Kl_, D, true);
+    std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
+    k::linear_backward(dln_.data(), g(w.qkv_w), g(w.qkv_b), dqkv_.data(), ln1, p(w.qkv_w), N, C, QKV);
+    norm_backward(dres, w.ln1_w, w.ln1_b, reduce(dln_.data(), N), x, w.ln1_w,
+                  ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, n);  // dres: d loss / d x
+  }
+  if (lo == 0) {
+    // Every token's gradient (gathered under SP): each rank adds its vocabulary rows', and all the
+    // positions'.
+    const float* d = whole(dres, N);
+    const int v0 = spec_.tp_rank * Vl_;
+    for (int i = 0; i < N; ++i) {
+      const float* dy = d + size_t(i) * C;
+      const int row = a.tokens[i] - v0;
+      if (row >= 0 && row < Vl_) {
+        float* de = g(wte_) + size_t(row) * C;
+        for (int j = 0; j < C; ++j) de[j] += dy[j];
+      }
+      if (wpe_ != kNone) {
+        float* dp = g(wpe_) + size_t(i % Tn) * C;
+        for (int j = 0; j < C; ++j) dp[j] += dy[j];
+      }
+    }
+  }
+}
+
+}  // namespace paratwin::exec

@@ -1,0 +1,133 @@
+// The GPT as one rank of a tensor- and pipeline-parallel group holds it: the layers of its pipeline
+// chunks, split Megatron-style over the TP group (attention heads and the MLP column-wise then
+// row-wise, the vocabulary of the embedding and of the head by rows), in one flat parameter buffer.
+// Forward and backward of a chunk run the TP collectives themselves (two per layer and pass, one for
+// the embedding, one for the head's input gradient, two small ones in the vocabulary-parallel loss).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/gpt/config.hpp"
+#include "exec/tensor.hpp"
+
+namespace paratwin::exec {
+
+// Which part of the model a rank holds.
+struct ShardSpec {
+  int tp = 1, tp_rank = 0;
+  std::vector<std::pair<int, int>> chunks;  // layer ranges [begin, end) of its chunks, in model order
+  bool first = false;                       // holds chunk 0: the embedding
+  bool last = false;                        // holds the last chunk: the final norm, head and loss
+  // Megatron's sequence parallelism: between the TP regions the residual stream (norms, residual
+  // additions) is split by tokens over the group, reduce-scatter and all-gather replacing each
+  // all-reduce.
+  bool sequence_parallel = false;
+};
+
+// One local tensor: full rows [row_begin, row_begin + rows) of a full tensor, and of those rows the
+// full columns `columns` (ranges, laid side by side).
+struct ShardTensor {
+  std::string name;  // "layer2.qkv_w", ...; "head" also for the last stage's copy of a tied wte
+  size_t offset = 0, rows = 0, cols = 0;
+  size_t full_offset = 0, full_cols = 0, full_rows = 0, row_begin = 0;
+  std::vector<std::pair<size_t, size_t>> columns;
+  bool replicated = false;  // the same values on every TP rank (norms, row-parallel biases, positions)
+  bool tied_copy = false;   // the last stage's copy of wte (tied embeddings over several stages)
+  size_t size() const { return rows * cols; }
+};
+
+// What the forward of one micro-batch through one chunk keeps for its backward. N = B x T tokens;
+// widths are this rank's (heads, kv heads, FFN and vocabulary over tp).
+struct ChunkActivations {
+  int chunk = 0;  // index into ShardSpec::chunks
+  int B = 0, Tn = 0;
+  std::vector<int32_t> tokens, targets;  // (B,T)
+  Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
+  Buffer<float> mid, ln1, ln1_mean, ln1_rstd, qkv, att, attn_out, ln2, ln2_mean, ln2_rstd, fc, fc_act;
+  Buffer<float> lnf, lnf_mean, lnf_rstd, probs, losses;  // last chunk
+  Buffer<float> dresidual;                               // (N,C): gradient of the output, then of the input
+  double loss = 0;
+};
+
+class ShardedGpt {
+ public:
+  // `tp` is the tensor-parallel group (size spec.tp; may be null when spec.tp is 1). Throws
+  // std::invalid_argument when tp does not divide the heads, kv heads, FFN width or vocabulary.
+  ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp);
+
+  const GptConfig& config() const { return full_; }
+  const ShardSpec& spec() const { return spec_; }
+  const std::vector<ShardTensor>& tensors() const { return tensors_; }
+  size_t size() const { return total_; }
+  Buffer<float>& parameters() { return params_; }
+  Buffer<float>& gradients() { return grads_; }
+
+  // This rank's values out of a buffer laid out as parameter_layout(full) (weights or optimizer
+  // moments), and back into one (the rest of `full` untouched).
+  void take_shard(const float* full, float* shard) const;
+  void put_shard(const float* shard, float* full) const;
+
+  // [begin, end) of the local parameters of layers [lo, hi) of one chunk, with the embeddings when
+  // lo = 0 and the final norm and head when hi = layers.
+  std::pair<size_t, size_t> range(int lo, int hi) const;
+  // Local range of the head (the last stage's copy of wte under tied embeddings); empty if none.
+  std::pair<size_t, size_t> head_range() const;
+  std::pair<size_t, size_t> wte_range() const;
+
+  void zero_gradients();
+  void allocate(ChunkActivations& a, int chunk, int B, int Tn) const;
+  // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
+  // chunk returns the mean loss over a.targets (0 elsewhere). Output in a.residual[l] (top).
+  double forward(ChunkActivations& a);
+  // Backward of layers [lo, hi) of the chunk, from the top down; at the chunk's top a.dresidual holds
+  // the output's gradient (received), except on the last chunk, which starts from the loss. When lo is
+  // the chunk's first layer a.dresidual ends as the input's gradient (to send, or into the embedding).
+  void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
+  const float* output(const ChunkActivations& a) const;  // (n,C), the top of a.residual
+  float* input(ChunkActivations& a) const;               // (n,C), a.residual[0]
+  // Values of the residual stream this rank holds for one micro-batch (what a stage sends): n x C,
+  // n = N / tp under sequence parallelism, else N.
+  size_t boundary_size(const ChunkActivations& a) const;
+
+  double tp_seconds = 0;  // wall time spent in TP collectives so far
+
+ private:
+  struct Layer {
+    size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w, fc_proj_b;
+  };
+  void add(const std::string& name, size_t full_offset, size_t full_rows, size_t full_cols, size_t row_begin,
+           size_t rows, std::vector<std::pair<size_t, size_t>> columns, bool replicated,
+           bool tied_copy = false);
+  void allreduce(float* data, size_t count);
+  const float* p(size_t offset) const { return offset == kNone ? nullptr : params_.data() + offset; }
+  float* g(size_t offset) { return offset == kNone ? nullptr : grads_.data() + offset; }
+  void ensure_scratch(size_t N);
+  bool sequence_parallel() const { return spec_.sequence_parallel && spec_.tp > 1; }
+  int stream_rows(int N) const;  // rows of the residual stream held here
+  int first_row(int N) const;    // the first of them
+  float* reduce(float* partial, int N);
+  void gather(float* full, int N);
+  const float* whole(const float* rows, int N);
+  void norm_backward(float* dinp, size_t dweight, size_t dbias, const float* dout, const float* inp,
+                     size_t weight, const float* mean, const float* rstd, int rows);
+
+  static constexpr size_t kNone = size_t(-1);
+  GptConfig full_;
+  ShardSpec spec_;
+  Communicator* tp_;
+  int Hl_, Kl_, Fl_, Vl_;  // this rank's heads, kv heads, FFN width, vocabulary rows
+  std::vector<ShardTensor> tensors_;
+  size_t total_ = 0;
+  std::vector<Layer> layers_;                    // by global layer index (kNone offsets when not held)
+  std::vector<size_t> layer_begin_, layer_end_;  // by global layer index
+  size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
+  size_t tail_begin_ = 0;  // where the final norm starts
+  Buffer<float> params_, grads_;
+  Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, dlogits_, row_, norm_grads_;
+};
+
+}  // namespace paratwin::exec

@@ -1,0 +1,371 @@
+// Tensor, pipeline and data parallelism in the live engine: the Program's tasks of one pipeline rank
+// mapped onto the sharded model and the four groups of the plan's rank order.
+#include "exec/train/parallel_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "exec/data/loader.hpp"
+
+namespace paratwin::exec {
+
+RankCoordinates rank_coordinates(const Plan& p, int world_rank) {
+  RankCoordinates at;
+  const std::map<std::string, std::pair<int, int*>> dims = {
+      {"tp", {p.tp, &at.tp}}, {"cp", {p.cp, &at.cp}}, {"dp", {p.dp, &at.dp}}, {"pp", {p.pp, &at.pp}}};
+  int rest = world_rank;
+  size_t start = 0;
+  while (start <= p.order.size()) {
+    const size_t dash = p.order.find('-', start);
+    const std::string dim =
+        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    const auto& [size, coordinate] = dims.at(dim);
+    *coordinate = rest % size;
+    rest /= size;
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  return at;
+}
+
+namespace {
+
+constexpr int kDone = -1;  // a task whose work ran inside the compute tasks (TP collectives)
+
+ShardSpec shard_spec(const Plan& p, const RankCoordinates& at) {
+  ShardSpec s;
+  s.tp = p.tp;
+  s.tp_rank = at.tp;
+  for (int j = 0; j < p.virtual_stages; ++j) {
+    const StagePlan& st = p.stages.at(size_t(j) * p.pp + at.pp);
+    s.chunks.push_back({st.layer_begin, st.layer_end});
+  }
+  s.first = at.pp == 0;
+  s.last = at.pp == p.pp - 1;
+  s.sequence_parallel = p.sequence_parallel;
+  return s;
+}
+
+std::unique_ptr<Communicator> group(Communicator& world, int color) {
+  auto g = world.split(color);
+  if (!g) throw std::logic_error("a rank fell outside its own parallel group");
+  return g;
+}
+
+}  // namespace
+
+ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& full)
+    : setup_(setup),
+      at_(rank_coordinates(setup.plan, setup.world.rank())),
+      tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
+      dp_(group(setup.world, (at_.pp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
+      pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
+      model_(full.config(), shard_spec(setup.plan, at_), tp_.get()) {
+  const Plan& p = setup.plan;
+  const GptConfig& c = full.config();
+  // Tied embeddings over several stages: wte (first stage) and its copy (last stage) get the sum of
+  // both gradients over every DP replica, in one all-reduce of their own, outside the DP buckets.
+  const bool tied = c.tied && p.pp > 1;
+  const bool end_stage = at_.pp == 0 || at_.pp == p.pp - 1;
+  embedding_ = setup.world.split(tied && end_stage ? at_.tp * p.cp + at_.cp : -1);
+  if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
+  model_.take_shard(full.parameters().data(), model_.parameters().data());
+  std::vector<bool> decay(model_.size(), false);
+  counted_.assign(model_.size(), 0);
+  for (const ShardTensor& t : model_.tensors()) {
+    if (t.full_rows > 1 && t.name != "wpe")
+      std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
+    // Each value once over the TP group (replicated tensors on its first rank) and the stages.
+    if (!t.tied_copy && (!t.replicated || at_.tp == 0))
+      std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
+  }
+  adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay));
+
+  // DP buckets: each reduces the gradients of the backward segment it waits for; without DP overlap
+  // (no segment to go by) the first bucket takes the whole shard and the others have nothing left.
+  const Role& r = role();
+  bool whole_taken = false;
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    const Task& task = r.tasks[i];
+    if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
+    if (task.collective == cost::CollectiveKind::AllGather) {
+      gather_params_task_ = int(i);
+      continue;
+    }
+    const Task* segment = task.deps.size() == 1 ? &r.tasks[task.deps[0]] : nullptr;
+    std::pair<size_t, size_t> range;
+    if (p.overlap_dp && segment && segment->kind == TaskKind::Backward && segment->layer_begin >= 0) {
+      range = model_.range(segment->layer_begin, segment->layer_end);
+    } else if (!whole_taken) {
+      range = {0, model_.size()};
+      whole_taken = true;
+    } else {
+      range = {0, 0};
+    }
+    // The tied embedding sits at one end of the buffer: cut it out.
+    if (tied_.second > tied_.first) {
+      if (range.first == tied_.first && range.second > tied_.first) range.first = tied_.second;
+      if (range.second == tied_.second && range.first < tied_.first) range.second = tied_.first;
+    }
+    buckets_[int(i)] = range;
+  }
+  if (p.zero == 0 || buckets_.empty()) {
+    owned_.push_back({0, model_.size()});
+  } else {
+    for (const auto& [index, range] : buckets_) {
+      const std::vector<size_t> counts = blocks(range);
+      size_t begin = range.first;
+      for (int k = 0; k < at_.dp; ++k) begin += counts[k];
+      owned_.push_back({begin, begin + counts[at_.dp]});
+    }
+    if (tied_.second > tied_.first) owned_.push_back(tied_);  // every replica updates it whole
+  }
+}
+
+ParallelRunner::~ParallelRunner() {
+  for (auto h : pending_sends_) pp_->wait(h);
+}
+
+std::vector<size_t> ParallelRunner::blocks(std::pair<size_t, size_t> range) const {
+  const size_t n = range.second - range.first, dp = size_t(setup_.plan.dp);
+  std::vector<size_t> counts(dp);
+  for (size_t r = 0; r < dp; ++r) counts[r] = n / dp + (r < n % dp ? 1 : 0);
+  return counts;
+}
+
+int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
+  return (microbatch * setup_.plan.chunks() + boundary) * 2 + (d == Direction::Forward ? 0 : 1);
+}
+
+ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
+  auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
+  if (fresh)
+    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
+                    setup_.scenario.training.seq_len);
+  return it->second;
+}
+
+void ParallelRunner::begin_step(int64_t step) {
+  step_ = step;
+  tp_seconds_.clear();
+  losses_.clear();
+  dp_bytes_ = 0;
+  in_flight_.clear();
+  in_flight_comm_.clear();
+  model_.zero_gradients();
+}
+
+void ParallelRunner::compute(int index, const Task& task) {
+  const Plan& p = setup_.plan;
+  const double tp_before = model_.tp_seconds;
+  struct Record {  // the TP time of this task, however it ends
+    std::map<int, double>& to;
+    int index;
+    const double& now;
+    double before;
+    ~Record() { to[index] = now - before; }
+  } record{tp_seconds_, index, model_.tp_seconds, tp_before};
+  switch (task.kind) {
+    case TaskKind::Forward: {
+      ChunkActivations& a = slot(task.microbatch, task.chunk);
+      // This DP replica's share of the step's global sequences, as the data-parallel path takes it.
+      const int64_t first = step_ * setup_.scenario.training.global_batch +
+                            (int64_t(at_.dp) * p.num_microbatches + task.microbatch) * p.micro_batch;
+      setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
+      const double loss = model_.forward(a);
+      if (task.chunk == p.chunks() - 1 && at_.tp == 0) losses_.push_back(loss);
+      break;
+    }
+    case TaskKind::Backward:
+      model_.backward(slot(task.microbatch, task.chunk), task.layer_begin, task.layer_end,
+                      1.0f / float(p.num_microbatches));
+      break;
+    case TaskKind::Send:
+    case TaskKind::Recv: {
+      // On the compute stream (no PP overlap): sends go out without blocking, receives complete here.
+      const int h = start(-1, task);
+      if (task.kind == TaskKind::Recv) finish(h);
+      break;
+    }
+    case TaskKind::Optimizer:
+      optimizer_step();
+      break;
+    default:
+      throw std::invalid_argument("task '" + task.name + "' is not a compute task the live CPU backend runs");
+  }
+}
+
+int ParallelRunner::start(int index, const Task& task) {
+  std::vector<Communicator::Handle> requests;
+  std::vector<Communicator*> comms;
+  const auto add = [&](Communicator* c, Communicator::Handle h) {
+    comms.push_back(c);
+    requests.push_back(h);
+  };
+  if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
+    ChunkActivations& a = slot(task.microbatch, task.chunk);
+    const size_t n = model_.boundary_size(a);
+    const bool send = task.kind == TaskKind::Send, forward = task.direction == Direction::Forward;
+    // A message is named by the boundary it crosses: between chunks b and b + 1.
+    const int boundary = send == forward ? task.chunk : task.chunk - 1;
+    const int t = tag(task.microbatch, boundary, task.direction);
+    float* data =
+        forward ? (send ? const_cast<float*>(model_.output(a)) : model_.input(a)) : a.dresidual.data();
+    const Communicator::Handle h =
+        send ? pp_->start_send(data, n, task.peer, t) : pp_->start_recv(data, n, task.peer, t);
+    if (send && index < 0) {
+      pending_sends_.push_back(h);
+      add(pp_.get(), h);
+      in_flight_.push_back({});
+      in_flight_comm_.push_back({});
+      return int(in_flight_.size()) - 1;
+    }
+    add(pp_.get(), h);
+  } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Tp) {
+    return kDone;  // the compute task ran its TP collectives where they fall between the GEMMs
+  } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Embedding) {
+    if (embedding_ && tied_.second > tied_.first)
+      add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + tied_.first,
+                                                            tied_.second - tied_.first));
+  } else if (index == gather_params_task_) {
+    float* w = model_.parameters().data();
+    for (const auto& [i, range] : buckets_)
+      if (range.second > range.first) {
+        add(dp_.get(), dp_->start_allgather(w + range.first, blocks(range)));
+        dp_bytes_ += double(range.second - range.first) * sizeof(float);
+      }
+  } else {
+    auto it = buckets_.find(index);
+    if (it == buckets_.end())
+      throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+    const auto range = it->second;
+    float* g = model_.gradients().data() + range.first;
+    if (range.second > range.first) {
+      dp_bytes_ += double(range.second - range.first) * sizeof(float);
+      if (task.collective == cost::CollectiveKind::AllReduce)
+        add(dp_.get(), dp_->start_allreduce_sum(g, range.second - range.first));
+      else if (task.collective == cost::CollectiveKind::ReduceScatter)
+        add(dp_.get(), dp_->start_reduce_scatter_sum(g, blocks(range)));
+      else
+        throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+    }
+  }
+  in_flight_.push_back(std::move(requests));
+  in_flight_comm_.push_back(std::move(comms));
+  return int(in_flight_.size()) - 1;
+}
+
+bool ParallelRunner::poll(int handle) {
+  if (handle == kDone) return true;
+  bool done = true;
+  for (size_t i = 0; i < in_flight_[handle].size(); ++i)
+    done = in_flight_comm_[handle][i]->test(in_flight_[handle][i]) && done;
+  return done;
+}
+
+void ParallelRunner::finish(int handle) {
+  if (handle == kDone) return;
+  for (size_t i = 0; i < in_flight_[handle].size(); ++i)
+    in_flight_comm_[handle][i]->wait(in_flight_[handle][i]);
+}
+
+void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
+  const std::vector<Task>& tasks = role().tasks;
+  // The lowering adds a pass's TP collectives right after its compute task.
+  std::map<int, std::vector<int>> owned;  // compute task -> its TP tasks
+  int owner = -1;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
+        tasks[i].kind == TaskKind::Recompute)
+      owner = int(i);
+    else if (tasks[i].kind == TaskKind::Collective && tasks[i].group == GroupKind::Tp && owner >= 0)
+      owned[owner].push_back(int(i));
+  }
+  for (const auto& [compute, tp_tasks] : owned) {
+    const auto it = tp_seconds_.find(compute);
+    if (it == tp_seconds_.end()) continue;
+    const double share = it->second / double(tp_tasks.size());
+    TaskSpan& c = spans[size_t(compute)];
+    c.cpu_s = std::max(0.0, c.cpu_s - it->second);
+    double at = c.end_s - it->second;
+    for (int t : tp_tasks) {
+      spans[size_t(t)].start_s = at;
+      spans[size_t(t)].end_s = at += share;
+      spans[size_t(t)].wait_s = 0;
+    }
+  }
+}
+
+void ParallelRunner::optimizer_step() {
+  for (auto h : pending_sends_) pp_->wait(h);
+  pending_sends_.clear();
+  const Plan& p = setup_.plan;
+  float* grads = model_.gradients().data();
+  float* params = model_.parameters().data();
+  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean.
+  const float inverse_dp = 1.0f / float(p.dp);
+  double squares = 0;
+  for (const auto& [begin, end] : owned_) {
+    if (p.dp > 1)
+      for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
+    // Whatever every DP replica holds whole counts on the first replica only.
+    const bool tied = begin == tied_.first && end == tied_.second && tied_.second > tied_.first;
+    if ((p.zero == 0 || tied) && at_.dp != 0) continue;
+    for (size_t i = begin; i < end; ++i)
+      if (counted_[i]) squares += double(grads[i]) * grads[i];
+  }
+  squares = setup_.world.allreduce_sum(squares);
+  const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
+  for (const auto& [begin, end] : owned_) {
+    if (scale != 1.0f)
+      for (size_t i = begin; i < end; ++i) grads[i] *= scale;
+    adamw_->update(params + begin, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
+  }
+}
+
+void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float>& m, std::vector<float>& v) {
+  const size_t total = parameter_layout(model_.config()).total;
+  const size_t n = model_.size();
+  // Each value from one rank only (zeros elsewhere), so the sum over the world is the whole model.
+  std::vector<float> own_w(model_.parameters().begin(), model_.parameters().end());
+  std::vector<float> own_m(adamw_->m().begin(), adamw_->m().end()),
+      own_v(adamw_->v().begin(), adamw_->v().end());
+  for (const ShardTensor& t : model_.tensors()) {
+    const bool tp_owner = !t.replicated || at_.tp == 0;
+    const bool tied = t.offset == tied_.first && tied_.second > tied_.first;
+    // Moments: every replica's ZeRO blocks (zeros outside them); without ZeRO, and for what every
+    // replica updates whole, the first replica's.
+    const bool moments_owner = tp_owner && (at_.dp == 0 || (setup_.plan.zero > 0 && !tied));
+    for (size_t i = t.offset; i < t.offset + t.size() && i < n; ++i) {
+      if (!(tp_owner && at_.dp == 0)) own_w[i] = 0;
+      if (!moments_owner) own_m[i] = own_v[i] = 0;
+    }
+  }
+  for (auto* buffers : {&weights, &m, &v}) buffers->assign(total, 0.0f);
+  model_.put_shard(own_w.data(), weights.data());
+  model_.put_shard(own_m.data(), m.data());
+  model_.put_shard(own_v.data(), v.data());
+  for (auto* buffers : {&weights, &m, &v})
+    setup_.world.wait(setup_.world.start_allreduce_sum(buffers->data(), buffers->size()));
+}
+
+void ParallelRunner::scatter_state(const std::vector<float>& weights, const std::vector<float>& m,
+                                   const std::vector<float>& v) {
+  model_.take_shard(weights.data(), model_.parameters().data());
+  model_.take_shard(m.data(), adamw_->m().data());
+  model_.take_shard(v.data(), adamw_->v().data());
+  if (setup_.plan.zero == 0) return;
+  // ZeRO: this rank keeps the moments of its blocks only (gather_state sums them over the replicas).
+  Buffer<float> keep_m(adamw_->m().size(), 0.0f), keep_v(adamw_->v().size(), 0.0f);
+  for (const auto& [begin, end] : owned_) {
+    std::copy(adamw_->m().begin() + long(begin), adamw_->m().begin() + long(end),
+              keep_m.begin() + long(begin));
+    std::copy(adamw_->v().begin() + long(begin), adamw_->v().begin() + long(end),
+              keep_v.begin() + long(begin));
+  }
+  adamw_->m() = std::move(keep_m);
+  adamw_->v() = std::move(keep_v);
+}
+
+}  // namespace paratwin::exec

@@ -1,0 +1,100 @@
+// The tasks of one rank of a tensor- and pipeline-parallel run (with data parallelism and ZeRO 1/2
+// around them): forward and backward of its chunks' shards, activations and gradients sent point to
+// point between pipeline stages, DP gradient buckets over its shard, the tied embedding's gradients
+// summed between the first and the last stage, and the sharded AdamW step.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/gpt/model.hpp"
+#include "exec/gpt/tensor_parallel.hpp"
+#include "exec/optim/adamw.hpp"
+#include "exec/optim/schedule.hpp"
+#include "exec/train/step_runner.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin::exec {
+
+class DataLoader;
+
+// Where a world rank sits under the plan's rank order (plan.order, fastest-varying first).
+struct RankCoordinates {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+};
+RankCoordinates rank_coordinates(const Plan& plan, int world_rank);
+
+struct ParallelSetup {
+  const ScenarioSpec& scenario;
+  const Plan& plan;
+  const Program& program;
+  Communicator& world;
+  const DataLoader& data;
+  const LearningRate& lr;
+  AdamWSettings adamw;
+  float max_grad_norm = 1.0f;
+};
+
+class ParallelRunner final : public StepRunner {
+ public:
+  // Collective over `world` (it splits the TP, DP, PP and embedding groups). `full` holds the
+  // initialized whole model, of which this rank takes its shard.
+  ParallelRunner(const ParallelSetup& setup, const Gpt<float>& full);
+  ~ParallelRunner() override;
+
+  const RankCoordinates& coordinates() const { return at_; }
+  const Role& role() const { return setup_.program.roles.at(at_.pp); }
+  ShardedGpt& model() { return model_; }
+
+  void begin_step(int64_t step) override;
+  const std::vector<double>& losses() const override { return losses_; }
+  double dp_bytes() const override { return dp_bytes_; }
+  void compute(int index, const Task& task) override;
+  int start(int index, const Task& task) override;
+  bool poll(int handle) override;
+  void finish(int handle) override;
+
+  // The TP collectives ran inside the compute tasks: moves their measured time from each compute task
+  // (its CPU time) to the Program's TP tasks that follow it (their span), so that a profile times
+  // them as the twin costs them.
+  void attribute_tp_time(std::vector<TaskSpan>& spans) const;
+
+  // Collective over the world: the whole model's weights and AdamW moments, assembled from every
+  // rank's shard, into buffers laid out as parameter_layout() (sized here).
+  void gather_state(std::vector<float>& weights, std::vector<float>& m, std::vector<float>& v);
+  // Takes this rank's shard of a whole model's weights and moments (a checkpoint's).
+  void scatter_state(const std::vector<float>& weights, const std::vector<float>& m,
+                     const std::vector<float>& v);
+
+ private:
+  ChunkActivations& slot(int microbatch, int chunk);
+  int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
+  int tag(int microbatch, int boundary, Direction d) const;
+  std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
+  void optimizer_step();
+
+  ParallelSetup setup_;
+  RankCoordinates at_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_;
+  ShardedGpt model_;
+  std::unique_ptr<AdamW> adamw_;
+  int64_t step_ = 0;
+  std::vector<double> losses_;
+  double dp_bytes_ = 0;
+  std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations
+  std::map<int, std::pair<size_t, size_t>> buckets_;       // DP bucket task -> gradient range
+  int gather_params_task_ = -1;
+  std::pair<size_t, size_t> tied_;  // the tied embedding's range, reduced on its own (empty if none)
+  std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
+  std::vector<unsigned char> counted_;            // per parameter: counted in the gradient norm here
+  std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): (communicator, handle)
+  std::vector<std::vector<Communicator*>> in_flight_comm_;
+  std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream
+  std::map<int, double> tp_seconds_;                 // compute task -> wall time in its TP collectives
+};
+
+}  // namespace paratwin::exec

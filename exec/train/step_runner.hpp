@@ -1,0 +1,21 @@
+// What the training loop asks of whatever runs one rank's tasks step after step: the data-parallel
+// runner of trainer.cpp and the tensor/pipeline-parallel one of parallel_runner.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/train/interpreter.hpp"
+
+namespace paratwin::exec {
+
+class StepRunner : public TaskRunner {
+ public:
+  virtual void begin_step(int64_t step) = 0;
+  // Losses of the micro-batches this rank counts in the step's mean (each once over the job).
+  virtual const std::vector<double>& losses() const = 0;
+  // Bytes of this step's DP collectives as the Program counts them (each message once).
+  virtual double dp_bytes() const = 0;
+};
+
+}  // namespace paratwin::exec

@@ -1,0 +1,187 @@
+// Tensor and pipeline parallelism against one rank, run under mpirun: every layout of tp, pp (with
+// each schedule), dp and ZeRO trains the same global batches from the same initial weights, so its
+// loss trajectory must be the single rank's within float rounding. The default entry (4 ranks) runs a
+// representative subset; `ctest -L long` runs the whole cross product on 8 ranks. A run checkpointed
+// under tp x pp resumes under another layout.
+#define BOOST_TEST_MODULE exec_parallel
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "exec/comm/communicator.hpp"
+#include "exec/run/live_run.hpp"
+#include "exec/train/trainer.hpp"
+#include "mpi_fixture.hpp"
+
+using namespace paratwin;
+using namespace paratwin::exec;
+using paratwin::exec::test::mpi;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1, zero = 0;
+  std::string schedule = "1f1b";
+  bool sp = false;      // sequence parallelism
+  bool overlap = true;  // plan.overlap.{dp,tp,pp}: off, sends and receives run on the compute stream
+  int world() const { return tp * pp * dp; }
+  std::string text() const {
+    return "tp" + std::to_string(tp) + " pp" + std::to_string(pp) + " " + schedule + " dp" +
+           std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "") +
+           (overlap ? "" : " no-overlap");
+  }
+};
+
+// 8 sequences of 32 tokens per step in micro-batches of 2; 200 KB buckets (about one per layer).
+ScenarioSpec scenario(const Layout& l) {
+  std::vector<Override> sets = {
+      parse_override("training.global_batch=8"),
+      parse_override("training.seq_len=32"),
+      parse_override("plan.micro_batch=2"),
+      parse_override("plan.bucket_size=200KB"),
+      parse_override("plan.zero=" + std::to_string(l.zero)),
+      parse_override("plan.tp=" + std::to_string(l.tp)),
+      parse_override("plan.pp=" + std::to_string(l.pp)),
+      parse_override("plan.schedule=" + l.schedule),
+      parse_override("plan.virtual_stages=" + std::string(l.schedule == "interleaved" ? "2" : "1")),
+      parse_override(std::string("plan.sequence_parallel=") + (l.sp ? "true" : "false"))};
+  if (!l.overlap)
+    for (const char* o : {"plan.overlap.dp=false", "plan.overlap.pp=false", "plan.overlap.tp=true"})
+      sets.push_back(parse_override(o));
+  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml", sets, l.dp);
+}
+
+TrainOptions options(int64_t steps) {
+  TrainOptions o;
+  o.steps = steps;
+  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  return o;
+}
+
+// Trains the layout on the first ranks of the job; every rank of the job gets the loss trajectory.
+std::vector<double> train(const Layout& l, TrainOptions o, int64_t* resumed_from = nullptr) {
+  std::vector<double> losses(size_t(o.steps), 0.0);
+  double from = -1;
+  auto group = mpi->world->split(mpi->world->rank() < l.world() ? 0 : -1);
+  if (group) {
+    const ScenarioSpec s = scenario(l);
+    Trainer trainer(s, complete_plan(s), *group, o);
+    const RunResult r = trainer.run();
+    if (r.losses.size() == losses.size()) losses = r.losses;
+    from = double(r.resumed_from);
+  }
+  mpi->world->broadcast(losses.data(), losses.size() * sizeof(double), 0);
+  mpi->world->broadcast(&from, sizeof from, 0);
+  if (resumed_from) *resumed_from = int64_t(from);
+  return losses;
+}
+
+// One rank's trajectory over `steps` (the learning-rate schedule spans the run: each length its own).
+const std::vector<double>& single_rank(int64_t steps = 10) {
+  static std::map<int64_t, std::vector<double>> runs;
+  auto it = runs.find(steps);
+  if (it == runs.end()) it = runs.emplace(steps, train(Layout{}, options(steps))).first;
+  return it->second;
+}
+
+double worst_relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(a[i]));
+  return worst;
+}
+
+// Runs each layout that fits in the job for `steps` and checks it against one rank; returns the
+// worst error.
+double check_layouts(const std::vector<Layout>& layouts, int64_t steps) {
+  const std::vector<double>& one = single_rank(steps);
+  BOOST_TEST_REQUIRE(one.back() < one.front());
+  double worst = 0;
+  for (const Layout& l : layouts) {
+    if (l.world() > mpi->world->size()) continue;
+    const std::vector<double> got = train(l, options(steps));
+    const double error = worst_relative_error(one, got);
+    worst = std::max(worst, error);
+    if (mpi->world->rank() == 0) std::printf("%-34s worst relative error %.2e\n", l.text().c_str(), error);
+    BOOST_TEST_INFO(l.text() << ": first loss " << got.front() << " vs " << one.front() << ", last "
+                             << got.back() << " vs " << one.back());
+    BOOST_TEST(error < 1e-5);
+  }
+  return worst;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_pipeline_rank_gets_its_own_role_with_sends_and_receives) {
+  const ScenarioSpec s = scenario({2, 2, 1, 0, "1f1b"});
+  const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
+  BOOST_TEST_REQUIRE(p.roles.size() == 2u);
+  int sends = 0, recvs = 0, tp = 0;
+  for (const Task& t : p.roles[0].tasks) {
+    sends += t.kind == TaskKind::Send;
+    recvs += t.kind == TaskKind::Recv;
+    tp += t.kind == TaskKind::Collective && t.group == GroupKind::Tp;
+  }
+  BOOST_TEST(sends == 4);  // the forward of each of 4 micro-batches
+  BOOST_TEST(recvs == 4);  // and its gradient back
+  BOOST_TEST(tp == 8);     // each pass's TP all-reduces, folded into one task
+}
+
+BOOST_AUTO_TEST_CASE(tensor_and_pipeline_parallel_layouts_follow_the_single_rank_trajectory) {
+  // 5 steps each (the whole cross product runs 10); tp 2 x pp 2 under 1F1B trains in the resume test.
+  check_layouts({{2, 1, 1, 0, "1f1b"},
+                 {1, 2, 1, 0, "gpipe"},
+                 {1, 2, 2, 1, "1f1b"},
+                 {2, 1, 2, 2, "1f1b"},
+                 {2, 2, 1, 0, "interleaved", true},
+                 {1, 2, 2, 1, "interleaved", false, false}},
+                5);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_tp_and_pp_resumes_on_data_parallel_ranks) {
+  if (mpi->world->size() < 4) return;
+  double pid = mpi->world->rank() == 0 ? double(::getpid()) : 0;
+  mpi->world->broadcast(&pid, sizeof pid, 0);
+  const fs::path dir = fs::temp_directory_path() / ("paratwin-tp-resume-" + std::to_string(long(pid)));
+  TrainOptions o = options(10);
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 4;
+  o.stop_after = 5;  // stops after step 5; the newest checkpoint is step 4
+  train({2, 2, 1, 0, "1f1b"}, o);
+  o.stop_after = -1;
+  o.resume = true;
+  int64_t from = -1;
+  const std::vector<double> resumed = train({1, 1, 2, 1, "1f1b"}, o, &from);
+  BOOST_TEST(from == 4);
+  BOOST_TEST(worst_relative_error(single_rank(), resumed) < 1e-5);
+  mpi->world->barrier();
+  if (mpi->world->rank() == 0) fs::remove_all(dir);
+}
+
+// `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
+// with each schedule, dp {1,2}, ZeRO 0-2; and tp 2 x pp 2 x dp 2 without overlap.
+BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory) {
+  std::vector<Layout> all;
+  for (int tp : {1, 2})
+    for (int pp : {1, 2})
+      for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
+        for (int dp : {1, 2})
+          for (int zero : {0, 1, 2})
+            for (bool sp : {false, true}) {
+              if (pp == 1 && std::string(schedule) == "interleaved") continue;  // needs two stages
+              if (dp == 1 && zero > 0) continue;                                // nothing to shard
+              if (sp && tp == 1) continue;                                      // nothing to split
+              all.push_back({tp, pp, dp, zero, schedule, sp});
+            }
+  // Without DP and PP overlap (one bucket after the backward, transfers in line) and with TP overlap.
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
+    for (int zero : {0, 1, 2}) all.push_back({2, 2, 2, zero, schedule, false, false});
+  const double worst = check_layouts(all, 10);
+  if (mpi->world->rank() == 0)
+    std::printf("cross product: %zu layouts, worst relative error %.2e\n", all.size(), worst);
+}
