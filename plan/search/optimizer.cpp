@@ -72,6 +72,10 @@ struct CostTable {
   std::vector<double> params;  // [l]: parameters of layers < l on one rank (tp, ep split)
 };
 
+// Per pipeline rank and chunk j of it: the forwards and backwards it runs before the first backward
+// that finishes a chunk's gradients.
+using PassesBeforeBuckets = std::vector<std::vector<std::array<int, 2>>>;
+
 struct Base {
   int tp, cp, ep, pp, dp, mb, v;
   Schedule schedule;
@@ -88,7 +92,7 @@ struct Base {
   CostTable costs{};
   int time_optimal = -1;
   std::map<std::pair<int, bool>, int> fitted{};
-  std::vector<std::vector<std::array<int, 2>>> passes_before_buckets{};
+  const PassesBeforeBuckets* passes_before_buckets = nullptr;  // shared by bases of one pipeline order
 };
 
 struct Variant {
@@ -329,8 +333,18 @@ class Search {
       b.costs = cost_table(b);
       if (s_.cluster.pools.size() == 1 && b.pp > 1 && b.schedule != Schedule::Interleaved)
         b.free_bound = std::max(b.free_bound, pipeline_bound(b, microbatches));
-      b.time_optimal = store(partition(b, nullptr, microbatches));
-      b.passes_before_buckets = passes_before_buckets(b, microbatches);
+      // The time-optimal partition follows the per-layer times alone: bases that differ only in dp,
+      // the micro-batch count or the schedule's memory share it.
+      const TimeKey time_key{b.tp, b.cp, b.ep, b.mb, b.pp, b.v, b.sp, b.recompute, b.rank_pool};
+      auto optimal = time_optimal_.find(time_key);
+      if (optimal == time_optimal_.end())
+        optimal = time_optimal_.emplace(time_key, store(partition(b, nullptr, microbatches))).first;
+      b.time_optimal = optimal->second;
+      const auto order_key = std::tuple{b.schedule, b.pp, b.v, microbatches};
+      auto passes = passes_before_buckets_.find(order_key);
+      if (passes == passes_before_buckets_.end())
+        passes = passes_before_buckets_.emplace(order_key, passes_before_buckets(b, microbatches)).first;
+      b.passes_before_buckets = &passes->second;
     }
     e.refined = true;
     e.partition = b.time_optimal;
@@ -359,8 +373,8 @@ class Search {
 
   // Per pipeline rank and chunk j of it: the forwards and backwards it runs, in its schedule's order,
   // before the first backward that finishes a chunk's gradients.
-  static std::vector<std::vector<std::array<int, 2>>> passes_before_buckets(const Base& b, int microbatches) {
-    std::vector<std::vector<std::array<int, 2>>> out(b.pp, std::vector<std::array<int, 2>>(b.v, {0, 0}));
+  static PassesBeforeBuckets passes_before_buckets(const Base& b, int microbatches) {
+    PassesBeforeBuckets out(b.pp, std::vector<std::array<int, 2>>(b.v, {0, 0}));
     for (int r = 0; r < b.pp; ++r) {
       const auto order = pipeline_order(b.schedule, b.pp, b.v, microbatches, r);
       std::map<int, int> last_backward;
@@ -644,7 +658,31 @@ class Search {
     }
     ++result_.evaluated;
     const Program program = lower(plan, s_.model, s_.cluster, s_.training);
-    const Evaluation ev = paratwin::evaluate(program, s_.cluster, s_.training);
+    auto timings = schedule_tasks(program, s_.cluster, s_.training);
+    // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
+    // and only the others are summarized into a report (the same figures, by the same functions).
+    if (!best_.empty()) {
+      double end = 0;
+      bool fits = true;
+      for (size_t r = 0; r < program.roles.size(); ++r) {
+        const Role& role = program.roles[r];
+        for (const TaskTiming& t : timings[r]) end = std::max(end, t.end_s);
+        const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
+        fits = fits &&
+               peak_memory(role, activations_peak(role, timings[r])) <= s_.cluster.device_of(pool).memory;
+      }
+      // Out of memory: with a plan in the list, the closest miss is never reported.
+      if (!fits) {
+        reject("out of memory");
+        return;
+      }
+      // Past the cutoff the candidate ranks after the N-th best (see cutoff()).
+      if (cutoff() > 0 && objective_value(s_, plan, end) > cutoff()) {
+        fitted_.insert(twin_key(e, e.variant));
+        return;
+      }
+    }
+    const Evaluation ev = summarize_timings(program, s_.cluster, s_.training, std::move(timings));
     Report report = make_report(s_.name, program, ev);
     if (!report.metrics.fits) {
       reject("out of memory");
@@ -708,24 +746,37 @@ class Search {
     return chunk_forward(b, c, begin, end) + chunk_backward(b, c, begin, end);
   }
 
-  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
-  double chunk_params(const Base& b, int c, int begin, int end) const {
-    double params = b.costs.params[end] - b.costs.params[begin];
-    const double embedding = double(s_.model.vocab) * s_.model.hidden / b.tp;
-    if (c == 0) params += embedding;
-    if (c == b.pp * b.v - 1 && (!s_.model.tied_embeddings || b.pp > 1)) params += embedding;
-    return params;
+  // What chunk_params and chunk_bytes need beyond the base's tables, worked out once per partition.
+  struct ChunkMemory {
+    double embedding = 0;      // parameters of the embedding (or an untied head) on one rank
+    bool untied_last = false;  // the last chunk holds the head's own copy of the embedding
+  };
+  ChunkMemory chunk_memory(const Base& b) const {
+    return {double(s_.model.vocab) * s_.model.hidden / b.tp, !s_.model.tied_embeddings || b.pp > 1};
   }
 
-  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak.
-  double chunk_bytes(const Base& b, const Variant& v, int c, int begin, int end, int microbatches) const {
-    const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero,
+  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
+  static double chunk_params(const Base& b, const ChunkMemory& memory, int c, int begin, int end) {
+    double params = b.costs.params[end] - b.costs.params[begin];
+    if (c == 0) params += memory.embedding;
+    if (c == b.pp * b.v - 1 && memory.untied_last) params += memory.embedding;
+    return params;
+  }
+  double chunk_params(const Base& b, int c, int begin, int end) const {
+    return chunk_params(b, chunk_memory(b), c, begin, end);
+  }
+
+  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak
+  // (`in_flight` micro-batches of them).
+  double chunk_bytes(const Base& b, const Variant& v, const ChunkMemory& memory, int c, int begin, int end,
+                     double in_flight) const {
+    const auto st = cost::model_state_bytes(chunk_params(b, memory, c, begin, end), b.dp, v.zero,
                                             s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
     double bytes = b.costs.activations[end] - b.costs.activations[begin];
     if (c == 0) bytes += b.costs.embedding_activations;
     if (c == b.pp * b.v - 1) bytes += b.costs.head_activations;
-    return states + bytes * in_flight(b, c % b.pp, microbatches);
+    return states + bytes * in_flight;
   }
 
   double capacity(const Base& b, int rank) const {
@@ -735,8 +786,10 @@ class Search {
   bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
                       int microbatches) const {
     std::vector<double> used(b.pp, 0);
+    const ChunkMemory memory = chunk_memory(b);
     for (int c = 0; c < b.pp * b.v; ++c)
-      used[c % b.pp] += chunk_bytes(b, v, c, ranges[c].first, ranges[c].second, microbatches);
+      used[c % b.pp] += chunk_bytes(b, v, memory, c, ranges[c].first, ranges[c].second,
+                                    in_flight(b, c % b.pp, microbatches));
     for (int r = 0; r < b.pp; ++r)
       if (used[r] > capacity(b, r)) return false;
     return true;
@@ -754,8 +807,7 @@ class Search {
   // - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
-  double partition_bound(const Base& b, const Variant& v,
-                         const std::vector<std::pair<int, int>>& ranges) const {
+  double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
     const int chunks = b.pp * b.v;
     const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     std::vector<double> forward(chunks), backward(chunks);
@@ -766,11 +818,9 @@ class Search {
       backward[c] = chunk_backward(b, c, ranges[c].first, ranges[c].second);
       load[r] += forward[c] + backward[c];
       params[r] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-      const auto& passes = b.passes_before_buckets[r][c / b.pp];
+      const auto& passes = (*b.passes_before_buckets)[r][c / b.pp];
       before[r] += passes[0] * forward[c] + passes[1] * backward[c];
     }
-    Plan layout;
-    layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
     double bound = 0, prefix = 0, forward_prefix = 0;
     for (int r = 0; r < b.pp; ++r) {
@@ -787,7 +837,7 @@ class Search {
               : 0;
       double gradients = 0, gather = 0, gathers = 0;
       if (b.dp > 1) {
-        const auto where = group_placement(layout, GroupKind::Dp, pool, s_.cluster);
+        const auto& where = dp_placement(b, b.rank_pool[r], v.order);
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
@@ -810,22 +860,36 @@ class Search {
     return bound;
   }
 
+  const cost::GroupPlacement& dp_placement(const Base& b, int pool, const std::string& order) {
+    const auto key = std::tuple{b.tp, b.cp, b.dp, b.pp, pool, order};
+    auto it = dp_placement_.find(key);
+    if (it == dp_placement_.end()) {
+      Plan layout;
+      layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = order;
+      it = dp_placement_
+               .emplace(key, group_placement(layout, GroupKind::Dp, s_.cluster.pools[pool], s_.cluster))
+               .first;
+    }
+    return it->second;
+  }
+
   // The layer partition minimizing the slowest chunk; with a variant, subject to its memory.
   std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant* v,
                                                             int microbatches) {
-    ChunkCostModel m;
-    m.layers = s_.model.layers;
-    m.chunks = b.pp * b.v;
-    m.pp = b.pp;
-    m.time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
-    if (v) {
-      m.bytes = [&](int c, int begin, int end) { return chunk_bytes(b, *v, c, begin, end, microbatches); };
-      for (int r = 0; r < b.pp; ++r) m.capacity.push_back(capacity(b, r));
-    } else {
-      m.bytes = [](int, int, int) { return 0.0; };
-      m.capacity.assign(b.pp, 1.0);
+    ChunkLayout layout{s_.model.layers, b.pp * b.v, b.pp, {}};
+    auto time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
+    if (!v) {
+      layout.capacity.assign(b.pp, 1.0);
+      return partition_layers(layout, time, [](int, int, int) { return 0.0; });
     }
-    return partition_layers(m);
+    for (int r = 0; r < b.pp; ++r) layout.capacity.push_back(capacity(b, r));
+    std::vector<double> in_flight_per_rank(b.pp);
+    for (int r = 0; r < b.pp; ++r) in_flight_per_rank[r] = in_flight(b, r, microbatches);
+    const ChunkMemory memory = chunk_memory(b);
+    auto bytes = [&](int c, int begin, int end) {
+      return chunk_bytes(b, *v, memory, c, begin, end, in_flight_per_rank[c % b.pp]);
+    };
+    return partition_layers(layout, time, bytes);
   }
 
   // Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk).
@@ -845,6 +909,11 @@ class Search {
   std::vector<Entry> queue_;
   std::vector<std::vector<std::pair<int, int>>> partitions_;
   std::map<ComputeKey, LayerTimes> cache_;
+  using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
+  std::map<TimeKey, int> time_optimal_;  // index into partitions_
+  std::map<std::tuple<Schedule, int, int, int>, PassesBeforeBuckets> passes_before_buckets_;
+  // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
+  std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
   std::vector<Candidate> best_;
   std::set<TwinKey> fitted_;                                             // candidates evaluated that fit
   std::map<std::tuple<int, int, int, int, int>, bool> same_placements_;  // by (tp, cp, dp, pp, ep)
