@@ -17,6 +17,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "plan/analytic/evaluate.hpp"
@@ -49,6 +50,14 @@ std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> choices) {
 struct LayerTimes {
   double forward = 0, backward = 0, recompute = 0;  // dense layer, comm included
   double moe_forward = 0, moe_backward = 0, moe_recompute = 0;
+  // The part of recompute that lengthens the chain of passes (for bounds). Selective recompute waits
+  // for its pass's inputs but not for the previous pass's TP/CP/EP collectives (lowering adds it
+  // outside compute_with_comm), so it can run entirely beside them: where a pass has collectives it
+  // adds nothing to the chain. Full recompute waits for them, as a pass does.
+  double chain_recompute = 0, moe_chain_recompute = 0;
+  // Compute alone (no collectives), recompute included: every pass of a rank also runs on its one
+  // compute stream, so these add up along a rank's passes and along a micro-batch's passes as well.
+  double forward_compute = 0, backward_compute = 0, moe_forward_compute = 0, moe_backward_compute = 0;
   double embedding_forward = 0, embedding_backward = 0, head_forward = 0, head_backward = 0;
   double embedding() const { return embedding_forward + embedding_backward; }
   double head() const { return head_forward + head_backward; }
@@ -64,17 +73,28 @@ struct ComputeKey {
 // Prefix sums over the layers of one base's per-layer costs, so that a chunk's time, activations and
 // parameters cost O(1) in the partition DP.
 struct CostTable {
-  // [pool][l]: one micro-batch's forward, and backward + recompute, through layers < l
-  std::vector<std::vector<double>> forward, backward;
+  // [pool][l]: one micro-batch's forward, and backward + recompute, through layers < l; for bounds,
+  // backward + the recompute that lengthens the chain of passes (LayerTimes::chain_recompute)
+  std::vector<std::vector<double>> forward, backward, chain_backward;
+  // [pool][l]: the same on the compute stream alone (LayerTimes::forward_compute, backward_compute)
+  std::vector<std::vector<double>> compute_forward, compute_backward;
   std::vector<LayerTimes> ends;     // [pool]: embedding and head
   std::vector<double> activations;  // [l]: bytes of layers < l, one micro-batch
   double embedding_activations = 0, head_activations = 0;
   std::vector<double> params;  // [l]: parameters of layers < l on one rank (tp, ep split)
 };
 
-// Per pipeline rank and chunk j of it: the forwards and backwards it runs before the first backward
-// that finishes a chunk's gradients.
-using PassesBeforeBuckets = std::vector<std::vector<std::array<int, 2>>>;
+// How many forwards and backwards of each chunk of a pipeline rank its schedule runs before given
+// points, shared by the bases of one (schedule, pp, v, micro-batches). Counts: [j] = {forwards,
+// backwards} of the rank's chunk j (chunk j x pp + rank).
+using PassCounts = std::vector<std::array<int, 2>>;
+struct PipelineCounts {
+  // [r]: before the first backward that finishes a chunk's gradients (when the first bucket is ready).
+  std::vector<PassCounts> before_buckets;
+  // [r][j][d]: up to and including the rank's last pass of its chunk j in direction d (0 forward,
+  // 1 backward).
+  std::vector<std::vector<std::array<PassCounts, 2>>> through_last;
+};
 
 struct Base {
   int tp, cp, ep, pp, dp, mb, v;
@@ -92,7 +112,7 @@ struct Base {
   CostTable costs{};
   int time_optimal = -1;
   std::map<std::pair<int, bool>, int> fitted{};
-  const PassesBeforeBuckets* passes_before_buckets = nullptr;  // shared by bases of one pipeline order
+  const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
 };
 
 struct Variant {
@@ -341,10 +361,10 @@ class Search {
         optimal = time_optimal_.emplace(time_key, store(partition(b, nullptr, microbatches))).first;
       b.time_optimal = optimal->second;
       const auto order_key = std::tuple{b.schedule, b.pp, b.v, microbatches};
-      auto passes = passes_before_buckets_.find(order_key);
-      if (passes == passes_before_buckets_.end())
-        passes = passes_before_buckets_.emplace(order_key, passes_before_buckets(b, microbatches)).first;
-      b.passes_before_buckets = &passes->second;
+      auto counts = pipeline_counts_.find(order_key);
+      if (counts == pipeline_counts_.end())
+        counts = pipeline_counts_.emplace(order_key, pipeline_counts(b, microbatches)).first;
+      b.counts = &counts->second;
     }
     e.refined = true;
     e.partition = b.time_optimal;
@@ -371,18 +391,25 @@ class Search {
     return static_cast<int>(partitions_.size()) - 1;
   }
 
-  // Per pipeline rank and chunk j of it: the forwards and backwards it runs, in its schedule's order,
-  // before the first backward that finishes a chunk's gradients.
-  static PassesBeforeBuckets passes_before_buckets(const Base& b, int microbatches) {
-    PassesBeforeBuckets out(b.pp, std::vector<std::array<int, 2>>(b.v, {0, 0}));
+  static PipelineCounts pipeline_counts(const Base& b, int microbatches) {
+    PipelineCounts out;
+    out.before_buckets.assign(b.pp, PassCounts(b.v, {0, 0}));
+    out.through_last.assign(b.pp, std::vector<std::array<PassCounts, 2>>(b.v));
     for (int r = 0; r < b.pp; ++r) {
       const auto order = pipeline_order(b.schedule, b.pp, b.v, microbatches, r);
-      std::map<int, int> last_backward;
-      for (const auto& step : order)
-        if (!step.forward) last_backward[step.chunk] = step.microbatch;
-      for (const auto& step : order) {
-        if (!step.forward && last_backward[step.chunk] == step.microbatch) break;
-        ++out[r][step.chunk / b.pp][step.forward ? 0 : 1];
+      std::vector<std::array<size_t, 2>> last(b.v, {0, 0});  // index of the last pass per (j, d)
+      for (size_t k = 0; k < order.size(); ++k) last[order[k].chunk / b.pp][order[k].forward ? 0 : 1] = k;
+      PassCounts running(b.v, {0, 0});
+      bool bucket_ready = false;
+      for (size_t k = 0; k < order.size(); ++k) {
+        const int j = order[k].chunk / b.pp, d = order[k].forward ? 0 : 1;
+        // The last backward of a chunk finishes its gradients.
+        if (d == 1 && last[j][1] == k && !bucket_ready) {
+          out.before_buckets[r] = running;
+          bucket_ready = true;
+        }
+        ++running[j][d];
+        if (last[j][d] == k) out.through_last[r][j][d] = running;
       }
     }
     return out;
@@ -479,16 +506,27 @@ class Search {
       return s_.model.moe ? gemms : std::max(gemms, comm);
     };
     LayerTimes t;
-    t.forward = pass(compute(cost::layer_forward(s_.model, w, false)), 2 * tp_pass + cp_f);
-    t.backward = pass(compute(cost::layer_backward(s_.model, w, false)), 2 * tp_pass + cp_b);
-    t.moe_forward = pass(compute(cost::layer_forward(s_.model, w, true)), 2 * tp_pass + cp_f + ep);
-    t.moe_backward = pass(compute(cost::layer_backward(s_.model, w, true)), 2 * tp_pass + cp_b + ep);
+    t.forward_compute = compute(cost::layer_forward(s_.model, w, false));
+    t.backward_compute = compute(cost::layer_backward(s_.model, w, false));
+    t.moe_forward_compute = compute(cost::layer_forward(s_.model, w, true));
+    t.moe_backward_compute = compute(cost::layer_backward(s_.model, w, true));
+    t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
+    t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
+    t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
+    t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
     if (b.recompute == Recompute::Full) {
       t.recompute = t.forward;
       t.moe_recompute = t.moe_forward;
     } else if (b.recompute == Recompute::Selective) {
       t.recompute = t.moe_recompute = compute(cost::attention_core_forward(s_.model, w));
     }
+    const bool collectives = tp_pass + cp_f + cp_b + ep > 0;
+    const bool hidden = b.recompute == Recompute::Selective && collectives;
+    t.chain_recompute = hidden ? 0 : t.recompute;
+    t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
+    const bool full_recompute = b.recompute == Recompute::Full;
+    t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
+    t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
     t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(s_.model, w));
     t.head_forward = compute(cost::head_forward(s_.model, w));
     t.head_backward = compute(cost::head_backward(s_.model, w));
@@ -497,9 +535,13 @@ class Search {
 
   double per_layer(const LayerTimes& t) const {
     // The cheaper layer kind, so that the bound stays below any mix of layers.
-    const double dense = t.forward + t.backward + t.recompute;
-    if (!s_.model.moe) return dense;
-    return std::min(dense, t.moe_forward + t.moe_backward + t.moe_recompute);
+    // Either the chain of passes with their collectives or the compute stream alone.
+    double chain = t.forward + t.backward + t.chain_recompute, alone = t.forward_compute + t.backward_compute;
+    if (s_.model.moe) {
+      chain = std::min(chain, t.moe_forward + t.moe_backward + t.moe_chain_recompute);
+      alone = std::min(alone, t.moe_forward_compute + t.moe_backward_compute);
+    }
+    return std::max(chain, alone);
   }
 
   // See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
@@ -558,18 +600,31 @@ class Search {
     const size_t pools = s_.cluster.pools.size();
     c.forward.resize(pools);
     c.backward.resize(pools);
+    c.chain_backward.resize(pools);
+    c.compute_forward.resize(pools);
+    c.compute_backward.resize(pools);
     c.ends.resize(pools);
     for (int pool : b.rank_pool) {
       if (!c.forward[pool].empty()) continue;
       const LayerTimes& t = layer_times(pool, b);
       auto& f = c.forward[pool];
       auto& bw = c.backward[pool];
+      auto& chain = c.chain_backward[pool];
       f.assign(L + 1, 0);
       bw.assign(L + 1, 0);
+      chain.assign(L + 1, 0);
+      auto& cf = c.compute_forward[pool];
+      auto& cb = c.compute_backward[pool];
+      cf.assign(L + 1, 0);
+      cb.assign(L + 1, 0);
       for (int l = 0; l < L; ++l) {
         const bool moe = s_.model.is_moe_layer(l);
         f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
         bw[l + 1] = bw[l] + (moe ? t.moe_backward + t.moe_recompute : t.backward + t.recompute);
+        chain[l + 1] =
+            chain[l] + (moe ? t.moe_backward + t.moe_chain_recompute : t.backward + t.chain_recompute);
+        cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
+        cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
       }
       c.ends[pool] = t;
     }
@@ -659,14 +714,19 @@ class Search {
     ++result_.evaluated;
     const Program program = lower(plan, s_.model, s_.cluster, s_.training);
     auto timings = schedule_tasks(program, s_.cluster, s_.training);
+    double end = 0;
+    for (const auto& role_timings : timings)
+      for (const TaskTiming& t : role_timings) end = std::max(end, t.end_s);
+    // The brute force (tests) checks every bound against the exact figure it bounds.
+    if (o_.exhaustive && objective_value(s_, plan, end) < e.bound * (1 - 1e-12))
+      throw std::logic_error("search: the lower bound of a plan is above its evaluated objective:\n" +
+                             to_yaml(plan));
     // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
     // and only the others are summarized into a report (the same figures, by the same functions).
     if (!best_.empty()) {
-      double end = 0;
       bool fits = true;
       for (size_t r = 0; r < program.roles.size(); ++r) {
         const Role& role = program.roles[r];
-        for (const TaskTiming& t : timings[r]) end = std::max(end, t.end_s);
         const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
         fits = fits &&
                peak_memory(role, activations_peak(role, timings[r])) <= s_.cluster.device_of(pool).memory;
@@ -742,6 +802,21 @@ class Search {
     return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
            (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
   }
+  // For bounds, one micro-batch's forward and backward through a chunk either as the chain of passes
+  // with their collectives (recompute as in LayerTimes::chain_recompute) or on the compute stream alone.
+  static double chunk_bound_forward(const Base& b, bool alone, int c, int begin, int end) {
+    if (!alone) return chunk_forward(b, c, begin, end);
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& f = b.costs.compute_forward[pool];
+    return f[end] - f[begin] + (c == 0 ? b.costs.ends[pool].embedding_forward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_forward : 0);
+  }
+  static double chunk_bound_backward(const Base& b, bool alone, int c, int begin, int end) {
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& bw = alone ? b.costs.compute_backward[pool] : b.costs.chain_backward[pool];
+    return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
+  }
   static double chunk_time(const Base& b, int c, int begin, int end) {
     return chunk_forward(b, c, begin, end) + chunk_backward(b, c, begin, end);
   }
@@ -808,21 +883,27 @@ class Search {
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
   double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
+    return std::max(partition_bound(b, v, ranges, false), partition_bound(b, v, ranges, true));
+  }
+  // With the passes' times as a chain with collectives, or on the compute stream alone (`alone`).
+  double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
+                         bool alone) {
     const int chunks = b.pp * b.v;
     const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     std::vector<double> forward(chunks), backward(chunks);
     std::vector<double> load(b.pp, 0), params(b.pp, 0), before(b.pp, 0);
     for (int c = 0; c < chunks; ++c) {
       const int r = c % b.pp;
-      forward[c] = chunk_forward(b, c, ranges[c].first, ranges[c].second);
-      backward[c] = chunk_backward(b, c, ranges[c].first, ranges[c].second);
+      forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
+      backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
       load[r] += forward[c] + backward[c];
       params[r] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-      const auto& passes = (*b.passes_before_buckets)[r][c / b.pp];
+      const auto& passes = b.counts->before_buckets[r][c / b.pp];
       before[r] += passes[0] * forward[c] + passes[1] * backward[c];
     }
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
     double bound = 0, prefix = 0, forward_prefix = 0;
+    std::vector<double> steps(b.pp), forward_prefixes(b.pp);
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
@@ -854,8 +935,52 @@ class Search {
       bound = std::max(bound, m * load[r] + std::max(prefix, step));
       bound = std::max(bound, forward_prefix + before[r] + gradients + step);
       bound = std::max(bound, gathers + gradients + step);
+      steps[r] = step;
+      forward_prefixes[r] = forward_prefix;
       prefix += forward[r] + backward[r];
       forward_prefix += forward[r];
+    }
+    return std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps));
+  }
+
+  // The critical path through the rank's last passes: rank r starts once the first micro-batch's
+  // forward has reached it (forward prefix_r) and runs its passes in its schedule's order, one after
+  // another on its compute stream, each waiting for the previous one's TP/CP/EP collectives (the
+  // per-pass bounds of the tables, as in m load_r). After its last forward of chunk c, that
+  // micro-batch still runs forward through chunks c+1 .. C-1 and backward through all chunks, each
+  // pass after the previous one's send (a receive ends no earlier than its send starts, and a send
+  // waits for its pass and collectives); after its last backward of chunk c, backward through chunks
+  // c-1 .. 0. Chunk 0's backwards run on pipeline rank 0, whose optimizer step (compute stream, after
+  // all its passes and their collectives, which run in issue order on the TP stream) and what follows
+  // it (step_0) come after. After its own last pass, rank r runs its own step_r.
+  static double last_microbatch_bound(const Base& b, const std::vector<double>& forward,
+                                      const std::vector<double>& backward,
+                                      const std::vector<double>& forward_prefixes,
+                                      const std::vector<double>& steps) {
+    const int chunks = b.pp * b.v;
+    // forward_after[c]: forwards of chunks > c; backward_below[c]: backwards of chunks < c.
+    std::vector<double> forward_after(chunks, 0), backward_below(chunks, 0);
+    for (int c = chunks - 2; c >= 0; --c) forward_after[c] = forward_after[c + 1] + forward[c + 1];
+    for (int c = 1; c < chunks; ++c) backward_below[c] = backward_below[c - 1] + backward[c - 1];
+    const double all_backward = backward_below[chunks - 1] + backward[chunks - 1];
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) {
+      auto run = [&](const PassCounts& n) {
+        double t = 0;
+        for (int j = 0; j < b.v; ++j) t += n[j][0] * forward[j * b.pp + r] + n[j][1] * backward[j * b.pp + r];
+        return t;
+      };
+      double own = 0;
+      for (int j = 0; j < b.v; ++j) {
+        const int c = j * b.pp + r;
+        const auto& through = b.counts->through_last[r][j];
+        bound = std::max(bound,
+                         forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward + steps[0]);
+        const double until_backward = run(through[1]);
+        bound = std::max(bound, forward_prefixes[r] + until_backward + backward_below[c] + steps[0]);
+        own = std::max(own, until_backward);
+      }
+      bound = std::max(bound, forward_prefixes[r] + own + steps[r]);
     }
     return bound;
   }
@@ -911,7 +1036,7 @@ class Search {
   std::map<ComputeKey, LayerTimes> cache_;
   using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
   std::map<TimeKey, int> time_optimal_;  // index into partitions_
-  std::map<std::tuple<Schedule, int, int, int>, PassesBeforeBuckets> passes_before_buckets_;
+  std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
   // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
   std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
   std::vector<Candidate> best_;
