@@ -724,6 +724,12 @@ class Search {
     // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
     // and only the others are summarized into a report (the same figures, by the same functions).
     if (!best_.empty()) {
+      // Past the cutoff the candidate ranks after the N-th best (see cutoff()), and so do its twins
+      // (no faster, and the cutoff only falls): whether it fits does not matter.
+      if (cutoff() > 0 && objective_value(s_, plan, end) > cutoff()) {
+        cannot_win_.insert(twin_key(e, e.variant));
+        return;
+      }
       bool fits = true;
       for (size_t r = 0; r < program.roles.size(); ++r) {
         const Role& role = program.roles[r];
@@ -736,11 +742,6 @@ class Search {
         reject("out of memory");
         return;
       }
-      // Past the cutoff the candidate ranks after the N-th best (see cutoff()).
-      if (cutoff() > 0 && objective_value(s_, plan, end) > cutoff()) {
-        fitted_.insert(twin_key(e, e.variant));
-        return;
-      }
     }
     const Evaluation ev = summarize_timings(program, s_.cluster, s_.training, std::move(timings));
     Report report = make_report(s_.name, program, ev);
@@ -750,7 +751,7 @@ class Search {
       if (!closest_ || ratio < closest_ratio_) closest_ = report, closest_ratio_ = ratio;
       return;
     }
-    fitted_.insert(twin_key(e, e.variant));
+    cannot_win_.insert(twin_key(e, e.variant));
     Candidate cand{plan, std::move(report), 0};
     cand.objective = objective_value(s_, plan, cand.report);
     best_.push_back(std::move(cand));
@@ -763,15 +764,16 @@ class Search {
     return {e.base, v.zero, v.offload, v.topk, v.order, e.partition};
   }
 
-  // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it: with
+  // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it (nor
+  // can it enter the top list when that twin's time was past the cutoff): with
   // offload its Program has the twin's tasks plus copies the step waits for (list scheduling only gets
   // later when tasks are added), and ZeRO-2 runs ZeRO-1's very tasks (it only holds fewer gradients),
   // a tie that the simpler plan wins. The twin's bound is never above this one's, so it came first.
   bool dominated(const Entry& e) {
     if (o_.exhaustive) return false;
     const Variant& v = e.variant;
-    const bool by_offload = v.offload && fitted_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
-    const bool by_zero1 = v.zero == 2 && fitted_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
+    const bool by_offload = v.offload && cannot_win_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
+    const bool by_zero1 = v.zero == 2 && cannot_win_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
     if (!by_offload && !by_zero1) return false;
     ++result_.dominated;
     return true;
@@ -870,7 +872,9 @@ class Search {
     return true;
   }
 
-  // For one partition, two bounds per pipeline rank r:
+  // For one partition, bounds per pipeline rank r, with the passes' times either as a chain of passes
+  // with their TP/CP/EP collectives (each pass waits for the previous one's; selective recompute as in
+  // LayerTimes::chain_recompute) or on the rank's one compute stream alone (recompute included):
   // - it starts once the first micro-batch's forward has passed the chunks before its first one, runs
   //   m passes of each of its chunks, and then either the last backward still travels back through
   //   those chunks or the rank runs its step: m load_r + max(prefix_r, step_r);
@@ -880,30 +884,19 @@ class Search {
   //   Collective times are concave in the bytes (a minimum of affine functions of them), so the
   //   collective of all the rank's gradients at once costs no more than its buckets together.
   // - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
+  // - the critical path through its last passes (last_microbatch_bound).
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
   double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
-    return std::max(partition_bound(b, v, ranges, false), partition_bound(b, v, ranges, true));
-  }
-  // With the passes' times as a chain with collectives, or on the compute stream alone (`alone`).
-  double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
-                         bool alone) {
     const int chunks = b.pp * b.v;
     const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
-    std::vector<double> forward(chunks), backward(chunks);
-    std::vector<double> load(b.pp, 0), params(b.pp, 0), before(b.pp, 0);
-    for (int c = 0; c < chunks; ++c) {
-      const int r = c % b.pp;
-      forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
-      backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
-      load[r] += forward[c] + backward[c];
-      params[r] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-      const auto& passes = b.counts->before_buckets[r][c / b.pp];
-      before[r] += passes[0] * forward[c] + passes[1] * backward[c];
-    }
+    std::vector<double> params(b.pp, 0);
+    for (int c = 0; c < chunks; ++c)
+      params[c % b.pp] += chunk_params(b, c, ranges[c].first, ranges[c].second);
+    // Per rank, what does not depend on the passes' times: the step (with what follows it), the
+    // gradient collectives and ZeRO-3's gathers.
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
-    double bound = 0, prefix = 0, forward_prefix = 0;
-    std::vector<double> steps(b.pp), forward_prefixes(b.pp);
+    std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0);
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
@@ -916,31 +909,49 @@ class Search {
               ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
                     pool.pcie_bandwidth.value()
               : 0;
-      double gradients = 0, gather = 0, gathers = 0;
+      double gather = 0;
       if (b.dp > 1) {
         const auto& where = dp_placement(b, b.rank_pool[r], v.order);
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
         if (v.topk)
-          gradients = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
+          gradients[r] = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
         else
-          gradients = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                                 params[r] * elem_);
+          gradients[r] = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                                    params[r] * elem_);
         if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
         // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
-        if (v.zero == 3) gathers = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
+        if (v.zero == 3) gathers[r] = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
       }
-      step += copy + std::max(copy, gather);
-      bound = std::max(bound, m * load[r] + std::max(prefix, step));
-      bound = std::max(bound, forward_prefix + before[r] + gradients + step);
-      bound = std::max(bound, gathers + gradients + step);
-      steps[r] = step;
-      forward_prefixes[r] = forward_prefix;
-      prefix += forward[r] + backward[r];
-      forward_prefix += forward[r];
+      steps[r] = step + copy + std::max(copy, gather);
     }
-    return std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps));
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
+    // The passes' times as a chain with their collectives, or on the compute stream alone.
+    std::vector<double> forward(chunks), backward(chunks), load(b.pp), before(b.pp), forward_prefixes(b.pp);
+    for (bool alone : {false, true}) {
+      std::fill(load.begin(), load.end(), 0.0);
+      std::fill(before.begin(), before.end(), 0.0);
+      for (int c = 0; c < chunks; ++c) {
+        const int r = c % b.pp;
+        forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
+        backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
+        load[r] += forward[c] + backward[c];
+        const auto& passes = b.counts->before_buckets[r][c / b.pp];
+        before[r] += passes[0] * forward[c] + passes[1] * backward[c];
+      }
+      double prefix = 0, forward_prefix = 0;
+      for (int r = 0; r < b.pp; ++r) {
+        bound = std::max(bound, m * load[r] + std::max(prefix, steps[r]));
+        bound = std::max(bound, forward_prefix + before[r] + gradients[r] + steps[r]);
+        forward_prefixes[r] = forward_prefix;
+        prefix += forward[r] + backward[r];
+        forward_prefix += forward[r];
+      }
+      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps));
+    }
+    return bound;
   }
 
   // The critical path through the rank's last passes: rank r starts once the first micro-batch's
@@ -1040,7 +1051,8 @@ class Search {
   // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
   std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
   std::vector<Candidate> best_;
-  std::set<TwinKey> fitted_;                                             // candidates evaluated that fit
+  // Candidates evaluated that fit, or whose time is past the cutoff: their twins cannot win.
+  std::set<TwinKey> cannot_win_;
   std::map<std::tuple<int, int, int, int, int>, bool> same_placements_;  // by (tp, cp, dp, pp, ep)
   std::optional<Report> closest_;
   double closest_ratio_ = 0;
