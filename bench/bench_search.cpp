@@ -22,11 +22,19 @@ ScenarioSpec load(const std::string& yaml) {
   return load_scenario(parse_yaml(yaml, "bench"), {}, catalog());
 }
 
+// With `plans`, the top 5 plans in full after the row (YAML and iteration time to 9 digits), to check
+// that a change to the search leaves its choices alone.
+bool g_print_plans = false;
+
 void time_search(const char* name, const std::string& yaml) {
   const ScenarioSpec s = load(yaml);
   const std::clock_t cpu0 = std::clock();
   const SearchResult r = search_plans(s, {5, false});
   const double cpu = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  if (g_print_plans)
+    for (const Candidate& c : r.top)
+      std::printf("%s# %.9g s/iter, objective %.9g\n%s\n", name, c.report.metrics.iteration_time_s,
+                  c.objective, to_yaml(c.plan).c_str());
   const Plan& p = r.top.front().plan;
   std::printf(
       "| %-34s | %6d | %8ld | %6ld | %6ld | %7.2f | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f "
@@ -70,7 +78,7 @@ void hetero(const char* name, const std::string& yaml, const std::string& slow_d
 
 }  // namespace
 
-// `bench_search [time] [hetero]`: both sections by default.
+// `bench_search [time] [hetero] [plans]`: both sections by default; `plans` prints the top plans too.
 int main(int argc, char** argv) {
   // As `paratwin` does: keep freed heap memory rather than return it to the system after every
   // candidate's Program and fault it back in for the next (a several-fold slowdown of lowering).
@@ -82,7 +90,8 @@ int main(int argc, char** argv) {
       if (section == argv[i]) return true;
     return false;
   };
-  if (wanted("time")) {
+  g_print_plans = wanted("plans") && argc > 1;
+  if (wanted("time") || (argc == 2 && g_print_plans)) {
     std::printf("## Search time (one core)\n\n");
     std::printf(
         "| case | GPUs | candidates | exact evaluations | skipped twins | wall s | CPU s | evaluations per "
@@ -100,7 +109,7 @@ int main(int argc, char** argv) {
                 "{nodes: 32}}}\n"
                 "training: {global_batch: 1024, seq_len: 4096}\nplan: auto\n");
   }
-  if (!wanted("hetero")) return 0;
+  if (!wanted("hetero") || (argc == 2 && g_print_plans)) return 0;
 
   std::printf("\n## Heterogeneous clusters: chosen plan vs every GPU as the slowest type, layers even\n\n");
   std::printf("| scenario | chosen | slowest-even | speed-up | layers per stage (pool:layers) |\n");

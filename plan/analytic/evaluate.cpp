@@ -93,6 +93,32 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
 }
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
+  return summarize_timings(program, cluster, training, schedule_tasks(program, cluster, training));
+}
+
+Bytes activations_peak(const Role& role, const std::vector<TaskTiming>& timings) {
+  std::vector<std::pair<double, double>> memory_events;  // (time, +alloc / -free)
+  for (size_t i = 0; i < role.tasks.size(); ++i) {
+    const Task& t = role.tasks[i];
+    if (t.alloc.value() > 0) memory_events.push_back({timings[i].start_s, t.alloc.value()});
+    if (t.free.value() > 0) memory_events.push_back({timings[i].end_s, -t.free.value()});
+  }
+  // Frees before allocations at the same instant: a buffer handed over is not held twice.
+  std::sort(memory_events.begin(), memory_events.end());
+  double held = 0, peak = 0;
+  for (const auto& [time, delta] : memory_events) {
+    held += delta;
+    peak = std::max(peak, held);
+  }
+  return Bytes(peak);
+}
+
+Bytes peak_memory(const Role& role, Bytes activations_peak) {
+  return role.state.total() + role.buffers + activations_peak;
+}
+
+std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
+                                                    const TrainingSpec& training) {
   const size_t roles = program.roles.size();
   constexpr int kStreams = 5;
   constexpr int kWaitsForSend = -2;
@@ -113,7 +139,16 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
   };
   std::vector<Flat> flat(roles);
   std::vector<std::vector<TaskTiming>> timing(roles);
-  std::map<std::pair<int, P2pKey>, TaskTiming> sends;  // by receiving pipeline rank
+  // Sends scheduled so far, by (direction, micro-batch, receiving chunk): the receiving chunk names the
+  // receiving pipeline rank too.
+  const int chunks = program.plan.chunks(), microbatches = program.plan.num_microbatches;
+  std::vector<TaskTiming> sends(2 * static_cast<size_t>(microbatches) * chunks);
+  std::vector<char> sent(sends.size(), 0);
+  size_t sends_known = 0;
+  auto send_slot = [&](const Task& t) {
+    const auto [direction, microbatch, receiver] = key_of(t);
+    return (static_cast<size_t>(direction) * microbatches + microbatch) * chunks + receiver;
+  };
 
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
@@ -149,7 +184,7 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
           // A head that was blocked stays blocked until what it waited for is done.
           int& waits = f.waiting_for[s];
           if (waits >= 0 && !f.done[waits]) break;
-          if (waits == kWaitsForSend && sends.size() == f.sends_seen[s]) break;
+          if (waits == kWaitsForSend && sends_known == f.sends_seen[s]) break;
           waits = -1;
           const int i = f.queue[s][f.head[s]];
           double start = f.stream_free[s];
@@ -164,17 +199,22 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
           if (waits >= 0) break;
           double end = start + f.duration[i];
           if (f.kind[i] == TaskKind::Recv) {
-            auto it = sends.find({role.pipeline_rank, key_of(role.tasks[i])});
-            if (it == sends.end()) {
+            const size_t slot = send_slot(role.tasks[i]);
+            if (!sent[slot]) {
               waits = kWaitsForSend;
-              f.sends_seen[s] = sends.size();
+              f.sends_seen[s] = sends_known;
               break;
             }
-            start = std::max(start, it->second.start_s);
-            end = std::max(start, it->second.end_s);
+            start = std::max(start, sends[slot].start_s);
+            end = std::max(start, sends[slot].end_s);
           }
           timing[r][i] = {start, end};
-          if (f.kind[i] == TaskKind::Send) sends[{role.tasks[i].peer, key_of(role.tasks[i])}] = {start, end};
+          if (f.kind[i] == TaskKind::Send) {
+            const size_t slot = send_slot(role.tasks[i]);
+            sends_known += sent[slot] ? 0 : 1;
+            sent[slot] = 1;
+            sends[slot] = {start, end};
+          }
           f.stream_free[s] = end;
           f.done[i] = 1;
           ++f.head[s];
@@ -186,7 +226,7 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
     if (!progress)
       throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
   }
-  return summarize_timings(program, cluster, training, std::move(timing));
+  return timing;
 }
 
 Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
@@ -201,7 +241,6 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
     RoleEvaluation& re = ev.roles[r];
     const PoolSpec& pool = pool_named(cluster, role.pool);
     Intervals compute, tp, pp, dp, copy;
-    std::vector<std::pair<double, double>> memory_events;  // (time, +alloc / -free)
     Flops executed;
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];
@@ -238,8 +277,6 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
       } else {
         copy.push_back(iv);
       }
-      if (t.alloc.value() > 0) memory_events.push_back({tm.start_s, t.alloc.value()});
-      if (t.free.value() > 0) memory_events.push_back({tm.end_s, -t.free.value()});
     }
     compute = merged(compute);
     tp = merged(tp);
@@ -257,15 +294,8 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
     b.bubble_s = std::max(0.0, re.end_s - length(compute) - b.exposed_comm_s);
     if (b.bubble_s < 1e-9 * re.end_s) b.bubble_s = 0;  // rounding residue of the interval sums
 
-    // Frees before allocations at the same instant: a buffer handed over is not held twice.
-    std::sort(memory_events.begin(), memory_events.end());
-    double held = 0, peak = 0;
-    for (const auto& [time, delta] : memory_events) {
-      held += delta;
-      peak = std::max(peak, held);
-    }
-    re.activations_peak = Bytes(peak);
-    re.peak_memory = role.state.total() + role.buffers + re.activations_peak;
+    re.activations_peak = activations_peak(role, re.tasks);
+    re.peak_memory = peak_memory(role, re.activations_peak);
     re.capacity = cluster.device_of(pool).memory;
     ev.hardware_flops += executed * role.instances;
     const auto& peaks = cluster.device_of(pool).peak;

@@ -52,6 +52,16 @@ double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
 
+// The list schedule alone, timings[role][task]: what evaluate() summarizes. The optimizer reads the
+// iteration time and memory from it and summarizes only the plans that can still enter its top list.
+std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
+                                                    const TrainingSpec& training);
+
+// Most activation memory a role holds at once under the timings (frees before allocations at the
+// same instant), and its peak: model states + buffers + that.
+Bytes activations_peak(const Role& role, const std::vector<TaskTiming>& timings);
+Bytes peak_memory(const Role& role, Bytes activations_peak);
+
 // Breakdown, memory peaks and FLOP totals from task timings obtained any way (this evaluator, the
 // simulator, a live run's profile): timings[role][task]. The iteration time is the latest task end.
 Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,

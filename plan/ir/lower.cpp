@@ -3,8 +3,10 @@
 // DP gradient buckets issued as their layers' gradients become final, ZeRO gathers, offload copies,
 // recomputation and the optimizer step.
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
@@ -90,6 +92,7 @@ class RoleBuilder {
 
   Role build() {
     parameters_and_buckets();
+    forward_done_.resize(static_cast<size_t>(p_.num_microbatches) * p_.chunks());
     // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
     // copies, bucket segments); growing the vector would move them all.
     role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers +
@@ -115,10 +118,26 @@ class RoleBuilder {
     return static_cast<int>(role_.tasks.size()) - 1;
   }
 
+  // "mb<mb> c<chunk>", written in place: lowering names every task, and the temporaries of string
+  // concatenation were a tenth of its time.
   static std::string tag(int mb, int chunk) {
-    return "mb" + std::to_string(mb) + " c" + std::to_string(chunk);
+    char buf[32] = {'m', 'b'};
+    char* p = std::to_chars(buf + 2, buf + sizeof buf, mb).ptr;
+    *p++ = ' ';
+    *p++ = 'c';
+    p = std::to_chars(p, buf + sizeof buf, chunk).ptr;
+    return std::string(buf, p);
+  }
+  // prefix + tag(mb, chunk), with one allocation at most.
+  static std::string named(std::string_view prefix, int mb, int chunk) {
+    const std::string t = tag(mb, chunk);
+    std::string out;
+    out.reserve(prefix.size() + t.size());
+    out.append(prefix).append(t);
+    return out;
   }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
+  size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
@@ -182,7 +201,9 @@ class RoleBuilder {
   std::vector<int> model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after,
                                        int passes) {
     std::vector<int> ids;
-    const std::string what = std::string(forward ? "F " : "B ") + tag(mb, chunk);
+    auto what = [&](std::string_view kind) {
+      return named(std::string(kind) + (forward ? "F " : "B "), mb, chunk);
+    };
     const int layers = end - begin;
     const StreamKind stream = StreamKind::Tp;
     if (p_.tp > 1 && layers > 0) {
@@ -192,12 +213,12 @@ class RoleBuilder {
       const Bytes full(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.hidden * elem_);
       if (p_.sequence_parallel) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
-                                     "AG tp " + what, {after})));
+                                     what("AG tp "), {after})));
         ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
-                                     "RS tp " + what, {ids.back()})));
+                                     what("RS tp "), {ids.back()})));
       } else {
         ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
-                                     "AR tp " + what, {after})));
+                                     what("AR tp "), {after})));
       }
     }
     if (p_.cp > 1 && layers > 0) {
@@ -206,14 +227,14 @@ class RoleBuilder {
       const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
       ids.push_back(
           add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
-                         cp_, kv, layers * passes, stream, (forward ? "AG cp " : "RS cp ") + what, {after})));
+                         cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
     }
     const int moe = moe_layers(begin, end);
     if (m_.moe && p_.ep > 1 && moe > 0) {
       // Dispatch and combine: each token's hidden state to its top_k experts and back.
       const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
       ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
-                                   stream, "A2A ep " + what, {after})));
+                                   stream, what("A2A ep "), {after})));
     }
     return ids;
   }
@@ -225,7 +246,8 @@ class RoleBuilder {
     for (int d : previous_compute_)
       if (std::find(compute.deps.begin(), compute.deps.end(), d) == compute.deps.end())
         compute.deps.push_back(d);
-    const std::vector<int> deps = compute.deps;
+    std::vector<int> deps;
+    if (p_.overlap_tp) deps = compute.deps;
     const int id = add(std::move(compute));
     // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
     auto comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
@@ -253,8 +275,9 @@ class RoleBuilder {
     t.peer = other_chunk % p_.pp;
     t.peer_same_node =
         pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
-    t.name = std::string(kind == TaskKind::Send ? "send " : "recv ") +
-             (dir == Direction::Forward ? "F " : "B ") + tag(mb, chunk);
+    t.name = named(kind == TaskKind::Send ? (dir == Direction::Forward ? "send F " : "send B ")
+                                          : (dir == Direction::Forward ? "recv F " : "recv B "),
+                   mb, chunk);
     t.deps = std::move(deps);
     return add(std::move(t));
   }
@@ -262,7 +285,7 @@ class RoleBuilder {
   int zero3_gather(int mb, int chunk, bool forward) {
     return add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_),
                           1, StreamKind::Dp,
-                          std::string("AG dp params ") + (forward ? "F " : "B ") + tag(mb, chunk), {}));
+                          named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), {}));
   }
 
   void forward(int mb, int chunk) {
@@ -272,7 +295,7 @@ class RoleBuilder {
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
     Task f;
     f.kind = TaskKind::Forward;
-    f.name = "F " + tag(mb, chunk);
+    f.name = named("F ", mb, chunk);
     f.microbatch = mb;
     f.chunk = chunk;
     f.layer_begin = st.layer_begin;
@@ -281,7 +304,7 @@ class RoleBuilder {
     f.alloc = activations(chunk);
     f.deps = deps;
     std::vector<int> done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
-    forward_done_[{mb, chunk}] = done;
+    forward_done_[forward_slot(mb, chunk)] = done;
     if (p_.offload_activations) {
       Task out;
       out.kind = TaskKind::Copy;
@@ -298,7 +321,7 @@ class RoleBuilder {
 
   void backward(int mb, int chunk, bool final_microbatch) {
     const StagePlan& st = stage(chunk);
-    std::vector<int> deps = forward_done_.at({mb, chunk});
+    std::vector<int> deps = forward_done_[forward_slot(mb, chunk)];
     if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
     if (p_.offload_activations) {
@@ -313,7 +336,7 @@ class RoleBuilder {
     if (st.recompute != Recompute::None) {
       Task r;
       r.kind = TaskKind::Recompute;
-      r.name = "R " + tag(mb, chunk);
+      r.name = named("R ", mb, chunk);
       r.microbatch = mb;
       r.chunk = chunk;
       r.layer_begin = st.layer_begin;
@@ -342,7 +365,7 @@ class RoleBuilder {
       b.chunk = chunk;
       b.layer_begin = lo;
       b.layer_end = hi;
-      b.name = "B " + tag(mb, chunk) +
+      b.name = named("B ", mb, chunk) +
                (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(lo, hi, false, embedding, head);
@@ -490,7 +513,7 @@ class RoleBuilder {
   std::map<int, double> chunk_params_;
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
   std::map<std::pair<int, int>, int> segment_done_;
-  std::map<std::pair<int, int>, std::vector<int>> forward_done_;  // (micro-batch, chunk) -> its tasks
+  std::vector<std::vector<int>> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
   std::vector<int> previous_compute_;
   std::vector<Bucket> buckets_;
 };

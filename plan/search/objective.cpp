@@ -49,11 +49,15 @@ std::string objective_unit(Objective objective) {
 }
 
 double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
+  return objective_value(s, plan, report.metrics.iteration_time_s);
+}
+
+double objective_value(const ScenarioSpec& s, const Plan& plan, double iteration_time_s) {
   std::vector<const PoolSpec*> pools;
   for (int r = 0; r < plan.pp; ++r)
     for (const auto& p : s.cluster.pools)
       if (p.name == plan.stages[r].pool) pools.push_back(&p);
-  return report.metrics.iteration_time_s *
+  return iteration_time_s *
          objective_per_second(s, pools, static_cast<long long>(plan.dp) * plan.tp * plan.cp);
 }
 

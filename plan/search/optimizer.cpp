@@ -17,6 +17,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "plan/analytic/evaluate.hpp"
@@ -49,6 +50,14 @@ std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> choices) {
 struct LayerTimes {
   double forward = 0, backward = 0, recompute = 0;  // dense layer, comm included
   double moe_forward = 0, moe_backward = 0, moe_recompute = 0;
+  // The part of recompute that lengthens the chain of passes (for bounds). Selective recompute waits
+  // for its pass's inputs but not for the previous pass's TP/CP/EP collectives (lowering adds it
+  // outside compute_with_comm), so it can run entirely beside them: where a pass has collectives it
+  // adds nothing to the chain. Full recompute waits for them, as a pass does.
+  double chain_recompute = 0, moe_chain_recompute = 0;
+  // Compute alone (no collectives), recompute included: every pass of a rank also runs on its one
+  // compute stream, so these add up along a rank's passes and along a micro-batch's passes as well.
+  double forward_compute = 0, backward_compute = 0, moe_forward_compute = 0, moe_backward_compute = 0;
   double embedding_forward = 0, embedding_backward = 0, head_forward = 0, head_backward = 0;
   double embedding() const { return embedding_forward + embedding_backward; }
   double head() const { return head_forward + head_backward; }
@@ -64,12 +73,27 @@ struct ComputeKey {
 // Prefix sums over the layers of one base's per-layer costs, so that a chunk's time, activations and
 // parameters cost O(1) in the partition DP.
 struct CostTable {
-  // [pool][l]: one micro-batch's forward, and backward + recompute, through layers < l
-  std::vector<std::vector<double>> forward, backward;
+  // [pool][l]: one micro-batch's forward, and backward + recompute, through layers < l; for bounds,
+  // backward + the recompute that lengthens the chain of passes (LayerTimes::chain_recompute)
+  std::vector<std::vector<double>> forward, backward, chain_backward;
+  // [pool][l]: the same on the compute stream alone (LayerTimes::forward_compute, backward_compute)
+  std::vector<std::vector<double>> compute_forward, compute_backward;
   std::vector<LayerTimes> ends;     // [pool]: embedding and head
   std::vector<double> activations;  // [l]: bytes of layers < l, one micro-batch
   double embedding_activations = 0, head_activations = 0;
   std::vector<double> params;  // [l]: parameters of layers < l on one rank (tp, ep split)
+};
+
+// How many forwards and backwards of each chunk of a pipeline rank its schedule runs before given
+// points, shared by the bases of one (schedule, pp, v, micro-batches). Counts: [j] = {forwards,
+// backwards} of the rank's chunk j (chunk j x pp + rank).
+using PassCounts = std::vector<std::array<int, 2>>;
+struct PipelineCounts {
+  // [r]: before the first backward that finishes a chunk's gradients (when the first bucket is ready).
+  std::vector<PassCounts> before_buckets;
+  // [r][j][d]: up to and including the rank's last pass of its chunk j in direction d (0 forward,
+  // 1 backward).
+  std::vector<std::vector<std::array<PassCounts, 2>>> through_last;
 };
 
 struct Base {
@@ -88,7 +112,7 @@ struct Base {
   CostTable costs{};
   int time_optimal = -1;
   std::map<std::pair<int, bool>, int> fitted{};
-  std::vector<std::vector<std::array<int, 2>>> passes_before_buckets{};
+  const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
 };
 
 struct Variant {
@@ -329,8 +353,18 @@ class Search {
       b.costs = cost_table(b);
       if (s_.cluster.pools.size() == 1 && b.pp > 1 && b.schedule != Schedule::Interleaved)
         b.free_bound = std::max(b.free_bound, pipeline_bound(b, microbatches));
-      b.time_optimal = store(partition(b, nullptr, microbatches));
-      b.passes_before_buckets = passes_before_buckets(b, microbatches);
+      // The time-optimal partition follows the per-layer times alone: bases that differ only in dp,
+      // the micro-batch count or the schedule's memory share it.
+      const TimeKey time_key{b.tp, b.cp, b.ep, b.mb, b.pp, b.v, b.sp, b.recompute, b.rank_pool};
+      auto optimal = time_optimal_.find(time_key);
+      if (optimal == time_optimal_.end())
+        optimal = time_optimal_.emplace(time_key, store(partition(b, nullptr, microbatches))).first;
+      b.time_optimal = optimal->second;
+      const auto order_key = std::tuple{b.schedule, b.pp, b.v, microbatches};
+      auto counts = pipeline_counts_.find(order_key);
+      if (counts == pipeline_counts_.end())
+        counts = pipeline_counts_.emplace(order_key, pipeline_counts(b, microbatches)).first;
+      b.counts = &counts->second;
     }
     e.refined = true;
     e.partition = b.time_optimal;
@@ -357,18 +391,25 @@ class Search {
     return static_cast<int>(partitions_.size()) - 1;
   }
 
-  // Per pipeline rank and chunk j of it: the forwards and backwards it runs, in its schedule's order,
-  // before the first backward that finishes a chunk's gradients.
-  static std::vector<std::vector<std::array<int, 2>>> passes_before_buckets(const Base& b, int microbatches) {
-    std::vector<std::vector<std::array<int, 2>>> out(b.pp, std::vector<std::array<int, 2>>(b.v, {0, 0}));
+  static PipelineCounts pipeline_counts(const Base& b, int microbatches) {
+    PipelineCounts out;
+    out.before_buckets.assign(b.pp, PassCounts(b.v, {0, 0}));
+    out.through_last.assign(b.pp, std::vector<std::array<PassCounts, 2>>(b.v));
     for (int r = 0; r < b.pp; ++r) {
       const auto order = pipeline_order(b.schedule, b.pp, b.v, microbatches, r);
-      std::map<int, int> last_backward;
-      for (const auto& step : order)
-        if (!step.forward) last_backward[step.chunk] = step.microbatch;
-      for (const auto& step : order) {
-        if (!step.forward && last_backward[step.chunk] == step.microbatch) break;
-        ++out[r][step.chunk / b.pp][step.forward ? 0 : 1];
+      std::vector<std::array<size_t, 2>> last(b.v, {0, 0});  // index of the last pass per (j, d)
+      for (size_t k = 0; k < order.size(); ++k) last[order[k].chunk / b.pp][order[k].forward ? 0 : 1] = k;
+      PassCounts running(b.v, {0, 0});
+      bool bucket_ready = false;
+      for (size_t k = 0; k < order.size(); ++k) {
+        const int j = order[k].chunk / b.pp, d = order[k].forward ? 0 : 1;
+        // The last backward of a chunk finishes its gradients.
+        if (d == 1 && last[j][1] == k && !bucket_ready) {
+          out.before_buckets[r] = running;
+          bucket_ready = true;
+        }
+        ++running[j][d];
+        if (last[j][d] == k) out.through_last[r][j][d] = running;
       }
     }
     return out;
@@ -465,16 +506,27 @@ class Search {
       return s_.model.moe ? gemms : std::max(gemms, comm);
     };
     LayerTimes t;
-    t.forward = pass(compute(cost::layer_forward(s_.model, w, false)), 2 * tp_pass + cp_f);
-    t.backward = pass(compute(cost::layer_backward(s_.model, w, false)), 2 * tp_pass + cp_b);
-    t.moe_forward = pass(compute(cost::layer_forward(s_.model, w, true)), 2 * tp_pass + cp_f + ep);
-    t.moe_backward = pass(compute(cost::layer_backward(s_.model, w, true)), 2 * tp_pass + cp_b + ep);
+    t.forward_compute = compute(cost::layer_forward(s_.model, w, false));
+    t.backward_compute = compute(cost::layer_backward(s_.model, w, false));
+    t.moe_forward_compute = compute(cost::layer_forward(s_.model, w, true));
+    t.moe_backward_compute = compute(cost::layer_backward(s_.model, w, true));
+    t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
+    t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
+    t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
+    t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
     if (b.recompute == Recompute::Full) {
       t.recompute = t.forward;
       t.moe_recompute = t.moe_forward;
     } else if (b.recompute == Recompute::Selective) {
       t.recompute = t.moe_recompute = compute(cost::attention_core_forward(s_.model, w));
     }
+    const bool collectives = tp_pass + cp_f + cp_b + ep > 0;
+    const bool hidden = b.recompute == Recompute::Selective && collectives;
+    t.chain_recompute = hidden ? 0 : t.recompute;
+    t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
+    const bool full_recompute = b.recompute == Recompute::Full;
+    t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
+    t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
     t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(s_.model, w));
     t.head_forward = compute(cost::head_forward(s_.model, w));
     t.head_backward = compute(cost::head_backward(s_.model, w));
@@ -483,9 +535,13 @@ class Search {
 
   double per_layer(const LayerTimes& t) const {
     // The cheaper layer kind, so that the bound stays below any mix of layers.
-    const double dense = t.forward + t.backward + t.recompute;
-    if (!s_.model.moe) return dense;
-    return std::min(dense, t.moe_forward + t.moe_backward + t.moe_recompute);
+    // Either the chain of passes with their collectives or the compute stream alone.
+    double chain = t.forward + t.backward + t.chain_recompute, alone = t.forward_compute + t.backward_compute;
+    if (s_.model.moe) {
+      chain = std::min(chain, t.moe_forward + t.moe_backward + t.moe_chain_recompute);
+      alone = std::min(alone, t.moe_forward_compute + t.moe_backward_compute);
+    }
+    return std::max(chain, alone);
   }
 
   // See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
@@ -544,18 +600,31 @@ class Search {
     const size_t pools = s_.cluster.pools.size();
     c.forward.resize(pools);
     c.backward.resize(pools);
+    c.chain_backward.resize(pools);
+    c.compute_forward.resize(pools);
+    c.compute_backward.resize(pools);
     c.ends.resize(pools);
     for (int pool : b.rank_pool) {
       if (!c.forward[pool].empty()) continue;
       const LayerTimes& t = layer_times(pool, b);
       auto& f = c.forward[pool];
       auto& bw = c.backward[pool];
+      auto& chain = c.chain_backward[pool];
       f.assign(L + 1, 0);
       bw.assign(L + 1, 0);
+      chain.assign(L + 1, 0);
+      auto& cf = c.compute_forward[pool];
+      auto& cb = c.compute_backward[pool];
+      cf.assign(L + 1, 0);
+      cb.assign(L + 1, 0);
       for (int l = 0; l < L; ++l) {
         const bool moe = s_.model.is_moe_layer(l);
         f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
         bw[l + 1] = bw[l] + (moe ? t.moe_backward + t.moe_recompute : t.backward + t.recompute);
+        chain[l + 1] =
+            chain[l] + (moe ? t.moe_backward + t.moe_chain_recompute : t.backward + t.chain_recompute);
+        cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
+        cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
       }
       c.ends[pool] = t;
     }
@@ -644,7 +713,37 @@ class Search {
     }
     ++result_.evaluated;
     const Program program = lower(plan, s_.model, s_.cluster, s_.training);
-    const Evaluation ev = paratwin::evaluate(program, s_.cluster, s_.training);
+    auto timings = schedule_tasks(program, s_.cluster, s_.training);
+    double end = 0;
+    for (const auto& role_timings : timings)
+      for (const TaskTiming& t : role_timings) end = std::max(end, t.end_s);
+    // The brute force (tests) checks every bound against the exact figure it bounds.
+    if (o_.exhaustive && objective_value(s_, plan, end) < e.bound * (1 - 1e-12))
+      throw std::logic_error("search: the lower bound of a plan is above its evaluated objective:\n" +
+                             to_yaml(plan));
+    // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
+    // and only the others are summarized into a report (the same figures, by the same functions).
+    if (!best_.empty()) {
+      // Past the cutoff the candidate ranks after the N-th best (see cutoff()), and so do its twins
+      // (no faster, and the cutoff only falls): whether it fits does not matter.
+      if (cutoff() > 0 && objective_value(s_, plan, end) > cutoff()) {
+        cannot_win_.insert(twin_key(e, e.variant));
+        return;
+      }
+      bool fits = true;
+      for (size_t r = 0; r < program.roles.size(); ++r) {
+        const Role& role = program.roles[r];
+        const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
+        fits = fits &&
+               peak_memory(role, activations_peak(role, timings[r])) <= s_.cluster.device_of(pool).memory;
+      }
+      // Out of memory: with a plan in the list, the closest miss is never reported.
+      if (!fits) {
+        reject("out of memory");
+        return;
+      }
+    }
+    const Evaluation ev = summarize_timings(program, s_.cluster, s_.training, std::move(timings));
     Report report = make_report(s_.name, program, ev);
     if (!report.metrics.fits) {
       reject("out of memory");
@@ -652,7 +751,7 @@ class Search {
       if (!closest_ || ratio < closest_ratio_) closest_ = report, closest_ratio_ = ratio;
       return;
     }
-    fitted_.insert(twin_key(e, e.variant));
+    cannot_win_.insert(twin_key(e, e.variant));
     Candidate cand{plan, std::move(report), 0};
     cand.objective = objective_value(s_, plan, cand.report);
     best_.push_back(std::move(cand));
@@ -665,15 +764,16 @@ class Search {
     return {e.base, v.zero, v.offload, v.topk, v.order, e.partition};
   }
 
-  // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it: with
+  // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it (nor
+  // can it enter the top list when that twin's time was past the cutoff): with
   // offload its Program has the twin's tasks plus copies the step waits for (list scheduling only gets
   // later when tasks are added), and ZeRO-2 runs ZeRO-1's very tasks (it only holds fewer gradients),
   // a tie that the simpler plan wins. The twin's bound is never above this one's, so it came first.
   bool dominated(const Entry& e) {
     if (o_.exhaustive) return false;
     const Variant& v = e.variant;
-    const bool by_offload = v.offload && fitted_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
-    const bool by_zero1 = v.zero == 2 && fitted_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
+    const bool by_offload = v.offload && cannot_win_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
+    const bool by_zero1 = v.zero == 2 && cannot_win_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
     if (!by_offload && !by_zero1) return false;
     ++result_.dominated;
     return true;
@@ -704,28 +804,56 @@ class Search {
     return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
            (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
   }
+  // For bounds, one micro-batch's forward and backward through a chunk either as the chain of passes
+  // with their collectives (recompute as in LayerTimes::chain_recompute) or on the compute stream alone.
+  static double chunk_bound_forward(const Base& b, bool alone, int c, int begin, int end) {
+    if (!alone) return chunk_forward(b, c, begin, end);
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& f = b.costs.compute_forward[pool];
+    return f[end] - f[begin] + (c == 0 ? b.costs.ends[pool].embedding_forward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_forward : 0);
+  }
+  static double chunk_bound_backward(const Base& b, bool alone, int c, int begin, int end) {
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& bw = alone ? b.costs.compute_backward[pool] : b.costs.chain_backward[pool];
+    return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
+  }
   static double chunk_time(const Base& b, int c, int begin, int end) {
     return chunk_forward(b, c, begin, end) + chunk_backward(b, c, begin, end);
   }
 
-  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
-  double chunk_params(const Base& b, int c, int begin, int end) const {
-    double params = b.costs.params[end] - b.costs.params[begin];
-    const double embedding = double(s_.model.vocab) * s_.model.hidden / b.tp;
-    if (c == 0) params += embedding;
-    if (c == b.pp * b.v - 1 && (!s_.model.tied_embeddings || b.pp > 1)) params += embedding;
-    return params;
+  // What chunk_params and chunk_bytes need beyond the base's tables, worked out once per partition.
+  struct ChunkMemory {
+    double embedding = 0;      // parameters of the embedding (or an untied head) on one rank
+    bool untied_last = false;  // the last chunk holds the head's own copy of the embedding
+  };
+  ChunkMemory chunk_memory(const Base& b) const {
+    return {double(s_.model.vocab) * s_.model.hidden / b.tp, !s_.model.tied_embeddings || b.pp > 1};
   }
 
-  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak.
-  double chunk_bytes(const Base& b, const Variant& v, int c, int begin, int end, int microbatches) const {
-    const auto st = cost::model_state_bytes(chunk_params(b, c, begin, end), b.dp, v.zero,
+  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
+  static double chunk_params(const Base& b, const ChunkMemory& memory, int c, int begin, int end) {
+    double params = b.costs.params[end] - b.costs.params[begin];
+    if (c == 0) params += memory.embedding;
+    if (c == b.pp * b.v - 1 && memory.untied_last) params += memory.embedding;
+    return params;
+  }
+  double chunk_params(const Base& b, int c, int begin, int end) const {
+    return chunk_params(b, chunk_memory(b), c, begin, end);
+  }
+
+  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak
+  // (`in_flight` micro-batches of them).
+  double chunk_bytes(const Base& b, const Variant& v, const ChunkMemory& memory, int c, int begin, int end,
+                     double in_flight) const {
+    const auto st = cost::model_state_bytes(chunk_params(b, memory, c, begin, end), b.dp, v.zero,
                                             s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
     double bytes = b.costs.activations[end] - b.costs.activations[begin];
     if (c == 0) bytes += b.costs.embedding_activations;
     if (c == b.pp * b.v - 1) bytes += b.costs.head_activations;
-    return states + bytes * in_flight(b, c % b.pp, microbatches);
+    return states + bytes * in_flight;
   }
 
   double capacity(const Base& b, int rank) const {
@@ -735,14 +863,18 @@ class Search {
   bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
                       int microbatches) const {
     std::vector<double> used(b.pp, 0);
+    const ChunkMemory memory = chunk_memory(b);
     for (int c = 0; c < b.pp * b.v; ++c)
-      used[c % b.pp] += chunk_bytes(b, v, c, ranges[c].first, ranges[c].second, microbatches);
+      used[c % b.pp] += chunk_bytes(b, v, memory, c, ranges[c].first, ranges[c].second,
+                                    in_flight(b, c % b.pp, microbatches));
     for (int r = 0; r < b.pp; ++r)
       if (used[r] > capacity(b, r)) return false;
     return true;
   }
 
-  // For one partition, two bounds per pipeline rank r:
+  // For one partition, bounds per pipeline rank r, with the passes' times either as a chain of passes
+  // with their TP/CP/EP collectives (each pass waits for the previous one's; selective recompute as in
+  // LayerTimes::chain_recompute) or on the rank's one compute stream alone (recompute included):
   // - it starts once the first micro-batch's forward has passed the chunks before its first one, runs
   //   m passes of each of its chunks, and then either the last backward still travels back through
   //   those chunks or the rank runs its step: m load_r + max(prefix_r, step_r);
@@ -752,27 +884,19 @@ class Search {
   //   Collective times are concave in the bytes (a minimum of affine functions of them), so the
   //   collective of all the rank's gradients at once costs no more than its buckets together.
   // - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
+  // - the critical path through its last passes (last_microbatch_bound).
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
-  double partition_bound(const Base& b, const Variant& v,
-                         const std::vector<std::pair<int, int>>& ranges) const {
+  double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
     const int chunks = b.pp * b.v;
     const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
-    std::vector<double> forward(chunks), backward(chunks);
-    std::vector<double> load(b.pp, 0), params(b.pp, 0), before(b.pp, 0);
-    for (int c = 0; c < chunks; ++c) {
-      const int r = c % b.pp;
-      forward[c] = chunk_forward(b, c, ranges[c].first, ranges[c].second);
-      backward[c] = chunk_backward(b, c, ranges[c].first, ranges[c].second);
-      load[r] += forward[c] + backward[c];
-      params[r] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-      const auto& passes = b.passes_before_buckets[r][c / b.pp];
-      before[r] += passes[0] * forward[c] + passes[1] * backward[c];
-    }
-    Plan layout;
-    layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = v.order;
+    std::vector<double> params(b.pp, 0);
+    for (int c = 0; c < chunks; ++c)
+      params[c % b.pp] += chunk_params(b, c, ranges[c].first, ranges[c].second);
+    // Per rank, what does not depend on the passes' times: the step (with what follows it), the
+    // gradient collectives and ZeRO-3's gathers.
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
-    double bound = 0, prefix = 0, forward_prefix = 0;
+    std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0);
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
@@ -785,47 +909,123 @@ class Search {
               ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
                     pool.pcie_bandwidth.value()
               : 0;
-      double gradients = 0, gather = 0, gathers = 0;
+      double gather = 0;
       if (b.dp > 1) {
-        const auto where = group_placement(layout, GroupKind::Dp, pool, s_.cluster);
+        const auto& where = dp_placement(b, b.rank_pool[r], v.order);
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
         if (v.topk)
-          gradients = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
+          gradients[r] = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
         else
-          gradients = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                                 params[r] * elem_);
+          gradients[r] = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                                    params[r] * elem_);
         if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
         // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
-        if (v.zero == 3) gathers = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
+        if (v.zero == 3) gathers[r] = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
       }
-      step += copy + std::max(copy, gather);
-      bound = std::max(bound, m * load[r] + std::max(prefix, step));
-      bound = std::max(bound, forward_prefix + before[r] + gradients + step);
-      bound = std::max(bound, gathers + gradients + step);
-      prefix += forward[r] + backward[r];
-      forward_prefix += forward[r];
+      steps[r] = step + copy + std::max(copy, gather);
+    }
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
+    // The passes' times as a chain with their collectives, or on the compute stream alone.
+    std::vector<double> forward(chunks), backward(chunks), load(b.pp), before(b.pp), forward_prefixes(b.pp);
+    for (bool alone : {false, true}) {
+      std::fill(load.begin(), load.end(), 0.0);
+      std::fill(before.begin(), before.end(), 0.0);
+      for (int c = 0; c < chunks; ++c) {
+        const int r = c % b.pp;
+        forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
+        backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
+        load[r] += forward[c] + backward[c];
+        const auto& passes = b.counts->before_buckets[r][c / b.pp];
+        before[r] += passes[0] * forward[c] + passes[1] * backward[c];
+      }
+      double prefix = 0, forward_prefix = 0;
+      for (int r = 0; r < b.pp; ++r) {
+        bound = std::max(bound, m * load[r] + std::max(prefix, steps[r]));
+        bound = std::max(bound, forward_prefix + before[r] + gradients[r] + steps[r]);
+        forward_prefixes[r] = forward_prefix;
+        prefix += forward[r] + backward[r];
+        forward_prefix += forward[r];
+      }
+      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps));
     }
     return bound;
+  }
+
+  // The critical path through the rank's last passes: rank r starts once the first micro-batch's
+  // forward has reached it (forward prefix_r) and runs its passes in its schedule's order, one after
+  // another on its compute stream, each waiting for the previous one's TP/CP/EP collectives (the
+  // per-pass bounds of the tables, as in m load_r). After its last forward of chunk c, that
+  // micro-batch still runs forward through chunks c+1 .. C-1 and backward through all chunks, each
+  // pass after the previous one's send (a receive ends no earlier than its send starts, and a send
+  // waits for its pass and collectives); after its last backward of chunk c, backward through chunks
+  // c-1 .. 0. Chunk 0's backwards run on pipeline rank 0, whose optimizer step (compute stream, after
+  // all its passes and their collectives, which run in issue order on the TP stream) and what follows
+  // it (step_0) come after. After its own last pass, rank r runs its own step_r.
+  static double last_microbatch_bound(const Base& b, const std::vector<double>& forward,
+                                      const std::vector<double>& backward,
+                                      const std::vector<double>& forward_prefixes,
+                                      const std::vector<double>& steps) {
+    const int chunks = b.pp * b.v;
+    // forward_after[c]: forwards of chunks > c; backward_below[c]: backwards of chunks < c.
+    std::vector<double> forward_after(chunks, 0), backward_below(chunks, 0);
+    for (int c = chunks - 2; c >= 0; --c) forward_after[c] = forward_after[c + 1] + forward[c + 1];
+    for (int c = 1; c < chunks; ++c) backward_below[c] = backward_below[c - 1] + backward[c - 1];
+    const double all_backward = backward_below[chunks - 1] + backward[chunks - 1];
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) {
+      auto run = [&](const PassCounts& n) {
+        double t = 0;
+        for (int j = 0; j < b.v; ++j) t += n[j][0] * forward[j * b.pp + r] + n[j][1] * backward[j * b.pp + r];
+        return t;
+      };
+      double own = 0;
+      for (int j = 0; j < b.v; ++j) {
+        const int c = j * b.pp + r;
+        const auto& through = b.counts->through_last[r][j];
+        bound = std::max(bound,
+                         forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward + steps[0]);
+        const double until_backward = run(through[1]);
+        bound = std::max(bound, forward_prefixes[r] + until_backward + backward_below[c] + steps[0]);
+        own = std::max(own, until_backward);
+      }
+      bound = std::max(bound, forward_prefixes[r] + own + steps[r]);
+    }
+    return bound;
+  }
+
+  const cost::GroupPlacement& dp_placement(const Base& b, int pool, const std::string& order) {
+    const auto key = std::tuple{b.tp, b.cp, b.dp, b.pp, pool, order};
+    auto it = dp_placement_.find(key);
+    if (it == dp_placement_.end()) {
+      Plan layout;
+      layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = order;
+      it = dp_placement_
+               .emplace(key, group_placement(layout, GroupKind::Dp, s_.cluster.pools[pool], s_.cluster))
+               .first;
+    }
+    return it->second;
   }
 
   // The layer partition minimizing the slowest chunk; with a variant, subject to its memory.
   std::optional<std::vector<std::pair<int, int>>> partition(const Base& b, const Variant* v,
                                                             int microbatches) {
-    ChunkCostModel m;
-    m.layers = s_.model.layers;
-    m.chunks = b.pp * b.v;
-    m.pp = b.pp;
-    m.time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
-    if (v) {
-      m.bytes = [&](int c, int begin, int end) { return chunk_bytes(b, *v, c, begin, end, microbatches); };
-      for (int r = 0; r < b.pp; ++r) m.capacity.push_back(capacity(b, r));
-    } else {
-      m.bytes = [](int, int, int) { return 0.0; };
-      m.capacity.assign(b.pp, 1.0);
+    ChunkLayout layout{s_.model.layers, b.pp * b.v, b.pp, {}};
+    auto time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
+    if (!v) {
+      layout.capacity.assign(b.pp, 1.0);
+      return partition_layers(layout, time, [](int, int, int) { return 0.0; });
     }
-    return partition_layers(m);
+    for (int r = 0; r < b.pp; ++r) layout.capacity.push_back(capacity(b, r));
+    std::vector<double> in_flight_per_rank(b.pp);
+    for (int r = 0; r < b.pp; ++r) in_flight_per_rank[r] = in_flight(b, r, microbatches);
+    const ChunkMemory memory = chunk_memory(b);
+    auto bytes = [&](int c, int begin, int end) {
+      return chunk_bytes(b, *v, memory, c, begin, end, in_flight_per_rank[c % b.pp]);
+    };
+    return partition_layers(layout, time, bytes);
   }
 
   // Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk).
@@ -845,8 +1045,14 @@ class Search {
   std::vector<Entry> queue_;
   std::vector<std::vector<std::pair<int, int>>> partitions_;
   std::map<ComputeKey, LayerTimes> cache_;
+  using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
+  std::map<TimeKey, int> time_optimal_;  // index into partitions_
+  std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
+  // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
+  std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
   std::vector<Candidate> best_;
-  std::set<TwinKey> fitted_;                                             // candidates evaluated that fit
+  // Candidates evaluated that fit, or whose time is past the cutoff: their twins cannot win.
+  std::set<TwinKey> cannot_win_;
   std::map<std::tuple<int, int, int, int, int>, bool> same_placements_;  // by (tp, cp, dp, pp, ep)
   std::optional<Report> closest_;
   double closest_ratio_ = 0;

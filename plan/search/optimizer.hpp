@@ -55,6 +55,7 @@ struct SearchOptions {
 
 // The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".
 double objective_value(const ScenarioSpec& scenario, const Plan& plan, const Report& report);
+double objective_value(const ScenarioSpec& scenario, const Plan& plan, double iteration_time_s);
 std::string objective_unit(Objective objective);
 
 // Searches the plans the scenario allows (its fixed plan fields are honoured). Throws InputError
