@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,8 +11,6 @@
 namespace paratwin::exec::cuda {
 
 namespace {
-
-constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -27,22 +24,13 @@ int padded_vocab(int vocab) {
 
 CudaGpt::CudaGpt(const GptConfig& config, cudaStream_t stream)
     : config_(config), layout_(parameter_layout(config)), stream_(stream) {
-  auto off = [this](const std::string& name) {
-    for (const auto& t : layout_.tensors)
-      if (t.name == name) return t.offset;
-    return kNone;
-  };
-  for (int l = 0; l < config_.layers; ++l) {
-    const std::string n = "layer" + std::to_string(l) + ".";
-    layers_.push_back({off(n + "ln1_w"), off(n + "ln1_b"), off(n + "qkv_w"), off(n + "qkv_b"),
-                       off(n + "attn_proj_w"), off(n + "attn_proj_b"), off(n + "ln2_w"), off(n + "ln2_b"),
-                       off(n + "fc_w"), off(n + "fc_b"), off(n + "fc_proj_w"), off(n + "fc_proj_b")});
-  }
-  wte_ = off("wte");
-  wpe_ = off("wpe");
-  lnf_w_ = off("lnf_w");
-  lnf_b_ = off("lnf_b");
-  head_ = off("head");
+  TensorOffsets o = tensor_offsets(layout_, config_.layers);
+  layers_ = std::move(o.layers);
+  wte_ = o.wte;
+  wpe_ = o.wpe;
+  lnf_w_ = o.lnf_w;
+  lnf_b_ = o.lnf_b;
+  head_ = o.head;
   master_.resize(layout_.total);
   grads_.resize(layout_.total);
   params_.resize(layout_.total);
@@ -52,10 +40,10 @@ CudaGpt::CudaGpt(const GptConfig& config, cudaStream_t stream)
 }
 
 const bf16* CudaGpt::p(size_t offset) const {
-  return offset == kNone ? nullptr : params_.data() + offset;
+  return offset == kNoTensor ? nullptr : params_.data() + offset;
 }
 float* CudaGpt::g(size_t offset) {
-  return offset == kNone ? nullptr : grads_.data() + offset;
+  return offset == kNoTensor ? nullptr : grads_.data() + offset;
 }
 
 void CudaGpt::load_parameters(const float* host) {

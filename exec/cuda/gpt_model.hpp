@@ -59,10 +59,6 @@ class CudaGpt {
   void backward(CudaActivations& acts, int lo, int hi, float loss_scale);
 
  private:
-  struct LayerOffsets {
-    size_t ln1_w, ln1_b, qkv_w, qkv_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w,
-        fc_proj_b;
-  };
   const bf16* p(size_t offset) const;
   float* g(size_t offset);
   // out (N,OC) = inp (N,C) . weight (C,OC) + bias, plus out's previous value when accumulate.

@@ -73,4 +73,25 @@ ParameterLayout parameter_layout(const GptConfig& c) {
   return p;
 }
 
+TensorOffsets tensor_offsets(const ParameterLayout& layout, int layers) {
+  const auto off = [&layout](const std::string& name) {
+    for (const auto& t : layout.tensors)
+      if (t.name == name) return t.offset;
+    return kNoTensor;
+  };
+  TensorOffsets o;
+  for (int l = 0; l < layers; ++l) {
+    const std::string n = "layer" + std::to_string(l) + ".";
+    o.layers.push_back({off(n + "ln1_w"), off(n + "ln1_b"), off(n + "qkv_w"), off(n + "qkv_b"),
+                        off(n + "attn_proj_w"), off(n + "attn_proj_b"), off(n + "ln2_w"), off(n + "ln2_b"),
+                        off(n + "fc_w"), off(n + "fc_b"), off(n + "fc_proj_w"), off(n + "fc_proj_b")});
+  }
+  o.wte = off("wte");
+  o.wpe = off("wpe");
+  o.lnf_w = off("lnf_w");
+  o.lnf_b = off("lnf_b");
+  o.head = off("head");
+  return o;
+}
+
 }  // namespace paratwin::exec

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,18 @@ struct ParameterLayout {
 };
 
 ParameterLayout parameter_layout(const GptConfig& config);
+
+// Where each named tensor starts in a layout, for the models that index their flat buffers by it
+// (the CPU and CUDA GPTs); kNoTensor where the model has none (a Llama-shaped model's biases, a tied
+// head).
+inline constexpr size_t kNoTensor = std::numeric_limits<size_t>::max();
+struct LayerOffsets {
+  size_t ln1_w, ln1_b, qkv_w, qkv_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w, fc_proj_b;
+};
+struct TensorOffsets {
+  std::vector<LayerOffsets> layers;
+  size_t wte, wpe, lnf_w, lnf_b, head;
+};
+TensorOffsets tensor_offsets(const ParameterLayout& layout, int layers);
 
 }  // namespace paratwin::exec

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -17,8 +16,6 @@ namespace paratwin::exec {
 namespace k = kernels;
 
 namespace {
-
-constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
 // splitmix64: a tiny portable generator, so initial weights do not depend on the standard library.
 struct SplitMix64 {
@@ -40,22 +37,13 @@ struct SplitMix64 {
 
 template <class T>
 Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout(config)) {
-  auto off = [this](const std::string& name) {
-    for (const auto& t : layout_.tensors)
-      if (t.name == name) return t.offset;
-    return kNone;
-  };
-  for (int l = 0; l < config_.layers; ++l) {
-    const std::string n = "layer" + std::to_string(l) + ".";
-    layers_.push_back({off(n + "ln1_w"), off(n + "ln1_b"), off(n + "qkv_w"), off(n + "qkv_b"),
-                       off(n + "attn_proj_w"), off(n + "attn_proj_b"), off(n + "ln2_w"), off(n + "ln2_b"),
-                       off(n + "fc_w"), off(n + "fc_b"), off(n + "fc_proj_w"), off(n + "fc_proj_b")});
-  }
-  wte_ = off("wte");
-  wpe_ = off("wpe");
-  lnf_w_ = off("lnf_w");
-  lnf_b_ = off("lnf_b");
-  head_ = off("head");
+  TensorOffsets o = tensor_offsets(layout_, config_.layers);
+  layers_ = std::move(o.layers);
+  wte_ = o.wte;
+  wpe_ = o.wpe;
+  lnf_w_ = o.lnf_w;
+  lnf_b_ = o.lnf_b;
+  head_ = o.head;
   {
     MemoryUseScope use(MemoryUse::Parameters);
     params_.assign(layout_.total, T(0));
@@ -66,11 +54,11 @@ Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout
 
 template <class T>
 const T* Gpt<T>::p(size_t offset) const {
-  return offset == kNone ? nullptr : params_.data() + offset;
+  return offset == kNoTensor ? nullptr : params_.data() + offset;
 }
 template <class T>
 T* Gpt<T>::g(size_t offset) {
-  return offset == kNone ? nullptr : grads_.data() + offset;
+  return offset == kNoTensor ? nullptr : grads_.data() + offset;
 }
 template <class T>
 const T* Gpt<T>::head() const {

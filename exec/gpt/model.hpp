@@ -71,10 +71,6 @@ class Gpt {
   void recompute(Activations<T>& acts, int layer);
 
  private:
-  struct LayerOffsets {
-    size_t ln1_w, ln1_b, qkv_w, qkv_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w,
-        fc_proj_b;
-  };
   const T* p(size_t offset) const;
   T* g(size_t offset);
   const T* head() const;
