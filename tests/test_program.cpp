@@ -2,6 +2,7 @@
 // plan file round trip, verification, and golden Program texts (PARATWIN_UPDATE_GOLDEN=1 rewrites them).
 #define BOOST_TEST_MODULE program
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -163,6 +164,17 @@ BOOST_AUTO_TEST_CASE(a_plan_that_does_not_fit_names_the_overflowing_stage) {
   BOOST_TEST(report.metrics.peak_memory_gib > 80);
   BOOST_TEST(to_text(report).find("DOES NOT FIT") != std::string::npos);
   BOOST_TEST(to_json(report)["metrics"]["fits"] == false);
+}
+
+BOOST_AUTO_TEST_CASE(groups_on_a_one_node_pool_never_cross_nodes) {
+  // Three pipeline ranks on one node of three: the tied embedding's first/last-stage pair (ranks 0
+  // and 2) stays on the node, which has no network to cross.
+  const Run r =
+      run(std::string("model: tiny-gpt\ncluster: {from: local-cpu, pools: {local: {gpus_per_node: 3}}}\n") +
+          "training: {global_batch: 8, seq_len: 64, precision: fp32}\n"
+          "plan: {tp: 1, pp: 3, dp: 1, micro_batch: 1}\n");
+  BOOST_TEST(std::isfinite(r.eval.iteration_time_s));
+  BOOST_TEST(r.eval.iteration_time_s < 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(zero_stages_shrink_model_state_memory_in_order) {

@@ -45,7 +45,11 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
   cost::GroupPlacement g;
   g.size = n;
   const long long per_node = pool.gpus_per_node;
-  g.per_node = stride >= per_node ? 1 : static_cast<int>(std::min<long long>(n, per_node / stride));
+  // Members per node for the least favourable first member; a one-node pool holds them all (with
+  // 3 ranks a node, ranks 0 and 2 share it although 3 / 2 rounds down to one).
+  g.per_node = pool.nodes == 1      ? n
+               : stride >= per_node ? 1
+                                    : static_cast<int>(std::min<long long>(n, per_node / stride));
   const long long span = stride * (n - 1) + 1;
   const long long boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
                              : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
