@@ -6,12 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/checkpoint/checkpoint.hpp"
@@ -24,6 +21,7 @@
 #include "exec/gpt/model.hpp"
 #include "exec/optim/schedule.hpp"
 #include "exec/train/live_trainer.hpp"
+#include "exec/train/step_loop.hpp"
 
 namespace paratwin::exec::cuda {
 
@@ -198,20 +196,22 @@ void CudaTrainer::plan_buckets() {
 }
 
 // What each task of the role does on this rank's GPU during one step.
-class CudaTrainer::Runner final : public TaskRunner {
+class CudaTrainer::Runner final : public StepRunner {
  public:
   explicit Runner(CudaTrainer& t) : t_(t) { t_.model_->gemm().set_timing(true); }
 
-  void begin_step(int64_t step) {
+  void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
     losses_.clear();
+    dp_bytes_ = 0;
     // ZeRO: the master weights were gathered after the last update; refresh their bf16 copy.
     if (t_.plan_.zero > 0 && t_.host_.size() > 1)
       convert_to_bf16(t_.model_->params(), t_.model_->master(), int64_t(t_.model_->layout().total), stream());
     t_.model_->zero_gradients();
   }
-  const std::vector<double>& losses() const { return losses_; }
+  const std::vector<double>& losses() const override { return losses_; }
+  double dp_bytes() const override { return dp_bytes_; }
 
   void compute(int, const Task& task) override {
     const Plan& p = t_.plan_;
@@ -254,12 +254,14 @@ class CudaTrainer::Runner final : public TaskRunner {
     if (index == t_.gather_params_task_) {
       for (const auto& [i, range] : t_.buckets_)
         requests.push_back(comm.start_allgather(t_.model_->master() + range.first, t_.blocks(range)));
+      dp_bytes_ += double(t_.model_->layout().total) * sizeof(float);
     } else {
       auto it = t_.buckets_.find(index);
       if (it == t_.buckets_.end())
         throw std::invalid_argument("task '" + task.name +
                                     "' is not a collective the live CUDA backend runs");
       float* g = t_.model_->gradients() + it->second.first;
+      dp_bytes_ += double(it->second.second - it->second.first) * sizeof(float);
       if (task.collective == cost::CollectiveKind::AllReduce)
         requests.push_back(comm.start_allreduce_sum(g, it->second.second - it->second.first));
       else if (task.collective == cost::CollectiveKind::ReduceScatter)
@@ -323,6 +325,7 @@ class CudaTrainer::Runner final : public TaskRunner {
   CudaTrainer& t_;
   int64_t step_ = 0;
   std::vector<double> losses_;
+  double dp_bytes_ = 0;  // this step's DP messages: fp32 gradients and master weights
   std::vector<int32_t> tokens_, targets_;
   std::vector<std::vector<Communicator::Handle>> in_flight_;
   std::vector<std::unique_ptr<CudaActivations>> pool_;
@@ -331,21 +334,9 @@ class CudaTrainer::Runner final : public TaskRunner {
 };
 
 void CudaTrainer::resume(RunResult& result) {
-  const CheckpointSearch found = load_latest_checkpoint(options_.checkpoint_dir, model_->layout().total);
-  result.rejected_checkpoints = found.rejected;
-  if (options_.on_message)
-    for (const auto& r : found.rejected) options_.on_message("checkpoint rejected: " + r);
-  if (!found.state) {
-    if (options_.on_message)
-      options_.on_message("no complete checkpoint in " + options_.checkpoint_dir + "; starting fresh");
-    return;
-  }
+  const CheckpointSearch found = find_resume_checkpoint(options_, scenario_, model_->layout().total, result);
+  if (!found.state) return;
   const TrainingState& s = *found.state;
-  if (s.model != scenario_.model.name || s.global_batch != scenario_.training.global_batch)
-    throw std::invalid_argument("checkpoint " + found.path + " is of model " + s.model +
-                                " with global batch " + std::to_string(s.global_batch) +
-                                "; this run trains " + scenario_.model.name + " with global batch " +
-                                std::to_string(scenario_.training.global_batch));
   model_->load_parameters(s.weights.data());
   std::vector<float> m(s.adam_m), v(s.adam_v);
   if (plan_.zero > 0) {  // ZeRO: this rank keeps the moments of its blocks only, as on CPU
@@ -359,16 +350,7 @@ void CudaTrainer::resume(RunResult& result) {
   }
   adamw_->load_state(m.data(), v.data());
   step_ = s.step;
-  result.losses = s.losses;
-  result.resumed_from = s.step;
-  std::ifstream progress(std::filesystem::path(options_.checkpoint_dir) / "progress.json");
-  if (progress) {
-    try {
-      result.lost_steps =
-          std::max<int64_t>(0, nlohmann::json::parse(progress).at("step").get<int64_t>() - s.step);
-    } catch (const std::exception&) {
-    }
-  }
+  record_resume(s, options_, result);
   if (options_.on_message)
     options_.on_message("resumed from " + found.path + " (step " + std::to_string(s.step) + ", written by " +
                         std::to_string(s.dp) + " ranks; now " + std::to_string(host_.size()) + " GPU ranks)");
@@ -386,15 +368,7 @@ void CudaTrainer::checkpoint(int64_t step, const std::vector<double>& losses, Ru
     host_.wait(host_.start_allreduce_sum(v.data(), v.size()));
   }
   if (host_.rank() == 0) {
-    TrainingState s;
-    s.step = step;
-    s.data_sequence = step * scenario_.training.global_batch;
-    s.seed = options_.seed;
-    s.dp = host_.size();
-    s.global_batch = scenario_.training.global_batch;
-    s.model = scenario_.model.name;
-    s.plan_yaml = to_yaml(plan_);
-    s.losses = losses;
+    TrainingState s = snapshot_of(step, losses, scenario_, plan_, options_);
     s.weights.resize(P);
     model_->store_parameters(s.weights.data());
     s.adam_m = std::move(m);
@@ -409,62 +383,20 @@ RunResult CudaTrainer::run() {
   const auto run_start = std::chrono::steady_clock::now();
   RunResult result;
   if (options_.resume && !options_.checkpoint_dir.empty()) resume(result);
+  writer_ = open_checkpoint_writer(options_, host_.rank());
   Runner runner(*this);
-  const double tokens_per_step = double(scenario_.training.global_batch) * scenario_.training.seq_len;
-  const double interval_s = plan_.checkpoint_interval ? plan_.checkpoint_interval->value() : 0;
-  auto last_checkpoint = std::chrono::steady_clock::now();
-  const bool checkpoints = !options_.checkpoint_dir.empty();
-  if (checkpoints && host_.rank() == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(options_.checkpoint_dir, ec);
-    if (ec)
-      throw std::runtime_error("cannot create checkpoint directory " + options_.checkpoint_dir + ": " +
-                               ec.message());
-    writer_ = std::make_unique<BackgroundCheckpointWriter>(options_.checkpoint_dir, options_.on_checkpoint);
-  }
-  while (step_ < total_steps_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    result.step_start_s.push_back(seconds_since(run_start));
-    runner.begin_step(step_);
-    const double cpu_before = thread_cpu_seconds();
-    result.spans.push_back(run_iteration(role(), runner));
-    result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
-    double local = 0;
-    for (double l : runner.losses()) local += l;
-    const double loss = host_.allreduce_sum(local) / (double(plan_.num_microbatches) * host_.size());
-    ++step_;
-    result.losses.push_back(loss);
-    if (checkpoints && host_.rank() == 0) {
-      const std::filesystem::path dir(options_.checkpoint_dir);
-      std::ofstream(dir / ".progress.json.tmp") << nlohmann::json{{"step", step_}}.dump() << "\n";
-      std::error_code ec;
-      std::filesystem::rename(dir / ".progress.json.tmp", dir / "progress.json", ec);
-    }
-    const double step_s = seconds_since(t0);
-    result.step_seconds.push_back(step_s);
-    if (options_.on_step) {
-      double mean = 0;
-      for (double s : result.step_seconds) mean += s;
-      mean /= double(result.step_seconds.size());
-      options_.on_step(
-          {step_, total_steps_, loss, step_s, tokens_per_step / step_s, mean * double(total_steps_ - step_)});
-    }
-    if (options_.stop_after >= 0 && step_ >= options_.stop_after) break;
-    const bool by_steps = options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0;
-    const bool by_time =
-        options_.checkpoint_every <= 0 && interval_s > 0 && seconds_since(last_checkpoint) >= interval_s;
-    if (checkpoints && step_ < total_steps_ && (by_steps || by_time)) {
-      checkpoint(step_, result.losses, result);
-      last_checkpoint = std::chrono::steady_clock::now();
-    }
-  }
-  if (checkpoints && step_ == total_steps_ && options_.stop_after < 0)
-    checkpoint(step_, result.losses, result);
-  if (writer_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    writer_->wait();
-    result.checkpoint_seconds += seconds_since(t0);
-  }
+  const StepLoop loop{
+      scenario_,
+      plan_,
+      role(),
+      host_,
+      options_,
+      total_steps_,
+      runner,
+      [this](int64_t step, const std::vector<double>& losses, RunResult& r) { checkpoint(step, losses, r); },
+      nullptr};
+  run_steps(loop, step_, result, run_start);
+  finish_checkpoints(loop, step_, writer_.get(), result);
   result.seconds = seconds_since(run_start);
   return result;
 }

@@ -4,20 +4,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_runner.hpp"
+#include "exec/train/step_loop.hpp"
 #include "exec/train/topk_compression.hpp"
 #include "exec/train/zero3.hpp"
 
@@ -74,17 +72,6 @@ int64_t scenario_steps(const ScenarioSpec& s) {
   if (s.training.tokens)
     return int64_t(std::ceil(*s.training.tokens / (double(s.training.global_batch) * s.training.seq_len)));
   return 0;
-}
-
-// How far the run got past its last checkpoint, for the resume to report. Renamed into place but
-// not flushed to disk: it is advisory, and an fsync every step would hold every rank up (behind a
-// checkpoint being written, for as long as that write).
-void write_progress(const std::string& dir, int64_t step) {
-  const std::filesystem::path path = std::filesystem::path(dir) / "progress.json";
-  const std::filesystem::path tmp = std::filesystem::path(dir) / ".progress.json.tmp";
-  std::ofstream(tmp) << nlohmann::json{{"step", step}}.dump() << "\n";
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
 }
 
 }  // namespace
@@ -419,21 +406,9 @@ void Trainer::wait_for_checkpoints() {
 }
 
 void Trainer::resume(RunResult& result) {
-  const CheckpointSearch found = load_latest_checkpoint(options_.checkpoint_dir, model_.layout().total);
-  result.rejected_checkpoints = found.rejected;
-  if (options_.on_message)
-    for (const auto& r : found.rejected) options_.on_message("checkpoint rejected: " + r);
-  if (!found.state) {
-    if (options_.on_message)
-      options_.on_message("no complete checkpoint in " + options_.checkpoint_dir + "; starting fresh");
-    return;
-  }
+  const CheckpointSearch found = find_resume_checkpoint(options_, scenario_, model_.layout().total, result);
+  if (!found.state) return;
   const TrainingState& s = *found.state;
-  if (s.model != scenario_.model.name || s.global_batch != scenario_.training.global_batch)
-    throw std::invalid_argument("checkpoint " + found.path + " is of model " + s.model +
-                                " with global batch " + std::to_string(s.global_batch) +
-                                "; this run trains " + scenario_.model.name + " with global batch " +
-                                std::to_string(scenario_.training.global_batch));
   // Whole-model state, whatever layout and ZeRO stage wrote it: this rank takes what it holds (its
   // shard, its blocks under ZeRO). A top-k run's error-feedback residuals are not in checkpoints:
   // they restart at zero.
@@ -451,17 +426,7 @@ void Trainer::resume(RunResult& result) {
     if (offload) offload->to_host();
   }
   step_ = s.step;
-  result.losses = s.losses;
-  result.resumed_from = s.step;
-  // The progress file says how far the stopped run got past its last checkpoint.
-  std::ifstream progress(std::filesystem::path(options_.checkpoint_dir) / "progress.json");
-  if (progress) {
-    try {
-      const auto j = nlohmann::json::parse(progress);
-      result.lost_steps = std::max<int64_t>(0, j.at("step").get<int64_t>() - s.step);
-    } catch (const std::exception&) {
-    }
-  }
+  record_resume(s, options_, result);
   if (options_.on_message)
     options_.on_message("resumed from " + found.path + " (step " + std::to_string(s.step) + ", written by " +
                         std::to_string(s.dp) + " ranks; now " + std::to_string(plan_.dp) + " ranks x " +
@@ -492,15 +457,7 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     comm_.wait(comm_.start_allreduce_sum(v.data(), v.size()));
   }
   if (comm_.rank() == 0) {
-    TrainingState s;
-    s.step = step;
-    s.data_sequence = step * scenario_.training.global_batch;
-    s.seed = options_.seed;
-    s.dp = plan_.dp;
-    s.global_batch = scenario_.training.global_batch;
-    s.model = scenario_.model.name;
-    s.plan_yaml = to_yaml(plan_);
-    s.losses = losses;
+    TrainingState s = snapshot_of(step, losses, scenario_, plan_, options_);
     if (!weights.empty())
       s.weights = std::move(weights);
     else
@@ -517,64 +474,25 @@ RunResult Trainer::run() {
   const auto run_start = std::chrono::steady_clock::now();
   RunResult result;
   if (options_.resume && !options_.checkpoint_dir.empty()) resume(result);
-  StepRunner& runner = *steps_;
-  const double tokens_per_step = double(scenario_.training.global_batch) * scenario_.training.seq_len;
-  const double interval_s = plan_.checkpoint_interval ? plan_.checkpoint_interval->value() : 0;
-  auto last_checkpoint = std::chrono::steady_clock::now();
-  const bool checkpoints = !options_.checkpoint_dir.empty();
-  if (checkpoints && comm_.rank() == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(options_.checkpoint_dir, ec);
-    if (ec)
-      throw std::runtime_error("cannot create checkpoint directory " + options_.checkpoint_dir + ": " +
-                               ec.message());
-    writer_ = std::make_unique<BackgroundCheckpointWriter>(options_.checkpoint_dir, options_.on_checkpoint);
-  }
+  writer_ = open_checkpoint_writer(options_, comm_.rank());
+  StepLoop loop{
+      scenario_,
+      plan_,
+      role(),
+      comm_,
+      options_,
+      total_steps_,
+      *steps_,
+      [this](int64_t step, const std::vector<double>& losses, RunResult& r) { checkpoint(step, losses, r); },
+      nullptr};
+  if (parallel_)
+    loop.after_iteration = [this](std::vector<TaskSpan>& spans) { parallel_->attribute_tp_time(spans); };
   reset_memory_peak();  // what the steps hold, not the set-up's temporaries
-  while (step_ < total_steps_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    result.step_start_s.push_back(seconds_since(run_start));
-    runner.begin_step(step_);
-    const double cpu_before = thread_cpu_seconds();
-    result.spans.push_back(run_iteration(role(), runner));
-    if (parallel_) parallel_->attribute_tp_time(result.spans.back());
-    result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
-    result.dp_bytes.push_back(runner.dp_bytes());
-    // The step's loss: the mean over every micro-batch of every DP replica.
-    double local = 0;
-    for (double l : runner.losses()) local += l;
-    const double loss = comm_.allreduce_sum(local) / (double(plan_.num_microbatches) * plan_.dp);
-    ++step_;
-    result.losses.push_back(loss);
-    if (checkpoints && comm_.rank() == 0) write_progress(options_.checkpoint_dir, step_);
-    const double step_s = seconds_since(t0);
-    result.step_seconds.push_back(step_s);
-    if (options_.on_step) {
-      double mean = 0;
-      for (double s : result.step_seconds) mean += s;
-      mean /= double(result.step_seconds.size());
-      options_.on_step(
-          {step_, total_steps_, loss, step_s, tokens_per_step / step_s, mean * double(total_steps_ - step_)});
-    }
-    if (options_.stop_after >= 0 && step_ >= options_.stop_after) break;
-    const bool by_steps = options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0;
-    const bool by_time =
-        options_.checkpoint_every <= 0 && interval_s > 0 && seconds_since(last_checkpoint) >= interval_s;
-    if (checkpoints && step_ < total_steps_ && (by_steps || by_time)) {
-      checkpoint(step_, result.losses, result);
-      last_checkpoint = std::chrono::steady_clock::now();
-    }
-  }
+  run_steps(loop, step_, result, run_start);
   result.memory = read_memory();
-  if (checkpoints && step_ == total_steps_ && options_.stop_after < 0)
-    checkpoint(step_, result.losses, result);
+  finish_checkpoints(loop, step_, writer_.get(), result);  // the run ends with its checkpoints on disk
   if (Zero3Parameters* z = runner_ ? runner_->zero3() : nullptr)
     z->materialize();  // the trained model, whole, on every rank
-  if (writer_) {       // the run ends with its checkpoints on disk
-    const auto t0 = std::chrono::steady_clock::now();
-    writer_->wait();
-    result.checkpoint_seconds += seconds_since(t0);
-  }
   result.seconds = seconds_since(run_start);
   return result;
 }
