@@ -211,6 +211,28 @@ BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_tp_and_pp_resumes_on_data_parallel
   if (mpi->world->rank() == 0) fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(a_zero3_run_with_offload_under_pp_resumes_from_its_checkpoint) {
+  Layout l{1, 2, 2, 3, "1f1b"};
+  l.extra = {"plan.offload.optimizer=true"};
+  if (l.world() > mpi->world->size()) return;
+  double pid = mpi->world->rank() == 0 ? double(::getpid()) : 0;
+  mpi->world->broadcast(&pid, sizeof pid, 0);
+  const fs::path dir = fs::temp_directory_path() / ("paratwin-zero3-resume-" + std::to_string(long(pid)));
+  TrainOptions o = options(10);
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 4;
+  o.stop_after = 5;  // the gathered shard and the offloaded moments go into the step-4 checkpoint
+  train(l, o);
+  o.stop_after = -1;
+  o.resume = true;
+  int64_t from = -1;
+  const std::vector<double> resumed = train(l, o, &from);
+  BOOST_TEST(from == 4);
+  BOOST_TEST(worst_relative_error(single_rank(), resumed) < 1e-5);
+  mpi->world->barrier();
+  if (mpi->world->rank() == 0) fs::remove_all(dir);
+}
+
 // `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
 // with each schedule, dp {1,2}, ZeRO 0-2; tp 2 x pp 2 x dp 2 without overlap; ZeRO 3 under each
 // schedule; selective and full recomputation on five layouts.
