@@ -190,7 +190,7 @@ size_t ShardedGpt::boundary_size(const ChunkActivations& a) const {
   return size_t(stream_rows(a.B * a.Tn)) * full_.hidden;
 }
 
-void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn) const {
+void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, ActivationPolicy policy) const {
   if (Tn > full_.max_seq_len)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
                                 std::to_string(full_.max_seq_len));
@@ -206,23 +206,30 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn) const {
   a.chunk = chunk;
   a.B = B;
   a.Tn = Tn;
+  a.policy = policy;
+  a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
+  // Full recomputation keeps each layer's input only, selective all but the attention probabilities:
+  // what is dropped has one layer's buffer, for the layer being recomputed.
+  const size_t Lk = policy == ActivationPolicy::RecomputeLayers ? 1 : L;
+  const size_t La = policy == ActivationPolicy::KeepAll ? L : 1;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
   // outputs are kept whole (gathered), as the GEMMs read them.
   a.residual.assign((L + 1) * n * C, 0.0f);
-  a.mid.assign(L * n * C, 0.0f);
-  a.ln1.assign(L * N * C, 0.0f);
-  a.ln1_mean.assign(L * n, 0.0f);
-  a.ln1_rstd.assign(L * n, 0.0f);
-  a.qkv.assign(L * N * QKV, 0.0f);
-  a.att.assign(L * B * Hl_ * size_t(Tn) * Tn, 0.0f);
-  a.attn_out.assign(L * N * HD, 0.0f);
-  a.ln2.assign(L * N * C, 0.0f);
-  a.ln2_mean.assign(L * n, 0.0f);
-  a.ln2_rstd.assign(L * n, 0.0f);
-  a.fc.assign(L * N * FW, 0.0f);
-  a.fc_act.assign(L * N * Fl_, 0.0f);
+  a.mid.assign(Lk * n * C, 0.0f);
+  a.ln1.assign(Lk * N * C, 0.0f);
+  a.ln1_mean.assign(Lk * n, 0.0f);
+  a.ln1_rstd.assign(Lk * n, 0.0f);
+  a.qkv.assign(Lk * N * QKV, 0.0f);
+  a.att.assign(La * B * Hl_ * size_t(Tn) * Tn, 0.0f);
+  a.attn_out.assign(Lk * N * HD, 0.0f);
+  a.ln2.assign(Lk * N * C, 0.0f);
+  a.ln2_mean.assign(Lk * n, 0.0f);
+  a.ln2_rstd.assign(Lk * n, 0.0f);
+  a.fc.assign(Lk * N * FW, 0.0f);
+  a.fc_act.assign(Lk * N * Fl_, 0.0f);
+  a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? n * C : 0, 0.0f);
   a.lnf.assign(last ? N * C : 0, 0.0f);
   a.lnf_mean.assign(last ? n : 0, 0.0f);
   a.lnf_rstd.assign(last ? n : 0, 0.0f);
@@ -289,14 +296,12 @@ void ShardedGpt::norm_backward(float* dinp, size_t dweight, size_t dbias, const 
 double ShardedGpt::forward(ChunkActivations& a) {
   const GptConfig& c = full_;
   const auto [lo, hi] = spec_.chunks.at(a.chunk);
-  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, D = c.head_dim, V = c.vocab;
-  const int QKV = (Hl_ + 2 * Kl_) * D, HD = Hl_ * D, FW = c.swiglu ? 2 * Fl_ : Fl_;
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, V = c.vocab;
   const int n = stream_rows(N), r0 = first_row(N);
-  const size_t nC = size_t(n) * C;
-  const bool ln = !c.rmsnorm;
   const int v0 = spec_.tp_rank * Vl_;
   ensure_scratch(N);
   float* tmp = tmp_.data();
+  a.recomputed_layer = -1;
   if (lo == 0) {
     for (int i = 0; i < N; ++i)
       if (a.tokens[i] < 0 || a.tokens[i] >= V)
@@ -318,20 +323,37 @@ double ShardedGpt::forward(ChunkActivations& a) {
         x[size_t(i) * C + j] =
             e[size_t(i) * C + j] + (wpe_ != kNone ? p(wpe_)[size_t((r0 + i) % Tn) * C + j] : 0.0f);
   }
-  for (int l = lo; l < hi; ++l) {
+  forward_layers(a, lo, hi, false);
+  return forward_head(a);
+}
+
+// Layers [from, to) of the chunk; `recomputing` writes the last one's output aside (its next layer's
+// input is kept, and may be on its way to the next stage).
+void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool recomputing) {
+  const GptConfig& c = full_;
+  const int lo = spec_.chunks.at(a.chunk).first;
+  const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, D = c.head_dim;
+  const int QKV = (Hl_ + 2 * Kl_) * D, HD = Hl_ * D, FW = c.swiglu ? 2 * Fl_ : Fl_;
+  const int n = stream_rows(N), r0 = first_row(N);
+  const size_t nC = size_t(n) * C;
+  const bool ln = !c.rmsnorm;
+  ensure_scratch(N);
+  float* tmp = tmp_.data();
+  for (int l = from; l < to; ++l) {
     const Layer& w = layers_[l];
     const int li = l - lo;
-    const size_t nc = size_t(li) * nC, Nc = size_t(li) * N * C, n1 = size_t(li) * n;
-    float* x = a.residual.data() + nc;  // (n,C) the layer's input
-    float* ln1 = a.ln1.data() + Nc;     // (N,C)
-    float* qkv = a.qkv.data() + size_t(li) * N * QKV;
-    float* att = a.att.data() + size_t(li) * B * Hl_ * Tn * Tn;
-    float* attn_out = a.attn_out.data() + size_t(li) * N * HD;
+    const size_t s = a.kept(li);  // where the layer's activations go: one layer's buffers if dropped
+    const size_t nc = s * nC, Nc = s * N * C, n1 = s * n;
+    float* x = a.residual.data() + size_t(li) * nC;  // (n,C) the layer's input
+    float* ln1 = a.ln1.data() + Nc;                  // (N,C)
+    float* qkv = a.qkv.data() + s * N * QKV;
+    float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * Tn;
+    float* attn_out = a.attn_out.data() + s * N * HD;
     float* mid = a.mid.data() + nc;  // (n,C)
     float* ln2 = a.ln2.data() + Nc;  // (N,C)
-    float* fc = a.fc.data() + size_t(li) * N * FW;
-    float* act = a.fc_act.data() + size_t(li) * N * Fl_;
-    float* out = x + nC;  // (n,C) the next layer's input
+    float* fc = a.fc.data() + s * N * FW;
+    float* act = a.fc_act.data() + s * N * Fl_;
+    float* out = recomputing && l == to - 1 ? a.recomputed_out.data() : x + nC;  // (n,C) the next input
 
     k::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x,
                     p(w.ln1_w), p(w.ln1_b), n, C);
@@ -361,6 +383,16 @@ double ShardedGpt::forward(ChunkActivations& a) {
       for (size_t i = 0; i < nC; ++i) out[i] += p(w.fc_proj_b)[i % C];
     for (size_t i = 0; i < nC; ++i) out[i] += mid[i];
   }
+}
+
+// The last chunk's final norm, head and vocabulary-parallel loss (0 on other chunks).
+double ShardedGpt::forward_head(ChunkActivations& a) {
+  const GptConfig& c = full_;
+  const int hi = spec_.chunks.at(a.chunk).second;
+  const int N = a.B * a.Tn, C = c.hidden;
+  const int n = stream_rows(N), r0 = first_row(N);
+  const bool ln = !c.rmsnorm;
+  const int v0 = spec_.tp_rank * Vl_;
   if (!(spec_.last && hi == c.layers)) return a.loss = 0;
   k::norm_forward(a.lnf.data() + size_t(r0) * C, ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(),
                   output(a), p(lnf_w_), p(lnf_b_), n, C);
@@ -465,18 +497,20 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
                   a.lnf_rstd.data(), n);
   }
   for (int l = hi - 1; l >= lo; --l) {
+    if (a.policy != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
     const Layer& w = layers_[l];
     const int li = l - chunk_lo;
-    const size_t nc = size_t(li) * nC, Nc = size_t(li) * N * C, n1 = size_t(li) * n;
-    const float* x = a.residual.data() + nc;
+    const size_t s = a.kept(li);
+    const size_t nc = s * nC, Nc = s * N * C, n1 = s * n;
+    const float* x = a.residual.data() + size_t(li) * nC;
     const float* ln1 = a.ln1.data() + Nc;
-    const float* qkv = a.qkv.data() + size_t(li) * N * QKV;
-    const float* att = a.att.data() + size_t(li) * B * Hl_ * Tn * Tn;
-    const float* attn_out = a.attn_out.data() + size_t(li) * N * HD;
+    const float* qkv = a.qkv.data() + s * N * QKV;
+    const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * Tn;
+    const float* attn_out = a.attn_out.data() + s * N * HD;
     const float* mid = a.mid.data() + nc;
     const float* ln2 = a.ln2.data() + Nc;
-    const float* fc = a.fc.data() + size_t(li) * N * FW;
-    const float* act = a.fc_act.data() + size_t(li) * N * Fl_;
+    const float* fc = a.fc.data() + s * N * FW;
+    const float* act = a.fc_act.data() + s * N * Fl_;
 
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);

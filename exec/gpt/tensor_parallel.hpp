@@ -12,6 +12,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/config.hpp"
+#include "exec/gpt/model.hpp"
 #include "exec/tensor.hpp"
 
 namespace paratwin::exec {
@@ -45,6 +46,13 @@ struct ShardTensor {
 struct ChunkActivations {
   int chunk = 0;  // index into ShardSpec::chunks
   int B = 0, Tn = 0;
+  // Under a recompute policy the buffers it drops hold one layer: the one recomputed_layer names.
+  ActivationPolicy policy = ActivationPolicy::KeepAll;
+  int recomputed_layer = -1;
+  Buffer<float> recomputed_out;  // full recomputation: the recomputed layer's output, set aside
+  // Where the activations of the chunk's layer li sit in their buffers (0 when the policy drops them).
+  size_t kept(int li) const { return policy == ActivationPolicy::RecomputeLayers ? 0 : size_t(li); }
+  size_t att_kept(int li) const { return policy == ActivationPolicy::KeepAll ? size_t(li) : 0; }
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
   Buffer<float> mid, ln1, ln1_mean, ln1_rstd, qkv, att, attn_out, ln2, ln2_mean, ln2_rstd, fc, fc_act;
@@ -79,7 +87,8 @@ class ShardedGpt {
   std::pair<size_t, size_t> wte_range() const;
 
   void zero_gradients();
-  void allocate(ChunkActivations& a, int chunk, int B, int Tn) const;
+  void allocate(ChunkActivations& a, int chunk, int B, int Tn,
+                ActivationPolicy policy = ActivationPolicy::KeepAll) const;
   // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
   // chunk returns the mean loss over a.targets (0 elsewhere). Output in a.residual[l] (top).
   double forward(ChunkActivations& a);
@@ -87,6 +96,11 @@ class ShardedGpt {
   // the output's gradient (received), except on the last chunk, which starts from the loss. When lo is
   // the chunk's first layer a.dresidual ends as the input's gradient (to send, or into the embedding).
   void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
+  // What the forward of `layer` dropped under a.policy, computed again by the same kernels from what it
+  // kept (bit for bit; full recomputation runs the layer's TP collectives again). The backward calls
+  // it for each layer it needs; the Program's recompute task for the first. Defined in
+  // tensor_parallel_recompute.cpp.
+  void recompute(ChunkActivations& a, int layer);
   const float* output(const ChunkActivations& a) const;  // (n,C), the top of a.residual
   float* input(ChunkActivations& a) const;               // (n,C), a.residual[0]
   // Values of the residual stream this rank holds for one micro-batch (what a stage sends): n x C,
@@ -103,6 +117,8 @@ class ShardedGpt {
            size_t rows, std::vector<std::pair<size_t, size_t>> columns, bool replicated,
            bool tied_copy = false);
   void allreduce(float* data, size_t count);
+  void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
+  double forward_head(ChunkActivations& a);
   const float* p(size_t offset) const { return offset == kNone ? nullptr : params_.data() + offset; }
   float* g(size_t offset) { return offset == kNone ? nullptr : grads_.data() + offset; }
   void ensure_scratch(size_t N);

@@ -89,8 +89,16 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const Task& task = r.tasks[i];
     if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
-    if (task.collective == cost::CollectiveKind::AllGather) {
-      gather_params_task_ = int(i);
+    // All-gathers: ZeRO 1/2's parameters after the step, ZeRO 3's before a pass (no dependencies);
+    // under top-k the buckets themselves.
+    const bool after_step = std::any_of(task.deps.begin(), task.deps.end(), [&](int d) {
+      return r.tasks[size_t(d)].kind == TaskKind::Optimizer;
+    });
+    if (task.collective == cost::CollectiveKind::AllGather && (after_step || task.deps.empty())) {
+      if (after_step)
+        gather_params_task_ = int(i);
+      else
+        zero3_gathers_.insert(int(i));
       continue;
     }
     const Task* segment = task.deps.size() == 1 ? &r.tasks[task.deps[0]] : nullptr;
@@ -121,6 +129,7 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     }
     if (tied_.second > tied_.first) owned_.push_back(tied_);  // every replica updates it whole
   }
+  set_up_memory_modes();
 }
 
 ParallelRunner::~ParallelRunner() {
@@ -141,8 +150,8 @@ int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
 ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
   auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
   if (fresh)
-    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
-                    setup_.scenario.training.seq_len);
+    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch, setup_.scenario.training.seq_len,
+                    activation_policy(chunk));
   return it->second;
 }
 
@@ -153,6 +162,8 @@ void ParallelRunner::begin_step(int64_t step) {
   dp_bytes_ = 0;
   in_flight_.clear();
   in_flight_comm_.clear();
+  tickets_.clear();
+  on_done_.clear();
   model_.zero_gradients();
 }
 
@@ -175,11 +186,17 @@ void ParallelRunner::compute(int index, const Task& task) {
       setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
       const double loss = model_.forward(a);
       if (task.chunk == p.chunks() - 1 && at_.tp == 0) losses_.push_back(loss);
+      pass_ended(task);
       break;
     }
+    case TaskKind::Recompute:
+      // The first layer the backward needs; it recomputes each next one itself.
+      model_.recompute(slot(task.microbatch, task.chunk), task.layer_end - 1);
+      break;
     case TaskKind::Backward:
       model_.backward(slot(task.microbatch, task.chunk), task.layer_begin, task.layer_end,
                       1.0f / float(p.num_microbatches));
+      pass_ended(task);
       break;
     case TaskKind::Send:
     case TaskKind::Recv: {
@@ -197,6 +214,7 @@ void ParallelRunner::compute(int index, const Task& task) {
 }
 
 int ParallelRunner::start(int index, const Task& task) {
+  if (const int h = start_memory_mode(index, task); h != -2) return h;
   std::vector<Communicator::Handle> requests;
   std::vector<Communicator*> comms;
   const auto add = [&](Communicator* c, Communicator::Handle h) {
@@ -261,13 +279,14 @@ bool ParallelRunner::poll(int handle) {
   bool done = true;
   for (size_t i = 0; i < in_flight_[handle].size(); ++i)
     done = in_flight_comm_[handle][i]->test(in_flight_[handle][i]) && done;
-  return done;
+  return done && complete(handle, false);
 }
 
 void ParallelRunner::finish(int handle) {
   if (handle == kDone) return;
   for (size_t i = 0; i < in_flight_[handle].size(); ++i)
     in_flight_comm_[handle][i]->wait(in_flight_[handle][i]);
+  complete(handle, true);
 }
 
 void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
@@ -327,6 +346,8 @@ void ParallelRunner::optimizer_step() {
 void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float>& m, std::vector<float>& v) {
   const size_t total = parameter_layout(model_.config()).total;
   const size_t n = model_.size();
+  if (zero3_) zero3_->gather_everything();  // between steps: the weights whole again
+  if (offload_) offload_->to_device();
   // Each value from one rank only (zeros elsewhere), so the sum over the world is the whole model.
   std::vector<float> own_w(model_.parameters().begin(), model_.parameters().end());
   std::vector<float> own_m(adamw_->m().begin(), adamw_->m().end()),
@@ -346,6 +367,7 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
   model_.put_shard(own_w.data(), weights.data());
   model_.put_shard(own_m.data(), m.data());
   model_.put_shard(own_v.data(), v.data());
+  if (offload_) offload_->to_host();
   for (auto* buffers : {&weights, &m, &v})
     setup_.world.wait(setup_.world.start_allreduce_sum(buffers->data(), buffers->size()));
 }
@@ -353,8 +375,10 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
 void ParallelRunner::scatter_state(const std::vector<float>& weights, const std::vector<float>& m,
                                    const std::vector<float>& v) {
   model_.take_shard(weights.data(), model_.parameters().data());
+  if (offload_) offload_->to_device();
   model_.take_shard(m.data(), adamw_->m().data());
   model_.take_shard(v.data(), adamw_->v().data());
+  if (offload_ && setup_.plan.zero == 0) offload_->to_host();
   if (setup_.plan.zero == 0) return;
   // ZeRO: this rank keeps the moments of its blocks only (gather_state sums them over the replicas).
   Buffer<float> keep_m(adamw_->m().size(), 0.0f), keep_v(adamw_->v().size(), 0.0f);
@@ -366,6 +390,7 @@ void ParallelRunner::scatter_state(const std::vector<float>& weights, const std:
   }
   adamw_->m() = std::move(keep_m);
   adamw_->v() = std::move(keep_v);
+  if (offload_) offload_->to_host();
 }
 
 }  // namespace paratwin::exec

@@ -1,11 +1,14 @@
-// The tasks of one rank of a tensor- and pipeline-parallel run (with data parallelism and ZeRO 1/2
-// around them): forward and backward of its chunks' shards, activations and gradients sent point to
-// point between pipeline stages, DP gradient buckets over its shard, the tied embedding's gradients
-// summed between the first and the last stage, and the sharded AdamW step.
+// The tasks of one rank of a tensor- and pipeline-parallel run (with data parallelism and ZeRO 1-3
+// around them): forward, recomputation and backward of its chunks' shards, activations and gradients
+// sent point to point between pipeline stages, DP gradient buckets over its shard (top-k compressed
+// when the plan says so), the tied embedding's gradients summed between the first and the last stage,
+// and the sharded AdamW step (its state offloaded between steps when the plan says so).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -14,7 +17,10 @@
 #include "exec/gpt/tensor_parallel.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/optim/schedule.hpp"
+#include "exec/train/optimizer_offload.hpp"
+#include "exec/train/parallel_zero3.hpp"
 #include "exec/train/step_runner.hpp"
+#include "exec/train/topk_compression.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/scenario.hpp"
 
@@ -76,6 +82,16 @@ class ParallelRunner final : public StepRunner {
   int tag(int microbatch, int boundary, Direction d) const;
   std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
   void optimizer_step();
+  // ZeRO 3, optimizer offload and top-k compression (parallel_memory_modes.cpp): set up after the
+  // buckets; start() hands them the tasks they run (returns -2 for any other task); complete() ends
+  // what one of its handles waits for beyond its requests (false: not yet); a pass that has ended
+  // gives back the parameters it gathered.
+  void set_up_memory_modes();
+  int start_memory_mode(int index, const Task& task);
+  bool complete(int handle, bool block);
+  void pass_ended(const Task& task);
+  std::pair<size_t, size_t> parameter_range(const Task& task) const;
+  ActivationPolicy activation_policy(int chunk) const;
 
   ParallelSetup setup_;
   RankCoordinates at_;
@@ -88,6 +104,12 @@ class ParallelRunner final : public StepRunner {
   std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations
   std::map<int, std::pair<size_t, size_t>> buckets_;       // DP bucket task -> gradient range
   int gather_params_task_ = -1;
+  std::set<int> zero3_gathers_;  // ZeRO 3's "AG dp params F|B ..." tasks
+  std::unique_ptr<Zero3Gathers> zero3_;
+  std::unique_ptr<TopKCompressor> compressor_;
+  std::unique_ptr<OptimizerOffload> offload_;
+  std::map<int, int> tickets_;                    // handle -> its ZeRO-3 gather
+  std::map<int, std::function<void()>> on_done_;  // handle -> what follows its requests (top-k)
   std::pair<size_t, size_t> tied_;  // the tied embedding's range, reduced on its own (empty if none)
   std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
   std::vector<unsigned char> counted_;            // per parameter: counted in the gradient norm here

@@ -40,19 +40,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
   if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len) % p.tp != 0)
     out.push_back("sequence parallelism splits the " + std::to_string(int64_t(p.micro_batch) * t.seq_len) +
                   " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
-  if (p.tp * p.pp > 1) {
-    // The tensor/pipeline-parallel runner (parallel_runner.cpp) has the DP side of ZeRO 0-2 only.
-    const std::string layout = "with tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + ", ";
-    if (p.zero == 3) out.push_back(layout + "ZeRO 3 is not implemented live; use zero 0, 1 or 2");
-    if (p.compression.kind != CompressionKind::None)
-      out.push_back(layout + "gradient compression is not implemented live");
-    if (p.offload_optimizer) out.push_back(layout + "optimizer offload is not implemented live");
-    for (const auto& st : p.stages)
-      if (st.recompute != Recompute::None) {
-        out.push_back(layout + "recomputation is not implemented live; use recompute none");
-        break;
-      }
-  }
   if (m.moe) out.push_back("mixture-of-experts models are not implemented live");
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +

@@ -287,9 +287,15 @@ class RoleBuilder {
   }
 
   int zero3_gather(int mb, int chunk, bool forward) {
-    return add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_),
-                          1, StreamKind::Dp,
-                          named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), {}));
+    Task t =
+        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_), 1,
+                   StreamKind::Dp, named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), {});
+    // The parameters it gathers, in fields and not only in its name: the live engine gathers them.
+    t.microbatch = mb;
+    t.chunk = chunk;
+    t.layer_begin = stage(chunk).layer_begin;
+    t.layer_end = stage(chunk).layer_end;
+    return add(std::move(t));
   }
 
   void forward(int mb, int chunk) {

@@ -1,0 +1,34 @@
+// Activation recomputation on a rank's shard: what the forward of a layer dropped under the chunk's
+// policy, computed again from what it kept (see ShardedGpt::recompute).
+#include <stdexcept>
+#include <string>
+
+#include "exec/gpt/kernels.hpp"
+#include "exec/gpt/tensor_parallel.hpp"
+
+namespace paratwin::exec {
+
+void ShardedGpt::recompute(ChunkActivations& a, int layer) {
+  const auto [lo, hi] = spec_.chunks.at(a.chunk);
+  if (layer < lo || layer >= hi)
+    throw std::invalid_argument("recompute of layer " + std::to_string(layer) + " outside the chunk's [" +
+                                std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  switch (a.policy) {
+    case ActivationPolicy::KeepAll:
+      return;  // nothing was dropped
+    case ActivationPolicy::RecomputeLayers:
+      forward_layers(a, layer, layer + 1, true);  // from its kept input, its TP collectives included
+      break;
+    case ActivationPolicy::RecomputeAttention: {
+      // The attention core: this rank's heads' probabilities from the kept (rotated) q, k, v; its
+      // output is written again over the kept one, with the same values.
+      const int N = a.B * a.Tn, D = full_.head_dim, li = layer - lo;
+      kernels::attention_forward(a.attn_out.data() + size_t(li) * N * Hl_ * D, a.att.data(),
+                                 a.qkv.data() + size_t(li) * N * (Hl_ + 2 * Kl_) * D, a.B, a.Tn, Hl_, Kl_, D);
+      break;
+    }
+  }
+  a.recomputed_layer = layer;
+}
+
+}  // namespace paratwin::exec

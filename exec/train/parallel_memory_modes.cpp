@@ -1,0 +1,120 @@
+// The memory modes of the tensor/pipeline-parallel runner: ZeRO 3's parameter gathers, activation
+// recomputation's policy, optimizer offload's copies and top-k compressed DP buckets, each run where
+// the Program puts its tasks (see parallel_runner.hpp).
+#include <stdexcept>
+
+#include "exec/train/parallel_runner.hpp"
+
+namespace paratwin::exec {
+
+namespace {
+constexpr int kNotMine = -2;  // start_memory_mode(): a task for start() itself
+}
+
+void ParallelRunner::set_up_memory_modes() {
+  const Plan& p = setup_.plan;
+  if (p.zero == 3) {
+    // Gathers get a DP group of their own: they are issued as ranges become free, which need not keep
+    // their order with the gradient buckets' collectives.
+    std::vector<Zero3Gathers::Range> buckets;
+    for (const auto& [index, range] : buckets_)
+      if (range.second > range.first) buckets.push_back(range);
+    auto group = setup_.world.split((at_.pp * p.tp + at_.tp) * p.cp + at_.cp);
+    zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(buckets), std::move(group));
+  }
+  if (p.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*adamw_);
+  if (p.compression.kind == CompressionKind::TopK)
+    compressor_ = std::make_unique<TopKCompressor>(p.compression);
+}
+
+ActivationPolicy ParallelRunner::activation_policy(int chunk) const {
+  switch (setup_.plan.stages.at(size_t(chunk)).recompute) {
+    case Recompute::Full:
+      return ActivationPolicy::RecomputeLayers;
+    case Recompute::Selective:
+      return ActivationPolicy::RecomputeAttention;
+    default:
+      return ActivationPolicy::KeepAll;
+  }
+}
+
+// The local parameters a task names: its layers, else its chunk's, else the whole shard.
+std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
+  if (task.layer_begin >= 0) return model_.range(task.layer_begin, task.layer_end);
+  if (task.chunk >= 0) {
+    const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
+    return model_.range(st.layer_begin, st.layer_end);
+  }
+  return {0, model_.size()};
+}
+
+void ParallelRunner::pass_ended(const Task& task) {
+  if (!zero3_) return;
+  // A forward uses its layers once; a backward segment (from the top down) is done with everything
+  // from its first layer to the chunk's top.
+  const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
+  const int from = task.kind == TaskKind::Backward ? task.layer_begin : st.layer_begin;
+  zero3_->release(model_.range(from, st.layer_end));
+}
+
+int ParallelRunner::start_memory_mode(int index, const Task& task) {
+  const int handle = int(in_flight_.size());
+  std::vector<Communicator::Handle> requests;
+  std::vector<Communicator*> comms;
+  if (task.kind == TaskKind::Copy) {
+    // Synchronous: on the CPU backend host and device memory are the same.
+    if (!offload_ || task.name.find("optimizer") == std::string::npos)
+      throw std::invalid_argument("task '" + task.name +
+                                  "': the live CPU backend runs optimizer offload copies only");
+    if (task.to_host)
+      offload_->to_host();
+    else
+      offload_->to_device();
+  } else if (zero3_gathers_.count(index)) {
+    const double before = zero3_->bytes();
+    tickets_[handle] = zero3_->request(parameter_range(task));
+    dp_bytes_ += zero3_->bytes() - before;
+  } else if (compressor_ && buckets_.count(index)) {
+    const auto [begin, end] = buckets_.at(index);
+    float* g = model_.gradients().data() + begin;
+    const size_t n = end - begin;
+    if (n > 0 && compressor_->dense(step_)) {  // the warm-up: dense sums
+      comms.push_back(dp_.get());
+      requests.push_back(dp_->start_allreduce_sum(g, n));
+      dp_bytes_ += double(n) * sizeof(float);
+    } else if (n > 0) {
+      // Every replica's (value, index) pairs to every replica; each sums them into the bucket.
+      auto packed =
+          std::make_shared<Buffer<float>>(compressor_->compress(index, g, n, dp_->rank(), dp_->size()));
+      const size_t k = compressor_->pairs(n);
+      comms.push_back(dp_.get());
+      requests.push_back(
+          dp_->start_allgather(packed->data(), std::vector<size_t>(size_t(dp_->size()), 2 * k)));
+      dp_bytes_ += double(packed->size()) * sizeof(float);
+      on_done_[handle] = [this, packed, g, n] { compressor_->decompress(*packed, g, n, dp_->size()); };
+    }
+  } else {
+    return kNotMine;
+  }
+  in_flight_.push_back(std::move(requests));
+  in_flight_comm_.push_back(std::move(comms));
+  return handle;
+}
+
+bool ParallelRunner::complete(int handle, bool block) {
+  if (auto t = tickets_.find(handle); t != tickets_.end()) {
+    if (block)
+      zero3_->wait(t->second);
+    else if (!zero3_->ready(t->second))
+      return false;
+    tickets_.erase(t);
+  }
+  if (auto f = on_done_.find(handle); f != on_done_.end()) {
+    const std::function<void()> done = std::move(f->second);
+    on_done_.erase(f);
+    done();
+  }
+  return true;
+}
+
+}  // namespace paratwin::exec
