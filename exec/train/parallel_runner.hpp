@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
 #include "exec/optim/adamw.hpp"
@@ -58,9 +59,9 @@ class ParallelRunner final : public StepRunner {
   bool poll(int handle) override;
   void finish(int handle) override;
 
-  // The TP collectives ran inside the compute tasks: moves their measured time from each compute task
-  // (its CPU time) to the Program's TP tasks that follow it (their span), so that a profile times
-  // them as the twin costs them.
+  // The TP and CP collectives ran inside the compute tasks: moves their measured time from each compute
+  // task (its CPU time) to the Program's TP and CP tasks that follow it (their span), so that a profile
+  // times them as the twin costs them.
   void attribute_tp_time(std::vector<TaskSpan>& spans) const;
 
   // Collective over the world: the whole model's weights and AdamW moments, assembled from every
@@ -76,11 +77,15 @@ class ParallelRunner final : public StepRunner {
   int tag(int microbatch, int boundary, Direction d) const;
   std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
   void optimizer_step();
+  // This rank's index in the DP group (dp x cp ranks: the gradient reduction's and ZeRO's replicas).
+  int replica() const { return dp_->rank(); }
 
   ParallelSetup setup_;
   RankCoordinates at_;
-  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_;
   ShardedGpt model_;
+  std::unique_ptr<ContextParallel> context_;           // under cp > 1
+  std::vector<int32_t> whole_tokens_, whole_targets_;  // whole sequences, of which CP takes its share
   std::unique_ptr<AdamW> adamw_;
   int64_t step_ = 0;
   std::vector<double> losses_;
@@ -95,6 +100,7 @@ class ParallelRunner final : public StepRunner {
   std::vector<std::vector<Communicator*>> in_flight_comm_;
   std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream
   std::map<int, double> tp_seconds_;                 // compute task -> wall time in its TP collectives
+  std::map<int, double> cp_seconds_;                 // and in its CP collectives
 };
 
 }  // namespace paratwin::exec
