@@ -1,6 +1,7 @@
 // Rank coordinates, GPU assignment and group membership.
 #include "sim/rank_layout.hpp"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -91,7 +92,12 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
       vary(&RankCoords::cp, 0, plan_.cp);
       break;
     case GroupKind::Dp:
-      vary(&RankCoords::dp, 0, plan_.dp);
+      // Gradients are reduced over dp x cp (Megatron-LM's data-parallel group with context parallelism).
+      for (int cp = 0; cp < plan_.cp; ++cp) {
+        c.cp = cp;
+        vary(&RankCoords::dp, 0, plan_.dp);
+      }
+      std::sort(members.begin(), members.end());  // in rank order, as the live engine's group
       break;
     case GroupKind::Pp:
       vary(&RankCoords::pp, 0, plan_.pp);

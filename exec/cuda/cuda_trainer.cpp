@@ -60,8 +60,8 @@ class CudaTrainer final : public LiveTrainer {
     std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
     for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
     // What the CPU backend runs and this one does not yet.
-    if (plan_.tp * plan_.pp > 1)
-      problems.push_back("the CUDA backend runs data parallelism only (tp = pp = 1)");
+    if (plan_.tp * plan_.pp * plan_.cp > 1)
+      problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
     if (plan_.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
     if (plan_.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
     if (plan_.compression.kind != CompressionKind::None)

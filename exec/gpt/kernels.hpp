@@ -37,9 +37,10 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, 
 
 // ---- rotary position embedding (rope.cpp) -------------------------------------------------------
 // Rotates, in place, the query and key heads of qkv (B,T,(H+2K)D): pairs (2i, 2i+1) of each head by
-// t * 10000^(-2i/D). `inverse` rotates back, which is also the backward of the rotation.
+// t * 10000^(-2i/D). `inverse` rotates back, which is also the backward of the rotation. `positions`
+// (T), when given, are the tokens' positions in their sequence (context parallelism), else t.
 template <class T>
-void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse);
+void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse, const int* positions = nullptr);
 
 // ---- attention (attention.cpp) ------------------------------------------------------------------
 // Causal grouped-query attention. qkv (B,T,(H+2K)D) holds H query heads, then K key heads, then K

@@ -7,14 +7,14 @@
 namespace paratwin::exec::kernels {
 
 template <class T>
-void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse) {
+void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse, const int* positions) {
   // qkv is (B,T,(H+2K)D); the first H+K heads (queries, then keys) are rotated, values are not
   const int width = (H + 2 * K) * D;
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < Tn; ++t) {
       T* row = qkv + (static_cast<long>(b) * Tn + t) * width;
       for (int i = 0; i < D / 2; ++i) {
-        const double angle = t * std::pow(10000.0, -2.0 * i / D);
+        const double angle = (positions ? positions[t] : t) * std::pow(10000.0, -2.0 * i / D);
         const T c = T(std::cos(angle)), s = T(inverse ? -std::sin(angle) : std::sin(angle));
         for (int h = 0; h < H + K; ++h) {
           T* x = row + h * D + 2 * i;
@@ -26,7 +26,7 @@ void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse) {
     }
 }
 
-template void rope<float>(float*, int, int, int, int, int, bool);
-template void rope<double>(double*, int, int, int, int, int, bool);
+template void rope<float>(float*, int, int, int, int, int, bool, const int*);
+template void rope<double>(double*, int, int, int, int, int, bool, const int*);
 
 }  // namespace paratwin::exec::kernels

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 
@@ -182,6 +183,18 @@ void ShardedGpt::allreduce(float* data, size_t count) {
   tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+const int* ShardedGpt::positions() const {
+  return cp_ ? cp_->positions().data() : nullptr;
+}
+
+int ShardedGpt::keys(int Tn) const {
+  return cp_ ? cp_->seq_len() : Tn;
+}
+
+int ShardedGpt::cp_size() const {
+  return cp_ ? cp_->size() : 1;
+}
+
 int ShardedGpt::stream_rows(int N) const {
   return sequence_parallel() ? N / spec_.tp : N;
 }
@@ -222,7 +235,8 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   a.ln1_mean.assign(Lk * n, 0.0f);
   a.ln1_rstd.assign(Lk * n, 0.0f);
   a.qkv.assign(Lk * N * QKV, 0.0f);
-  a.att.assign(La * B * Hl_ * size_t(Tn) * Tn, 0.0f);
+  a.att.assign(La * B * Hl_ * size_t(Tn) * keys(Tn), 0.0f);
+  a.kv.assign(cp_ ? L * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0, 0.0f);
   a.attn_out.assign(Lk * N * HD, 0.0f);
   a.ln2.assign(Lk * N * C, 0.0f);
   a.ln2_mean.assign(Lk * n, 0.0f);
@@ -321,7 +335,7 @@ double ShardedGpt::forward(ChunkActivations& a) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < C; ++j)
         x[size_t(i) * C + j] =
-            e[size_t(i) * C + j] + (wpe_ != kNone ? p(wpe_)[size_t((r0 + i) % Tn) * C + j] : 0.0f);
+            e[size_t(i) * C + j] + (wpe_ != kNone ? p(wpe_)[size_t(position((r0 + i) % Tn)) * C + j] : 0.0f);
   }
   forward_layers(a, lo, hi, false);
   return forward_head(a);
@@ -347,7 +361,9 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     float* x = a.residual.data() + size_t(li) * nC;  // (n,C) the layer's input
     float* ln1 = a.ln1.data() + Nc;                  // (N,C)
     float* qkv = a.qkv.data() + s * N * QKV;
-    float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * Tn;
+    float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
+    // CP keeps every layer's gathered keys and values (recompute is refused beside CP)
+    float* kv = cp_ ? a.kv.data() + size_t(li) * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     float* attn_out = a.attn_out.data() + s * N * HD;
     float* mid = a.mid.data() + nc;  // (n,C)
     float* ln2 = a.ln2.data() + Nc;  // (N,C)
@@ -359,8 +375,11 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                     p(w.ln1_w), p(w.ln1_b), n, C);
     gather(ln1, N);
     k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);  // column-parallel: this rank's heads
-    if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false);
-    k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
+    if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false, positions());
+    if (cp_)
+      cp_->attention_forward(attn_out, att, kv, qkv, B, Hl_, Kl_, D);  // keys and values over CP
+    else
+      k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
                       C);  // row-parallel
     const float* proj = reduce(tmp, N);
@@ -434,7 +453,9 @@ double ShardedGpt::forward_head(ChunkActivations& a) {
     a.losses[i] = std::log(sum[i]) - target[i];
     total += a.losses[i];
   }
-  return a.loss = total / N;
+  // The mean over the micro-batch's tokens: this rank's share of every sequence, summed over CP.
+  if (cp_) total = cp_->sum(total);
+  return a.loss = total / (double(N) * cp_size());
 }
 
 void ShardedGpt::ensure_scratch(size_t N) {
@@ -475,7 +496,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
   if (spec_.last && hi == c.layers) {
     // dlogits (N,Vl) = (probs - onehot) x scale / N over this rank's columns
     const int v0 = spec_.tp_rank * Vl_;
-    const float scale = loss_scale / float(N);
+    const float scale = loss_scale / (float(N) * float(cp_size()));  // of the whole micro-batch's mean
     for (int i = 0; i < N; ++i) {
       float* d = dlogits_.data() + size_t(i) * Vl_;
       const float* q = a.probs.data() + size_t(i) * Vl_;
@@ -505,7 +526,8 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     const float* x = a.residual.data() + size_t(li) * nC;
     const float* ln1 = a.ln1.data() + Nc;
     const float* qkv = a.qkv.data() + s * N * QKV;
-    const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * Tn;
+    const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
+    const float* kv = cp_ ? a.kv.data() + size_t(li) * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     const float* attn_out = a.attn_out.data() + s * N * HD;
     const float* mid = a.mid.data() + nc;
     const float* ln2 = a.ln2.data() + Nc;
@@ -528,8 +550,11 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     std::fill(dattn_.begin(), dattn_.begin() + size_t(N) * HD, 0.0f);
     k::linear_backward(dattn_.data(), g(w.proj_w), g(w.proj_b), whole(dres, N), attn_out, p(w.proj_w), N, HD,
                        C);
-    k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, Hl_, Kl_, D);
-    if (c.rope) k::rope(dqkv_.data(), B, Tn, Hl_, Kl_, D, true);
+    if (cp_)
+      cp_->attention_backward(dqkv_.data(), dattn_.data(), qkv, kv, att, B, Hl_, Kl_, D);
+    else
+      k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, Hl_, Kl_, D);
+    if (c.rope) k::rope(dqkv_.data(), B, Tn, Hl_, Kl_, D, true, positions());
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
     k::linear_backward(dln_.data(), g(w.qkv_w), g(w.qkv_b), dqkv_.data(), ln1, p(w.qkv_w), N, C, QKV);
     norm_backward(dres, w.ln1_w, w.ln1_b, reduce(dln_.data(), N), x, w.ln1_w,
@@ -548,7 +573,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
         for (int j = 0; j < C; ++j) de[j] += dy[j];
       }
       if (wpe_ != kNone) {
-        float* dp = g(wpe_) + size_t(i % Tn) * C;
+        float* dp = g(wpe_) + size_t(position(i % Tn)) * C;
         for (int j = 0; j < C; ++j) dp[j] += dy[j];
       }
     }

@@ -17,6 +17,8 @@
 
 namespace paratwin::exec {
 
+class ContextParallel;
+
 // Which part of the model a rank holds.
 struct ShardSpec {
   int tp = 1, tp_rank = 0;
@@ -56,6 +58,7 @@ struct ChunkActivations {
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
   Buffer<float> mid, ln1, ln1_mean, ln1_rstd, qkv, att, attn_out, ln2, ln2_mean, ln2_rstd, fc, fc_act;
+  Buffer<float> kv;  // (l,B,T,2KD) under context parallelism: the keys and values gathered over CP
   Buffer<float> lnf, lnf_mean, lnf_rstd, probs, losses;  // last chunk
   Buffer<float> dresidual;                               // (N,C): gradient of the output, then of the input
   double loss = 0;
@@ -66,6 +69,11 @@ class ShardedGpt {
   // `tp` is the tensor-parallel group (size spec.tp; may be null when spec.tp is 1). Throws
   // std::invalid_argument when tp does not divide the heads, kv heads, FFN width or vocabulary.
   ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp);
+
+  // Context parallelism: activations hold this rank's tokens of each sequence (Tn = seq_len / cp, at
+  // cp->positions()), attention runs through `cp`, and the loss is the mean over the group's tokens.
+  // Set before allocate(); null (the default) for whole sequences.
+  void use_context_parallel(ContextParallel* cp) { cp_ = cp; }
 
   const GptConfig& config() const { return full_; }
   const ShardSpec& spec() const { return spec_; }
@@ -123,6 +131,10 @@ class ShardedGpt {
   float* g(size_t offset) { return offset == kNone ? nullptr : grads_.data() + offset; }
   void ensure_scratch(size_t N);
   bool sequence_parallel() const { return spec_.sequence_parallel && spec_.tp > 1; }
+  const int* positions() const;  // of the local tokens in their sequence (null: 0..Tn-1)
+  int position(int t) const { return cp_ ? positions()[t] : t; }
+  int keys(int Tn) const;  // keys each query attends over: the whole sequence's
+  int cp_size() const;
   int stream_rows(int N) const;  // rows of the residual stream held here
   int first_row(int N) const;    // the first of them
   float* reduce(float* partial, int N);
@@ -135,6 +147,7 @@ class ShardedGpt {
   GptConfig full_;
   ShardSpec spec_;
   Communicator* tp_;
+  ContextParallel* cp_ = nullptr;
   int Hl_, Kl_, Fl_, Vl_;  // this rank's heads, kv heads, FFN width, vocabulary rows
   std::vector<ShardTensor> tensors_;
   size_t total_ = 0;

@@ -52,19 +52,21 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
   // The cluster as written (the --set overrides may not validate against it before dp changes too).
   const ScenarioSpec as_written = load_scenario(path);
   const ClusterSpec& c = as_written.cluster;
-  // `ranks` data-parallel replicas of tp x pp ranks each (the degrees as the overrides set them).
-  int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1);
+  // `ranks` data-parallel replicas of tp x pp x cp ranks each (the degrees as the overrides set them).
+  int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1),
+      cp = as_written.plan.cp.value_or(1);
   for (const Override& o : overrides)
-    if (o.path.size() == 2 && o.path[0] == "plan" && (o.path[1] == "tp" || o.path[1] == "pp")) {
+    if (o.path.size() == 2 && o.path[0] == "plan" &&
+        (o.path[1] == "tp" || o.path[1] == "pp" || o.path[1] == "cp")) {
       const int value = std::atoi(o.text.substr(o.text.find('=') + 1).c_str());
-      (o.path[1] == "tp" ? tp : pp) = value > 0 ? value : 1;
+      (o.path[1] == "tp" ? tp : o.path[1] == "pp" ? pp : cp) = value > 0 ? value : 1;
     }
-  const int world = ranks * tp * pp;
+  const int world = ranks * tp * pp * cp;
   std::vector<std::string> out;
   if (c.gpus() != world) {
     if (c.pools.size() != 1 || c.pools.front().nodes != 1)
       throw InputError(Location{path},
-                       "--ranks " + std::to_string(ranks) + " x tp x pp does not match the cluster's " +
+                       "--ranks " + std::to_string(ranks) + " x tp x pp x cp does not match the cluster's " +
                            std::to_string(c.gpus()) + " devices; size the cluster with --set");
     out.push_back("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(world));
   }
@@ -220,9 +222,10 @@ int run_live_rank(const LiveRunOptions& opts) {
         plan.num_microbatches, plan.micro_batch, scenario.training.seq_len,
         static_cast<long long>(trainer.total_steps()));
     out << buf << std::flush;
-    if (plan.tp * plan.pp > 1)
+    if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
-          << plan.pp << " processes (" << comm->size() << " in all)\n"
+          << plan.pp << (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : std::string()) << " processes ("
+          << comm->size() << " in all)\n"
           << std::flush;
     if (opts.backend == "cpu" && scenario.training.precision != Precision::Fp32)
       out << "paratwin run: the scenario trains in "

@@ -257,8 +257,8 @@ Launch Supervisor::launch(int ranks, bool resume) {
   l.ranks = ranks;
   const std::vector<int> up = slots_up(server_->now());
   l.slots.assign(up.begin(), up.begin() + ranks);
-  // Each data-parallel replica is tp x pp processes; shrink and grow change the replicas only.
-  const int world = ranks * setup_.plan.tp * setup_.plan.pp;
+  // Each data-parallel replica is tp x pp x cp processes; shrink and grow change the replicas only.
+  const int world = ranks * setup_.plan.tp * setup_.plan.pp * setup_.plan.cp;
   l.done.assign(size_t(world), false);
   if (!live_.checkpoint_dir.empty())
     if (const int n = remove_unfinished_checkpoints(live_.checkpoint_dir); n > 0)

@@ -59,7 +59,7 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     : setup_(setup),
       at_(rank_coordinates(setup.plan, setup.world.rank())),
       tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
-      dp_(group(setup.world, (at_.pp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
+      dp_(group(setup.world, at_.pp * setup.plan.tp + at_.tp)),  // over dp x cp, as Megatron-LM
       pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
       model_(full.config(), shard_spec(setup.plan, at_), tp_.get()) {
   const Plan& p = setup.plan;
@@ -68,7 +68,12 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   // both gradients over every DP replica, in one all-reduce of their own, outside the DP buckets.
   const bool tied = c.tied && p.pp > 1;
   const bool end_stage = at_.pp == 0 || at_.pp == p.pp - 1;
-  embedding_ = setup.world.split(tied && end_stage ? at_.tp * p.cp + at_.cp : -1);
+  embedding_ = setup.world.split(tied && end_stage ? at_.tp : -1);  // over dp x cp x the two stages
+  if (p.cp > 1) {
+    cp_ = group(setup.world, (at_.pp * p.dp + at_.dp) * p.tp + at_.tp);
+    context_ = std::make_unique<ContextParallel>(cp_.get(), p.cp, at_.cp, setup.scenario.training.seq_len);
+    model_.use_context_parallel(context_.get());
+  }
   if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
   model_.take_shard(full.parameters().data(), model_.parameters().data());
   std::vector<bool> decay(model_.size(), false);
@@ -124,8 +129,8 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     for (const auto& [index, range] : buckets_) {
       const std::vector<size_t> counts = blocks(range);
       size_t begin = range.first;
-      for (int k = 0; k < at_.dp; ++k) begin += counts[k];
-      owned_.push_back({begin, begin + counts[at_.dp]});
+      for (int k = 0; k < replica(); ++k) begin += counts[k];
+      owned_.push_back({begin, begin + counts[replica()]});
     }
     if (tied_.second > tied_.first) owned_.push_back(tied_);  // every replica updates it whole
   }
@@ -137,7 +142,7 @@ ParallelRunner::~ParallelRunner() {
 }
 
 std::vector<size_t> ParallelRunner::blocks(std::pair<size_t, size_t> range) const {
-  const size_t n = range.second - range.first, dp = size_t(setup_.plan.dp);
+  const size_t n = range.second - range.first, dp = size_t(dp_->size());
   std::vector<size_t> counts(dp);
   for (size_t r = 0; r < dp; ++r) counts[r] = n / dp + (r < n % dp ? 1 : 0);
   return counts;
@@ -150,14 +155,15 @@ int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
 ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
   auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
   if (fresh)
-    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch, setup_.scenario.training.seq_len,
-                    activation_policy(chunk));
+    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
+                    setup_.scenario.training.seq_len / setup_.plan.cp, activation_policy(chunk));
   return it->second;
 }
 
 void ParallelRunner::begin_step(int64_t step) {
   step_ = step;
   tp_seconds_.clear();
+  cp_seconds_.clear();
   losses_.clear();
   dp_bytes_ = 0;
   in_flight_.clear();
@@ -170,22 +176,34 @@ void ParallelRunner::begin_step(int64_t step) {
 void ParallelRunner::compute(int index, const Task& task) {
   const Plan& p = setup_.plan;
   const double tp_before = model_.tp_seconds;
-  struct Record {  // the TP time of this task, however it ends
+  struct Record {  // the TP (CP) time of this task, however it ends
     std::map<int, double>& to;
     int index;
     const double& now;
     double before;
     ~Record() { to[index] = now - before; }
   } record{tp_seconds_, index, model_.tp_seconds, tp_before};
+  static const double no_cp = 0;
+  const double& cp_now = context_ ? context_->seconds : no_cp;
+  Record cp_record{cp_seconds_, index, cp_now, cp_now};
   switch (task.kind) {
     case TaskKind::Forward: {
       ChunkActivations& a = slot(task.microbatch, task.chunk);
       // This DP replica's share of the step's global sequences, as the data-parallel path takes it.
       const int64_t first = step_ * setup_.scenario.training.global_batch +
                             (int64_t(at_.dp) * p.num_microbatches + task.microbatch) * p.micro_batch;
-      setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
-      const double loss = model_.forward(a);
-      if (task.chunk == p.chunks() - 1 && at_.tp == 0) losses_.push_back(loss);
+      if (context_) {  // this CP rank's tokens of each sequence
+        const size_t whole = size_t(p.micro_batch) * setup_.scenario.training.seq_len;
+        whole_tokens_.resize(whole);
+        whole_targets_.resize(whole);
+        setup_.data.fill(first, p.micro_batch, whole_tokens_.data(), whole_targets_.data());
+        context_->take(whole_tokens_.data(), p.micro_batch, a.tokens.data());
+        context_->take(whole_targets_.data(), p.micro_batch, a.targets.data());
+      } else {
+        setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
+      }
+      const double loss = model_.forward(a);  // the micro-batch's (summed over CP)
+      if (task.chunk == p.chunks() - 1 && at_.tp == 0 && at_.cp == 0) losses_.push_back(loss);
       pass_ended(task);
       break;
     }
@@ -240,8 +258,9 @@ int ParallelRunner::start(int index, const Task& task) {
       return int(in_flight_.size()) - 1;
     }
     add(pp_.get(), h);
-  } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Tp) {
-    return kDone;  // the compute task ran its TP collectives where they fall between the GEMMs
+  } else if (task.kind == TaskKind::Collective &&
+             (task.group == GroupKind::Tp || task.group == GroupKind::Cp)) {
+    return kDone;  // the compute task ran its TP and CP collectives where they fall between the GEMMs
   } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Embedding) {
     if (embedding_ && tied_.second > tied_.first)
       add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + tied_.first,
@@ -291,26 +310,34 @@ void ParallelRunner::finish(int handle) {
 
 void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
   const std::vector<Task>& tasks = role().tasks;
-  // The lowering adds a pass's TP collectives right after its compute task.
-  std::map<int, std::vector<int>> owned;  // compute task -> its TP tasks
+  // The lowering adds a pass's TP and CP collectives right after its compute task.
+  std::map<int, std::vector<int>> owned;  // compute task -> its TP tasks, then its CP tasks
   int owner = -1;
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
         tasks[i].kind == TaskKind::Recompute)
       owner = int(i);
-    else if (tasks[i].kind == TaskKind::Collective && tasks[i].group == GroupKind::Tp && owner >= 0)
+    else if (tasks[i].kind == TaskKind::Collective &&
+             (tasks[i].group == GroupKind::Tp || tasks[i].group == GroupKind::Cp) && owner >= 0)
       owned[owner].push_back(int(i));
   }
-  for (const auto& [compute, tp_tasks] : owned) {
-    const auto it = tp_seconds_.find(compute);
-    if (it == tp_seconds_.end()) continue;
-    const double share = it->second / double(tp_tasks.size());
+  const auto seconds = [](const std::map<int, double>& by_task, int task) {
+    const auto it = by_task.find(task);
+    return it == by_task.end() ? 0.0 : it->second;
+  };
+  for (const auto& [compute, comm_tasks] : owned) {
+    if (!tp_seconds_.count(compute) && !cp_seconds_.count(compute)) continue;
+    const double tp = seconds(tp_seconds_, compute), cp = seconds(cp_seconds_, compute);
+    int tp_tasks = 0;
+    for (int t : comm_tasks) tp_tasks += tasks[size_t(t)].group == GroupKind::Tp;
+    const int cp_tasks = int(comm_tasks.size()) - tp_tasks;
     TaskSpan& c = spans[size_t(compute)];
-    c.cpu_s = std::max(0.0, c.cpu_s - it->second);
-    double at = c.end_s - it->second;
-    for (int t : tp_tasks) {
+    c.cpu_s = std::max(0.0, c.cpu_s - tp - cp);
+    double at = c.end_s - tp - cp;
+    for (int t : comm_tasks) {
+      const bool is_tp = tasks[size_t(t)].group == GroupKind::Tp;
       spans[size_t(t)].start_s = at;
-      spans[size_t(t)].end_s = at += share;
+      spans[size_t(t)].end_s = at += is_tp ? tp / std::max(1, tp_tasks) : cp / std::max(1, cp_tasks);
       spans[size_t(t)].wait_s = 0;
     }
   }
@@ -330,7 +357,7 @@ void ParallelRunner::optimizer_step() {
       for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
     // Whatever every DP replica holds whole counts on the first replica only.
     const bool tied = begin == tied_.first && end == tied_.second && tied_.second > tied_.first;
-    if ((p.zero == 0 || tied) && at_.dp != 0) continue;
+    if ((p.zero == 0 || tied) && replica() != 0) continue;
     for (size_t i = begin; i < end; ++i)
       if (counted_[i]) squares += double(grads[i]) * grads[i];
   }
@@ -357,9 +384,9 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
     const bool tied = t.offset == tied_.first && tied_.second > tied_.first;
     // Moments: every replica's ZeRO blocks (zeros outside them); without ZeRO, and for what every
     // replica updates whole, the first replica's.
-    const bool moments_owner = tp_owner && (at_.dp == 0 || (setup_.plan.zero > 0 && !tied));
+    const bool moments_owner = tp_owner && (replica() == 0 || (setup_.plan.zero > 0 && !tied));
     for (size_t i = t.offset; i < t.offset + t.size() && i < n; ++i) {
-      if (!(tp_owner && at_.dp == 0)) own_w[i] = 0;
+      if (!(tp_owner && replica() == 0)) own_w[i] = 0;
       if (!moments_owner) own_m[i] = own_v[i] = 0;
     }
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
 #include "exec/optim/adamw.hpp"
@@ -64,9 +65,9 @@ class ParallelRunner final : public StepRunner {
   bool poll(int handle) override;
   void finish(int handle) override;
 
-  // The TP collectives ran inside the compute tasks: moves their measured time from each compute task
-  // (its CPU time) to the Program's TP tasks that follow it (their span), so that a profile times
-  // them as the twin costs them.
+  // The TP and CP collectives ran inside the compute tasks: moves their measured time from each compute
+  // task (its CPU time) to the Program's TP and CP tasks that follow it (their span), so that a profile
+  // times them as the twin costs them.
   void attribute_tp_time(std::vector<TaskSpan>& spans) const;
 
   // Collective over the world: the whole model's weights and AdamW moments, assembled from every
@@ -92,11 +93,15 @@ class ParallelRunner final : public StepRunner {
   void pass_ended(const Task& task);
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
   ActivationPolicy activation_policy(int chunk) const;
+  // This rank's index in the DP group (dp x cp ranks: the gradient reduction's and ZeRO's replicas).
+  int replica() const { return dp_->rank(); }
 
   ParallelSetup setup_;
   RankCoordinates at_;
-  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_;
   ShardedGpt model_;
+  std::unique_ptr<ContextParallel> context_;           // under cp > 1
+  std::vector<int32_t> whole_tokens_, whole_targets_;  // whole sequences, of which CP takes its share
   std::unique_ptr<AdamW> adamw_;
   int64_t step_ = 0;
   std::vector<double> losses_;
@@ -117,6 +122,7 @@ class ParallelRunner final : public StepRunner {
   std::vector<std::vector<Communicator*>> in_flight_comm_;
   std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream
   std::map<int, double> tp_seconds_;                 // compute task -> wall time in its TP collectives
+  std::map<int, double> cp_seconds_;                 // and in its CP collectives
 };
 
 }  // namespace paratwin::exec

@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <utility>
 
-
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
@@ -23,10 +22,13 @@ namespace paratwin::exec {
 
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
-  if (p.cp != 1 || p.ep != 1)
-    out.push_back(
-        "the live CPU backend runs no context or expert parallelism (cp = ep = 1); this plan has cp " +
-        std::to_string(p.cp) + ", ep " + std::to_string(p.ep));
+  if (p.ep != 1)
+    out.push_back("the live CPU backend runs no expert parallelism (ep = 1); this plan has ep " +
+                  std::to_string(p.ep));
+  if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
+    out.push_back("context parallelism " + std::to_string(p.cp) + " splits each sequence into " +
+                  std::to_string(2 * p.cp) + " chunks (the load-balanced causal split): seq_len " +
+                  std::to_string(t.seq_len) + " must be a multiple of " + std::to_string(2 * p.cp));
   if (p.offload_activations)
     out.push_back("activation offload is not implemented live; offload_optimizer is");
   for (auto [n, what] : {std::pair{m.heads, "heads"},
@@ -37,9 +39,24 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
       out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's " + what + " (" +
                     std::to_string(n) +
                     "): the live backend splits whole heads, FFN units and vocabulary rows");
-  if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len) % p.tp != 0)
-    out.push_back("sequence parallelism splits the " + std::to_string(int64_t(p.micro_batch) * t.seq_len) +
+  if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len / p.cp) % p.tp != 0)
+    out.push_back("sequence parallelism splits the " +
+                  std::to_string(int64_t(p.micro_batch) * t.seq_len / p.cp) +
                   " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
+  if (p.cp > 1) {
+    // The context-parallel runner has the DP side of ZeRO 0-2 only (ZeRO 3, recompute, offload and
+    // compression run with tp and pp, not yet beside CP's gathered keys and values).
+    const std::string layout = "with cp " + std::to_string(p.cp) + ", ";
+    if (p.zero == 3) out.push_back(layout + "ZeRO 3 is not implemented live; use zero 0, 1 or 2");
+    if (p.compression.kind != CompressionKind::None)
+      out.push_back(layout + "gradient compression is not implemented live");
+    if (p.offload_optimizer) out.push_back(layout + "optimizer offload is not implemented live");
+    for (const auto& st : p.stages)
+      if (st.recompute != Recompute::None) {
+        out.push_back(layout + "recomputation is not implemented live; use recompute none");
+        break;
+      }
+  }
   if (m.moe) out.push_back("mixture-of-experts models are not implemented live");
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
@@ -351,8 +368,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
   for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
   if (plan_.dp * plan_.tp * plan_.pp * plan_.cp != comm_.size())
-    problems.push_back("the plan has dp x tp x pp = " + std::to_string(plan_.dp * plan_.tp * plan_.pp) +
-                       " but " + std::to_string(comm_.size()) + " ranks run it");
+    problems.push_back(
+        "the plan has dp x tp x pp x cp = " + std::to_string(plan_.dp * plan_.tp * plan_.pp * plan_.cp) +
+        " but " + std::to_string(comm_.size()) + " ranks run it");
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
@@ -371,7 +389,7 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   lr_.max = options_.learning_rate;
   lr_.total_steps = total_steps_;
   lr_.warmup_steps = std::max<int64_t>(1, total_steps_ / 10);
-  if (plan_.tp * plan_.pp == 1) {
+  if (plan_.tp * plan_.pp * plan_.cp == 1) {
     runner_ = std::make_unique<Runner>(*this);  // (under ZeRO 3 it takes the shard of the weights)
     steps_ = runner_.get();
     adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay), runner_->owned());

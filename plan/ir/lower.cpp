@@ -70,8 +70,13 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
       return place(p.cp, layout.at("cp").stride, pool, c);
     case GroupKind::Ep:
       return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
-    default:
-      return place(p.dp, layout.at("dp").stride, pool, c);
+    default: {
+      // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
+      // same weights and the gradients of different tokens.
+      const long long stride =
+          p.cp > 1 ? std::min(layout.at("dp").stride, layout.at("cp").stride) : layout.at("dp").stride;
+      return place(p.dp * p.cp, stride, pool, c);
+    }
   }
 }
 
@@ -140,6 +145,8 @@ class RoleBuilder {
     out.append(prefix).append(t);
     return out;
   }
+  // The ranks that reduce each gradient (the DP group): dp x cp.
+  int replicas() const { return p_.dp * p_.cp; }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
   size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
@@ -366,7 +373,7 @@ class RoleBuilder {
     // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
     // its layers are done (when DP overlap is on).
     std::vector<std::pair<int, int>> segments{{st.layer_end, st.layer_begin}};
-    if (final_microbatch && p_.overlap_dp && p_.dp > 1) segments = bucket_segments_[chunk];
+    if (final_microbatch && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
     for (size_t i = 0; i < segments.size(); ++i) {
       const auto [hi, lo] = segments[i];
       Task b;
@@ -436,7 +443,7 @@ class RoleBuilder {
     // Everything the backward passes left running ends before the step.
     std::vector<int> step_deps = previous_compute_;
     const int last_compute = previous_compute_.front();
-    if (p_.dp > 1) {
+    if (replicas() > 1) {
       int index = 0;
       for (const auto& b : buckets_) {
         const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.first_layer}) : last_compute;
@@ -445,8 +452,9 @@ class RoleBuilder {
         if (topk) {
           // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them.
           const double pairs = p_.compression.ratio * b.elements;
-          t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(p_.dp * pairs * (elem_ + 4)), 1,
-                         StreamKind::Dp, "AG dp topk bucket" + std::to_string(index), {ready});
+          t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
+                         Bytes(replicas() * pairs * (elem_ + 4)), 1, StreamKind::Dp,
+                         "AG dp topk bucket" + std::to_string(index), {ready});
         } else {
           t = collective(p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                          GroupKind::Dp, dp_, Bytes(b.elements * elem_), 1, StreamKind::Dp,
@@ -463,7 +471,7 @@ class RoleBuilder {
                                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1,
                                          StreamKind::Dp, "AR embedding grads", previous_compute_)));
     }
-    const double shard = role_.parameters / (p_.zero >= 1 ? p_.dp : 1);
+    const double shard = role_.parameters / (p_.zero >= 1 ? replicas() : 1);
     const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
     if (p_.offload_optimizer) {
       Task in;
@@ -490,18 +498,18 @@ class RoleBuilder {
       out.deps = {step_id};
       add(std::move(out));
     }
-    if ((p_.zero == 1 || p_.zero == 2) && p_.dp > 1)
+    if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1)
       add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_), 1,
                      StreamKind::Dp, "AG dp params", {step_id}));
 
-    role_.state = cost::model_state_bytes(role_.parameters, p_.dp, p_.zero, t_.optimizer, t_.precision);
+    role_.state = cost::model_state_bytes(role_.parameters, replicas(), p_.zero, t_.optimizer, t_.precision);
     if (p_.offload_optimizer) {
       role_.host_state = role_.state.optimizer;
       role_.state.optimizer = Bytes(0);
     }
     // Two DP buckets in flight, and a PP send and receive buffer each way.
     role_.buffers =
-        (p_.dp > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
+        (replicas() > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
   }
 
   struct Bucket {

@@ -103,6 +103,8 @@ struct Base {
   bool sp;
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the base is refined
+  // The ranks that reduce each gradient and share ZeRO's blocks: dp x cp, as the Program lowers them.
+  int replicas() const { return dp * cp; }
   // Filled when the base is refined: cost tables, its layer partitions (indices into the search's
   // list; -1: none fits) -- the time-optimal one, memory aside, and for each (ZeRO stage, offload)
   // whose states do not fit that one, the best that fits -- and, per pipeline rank and chunk j, the
@@ -328,7 +330,8 @@ class Search {
     Base& b = bases_[base_index];
     b.free_bound = time_lower_bound(b, microbatches);
     const double bound = b.free_bound * objective_scale(b);
-    for (int zero : fixed_or(req_.zero, b.dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
+    for (int zero :
+         fixed_or(req_.zero, b.replicas() > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
       for (bool offload : fixed_or(req_.offload_optimizer, {false, true}))
         for (bool topk : compression_choices(b, zero))
           for (const std::string& order : orders(b)) {
@@ -417,7 +420,7 @@ class Search {
 
   std::vector<bool> compression_choices(const Base& b, int zero) {
     if (req_.compression) return {req_.compression->kind == CompressionKind::TopK};
-    if (b.dp > 1 && zero <= 1) return {false, true};
+    if (b.replicas() > 1 && zero <= 1) return {false, true};
     return {false};
   }
 
@@ -648,7 +651,7 @@ class Search {
   // The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
   // sharded: the smaller of the two, so that it bounds every ZeRO stage.
   double optimizer_bound(const Base& b) {
-    const double params = params_.total / b.tp / b.dp;
+    const double params = params_.total / b.tp / b.replicas();
     const auto& d = s_.cluster.device_of(s_.cluster.pools[b.rank_pool.front()]);
     return cost::compute_time_bound(
                cost::optimizer_step(params, s_.training.optimizer, s_.training.precision), d,
@@ -668,7 +671,7 @@ class Search {
     const double layer_params = params_.total - params_.embedding;
     const double per_rank = layer_params / b.pp / b.tp;
     auto states =
-        cost::model_state_bytes(per_rank, b.dp, v.zero, s_.training.optimizer, s_.training.precision);
+        cost::model_state_bytes(per_rank, b.replicas(), v.zero, s_.training.optimizer, s_.training.precision);
     const double device =
         (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
     double largest_capacity = 0;
@@ -847,7 +850,7 @@ class Search {
   // (`in_flight` micro-batches of them).
   double chunk_bytes(const Base& b, const Variant& v, const ChunkMemory& memory, int c, int begin, int end,
                      double in_flight) const {
-    const auto st = cost::model_state_bytes(chunk_params(b, memory, c, begin, end), b.dp, v.zero,
+    const auto st = cost::model_state_bytes(chunk_params(b, memory, c, begin, end), b.replicas(), v.zero,
                                             s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
     double bytes = b.costs.activations[end] - b.costs.activations[begin];
@@ -899,7 +902,7 @@ class Search {
     std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0);
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
-      const double shard = params[r] / (v.zero >= 1 ? b.dp : 1);
+      const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
       double step =
           cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
                                    s_.cluster.device_of(pool), s_.training.precision)
@@ -910,13 +913,14 @@ class Search {
                     pool.pcie_bandwidth.value()
               : 0;
       double gather = 0;
-      if (b.dp > 1) {
+      if (b.replicas() > 1) {
         const auto& where = dp_placement(b, b.rank_pool[r], v.order);
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
         if (v.topk)
-          gradients[r] = collective(CollectiveKind::AllGather, b.dp * ratio * params[r] * (elem_ + 4));
+          gradients[r] =
+              collective(CollectiveKind::AllGather, b.replicas() * ratio * params[r] * (elem_ + 4));
         else
           gradients[r] = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                                     params[r] * elem_);

@@ -1,8 +1,8 @@
-// Tensor and pipeline parallelism against one rank, run under mpirun: every layout of tp, pp (with
-// each schedule), dp, ZeRO and recomputation trains the same global batches from the same initial
-// weights, so its loss trajectory must be the single rank's within float rounding. The default entry
-// (4 ranks) runs a representative subset; `ctest -L long` runs the cross product on 8 ranks. A run
-// checkpointed under tp x pp resumes under another layout; optimizer offload and top-k compression
+// Tensor, pipeline and context parallelism against one rank, run under mpirun: every layout of tp, pp
+// (with each schedule), cp, dp, ZeRO and recomputation trains the same global batches from the same
+// initial weights, so its loss trajectory must be the single rank's within float rounding. The default
+// entry (4 ranks) runs a representative subset; `ctest -L long` runs the cross product on 8 ranks. A
+// run checkpointed under tp x pp resumes under another layout; optimizer offload and top-k compression
 // run under tp x pp too.
 #define BOOST_TEST_MODULE exec_parallel
 #include <boost/test/unit_test.hpp>
@@ -15,6 +15,7 @@
 #include <map>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/context_parallel.hpp"
 #include "exec/run/live_run.hpp"
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
@@ -31,13 +32,15 @@ struct Layout {
   std::string schedule = "1f1b";
   bool sp = false;      // sequence parallelism
   bool overlap = true;  // plan.overlap.{dp,tp,pp}: off, sends and receives run on the compute stream
+  int cp = 1;           // context parallelism
   std::string recompute = "none";
   std::vector<std::string> extra = {};  // further overrides (offload, compression)
-  int world() const { return tp * pp * dp; }
+  int world() const { return tp * pp * dp * cp; }
   std::string text() const {
     return "tp" + std::to_string(tp) + " pp" + std::to_string(pp) + " " + schedule + " dp" +
            std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "") +
-           (overlap ? "" : " no-overlap") + (recompute == "none" ? "" : " recompute-" + recompute);
+           (overlap ? "" : " no-overlap") + (cp > 1 ? " cp" + std::to_string(cp) : "") +
+           (recompute == "none" ? "" : " recompute-" + recompute);
   }
 };
 
@@ -51,6 +54,7 @@ ScenarioSpec scenario(const Layout& l) {
       parse_override("plan.zero=" + std::to_string(l.zero)),
       parse_override("plan.tp=" + std::to_string(l.tp)),
       parse_override("plan.pp=" + std::to_string(l.pp)),
+      parse_override("plan.cp=" + std::to_string(l.cp)),
       parse_override("plan.schedule=" + l.schedule),
       parse_override("plan.virtual_stages=" + std::string(l.schedule == "interleaved" ? "2" : "1")),
       parse_override(std::string("plan.sequence_parallel=") + (l.sp ? "true" : "false")),
@@ -152,15 +156,17 @@ BOOST_AUTO_TEST_CASE(tensor_and_pipeline_parallel_layouts_follow_the_single_rank
                  {1, 2, 2, 1, "1f1b"},
                  {2, 1, 2, 2, "1f1b"},
                  {2, 2, 1, 0, "interleaved", true},
-                 {1, 2, 2, 1, "interleaved", false, false}},
+                 {1, 2, 2, 1, "interleaved", false, false},
+                 {1, 1, 1, 0, "1f1b", false, true, 2},
+                 {2, 1, 1, 0, "1f1b", false, true, 2}},
                 5);
 }
 
 BOOST_AUTO_TEST_CASE(zero3_and_recomputation_under_tp_and_pp_follow_the_single_rank_trajectory) {
-  check_layouts({{2, 1, 2, 3, "1f1b", true, true, "selective"},
-                 {1, 2, 2, 3, "interleaved", false, true, "full"},
+  check_layouts({{2, 1, 2, 3, "1f1b", true, true, 1, "selective"},
+                 {1, 2, 2, 3, "interleaved", false, true, 1, "full"},
                  {1, 2, 2, 3, "gpipe", false, false},
-                 {2, 2, 1, 0, "1f1b", false, true, "full"}},
+                 {2, 2, 1, 0, "1f1b", false, true, 1, "full"}},
                 5);
 }
 
@@ -189,6 +195,34 @@ BOOST_AUTO_TEST_CASE(top_k_under_tp_and_pp_trains_and_sends_the_single_shard_byt
   BOOST_TEST(sparse_bytes.front() == dense_bytes.front());  // the warm-up is dense
   // As on one shard: 2 ranks x 10% x (4 + 4) bytes a pair, 40% of the dense 4 bytes a gradient.
   BOOST_TEST(std::abs(sparse_bytes.back() / dense_bytes.back() - 0.4) < 0.01);
+}
+
+BOOST_AUTO_TEST_CASE(context_parallel_ranks_take_a_front_and_a_back_chunk_of_each_sequence) {
+  BOOST_TEST(context_positions(8, 2, 0) == (std::vector<int>{0, 1, 6, 7}), boost::test_tools::per_element());
+  BOOST_TEST(context_positions(8, 2, 1) == (std::vector<int>{2, 3, 4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(context_positions(8, 1, 0) == (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}),
+             boost::test_tools::per_element());
+  BOOST_CHECK_THROW(context_positions(6, 2, 0), std::invalid_argument);  // 4 chunks of 1.5 tokens
+}
+
+BOOST_AUTO_TEST_CASE(context_parallel_program_gathers_keys_and_values_and_reduces_gradients_over_dp_x_cp) {
+  Layout l;
+  l.cp = 2;
+  const ScenarioSpec s = scenario(l);
+  const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
+  int gathers = 0, scatters = 0, buckets = 0, backwards = 0;
+  for (const Task& t : p.roles.at(0).tasks) {
+    backwards += t.kind == TaskKind::Backward;
+    gathers += t.group == GroupKind::Cp && t.collective == cost::CollectiveKind::AllGather;
+    scatters += t.group == GroupKind::Cp && t.collective == cost::CollectiveKind::ReduceScatter;
+    if (t.group == GroupKind::Dp) {
+      ++buckets;
+      BOOST_TEST(t.placement.size == 2);  // dp 1 x cp 2: the CP ranks' gradients are summed
+    }
+  }
+  BOOST_TEST(gathers == 4);           // the forward of each of 4 micro-batches
+  BOOST_TEST(scatters == backwards);  // each backward pass (the last one cut in bucket segments)
+  BOOST_TEST(buckets > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_tp_and_pp_resumes_on_data_parallel_ranks) {
@@ -268,6 +302,16 @@ BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory)
       l.recompute = mode;
       all.push_back(l);
     }
+  // Context parallelism 2: alone, with tp 2 (and sequence parallelism), with pp 2 (each schedule), with
+  // dp 2 under ZeRO 1, and tp 2 x pp 2 x cp 2.
+  all.push_back({1, 1, 1, 0, "1f1b", false, true, 2});
+  all.push_back({2, 1, 1, 0, "1f1b", false, true, 2});
+  all.push_back({2, 1, 1, 0, "1f1b", true, true, 2});
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
+    all.push_back({1, 2, 1, 0, schedule, false, true, 2});
+  all.push_back({1, 1, 2, 1, "1f1b", false, true, 2});
+  all.push_back({1, 1, 2, 0, "1f1b", false, false, 2});
+  all.push_back({2, 2, 1, 0, "1f1b", false, true, 2});
   const double worst = check_layouts(all, 10);
   if (mpi->world->rank() == 0)
     std::printf("cross product: %zu layouts, worst relative error %.2e\n", all.size(), worst);
