@@ -92,6 +92,13 @@ std::vector<std::pair<Communicator*, Communicator::Handle>> ExpertParallel::star
   return out;
 }
 
+size_t ExpertParallel::reduced_count(size_t begin, size_t end) const {
+  size_t n = 0;
+  for (const ParameterRanges* ranges : {&dense_, &own_experts_})
+    for (const auto& [b, e] : intersect(*ranges, begin, end)) n += e - b;
+  return n;
+}
+
 double ExpertParallel::gradient_squares(const float* grads) const {
   double dense = 0, experts = 0;
   for (const auto& [b, e] : dense_) dense += sum_of_squares(grads, b, e);

@@ -35,6 +35,8 @@ class ExpertParallel {
   // all (this rank has no gradient for them). Returns the requests and the communicator of each.
   std::vector<std::pair<Communicator*, Communicator::Handle>> start_reduce(float* grads, size_t begin,
                                                                            size_t end);
+  // How many of [begin, end)'s gradients start_reduce sums (the dense ones and this rank's experts').
+  size_t reduced_count(size_t begin, size_t end) const;
   // The squared gradient norm of the whole model from this rank's owned gradients (the experts'
   // shares summed over the EP group).
   double gradient_squares(const float* grads) const;

@@ -248,7 +248,7 @@ class Trainer::Runner final : public StepRunner {
         dp_bytes_ += double(f.packed.size()) * sizeof(float);
       } else if (experts_ && task.collective == cost::CollectiveKind::AllReduce) {
         f.group_requests = experts_->start_reduce(t_.model_.gradients().data(), begin, end);
-        dp_bytes_ += double(end - begin) * sizeof(float);
+        dp_bytes_ += double(experts_->reduced_count(begin, end)) * sizeof(float);
       } else if (task.collective == cost::CollectiveKind::AllReduce || compressor_) {
         f.requests.push_back(t_.comm_.start_allreduce_sum(g, end - begin));
         dp_bytes_ += double(end - begin) * sizeof(float);
