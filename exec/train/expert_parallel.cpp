@@ -52,6 +52,32 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
   return out;
 }
 
+void attribute_expert_exchanges(const Role& role, const std::map<int, double>& seconds,
+                                std::vector<TaskSpan>& spans) {
+  std::map<int, std::vector<int>> owned;  // compute task -> its EP tasks
+  int owner = -1;
+  for (size_t i = 0; i < role.tasks.size(); ++i) {
+    const Task& t = role.tasks[i];
+    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute)
+      owner = int(i);
+    else if (t.kind == TaskKind::Collective && t.group == GroupKind::Ep && owner >= 0)
+      owned[owner].push_back(int(i));
+  }
+  for (const auto& [compute, ep_tasks] : owned) {
+    const auto it = seconds.find(compute);
+    if (it == seconds.end()) continue;
+    TaskSpan& c = spans[size_t(compute)];
+    const double share = it->second / double(ep_tasks.size());
+    c.cpu_s = std::max(0.0, c.cpu_s - it->second);  // MPI spins while it waits: not the task's work
+    double at = c.end_s - it->second;
+    for (int t : ep_tasks) {
+      spans[size_t(t)].start_s = at;
+      spans[size_t(t)].end_s = at += share;
+      spans[size_t(t)].wait_s = 0;
+    }
+  }
+}
+
 ExpertParallel::ExpertParallel(Gpt<float>& model, Communicator& dp, int ep) : dp_(dp) {
   if (ep < 1 || dp.size() % ep != 0)
     throw std::invalid_argument("ep " + std::to_string(ep) + " must divide the " + std::to_string(dp.size()) +

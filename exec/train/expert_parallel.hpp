@@ -5,6 +5,7 @@
 // parameters this rank updates, and the whole model gathered back for checkpoints.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/optim/adamw.hpp"
+#include "exec/train/interpreter.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/spec/model.hpp"
 
@@ -20,6 +22,12 @@ namespace paratwin::exec {
 
 // What the live CPU backend cannot run of this plan's expert parallelism or this MoE model, in words.
 std::vector<std::string> expert_parallel_limitations(const Plan& plan, const ModelSpec& model);
+
+// The all-to-alls run inside the compute tasks: moves each compute task's measured exchange seconds
+// (`seconds`: compute task index -> seconds) out of its span into the spans of the EP tasks the
+// lowering placed after it, laid end to end before the compute task's end, so a profile shows them.
+void attribute_expert_exchanges(const Role& role, const std::map<int, double>& seconds,
+                                std::vector<TaskSpan>& spans);
 
 class ExpertParallel {
  public:

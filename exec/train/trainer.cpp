@@ -171,6 +171,7 @@ class Trainer::Runner final : public StepRunner {
   void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
+    exchange_s_.clear();
     losses_.clear();
     dp_bytes_ = 0;
     t_.model_.zero_gradients();
@@ -178,8 +179,18 @@ class Trainer::Runner final : public StepRunner {
   const std::vector<double>& losses() const override { return losses_; }
   double dp_bytes() const override { return dp_bytes_; }
 
-  void compute(int, const Task& task) override {
+  void compute(int index, const Task& task) override {
     const Plan& p = t_.plan_;
+    const double exchanged = t_.model_.expert_exchange_seconds();
+    run_compute(task, p);
+    if (experts_) exchange_s_[index] = t_.model_.expert_exchange_seconds() - exchanged;
+  }
+  // EP: the all-to-all time inside each compute task, moved to the Program's A2A ep tasks.
+  void attribute_exchanges(std::vector<TaskSpan>& spans) const {
+    if (experts_) attribute_expert_exchanges(t_.role(), exchange_s_, spans);
+  }
+
+  void run_compute(const Task& task, const Plan& p) {
     switch (task.kind) {
       case TaskKind::Forward: {
         Activations<float>& a = slot(task.microbatch, task.chunk);
@@ -374,6 +385,7 @@ class Trainer::Runner final : public StepRunner {
   ParameterRanges owned_;
   std::unique_ptr<Zero3Parameters> zero3_;
   std::unique_ptr<ExpertParallel> experts_;
+  std::map<int, double> exchange_s_;  // compute task -> seconds in all-to-alls, this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
   std::vector<InFlight> in_flight_;  // per start(): its requests
@@ -557,6 +569,7 @@ RunResult Trainer::run() {
     const double cpu_before = thread_cpu_seconds();
     result.spans.push_back(run_iteration(role(), runner));
     if (parallel_) parallel_->attribute_tp_time(result.spans.back());
+    if (runner_) runner_->attribute_exchanges(result.spans.back());
     result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
     result.dp_bytes.push_back(runner.dp_bytes());
     // The step's loss: the mean over every micro-batch of every DP replica.

@@ -31,6 +31,7 @@ struct Trained {
   std::vector<double> losses;
   double weights_spread = 0;  // the ranks' sums of squared weights after the run: (max - min) / max
   size_t ep_tasks = 0;        // the role's EP all-to-all tasks
+  double ep_seconds = 0;      // their spans over the run (the exchanges inside the passes)
 };
 
 // Trains on the first dp ranks of the job; every rank gets the result.
@@ -46,8 +47,12 @@ Trained train(int dp, int ep, int64_t steps) {
     Trainer trainer(s, complete_plan(s), *group, o);
     const RunResult r = trainer.run();
     t.losses = r.losses;
-    for (const Task& task : trainer.role().tasks)
-      t.ep_tasks += task.kind == TaskKind::Collective && task.group == GroupKind::Ep;
+    const auto& tasks = trainer.role().tasks;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].kind != TaskKind::Collective || tasks[i].group != GroupKind::Ep) continue;
+      ++t.ep_tasks;
+      for (const auto& step : r.spans) t.ep_seconds += step[i].end_s - step[i].start_s;
+    }
     // After the run every rank holds the whole model (the experts gathered from their EP ranks).
     double sum = 0;
     for (float w : trainer.model().parameters()) sum += double(w) * double(w);
@@ -57,6 +62,7 @@ Trained train(int dp, int ep, int64_t steps) {
   mpi->world->broadcast(t.losses.data(), t.losses.size() * sizeof(double), 0);
   mpi->world->broadcast(&t.weights_spread, sizeof t.weights_spread, 0);
   mpi->world->broadcast(&t.ep_tasks, sizeof t.ep_tasks, 0);
+  mpi->world->broadcast(&t.ep_seconds, sizeof t.ep_seconds, 0);
   return t;
 }
 
@@ -84,6 +90,7 @@ BOOST_AUTO_TEST_CASE(expert_parallel_runs_follow_the_single_rank_trajectory) {
     BOOST_TEST(error < 1e-5);
     BOOST_TEST(got.weights_spread < 1e-9);
     BOOST_TEST((got.ep_tasks > 0) == (ep > 1));
+    BOOST_TEST((got.ep_seconds > 0) == (ep > 1));  // the profile shows the all-to-alls' time
   }
 }
 
