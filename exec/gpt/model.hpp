@@ -95,8 +95,10 @@ class Gpt {
   void set_expert_group(Communicator* group);
   // The experts this rank runs: [first, first + count).
   std::pair<int, int> local_experts() const;
-  // Wall time this model has spent in its all-to-alls so far.
+  // Wall time, and this thread's CPU time (MPI spins while it waits), this model has spent in its
+  // all-to-alls so far.
   double expert_exchange_seconds() const { return exchange_s_; }
+  double expert_exchange_cpu_seconds() const { return exchange_cpu_s_; }
 
  private:
   const T* p(size_t offset) const;
@@ -121,7 +123,7 @@ class Gpt {
   Buffer<T> params_, grads_;
   Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
   Communicator* experts_group_ = nullptr;
-  double exchange_s_ = 0;
+  double exchange_s_ = 0, exchange_cpu_s_ = 0;
 };
 
 extern template class Gpt<float>;

@@ -2,6 +2,8 @@
 // experts, the tokens travel to the ranks that own those experts (all-to-all under expert
 // parallelism), every expert runs its MLP on the rows it got, the outputs travel back, and each token
 // sums its experts' outputs weighted by its gates. Dropless: every assignment runs (no capacity).
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -15,6 +17,32 @@
 namespace paratwin::exec {
 
 namespace k = kernels;
+
+namespace {
+
+double thread_cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Adds the wall and thread CPU time from construction to destruction to two totals.
+class ExchangeTimer {
+ public:
+  ExchangeTimer(double& wall_s, double& cpu_s)
+      : wall_s_(wall_s), cpu_s_(cpu_s), wall0_(std::chrono::steady_clock::now()), cpu0_(thread_cpu_now()) {}
+  ~ExchangeTimer() {
+    wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    cpu_s_ += thread_cpu_now() - cpu0_;
+  }
+
+ private:
+  double &wall_s_, &cpu_s_;
+  std::chrono::steady_clock::time_point wall0_;
+  double cpu0_;
+};
+
+}  // namespace
 
 template <class T>
 void Gpt<T>::set_expert_group(Communicator* group) {
@@ -42,12 +70,11 @@ void Gpt<T>::exchange(const T* send, const std::vector<size_t>& send_counts, T* 
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    const auto t0 = std::chrono::steady_clock::now();
+    ExchangeTimer timer(exchange_s_, exchange_cpu_s_);
     std::vector<size_t> sc(send_counts), rc(recv_counts);
     for (auto& n : sc) n *= width;
     for (auto& n : rc) n *= width;
     experts_group_->alltoallv(send, sc, recv, rc);
-    exchange_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
 
@@ -83,11 +110,13 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
 
   // How many rows each peer sends to each of this rank's experts: (P,El), exchanged as fp32 counts.
   std::vector<float> counts_out(per_expert.begin(), per_expert.end()), counts_in(size_t(P) * El);
-  if (experts_group_)
+  if (experts_group_) {
+    ExchangeTimer timer(exchange_s_, exchange_cpu_s_);
     experts_group_->alltoallv(counts_out.data(), std::vector<size_t>(size_t(P), size_t(El)), counts_in.data(),
                               std::vector<size_t>(size_t(P), size_t(El)));
-  else
+  } else {
     counts_in = counts_out;
+  }
   m.recv_rows.assign(size_t(P), 0);
   m.expert_rows.assign(size_t(El), 0);
   for (int s = 0; s < P; ++s)

@@ -52,7 +52,7 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
   return out;
 }
 
-void attribute_expert_exchanges(const Role& role, const std::map<int, double>& seconds,
+void attribute_expert_exchanges(const Role& role, const std::map<int, ExchangeTime>& times,
                                 std::vector<TaskSpan>& spans) {
   std::map<int, std::vector<int>> owned;  // compute task -> its EP tasks
   int owner = -1;
@@ -64,12 +64,12 @@ void attribute_expert_exchanges(const Role& role, const std::map<int, double>& s
       owned[owner].push_back(int(i));
   }
   for (const auto& [compute, ep_tasks] : owned) {
-    const auto it = seconds.find(compute);
-    if (it == seconds.end()) continue;
+    const auto it = times.find(compute);
+    if (it == times.end()) continue;
     TaskSpan& c = spans[size_t(compute)];
-    const double share = it->second / double(ep_tasks.size());
-    c.cpu_s = std::max(0.0, c.cpu_s - it->second);  // MPI spins while it waits: not the task's work
-    double at = c.end_s - it->second;
+    const double share = it->second.wall_s / double(ep_tasks.size());
+    c.cpu_s = std::max(0.0, c.cpu_s - it->second.cpu_s);  // MPI spins while it waits: not the task's work
+    double at = c.end_s - it->second.wall_s;
     for (int t : ep_tasks) {
       spans[size_t(t)].start_s = at;
       spans[size_t(t)].end_s = at += share;

@@ -23,10 +23,14 @@ namespace paratwin::exec {
 // What the live CPU backend cannot run of this plan's expert parallelism or this MoE model, in words.
 std::vector<std::string> expert_parallel_limitations(const Plan& plan, const ModelSpec& model);
 
-// The all-to-alls run inside the compute tasks: moves each compute task's measured exchange seconds
-// (`seconds`: compute task index -> seconds) out of its span into the spans of the EP tasks the
-// lowering placed after it, laid end to end before the compute task's end, so a profile shows them.
-void attribute_expert_exchanges(const Role& role, const std::map<int, double>& seconds,
+// Time a compute task spent in all-to-alls: wall, and the thread's CPU (MPI's spinning).
+struct ExchangeTime {
+  double wall_s = 0, cpu_s = 0;
+};
+// The all-to-alls run inside the compute tasks: moves each compute task's measured exchange time
+// (`times`: compute task index -> time) out of its span into the spans of the EP tasks the lowering
+// placed after it, laid end to end before the compute task's end, so a profile shows them.
+void attribute_expert_exchanges(const Role& role, const std::map<int, ExchangeTime>& times,
                                 std::vector<TaskSpan>& spans);
 
 class ExpertParallel {

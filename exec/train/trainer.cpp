@@ -181,9 +181,11 @@ class Trainer::Runner final : public StepRunner {
 
   void compute(int index, const Task& task) override {
     const Plan& p = t_.plan_;
-    const double exchanged = t_.model_.expert_exchange_seconds();
+    const double wall = t_.model_.expert_exchange_seconds(), cpu = t_.model_.expert_exchange_cpu_seconds();
     run_compute(task, p);
-    if (experts_) exchange_s_[index] = t_.model_.expert_exchange_seconds() - exchanged;
+    if (experts_)
+      exchange_s_[index] = {t_.model_.expert_exchange_seconds() - wall,
+                            t_.model_.expert_exchange_cpu_seconds() - cpu};
   }
   // EP: the all-to-all time inside each compute task, moved to the Program's A2A ep tasks.
   void attribute_exchanges(std::vector<TaskSpan>& spans) const {
@@ -385,7 +387,7 @@ class Trainer::Runner final : public StepRunner {
   ParameterRanges owned_;
   std::unique_ptr<Zero3Parameters> zero3_;
   std::unique_ptr<ExpertParallel> experts_;
-  std::map<int, double> exchange_s_;  // compute task -> seconds in all-to-alls, this step
+  std::map<int, ExchangeTime> exchange_s_;  // compute task -> time in all-to-alls, this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
   std::vector<InFlight> in_flight_;  // per start(): its requests
