@@ -12,9 +12,9 @@ static const Catalog catalog(PARATWIN_SOURCE_DIR);
 BOOST_AUTO_TEST_CASE(catalog_has_the_promised_entries) {
   const auto models = catalog.names(CatalogKind::Model);
   for (const char* name :
-       {"gpt3-1.7b", "gpt3-3.6b", "gpt3-7.5b", "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b", "gpt3-145.6b",
-        "gpt3-310.1b", "gpt3-529.6b", "gpt3-1t", "gpt3-175b", "llama2-7b", "llama2-70b", "llama3-8b",
-        "llama3-70b", "llama3-405b", "mixtral-8x7b", "gpt2-124m", "tiny-gpt"})
+       {"gpt3-1.7b",   "gpt3-3.6b",   "gpt3-7.5b",    "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b", "gpt3-145.6b",
+        "gpt3-310.1b", "gpt3-529.6b", "gpt3-1t",      "gpt3-175b",  "llama2-7b",  "llama2-70b", "llama3-8b",
+        "llama3-70b",  "llama3-405b", "mixtral-8x7b", "gpt2-124m",  "tiny-gpt",   "tiny-moe"})
     BOOST_TEST((std::find(models.begin(), models.end(), name) != models.end()), name);
   BOOST_TEST(catalog.find(CatalogKind::Scenario, "quickstart").has_value());
 }

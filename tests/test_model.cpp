@@ -51,6 +51,15 @@ BOOST_AUTO_TEST_CASE(moe_counts_all_experts_but_activates_top_k) {
   BOOST_TEST(c.per_moe_layer > c.per_dense_layer);
 }
 
+BOOST_AUTO_TEST_CASE(tiny_moe_counts_four_experts_and_a_router_per_layer) {
+  // Per layer: attention 66,048, 4 experts of 65,920 (GELU MLP 128 x 256 with biases), a 128 x 4
+  // router and two LayerNorms of 256; embeddings 49,152 (tied), final norm 256.
+  const ParameterCount c = count_parameters(catalog_model("tiny-moe"));
+  BOOST_TEST(c.per_moe_layer == 330752.0);
+  BOOST_TEST(c.total == 1372416.0);
+  BOOST_TEST(c.active == 845056.0);  // top 2 of the 4 experts
+}
+
 BOOST_AUTO_TEST_CASE(training_flops_match_megatron_formula_for_gpt) {
   // 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) per iteration of B sequences (no recompute).
   const ModelSpec m = catalog_model("gpt3-175b");

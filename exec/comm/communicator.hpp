@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ class Communicator {
   // Blocking element-wise maximum over all ranks of data[0, count), in place (vocabulary-parallel
   // cross-entropy: the row maxima of the logits).
   virtual void allreduce_max(float* data, size_t count) = 0;
+  // Blocking all-to-all of blocks of different sizes (expert parallelism's token dispatch): send holds
+  // send_counts[r] values for each rank r in rank order; recv receives recv_counts[r] values from each
+  // rank r in rank order. Each rank's recv_counts[r] must equal rank r's send_counts[this rank]. The
+  // base class throws std::logic_error: communicators that expert parallelism does not use (the GPU
+  // ones) have none.
+  virtual void alltoallv(const float* send, const std::vector<size_t>& send_counts, float* recv,
+                         const std::vector<size_t>& recv_counts);
   virtual bool test(Handle handle) = 0;
   virtual void wait(Handle handle) = 0;
 
@@ -50,6 +58,11 @@ class Communicator {
   // negative color take part in the split and get nullptr.
   virtual std::unique_ptr<Communicator> split(int color) = 0;
 };
+
+inline void Communicator::alltoallv(const float*, const std::vector<size_t>&, float*,
+                                    const std::vector<size_t>&) {
+  throw std::logic_error("this communicator has no all-to-all (expert parallelism runs on the CPU backend)");
+}
 
 // Keeps MPI initialized while alive: initializes it unless already initialized, finalizes it on
 // destruction if it initialized it, except while an exception unwinds (then mpirun ends the job's

@@ -79,6 +79,23 @@ class MpiCommunicator final : public Communicator {
     PARATWIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_MAX, comm_));
   }
 
+  void alltoallv(const float* send, const std::vector<size_t>& send_counts, float* recv,
+                 const std::vector<size_t>& recv_counts) override {
+    const size_t n = static_cast<size_t>(size_);
+    std::vector<int> sc(n), sd(n), rc(n), rd(n);
+    int s_off = 0, r_off = 0;
+    for (size_t r = 0; r < n; ++r) {
+      sc[r] = static_cast<int>(send_counts.at(r));
+      rc[r] = static_cast<int>(recv_counts.at(r));
+      sd[r] = s_off;
+      rd[r] = r_off;
+      s_off += sc[r];
+      r_off += rc[r];
+    }
+    PARATWIN_MPI_CHECK(
+        MPI_Alltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv, rc.data(), rd.data(), MPI_FLOAT, comm_));
+  }
+
   bool test(Handle h) override {
     auto it = in_flight_.find(h);
     if (it == in_flight_.end()) return true;

@@ -63,6 +63,9 @@ class CudaTrainer final : public LiveTrainer {
     if (plan_.tp * plan_.pp * plan_.cp > 1)
       problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
     if (plan_.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
+    if (scenario.model.moe)
+      problems.push_back(
+          "the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
     if (plan_.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
     if (plan_.compression.kind != CompressionKind::None)
       problems.push_back("the CUDA backend does not compress gradients yet");

@@ -6,9 +6,6 @@
 namespace paratwin::exec {
 
 GptConfig gpt_config(const ModelSpec& m) {
-  if (m.moe)
-    throw std::invalid_argument("model " + m.name +
-                                " is a mixture of experts; the live CPU backend trains dense models only");
   if (m.kv_heads <= 0 || m.heads % m.kv_heads != 0)
     throw std::invalid_argument("model " + m.name + ": kv_heads must divide heads");
   GptConfig c;
@@ -25,6 +22,11 @@ GptConfig gpt_config(const ModelSpec& m) {
   c.rope = m.position == PositionKind::Rope;
   c.tied = m.tied_embeddings;
   c.bias = m.bias;
+  if (m.moe) {
+    c.experts = m.moe->experts;
+    c.top_k = m.moe->top_k;
+    c.moe_every = m.moe->every;
+  }
   if (c.rope && c.head_dim % 2 != 0)
     throw std::invalid_argument("model " + m.name + ": rotary positions need an even head_dim");
   return c;
@@ -61,10 +63,17 @@ ParameterLayout parameter_layout(const GptConfig& c) {
     if (c.bias) add(n + "attn_proj_b", 1, C);
     add(n + "ln2_w", 1, C);
     if (!c.rmsnorm) add(n + "ln2_b", 1, C);
-    add(n + "fc_w", C, c.fc_width());
-    if (c.bias) add(n + "fc_b", 1, c.fc_width());
-    add(n + "fc_proj_w", c.ffn, C);
-    if (c.bias) add(n + "fc_proj_b", 1, C);
+    // A MoE layer's router, then its experts one after another, so that each expert's four tensors
+    // are one contiguous range (expert parallelism reduces them over their own replicas).
+    const bool moe = c.moe_layer(l);
+    if (moe) add(n + "router_w", C, c.experts);
+    for (int e = 0; e < (moe ? c.experts : 1); ++e) {
+      const std::string m = moe ? n + "expert" + std::to_string(e) + "." : n;
+      add(m + "fc_w", C, c.fc_width());
+      if (c.bias) add(m + "fc_b", 1, c.fc_width());
+      add(m + "fc_proj_w", c.ffn, C);
+      if (c.bias) add(m + "fc_proj_b", 1, C);
+    }
   }
   p.layer_begin.push_back(p.total);
   add("lnf_w", 1, C);
@@ -82,9 +91,27 @@ TensorOffsets tensor_offsets(const ParameterLayout& layout, int layers) {
   TensorOffsets o;
   for (int l = 0; l < layers; ++l) {
     const std::string n = "layer" + std::to_string(l) + ".";
-    o.layers.push_back({off(n + "ln1_w"), off(n + "ln1_b"), off(n + "qkv_w"), off(n + "qkv_b"),
-                        off(n + "attn_proj_w"), off(n + "attn_proj_b"), off(n + "ln2_w"), off(n + "ln2_b"),
-                        off(n + "fc_w"), off(n + "fc_b"), off(n + "fc_proj_w"), off(n + "fc_proj_b")});
+    o.layers.push_back({off(n + "ln1_w"),
+                        off(n + "ln1_b"),
+                        off(n + "qkv_w"),
+                        off(n + "qkv_b"),
+                        off(n + "attn_proj_w"),
+                        off(n + "attn_proj_b"),
+                        off(n + "ln2_w"),
+                        off(n + "ln2_b"),
+                        off(n + "fc_w"),
+                        off(n + "fc_b"),
+                        off(n + "fc_proj_w"),
+                        off(n + "fc_proj_b"),
+                        kNoTensor,
+                        {}});
+    o.layers.back().router_w = off(n + "router_w");
+    for (int e = 0; o.layers.back().router_w != kNoTensor; ++e) {
+      const std::string m = n + "expert" + std::to_string(e) + ".";
+      if (off(m + "fc_w") == kNoTensor) break;
+      o.layers.back().experts.push_back(
+          {off(m + "fc_w"), off(m + "fc_b"), off(m + "fc_proj_w"), off(m + "fc_proj_b")});
+    }
   }
   o.wte = off("wte");
   o.wpe = off("wpe");

@@ -15,14 +15,19 @@ struct GptConfig {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int max_seq_len = 0;  // rows of the learned position table
   bool swiglu = false, rmsnorm = false, rope = false, tied = true, bias = true;
+  // Mixture of experts: every moe_every-th layer's MLP is `experts` MLPs of width ffn, each token routed
+  // to its top_k (experts = 0: a dense model).
+  int experts = 0, top_k = 0, moe_every = 1;
+
+  bool moe_layer(int layer) const { return experts > 0 && layer % moe_every == moe_every - 1; }
 
   int qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
   int attn_width() const { return heads * head_dim; }
   int fc_width() const { return swiglu ? 2 * ffn : ffn; }  // SwiGLU's gate and up projections side by side
 };
 
-// Throws std::invalid_argument naming what the live backend cannot train (mixture of experts, an odd
-// head_dim with rotary positions, kv_heads that do not divide heads).
+// Throws std::invalid_argument naming what the live backend cannot train (an odd head_dim with rotary
+// positions, kv_heads that do not divide heads).
 GptConfig gpt_config(const ModelSpec& model);
 
 // One named parameter tensor inside the flat buffer.
@@ -53,8 +58,14 @@ ParameterLayout parameter_layout(const GptConfig& config);
 // (the CPU and CUDA GPTs); kNoTensor where the model has none (a Llama-shaped model's biases, a tied
 // head).
 inline constexpr size_t kNoTensor = std::numeric_limits<size_t>::max();
+// An MLP's four tensors: the dense layer's, or one expert's.
+struct MlpOffsets {
+  size_t fc_w, fc_b, fc_proj_w, fc_proj_b;
+};
 struct LayerOffsets {
   size_t ln1_w, ln1_b, qkv_w, qkv_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w, fc_proj_b;
+  size_t router_w = kNoTensor;      // MoE layers: (C,E), no bias (Mixtral); their fc_* are kNoTensor
+  std::vector<MlpOffsets> experts;  // MoE layers: expert e's MLP
 };
 struct TensorOffsets {
   std::vector<LayerOffsets> layers;

@@ -67,6 +67,18 @@ void swiglu_forward(T* out, const T* inp, int N, int F);
 template <class T>
 void swiglu_backward(T* dinp, const T* inp, const T* dout, int N, int F);
 
+// ---- mixture-of-experts router (router.cpp) ----------------------------------------------------
+// probs (N,E) = softmax(logits (N,E)) (may alias logits); chosen (N,K) = each token's K most probable
+// experts, the most probable first (ties: the lower index); gates (N,K) = their probabilities divided
+// by the chosen ones' sum (Mixtral's renormalized top-k).
+template <class T>
+void router_forward(T* probs, int32_t* chosen, T* gates, const T* logits, int N, int E, int K);
+// dlogits (N,E) = the gradient (written) from dgates (N,K), through the renormalization and the
+// softmax; experts not chosen get gradient only through the softmax's normalization.
+template <class T>
+void router_backward(T* dlogits, const T* dgates, const T* probs, const int32_t* chosen, const T* gates,
+                     int N, int E, int K);
+
 // ---- loss (cross_entropy.cpp) -------------------------------------------------------------------
 // probs (N,V) = softmax(logits (N,V)) (may alias logits); losses (N) = -log probs[target]. Returns
 // the mean loss over the N tokens, summed in double.

@@ -129,6 +129,7 @@ void Gpt<T>::allocate(Activations<T>& a, int B, int Tn, ActivationPolicy policy)
   a.losses.assign(N, T(0));
   a.dresidual.assign(N * C, T(0));
   a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? N * C : 0, T(0));
+  a.moe.assign(c.experts > 0 ? size_t(c.layers) : 0, {});  // sized by the routing, in the forward
 }
 
 template <class T>
@@ -186,12 +187,16 @@ void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
   for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
   k::norm_forward(ln2, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid, p(w.ln2_w),
                   p(w.ln2_b), N, C);
-  k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
-  if (c.swiglu)
-    k::swiglu_forward(act, fc, N, F);
-  else
-    k::gelu_forward(act, fc, long(N) * F);
-  k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
+  if (c.moe_layer(l)) {
+    moe_forward(a, l, ln2, out);
+  } else {
+    k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
+    if (c.swiglu)
+      k::swiglu_forward(act, fc, N, F);
+    else
+      k::gelu_forward(act, fc, long(N) * F);
+    k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
+  }
   for (size_t i = 0; i < size_t(N) * C; ++i) out[i] += mid[i];
   if (a.policy != ActivationPolicy::KeepAll) a.recomputed_layer = l;
 }
@@ -254,14 +259,18 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
     const T* act = a.fc_act.data() + s * N * F;
 
     // MLP: dres (N,C) is the gradient of the layer's output and, through the residual, of mid.
-    std::fill(dact_.begin(), dact_.begin() + size_t(N) * F, T(0));
-    k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), dres, act, p(w.fc_proj_w), N, F, C);
-    if (c.swiglu)
-      k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, F);
-    else
-      k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * F);
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, T(0));
-    k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    if (c.moe_layer(l)) {
+      moe_backward(a, l, dres, ln2, dln_.data());
+    } else {
+      std::fill(dact_.begin(), dact_.begin() + size_t(N) * F, T(0));
+      k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), dres, act, p(w.fc_proj_w), N, F, C);
+      if (c.swiglu)
+        k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, F);
+      else
+        k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * F);
+      k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    }
     k::norm_backward(dres, g(w.ln2_w), g(w.ln2_b), dln_.data(), mid, p(w.ln2_w),
                      ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, N,
                      C);  // dres is now d loss / d mid

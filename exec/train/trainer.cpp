@@ -12,6 +12,7 @@
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
+#include "exec/train/expert_parallel.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_runner.hpp"
 #include "exec/train/step_loop.hpp"
@@ -22,13 +23,11 @@ namespace paratwin::exec {
 
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
-  if (p.ep != 1)
-    out.push_back("the live CPU backend runs no expert parallelism (ep = 1); this plan has ep " +
-                  std::to_string(p.ep));
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
     out.push_back("context parallelism " + std::to_string(p.cp) + " splits each sequence into " +
                   std::to_string(2 * p.cp) + " chunks (the load-balanced causal split): seq_len " +
                   std::to_string(t.seq_len) + " must be a multiple of " + std::to_string(2 * p.cp));
+  for (auto& problem : expert_parallel_limitations(p, m)) out.push_back(std::move(problem));
   if (p.offload_activations)
     out.push_back("activation offload is not implemented live; offload_optimizer is");
   for (auto [n, what] : {std::pair{m.heads, "heads"},
@@ -57,7 +56,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
         break;
       }
   }
-  if (m.moe) out.push_back("mixture-of-experts models are not implemented live");
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
                   std::to_string(m.seq_len));
@@ -128,7 +126,10 @@ class Trainer::Runner final : public StepRunner {
     }
     // ZeRO 1-3: this rank updates its block of every bucket (all parameters without buckets).
     const int r = t.comm_.rank();
-    if (plan.zero == 0 || buckets_.empty()) {
+    if (plan.ep > 1) {  // (ZeRO 0 only) all but the other EP ranks' experts
+      experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
+      owned_ = experts_->owned();
+    } else if (plan.zero == 0 || buckets_.empty()) {
       owned_.push_back({0, t.model_.layout().total});
     } else {
       for (const auto& [index, range] : buckets_) {
@@ -149,6 +150,7 @@ class Trainer::Runner final : public StepRunner {
   // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 to 3.
   const ParameterRanges& owned() const { return owned_; }
   Zero3Parameters* zero3() { return zero3_.get(); }
+  ExpertParallel* experts() { return experts_.get(); }
   OptimizerOffload* offload() { return offload_.get(); }
   // Once the optimizer exists: with offload, its state moves to host buffers.
   void optimizer_ready() {
@@ -158,6 +160,7 @@ class Trainer::Runner final : public StepRunner {
   void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
+    exchange_s_.clear();
     losses_.clear();
     dp_bytes_ = 0;
     t_.model_.zero_gradients();
@@ -165,8 +168,20 @@ class Trainer::Runner final : public StepRunner {
   const std::vector<double>& losses() const override { return losses_; }
   double dp_bytes() const override { return dp_bytes_; }
 
-  void compute(int, const Task& task) override {
+  void compute(int index, const Task& task) override {
     const Plan& p = t_.plan_;
+    const double wall = t_.model_.expert_exchange_seconds(), cpu = t_.model_.expert_exchange_cpu_seconds();
+    run_compute(task, p);
+    if (experts_)
+      exchange_s_[index] = {t_.model_.expert_exchange_seconds() - wall,
+                            t_.model_.expert_exchange_cpu_seconds() - cpu};
+  }
+  // EP: the all-to-all time inside each compute task, moved to the Program's A2A ep tasks.
+  void attribute_exchanges(std::vector<TaskSpan>& spans) const {
+    if (experts_) attribute_expert_exchanges(t_.role(), exchange_s_, spans);
+  }
+
+  void run_compute(const Task& task, const Plan& p) {
     switch (task.kind) {
       case TaskKind::Forward: {
         Activations<float>& a = slot(task.microbatch, task.chunk);
@@ -204,7 +219,9 @@ class Trainer::Runner final : public StepRunner {
 
   int start(int index, const Task& task) override {
     InFlight f;
-    if (task.kind == TaskKind::Copy) {
+    if (task.kind == TaskKind::Collective && task.group == GroupKind::Ep) {
+      // The tokens' all-to-alls run inside the passes (the model's MoE layers); nothing left to start.
+    } else if (task.kind == TaskKind::Copy) {
       copy(task);
     } else if (zero3_gathers_.count(index)) {
       f.zero3_ticket = zero3_->request();
@@ -231,6 +248,9 @@ class Trainer::Runner final : public StepRunner {
           compressor_->decompress(self.packed, g, n, t_.comm_.size());
         };
         dp_bytes_ += double(f.packed.size()) * sizeof(float);
+      } else if (experts_ && task.collective == cost::CollectiveKind::AllReduce) {
+        f.group_requests = experts_->start_reduce(t_.model_.gradients().data(), begin, end);
+        dp_bytes_ += double(experts_->reduced_count(begin, end)) * sizeof(float);
       } else if (task.collective == cost::CollectiveKind::AllReduce || compressor_) {
         f.requests.push_back(t_.comm_.start_allreduce_sum(g, end - begin));
         dp_bytes_ += double(end - begin) * sizeof(float);
@@ -248,6 +268,7 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     bool done = f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket);
     for (auto h : f.requests) done = t_.comm_.test(h) && done;
+    for (auto [comm, h] : f.group_requests) done = comm->test(h) && done;
     if (done) complete(f);
     return done;
   }
@@ -255,6 +276,7 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     if (f.zero3_ticket >= 0) zero3_->wait(f.zero3_ticket);
     for (auto h : f.requests) t_.comm_.wait(h);
+    for (auto [comm, h] : f.group_requests) comm->wait(h);
     complete(f);
   }
 
@@ -262,6 +284,7 @@ class Trainer::Runner final : public StepRunner {
   // A communication or copy task under way: its requests, and what to do once they have ended.
   struct InFlight {
     std::vector<Communicator::Handle> requests;
+    std::vector<std::pair<Communicator*, Communicator::Handle>> group_requests;  // EP: dp and replicas
     int zero3_ticket = -1;
     Buffer<float> packed;  // top-k: the gathered pairs
     std::function<void(InFlight&)> on_done;
@@ -329,8 +352,9 @@ class Trainer::Runner final : public StepRunner {
     for (const auto& [begin, end] : owned_) {
       if (t_.comm_.size() > 1)
         for (size_t i = begin; i < end; ++i) grads[i] *= inverse_world;
-      squares += sum_of_squares(grads.data(), begin, end);
+      if (!experts_) squares += sum_of_squares(grads.data(), begin, end);
     }
+    if (experts_) squares = experts_->gradient_squares(grads.data());  // other ranks hold other experts
     // Under ZeRO each rank holds a block of the gradient: the norm needs every rank's share.
     if (t_.plan_.zero > 0) squares = t_.comm_.allreduce_sum(squares);
     const float scale = clip_scale(std::sqrt(squares), t_.options_.max_grad_norm);
@@ -351,6 +375,8 @@ class Trainer::Runner final : public StepRunner {
   std::set<int> zero3_gathers_;                       // ZeRO 3's "AG dp params F|B ..."
   ParameterRanges owned_;
   std::unique_ptr<Zero3Parameters> zero3_;
+  std::unique_ptr<ExpertParallel> experts_;
+  std::map<int, ExchangeTime> exchange_s_;  // compute task -> time in all-to-alls, this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
   std::vector<InFlight> in_flight_;  // per start(): its requests
@@ -456,6 +482,11 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     v = adamw_->full_v();
     if (offload) offload->to_host();
     if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
+    if (ExpertParallel* ep = runner_->experts()) {  // each EP rank holds its experts' state
+      ep->gather_experts(model_.parameters().data());
+      ep->gather_experts(m.data());
+      ep->gather_experts(v.data());
+    }
   }
   if (!parallel_ && plan_.zero > 0 && comm_.size() > 1) {
     comm_.wait(comm_.start_allreduce_sum(m.data(), m.size()));
@@ -492,12 +523,16 @@ RunResult Trainer::run() {
       nullptr};
   if (parallel_)
     loop.after_iteration = [this](std::vector<TaskSpan>& spans) { parallel_->attribute_tp_time(spans); };
+  else
+    loop.after_iteration = [this](std::vector<TaskSpan>& spans) { runner_->attribute_exchanges(spans); };
   reset_memory_peak();  // what the steps hold, not the set-up's temporaries
   run_steps(loop, step_, result, run_start);
   result.memory = read_memory();
   finish_checkpoints(loop, step_, writer_.get(), result);  // the run ends with its checkpoints on disk
   if (Zero3Parameters* z = runner_ ? runner_->zero3() : nullptr)
     z->materialize();  // the trained model, whole, on every rank
+  if (ExpertParallel* ep = runner_ ? runner_->experts() : nullptr)
+    ep->gather_experts(model_.parameters().data());
   result.seconds = seconds_since(run_start);
   return result;
 }

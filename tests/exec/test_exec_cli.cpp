@@ -133,11 +133,27 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
   BOOST_TEST(b["reliability"]["lost_steps"] == 1);
 }
 
+BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
+  TempDir dir;
+  const Output out = run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) +
+                                  "/scenarios/live-cpu-tiny-moe.yaml --ranks 2 --steps 8 --json " +
+                                  (dir.path / "r.json").string());
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  const json r = read_json(dir.path / "r.json");
+  BOOST_TEST(r["plan"]["ep"] == 2);
+  BOOST_TEST(r["loss"].back().get<double>() < r["loss"].front().get<double>() - 0.5);
+}
+
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
   const Output out =
       run_paratwin("run " + kScenario + " --set plan.cp=2 --set plan.recompute=full --ranks 1 --steps 1");
   BOOST_TEST(out.status == 2);
   BOOST_TEST(out.text.find("recomputation is not implemented live") != std::string::npos);
+  const Output ep = run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) +
+                                 "/scenarios/live-cpu-tiny-moe.yaml --set plan.zero=1 --steps 1");
+  BOOST_TEST(ep.status == 2);
+  BOOST_TEST(ep.text.find("with ep 2, ZeRO is not implemented live") != std::string::npos);
   // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
   BOOST_TEST(cuda.status == 2);

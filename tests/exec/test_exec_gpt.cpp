@@ -1,5 +1,6 @@
 // The GPT's backward against finite differences of its forward, for every parameter tensor, in both
-// the GPT-2 shape of tiny-gpt and a Llama-shaped variant (RMSNorm, SwiGLU, RoPE, GQA, untied, no bias).
+// the GPT-2 shape of tiny-gpt and a Llama-shaped variant (RMSNorm, SwiGLU, RoPE, GQA, untied, no bias),
+// and their mixture-of-experts forms (tiny-moe's router, experts, dispatch and gated combine).
 #define BOOST_TEST_MODULE exec_gpt
 #include <boost/test/unit_test.hpp>
 
@@ -26,6 +27,18 @@ ModelSpec llama_shaped() {
   m.tied_embeddings = false;
   m.bias = false;
   m.ffn_hidden = 352;
+  return m;
+}
+
+ModelSpec tiny_moe() {
+  return load_model_file(PARATWIN_SOURCE_DIR "/models/tiny-moe.yaml");
+}
+
+// Mixtral's shape on a small scale, with dense and MoE layers alternating (every 2nd layer is MoE).
+ModelSpec llama_shaped_moe() {
+  ModelSpec m = llama_shaped();
+  m.ffn_hidden = 96;
+  m.moe = MoeSpec{4, 2, 2, 1.0};
   return m;
 }
 
@@ -89,9 +102,29 @@ BOOST_AUTO_TEST_CASE(llama_shaped_gradients_match_finite_differences) {
   check_gradients_match_finite_differences(llama_shaped());
 }
 
+BOOST_AUTO_TEST_CASE(moe_gradients_match_finite_differences) {
+  // Router, every expert's MLP, and the layers below them through the dispatch and the gated combine.
+  check_gradients_match_finite_differences(tiny_moe());
+}
+
+BOOST_AUTO_TEST_CASE(mixtral_shaped_moe_gradients_match_finite_differences) {
+  check_gradients_match_finite_differences(llama_shaped_moe());
+}
+
+BOOST_AUTO_TEST_CASE(moe_layout_has_a_router_and_every_expert_in_moe_layers_only) {
+  const ParameterLayout layout = parameter_layout(gpt_config(llama_shaped_moe()));
+  BOOST_CHECK_THROW(layout.find("layer0.router_w"), std::out_of_range);  // layer 0 is dense
+  BOOST_TEST(layout.find("layer0.fc_w").size() == 128u * 2 * 96);
+  BOOST_TEST(layout.find("layer1.router_w").cols == 4u);
+  BOOST_TEST(layout.find("layer1.expert3.fc_proj_w").size() == 96u * 128);
+  BOOST_CHECK_THROW(layout.find("layer1.fc_w"), std::out_of_range);
+  // The catalog's count: the live layout holds exactly the parameters the planner counts.
+  BOOST_TEST(double(parameter_layout(gpt_config(tiny_moe())).total) == count_parameters(tiny_moe()).total);
+}
+
 BOOST_AUTO_TEST_CASE(fp32_gradients_agree_with_fp64_gradients) {
   // The same weights in both precisions; each tensor's fp32 gradient within 1e-3 of fp64's (norm-wise).
-  for (const ModelSpec& spec : {tiny_gpt(), llama_shaped()}) {
+  for (const ModelSpec& spec : {tiny_gpt(), llama_shaped(), tiny_moe()}) {
     Gpt<double> wide(gpt_config(spec));
     Gpt<float> narrow(gpt_config(spec));
     wide.initialize(3);
@@ -121,21 +154,42 @@ BOOST_AUTO_TEST_CASE(fp32_gradients_agree_with_fp64_gradients) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(moe_layers_recompute_to_the_same_gradients) {
+  // Full and selective recomputation run the MoE layer's routing and experts again: same bits.
+  Gpt<float> model(gpt_config(tiny_moe()));
+  model.initialize(2);
+  std::vector<Buffer<float>> grads;
+  for (ActivationPolicy policy :
+       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeLayers, ActivationPolicy::RecomputeAttention}) {
+    Activations<float> a;
+    model.allocate(a, 2, 16, policy);
+    fill_batch(a, 4);
+    model.zero_gradients();
+    model.forward(a);
+    model.backward(a, 0, 4, 1.0f);
+    grads.push_back(model.gradients());
+  }
+  BOOST_TEST((grads[1] == grads[0]));
+  BOOST_TEST((grads[2] == grads[0]));
+}
+
 BOOST_AUTO_TEST_CASE(backward_in_layer_segments_equals_one_backward) {
-  Gpt<float> model(gpt_config(tiny_gpt()));
-  model.initialize(1);
-  Activations<float> a;
-  model.allocate(a, 2, 16);
-  fill_batch(a, 9);
-  model.forward(a);
-  model.zero_gradients();
-  model.backward(a, 0, 4, 1.0f);
-  const auto whole = model.gradients();
-  model.zero_gradients();
-  model.backward(a, 3, 4, 1.0f);
-  model.backward(a, 1, 3, 1.0f);
-  model.backward(a, 0, 1, 1.0f);
-  BOOST_TEST(model.gradients() == whole);
+  for (const ModelSpec& spec : {tiny_gpt(), tiny_moe()}) {
+    Gpt<float> model(gpt_config(spec));
+    model.initialize(1);
+    Activations<float> a;
+    model.allocate(a, 2, 16);
+    fill_batch(a, 9);
+    model.forward(a);
+    model.zero_gradients();
+    model.backward(a, 0, 4, 1.0f);
+    const auto whole = model.gradients();
+    model.zero_gradients();
+    model.backward(a, 3, 4, 1.0f);
+    model.backward(a, 1, 3, 1.0f);
+    model.backward(a, 0, 1, 1.0f);
+    BOOST_TEST(model.gradients() == whole);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(initial_loss_is_near_uniform_over_the_vocabulary) {
