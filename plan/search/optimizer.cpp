@@ -712,7 +712,8 @@ class Search {
       return;
     }
     ++result_.evaluated;
-    const Program program = lower(plan, s_.model, s_.cluster, s_.training);
+    // Without task names: nothing here reads them (the report neither).
+    const Program program = lower(plan, s_.model, s_.cluster, s_.training, {.task_names = false});
     auto timings = schedule_tasks(program, s_.cluster, s_.training);
     double end = 0;
     for (const auto& role_timings : timings)
