@@ -71,15 +71,15 @@ Intervals united(const Intervals& a, const Intervals& b) {
   return merged(all);
 }
 
-}  // namespace
-
-double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision) {
+// task_duration_s with the pool's device looked up once (list scheduling costs every task of a role).
+double duration_on(const Task& t, const PoolSpec& pool, const DeviceSpec& device, const ClusterSpec& cluster,
+                   Precision precision) {
   switch (t.kind) {
     case TaskKind::Forward:
     case TaskKind::Backward:
     case TaskKind::Recompute:
     case TaskKind::Optimizer:
-      return cost::compute_time(t.work, cluster.device_of(pool), precision).value();
+      return cost::compute_time(t.work, device, precision).value();
     case TaskKind::Collective:
       return cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value() * t.count;
     case TaskKind::Send:
@@ -90,6 +90,12 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
       return t.bytes.value() / pool.pcie_bandwidth.value();
   }
   return 0;
+}
+
+}  // namespace
+
+double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision) {
+  return duration_on(t, pool, cluster.device_of(pool), cluster, precision);
 }
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
@@ -153,6 +159,7 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = pool_named(cluster, role.pool);
+    const DeviceSpec& device = cluster.device_of(pool);
     Flat& f = flat[r];
     const size_t n = role.tasks.size();
     timing[r].resize(n);
@@ -162,7 +169,7 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
     f.dep_offset.push_back(0);
     for (size_t i = 0; i < n; ++i) {
       const Task& t = role.tasks[i];
-      f.duration.push_back(task_duration_s(t, pool, cluster, training.precision));
+      f.duration.push_back(duration_on(t, pool, device, cluster, training.precision));
       f.kind.push_back(t.kind);
       f.deps.insert(f.deps.end(), t.deps.begin(), t.deps.end());
       f.dep_offset.push_back(static_cast<int>(f.deps.size()));

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
@@ -84,8 +86,9 @@ namespace {
 
 class RoleBuilder {
  public:
-  RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank)
-      : p_(p), m_(m), c_(c), t_(t), rank_(rank) {
+  RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank,
+              bool names)
+      : p_(p), m_(m), c_(c), t_(t), rank_(rank), names_(names) {
     role_.pipeline_rank = rank;
     role_.pool = p.stages[rank].pool;
     role_.instances = p.dp * p.tp * p.cp;
@@ -137,8 +140,9 @@ class RoleBuilder {
     p = std::to_chars(p, buf + sizeof buf, chunk).ptr;
     return std::string(buf, p);
   }
-  // prefix + tag(mb, chunk), with one allocation at most.
-  static std::string named(std::string_view prefix, int mb, int chunk) {
+  // prefix + tag(mb, chunk), with one allocation at most; empty when the caller wants no names.
+  std::string named(std::string_view prefix, int mb, int chunk) const {
+    if (!names_) return {};
     const std::string t = tag(mb, chunk);
     std::string out;
     out.reserve(prefix.size() + t.size());
@@ -161,8 +165,16 @@ class RoleBuilder {
     return n;
   }
 
-  // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live.
+  // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
+  // every micro-batch's pass through a chunk does the same work, so it is costed once.
   cost::KernelCost pass_work(int begin, int end, bool forward, bool with_embedding, bool with_head) {
+    const auto key = std::tuple{begin, end, forward, with_embedding, with_head};
+    auto known = pass_work_.find(key);
+    if (known == pass_work_.end())
+      known = pass_work_.emplace(key, layers_work(begin, end, forward, with_embedding, with_head)).first;
+    return known->second;
+  }
+  cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const {
     const auto w = layer_work();
     const int moe = moe_layers(begin, end), dense = end - begin - moe;
     cost::KernelCost k;
@@ -174,7 +186,13 @@ class RoleBuilder {
     return k;
   }
 
-  Bytes activations(int chunk) const {
+  // One micro-batch's activations held by a chunk (worked out once per chunk).
+  Bytes activations(int chunk) {
+    if (activations_.empty()) activations_.resize(p_.chunks());
+    if (!activations_[chunk]) activations_[chunk] = chunk_activations(chunk);
+    return *activations_[chunk];
+  }
+  Bytes chunk_activations(int chunk) const {
     const StagePlan& st = stage(chunk);
     cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,       p_.cp,
                              p_.sequence_parallel, st.recompute, t_.precision};
@@ -194,7 +212,7 @@ class RoleBuilder {
   }
 
   Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
-                  int count, StreamKind stream, std::string name, std::vector<int> deps) {
+                  int count, StreamKind stream, std::string name, TaskDeps deps) {
     Task t;
     t.kind = TaskKind::Collective;
     t.stream = stream;
@@ -209,11 +227,10 @@ class RoleBuilder {
   }
 
   // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
-  std::vector<int> model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after,
-                                       int passes) {
-    std::vector<int> ids;
+  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after, int passes) {
+    TaskDeps ids;
     auto what = [&](std::string_view kind) {
-      return named(std::string(kind) + (forward ? "F " : "B "), mb, chunk);
+      return names_ ? named(std::string(kind) + (forward ? "F " : "B "), mb, chunk) : std::string();
     };
     const int layers = end - begin;
     const StreamKind stream = StreamKind::Tp;
@@ -252,29 +269,29 @@ class RoleBuilder {
 
   // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
   // Every compute task also waits for the previous one's collectives: a layer needs its input reduced.
-  std::vector<int> compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
-                                     int passes) {
+  TaskDeps compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb, int passes) {
     for (int d : previous_compute_)
-      if (std::find(compute.deps.begin(), compute.deps.end(), d) == compute.deps.end())
-        compute.deps.push_back(d);
-    std::vector<int> deps;
+      if (!compute.deps.contains(d)) compute.deps.push_back(d);
+    TaskDeps deps;
     if (p_.overlap_tp) deps = compute.deps;
     const int id = add(std::move(compute));
     // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
-    auto comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
+    const TaskDeps comm =
+        model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
     for (int c : comm) {
       auto& d = role_.tasks[c].deps;
-      std::erase(d, -1);
+      d.remove(-1);
       if (p_.overlap_tp && c == comm.front()) d = deps;
     }
-    std::vector<int> done{id};
+    TaskDeps done{id};
     if (!comm.empty()) done.push_back(comm.back());
-    if (p_.overlap_tp && comm.size() > 1) done.insert(done.end(), comm.begin(), comm.end() - 1);
+    if (p_.overlap_tp)
+      for (size_t i = 0; i + 1 < comm.size(); ++i) done.push_back(comm[i]);
     previous_compute_ = done;
     return done;
   }
 
-  int p2p(TaskKind kind, Direction dir, int mb, int chunk, std::vector<int> deps) {
+  int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {
     Task t;
     t.kind = kind;
     t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
@@ -307,7 +324,7 @@ class RoleBuilder {
 
   void forward(int mb, int chunk) {
     const StagePlan& st = stage(chunk);
-    std::vector<int> deps;
+    TaskDeps deps;
     if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
     Task f;
@@ -320,7 +337,7 @@ class RoleBuilder {
     f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
     f.alloc = activations(chunk);
     f.deps = deps;
-    std::vector<int> done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
+    const TaskDeps done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
     forward_done_[forward_slot(mb, chunk)] = done;
     if (p_.offload_activations) {
       Task out;
@@ -329,7 +346,7 @@ class RoleBuilder {
       out.to_host = true;
       out.bytes = activations(chunk);
       out.free = out.bytes;
-      out.name = "copy d2h act " + tag(mb, chunk);
+      out.name = named("copy d2h act ", mb, chunk);
       out.deps = {done.front()};
       add(std::move(out));
     }
@@ -338,7 +355,7 @@ class RoleBuilder {
 
   void backward(int mb, int chunk, bool final_microbatch) {
     const StagePlan& st = stage(chunk);
-    std::vector<int> deps = forward_done_[forward_slot(mb, chunk)];
+    TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
     if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
     if (p_.offload_activations) {
@@ -347,7 +364,7 @@ class RoleBuilder {
       in.stream = StreamKind::Copy;
       in.bytes = activations(chunk);
       in.alloc = in.bytes;
-      in.name = "copy h2d act " + tag(mb, chunk);
+      in.name = named("copy h2d act ", mb, chunk);
       deps.push_back(add(std::move(in)));
     }
     if (st.recompute != Recompute::None) {
@@ -368,7 +385,7 @@ class RoleBuilder {
       // Full recompute repeats the forward's collectives too.
       deps = st.recompute == Recompute::Full
                  ? compute_with_comm(std::move(r), chunk, st.layer_begin, st.layer_end, true, mb, 1)
-                 : std::vector<int>{add(std::move(r))};
+                 : TaskDeps{add(std::move(r))};
     }
     // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
     // its layers are done (when DP overlap is on).
@@ -383,7 +400,7 @@ class RoleBuilder {
       b.layer_begin = lo;
       b.layer_end = hi;
       b.name = named("B ", mb, chunk) +
-               (segments.size() > 1 ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
+               (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(lo, hi, false, embedding, head);
       if (i + 1 == segments.size()) b.free = activations(chunk);
@@ -441,7 +458,7 @@ class RoleBuilder {
 
   void optimizer() {
     // Everything the backward passes left running ends before the step.
-    std::vector<int> step_deps = previous_compute_;
+    TaskDeps step_deps = previous_compute_;
     const int last_compute = previous_compute_.front();
     if (replicas() > 1) {
       int index = 0;
@@ -454,12 +471,13 @@ class RoleBuilder {
           const double pairs = p_.compression.ratio * b.elements;
           t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
                          Bytes(replicas() * pairs * (elem_ + 4)), 1, StreamKind::Dp,
-                         "AG dp topk bucket" + std::to_string(index), {ready});
+                         names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
         } else {
-          t = collective(p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                         GroupKind::Dp, dp_, Bytes(b.elements * elem_), 1, StreamKind::Dp,
-                         std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index),
-                         {ready});
+          t = collective(
+              p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
+              Bytes(b.elements * elem_), 1, StreamKind::Dp,
+              names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
+              {ready});
         }
         step_deps.push_back(add(std::move(t)));
         ++index;
@@ -523,6 +541,7 @@ class RoleBuilder {
   const ClusterSpec& c_;
   const TrainingSpec& t_;
   const int rank_;
+  const bool names_;
   const PoolSpec* pool_ = nullptr;
   cost::GroupPlacement tp_, cp_, dp_, ep_;
   long long pp_stride_ = 1;
@@ -531,8 +550,10 @@ class RoleBuilder {
   std::map<int, double> chunk_params_;
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
   std::map<std::pair<int, int>, int> segment_done_;
-  std::vector<std::vector<int>> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
-  std::vector<int> previous_compute_;
+  std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
+  std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
+  std::vector<std::optional<Bytes>> activations_;  // by chunk
+  TaskDeps previous_compute_;
   std::vector<Bucket> buckets_;
 };
 
@@ -545,7 +566,7 @@ size_t Program::task_count() const {
 }
 
 Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
-              const TrainingSpec& training) {
+              const TrainingSpec& training, const LowerOptions& options) {
   if (auto problems = verify(plan, model, cluster, training); !problems.empty())
     throw std::logic_error("lower() needs a verified plan: " + problems.front());
   Program program;
@@ -557,7 +578,7 @@ Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& clust
   program.model_flops_per_iteration =
       Flops(training_flops_per_token(model, training.seq_len) * program.tokens_per_iteration);
   for (int r = 0; r < plan.pp; ++r)
-    program.roles.push_back(RoleBuilder(plan, model, cluster, training, r).build());
+    program.roles.push_back(RoleBuilder(plan, model, cluster, training, r, options.task_names).build());
   return program;
 }
 

@@ -12,6 +12,7 @@
 #include "plan/cost/compute.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/ir/plan.hpp"
+#include "plan/ir/task_deps.hpp"
 
 namespace paratwin {
 
@@ -47,9 +48,9 @@ struct Task {
   bool peer_same_node = false;
   bool to_host = false;  // copy: device to host (true) or host to device
 
-  Bytes alloc;            // device memory taken when the task starts
-  Bytes free;             // and given back when it ends
-  std::vector<int> deps;  // indices of tasks of the same role that must end first
+  Bytes alloc;    // device memory taken when the task starts
+  Bytes free;     // and given back when it ends
+  TaskDeps deps;  // indices of tasks of the same role that must end first
 };
 
 struct Role {
@@ -79,10 +80,16 @@ struct Program {
 cost::GroupPlacement group_placement(const Plan& plan, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& cluster);
 
+struct LowerOptions {
+  // Without names (every Task::name empty) lowering is cheaper: for callers that only schedule the
+  // Program, as the optimizer does for candidates that cannot enter its top list.
+  bool task_names = true;
+};
+
 // Lowers a verified plan. `verify(plan, ...)` must be empty; a plan that is not verified is a
 // programming error (std::logic_error).
 Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
-              const TrainingSpec& training);
+              const TrainingSpec& training, const LowerOptions& options = {});
 
 // The text form, for golden tests and debugging: one line per task with its stream, sizes and deps.
 std::string to_text(const Program& program);

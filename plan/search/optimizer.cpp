@@ -715,7 +715,8 @@ class Search {
       return;
     }
     ++result_.evaluated;
-    const Program program = lower(plan, s_.model, s_.cluster, s_.training);
+    // Without task names: nothing here reads them (the report neither).
+    const Program program = lower(plan, s_.model, s_.cluster, s_.training, {.task_names = false});
     auto timings = schedule_tasks(program, s_.cluster, s_.training);
     double end = 0;
     for (const auto& role_timings : timings)
@@ -899,7 +900,7 @@ class Search {
     // Per rank, what does not depend on the passes' times: the step (with what follows it), the
     // gradient collectives and ZeRO-3's gathers.
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
-    std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0);
+    std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0), dp_tails(b.pp, 0);
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
@@ -918,12 +919,22 @@ class Search {
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
-        if (v.topk)
-          gradients[r] =
-              collective(CollectiveKind::AllGather, b.replicas() * ratio * params[r] * (elem_ + 4));
-        else
-          gradients[r] = collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                                    params[r] * elem_);
+        auto gradient_collective = [&](double elements) {
+          if (v.topk)
+            return collective(CollectiveKind::AllGather, b.replicas() * ratio * elements * (elem_ + 4));
+          return collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                            elements * elem_);
+        };
+        gradients[r] = gradient_collective(params[r]);
+        // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
+        // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
+        // backward of that chunk ends, and every bucket of its other chunks still run after that
+        // backward (concavity again: together at least one collective of their elements). The
+        // factor absorbs the rounding of the prefix sums.
+        const double first_chunk = chunk_params(b, r, ranges[r].first, ranges[r].second);
+        dp_tails[r] = gradient_collective((std::max(0.0, params[r] - first_chunk) +
+                                           last_bucket_elements(b, r, ranges[r].first, ranges[r].second)) *
+                                          (1 - 1e-9));
         if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
         // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
         if (v.zero == 3) gathers[r] = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
@@ -953,7 +964,8 @@ class Search {
         prefix += forward[r] + backward[r];
         forward_prefix += forward[r];
       }
-      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps));
+      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps,
+                                                    alone && b.replicas() > 1 ? &dp_tails : nullptr));
     }
     return bound;
   }
@@ -968,10 +980,13 @@ class Search {
   // c-1 .. 0. Chunk 0's backwards run on pipeline rank 0, whose optimizer step (compute stream, after
   // all its passes and their collectives, which run in issue order on the TP stream) and what follows
   // it (step_0) come after. After its own last pass, rank r runs its own step_r.
+  // With `dp_tails` (passes on the compute stream alone, where the end of the rank's last backward of
+  // its first chunk is when that chunk's last DP bucket becomes ready): that end, the DP collectives
+  // that follow it (partition_bound) and the step.
   static double last_microbatch_bound(const Base& b, const std::vector<double>& forward,
                                       const std::vector<double>& backward,
                                       const std::vector<double>& forward_prefixes,
-                                      const std::vector<double>& steps) {
+                                      const std::vector<double>& steps, const std::vector<double>* dp_tails) {
     const int chunks = b.pp * b.v;
     // forward_after[c]: forwards of chunks > c; backward_below[c]: backwards of chunks < c.
     std::vector<double> forward_after(chunks, 0), backward_below(chunks, 0);
@@ -993,11 +1008,29 @@ class Search {
                          forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward + steps[0]);
         const double until_backward = run(through[1]);
         bound = std::max(bound, forward_prefixes[r] + until_backward + backward_below[c] + steps[0]);
+        if (dp_tails && j == 0)
+          bound = std::max(bound, forward_prefixes[r] + until_backward + (*dp_tails)[r] + steps[r]);
         own = std::max(own, until_backward);
       }
       bound = std::max(bound, forward_prefixes[r] + own + steps[r]);
     }
     return bound;
+  }
+
+  // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
+  // walked from the chunk's last layer as lowering walks it (learned positions left out: a bound).
+  double last_bucket_elements(const Base& b, int c, int begin, int end) const {
+    const double bucket_elements = req_.bucket_size.value_or(Plan().bucket_size).value() / elem_;
+    const ChunkMemory memory = chunk_memory(b);
+    double filled = c == b.pp * b.v - 1 && memory.untied_last ? memory.embedding : 0;
+    for (int l = end - 1; l >= begin; --l) {
+      double layer = params_.per_dense_layer;
+      if (s_.model.is_moe_layer(l)) layer += (params_.per_moe_layer - params_.per_dense_layer) / b.ep;
+      filled += layer / b.tp;
+      if (l == begin) return filled + (c == 0 ? memory.embedding : 0);
+      if (filled >= bucket_elements) filled = 0;
+    }
+    return 0;
   }
 
   const cost::GroupPlacement& dp_placement(const Base& b, int pool, const std::string& order) {
