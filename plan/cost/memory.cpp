@@ -34,6 +34,18 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
   return m;
 }
 
+ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
+                                       Precision precision) {
+  ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision);
+  m.gradients = model_state_bytes(parameters, dp, 0, optimizer, precision).gradients;
+  return m;
+}
+
+Bytes compression_buffer_bytes(const CompressionSpec& compression, double parameters, int dp) {
+  const bool residual = compression.kind == CompressionKind::TopK && compression.error_feedback && dp > 1;
+  return Bytes(residual ? 4 * parameters : 0);
+}
+
 // Korthikanti et al. section 4.1 counts, per layer, with e bytes per element (2 in their paper), A =
 // heads x head_dim, Kv = kv_heads x head_dim, f = ffn_hidden, and 1-byte dropout masks:
 //   outside the TP regions (split by t only with SP), per token:

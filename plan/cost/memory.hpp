@@ -36,6 +36,19 @@ double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precisio
 ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
                                   Precision precision);
 
+// What a rank of the lowered Program holds: model_state_bytes, except that under ZeRO 2 and 3 it
+// keeps the whole gradient buffer. The Program reduce-scatters each bucket once a step, after the
+// last micro-batch's backward (as Megatron-LM's distributed optimizer does, and FSDP under no_sync
+// accumulation), so every backward accumulates into the whole buffer. DeepSpeed's ZeRO 2, which holds
+// 1/dp, reduce-scatters after every micro-batch's backward instead, for num_microbatches times the DP
+// traffic.
+ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
+                                       Precision precision);
+
+// Device bytes a rank keeps for gradient compression over `parameters` gradients: top-k with error
+// feedback keeps the residual not sent yet, one fp32 value per gradient; otherwise none.
+Bytes compression_buffer_bytes(const CompressionSpec& compression, double parameters, int dp);
+
 struct ActivationConfig {
   int micro_batch = 1;  // b, sequences
   int seq_len = 0;      // s, the full sequence (context parallelism divides it by cp)

@@ -310,10 +310,17 @@ class RoleBuilder {
     return add(std::move(t));
   }
 
+  // ZeRO 3: the chunk's whole weights, gathered into a copy beside the rank's shard (alloc) that the
+  // pass frees when it ends. One copy at a time: the gather waits for the pass before it, whose copy
+  // it replaces (the live engine holds no second one).
+  Bytes chunk_weights(int chunk) { return Bytes(chunk_params_[chunk] * elem_); }
   int zero3_gather(int mb, int chunk, bool forward) {
+    TaskDeps deps;
+    if (!previous_compute_.empty()) deps.push_back(previous_compute_.front());
     Task t =
-        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(chunk_params_[chunk] * elem_), 1,
-                   StreamKind::Dp, named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), {});
+        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, chunk_weights(chunk), 1, StreamKind::Dp,
+                   named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), std::move(deps));
+    t.alloc = t.bytes;
     // The parameters it gathers, in fields and not only in its name: the live engine gathers them.
     t.microbatch = mb;
     t.chunk = chunk;
@@ -336,6 +343,7 @@ class RoleBuilder {
     f.layer_end = st.layer_end;
     f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
     f.alloc = activations(chunk);
+    if (p_.zero == 3) f.free = chunk_weights(chunk);
     f.deps = deps;
     const TaskDeps done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
     forward_done_[forward_slot(mb, chunk)] = done;
@@ -403,7 +411,8 @@ class RoleBuilder {
                (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(lo, hi, false, embedding, head);
-      if (i + 1 == segments.size()) b.free = activations(chunk);
+      if (i + 1 == segments.size())
+        b.free = activations(chunk) + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
       b.deps = deps;
       deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
       if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
@@ -472,6 +481,8 @@ class RoleBuilder {
           t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
                          Bytes(replicas() * pairs * (elem_ + 4)), 1, StreamKind::Dp,
                          names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
+          // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
+          t.alloc = t.free = t.bytes;
         } else {
           t = collective(
               p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
@@ -496,6 +507,7 @@ class RoleBuilder {
       in.kind = TaskKind::Copy;
       in.stream = StreamKind::Copy;
       in.bytes = Bytes(shard * k_bytes);
+      in.alloc = in.bytes;  // the step runs on the device: its state is there until the copy back
       in.name = "copy h2d optimizer";
       in.deps = step_deps;
       step_deps = {add(std::move(in))};
@@ -512,6 +524,7 @@ class RoleBuilder {
       out.stream = StreamKind::Copy;
       out.to_host = true;
       out.bytes = Bytes(shard * k_bytes);
+      out.free = out.bytes;
       out.name = "copy d2h optimizer";
       out.deps = {step_id};
       add(std::move(out));
@@ -520,14 +533,16 @@ class RoleBuilder {
       add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_), 1,
                      StreamKind::Dp, "AG dp params", {step_id}));
 
-    role_.state = cost::model_state_bytes(role_.parameters, replicas(), p_.zero, t_.optimizer, t_.precision);
+    role_.state =
+        cost::held_model_state_bytes(role_.parameters, replicas(), p_.zero, t_.optimizer, t_.precision);
     if (p_.offload_optimizer) {
       role_.host_state = role_.state.optimizer;
       role_.state.optimizer = Bytes(0);
     }
-    // Two DP buckets in flight, and a PP send and receive buffer each way.
-    role_.buffers =
-        (replicas() > 1 ? p_.bucket_size * 2 : Bytes(0)) + (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0));
+    // A PP send and receive buffer each way. The DP buckets reduce in place, in the gradient buffer
+    // (as Megatron-LM's and PyTorch DDP's do); top-k's error feedback keeps a residual per gradient.
+    role_.buffers = (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0)) +
+                    cost::compression_buffer_bytes(p_.compression, role_.parameters, replicas());
   }
 
   struct Bucket {

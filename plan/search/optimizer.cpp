@@ -670,8 +670,8 @@ class Search {
   bool states_can_fit(const Base& b, const Variant& v) const {
     const double layer_params = params_.total - params_.embedding;
     const double per_rank = layer_params / b.pp / b.tp;
-    auto states =
-        cost::model_state_bytes(per_rank, b.replicas(), v.zero, s_.training.optimizer, s_.training.precision);
+    auto states = cost::held_model_state_bytes(per_rank, b.replicas(), v.zero, s_.training.optimizer,
+                                               s_.training.precision);
     const double device =
         (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
     double largest_capacity = 0;
@@ -851,8 +851,8 @@ class Search {
   // (`in_flight` micro-batches of them).
   double chunk_bytes(const Base& b, const Variant& v, const ChunkMemory& memory, int c, int begin, int end,
                      double in_flight) const {
-    const auto st = cost::model_state_bytes(chunk_params(b, memory, c, begin, end), b.replicas(), v.zero,
-                                            s_.training.optimizer, s_.training.precision);
+    const auto st = cost::held_model_state_bytes(chunk_params(b, memory, c, begin, end), b.replicas(), v.zero,
+                                                 s_.training.optimizer, s_.training.precision);
     const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
     double bytes = b.costs.activations[end] - b.costs.activations[begin];
     if (c == 0) bytes += b.costs.embedding_activations;

@@ -1,8 +1,8 @@
 // The live engine's memory modes, run under `mpirun -np 2` (and on one rank): ZeRO 0-3, recompute
 // none/selective/full and optimizer offload reproduce the single-rank loss trajectory; their measured
-// peak memory per rank follows the twin's ordering; checkpoints keep the whole-model format across
-// ZeRO stages; top-k gradient compression with error feedback still trains and sends the bytes the
-// twin's lowering says.
+// peak memory per rank is ordered as the twin's and lies within 10% of it; checkpoints keep the whole-model
+// format across ZeRO stages; top-k gradient compression with error feedback still trains and sends the bytes
+// the twin's lowering says.
 #define BOOST_TEST_MODULE exec_memory_modes
 #include <boost/test/unit_test.hpp>
 
@@ -105,6 +105,33 @@ int dp() {
   return std::min(2, mpi->world->size());
 }
 
+// How far the measured peak may lie from the twin's, as a share of the twin's.
+constexpr double kPeakTolerance = 0.10;
+// Two peaks closer than this share of the larger are a tie (ZeRO 1 and 2 hold the same states).
+constexpr double kTie = 0.02;
+
+int order(double a, double b) {
+  if (std::abs(a - b) <= kTie * std::max(a, b)) return 0;
+  return a < b ? -1 : 1;
+}
+
+// The measured peaks are ordered as the twin's (every pair, ties included) and each lies within
+// kPeakTolerance of the twin's.
+void check_memory_follows_the_twin(const std::vector<Outcome>& runs, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    BOOST_TEST_INFO(names[i] << ": measured " << runs[i].peak_bytes << " B, twin " << runs[i].predicted_peak);
+    BOOST_TEST(std::abs(runs[i].peak_bytes - runs[i].predicted_peak) <=
+               kPeakTolerance * runs[i].predicted_peak);
+    for (size_t j = 0; j < i; ++j) {
+      BOOST_TEST_INFO(names[i] << " vs " << names[j] << ": measured " << runs[i].peak_bytes << " vs "
+                               << runs[j].peak_bytes << " B, twin " << runs[i].predicted_peak << " vs "
+                               << runs[j].predicted_peak);
+      BOOST_TEST(order(runs[i].peak_bytes, runs[j].peak_bytes) ==
+                 order(runs[i].predicted_peak, runs[j].predicted_peak));
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(recomputed_activations_give_the_same_gradients_bit_for_bit) {
@@ -142,19 +169,17 @@ BOOST_AUTO_TEST_CASE(zero_0_to_3_follow_the_single_rank_trajectory_and_the_twins
     BOOST_TEST_MESSAGE("ZeRO " << zero << " on " << dp() << " ranks: peak per rank measured "
                                << by_zero[zero].peak_bytes << " B, twin " << by_zero[zero].predicted_peak
                                << " B");
-  // The twin: each stage shards one more kind of state.
-  for (int zero = 1; zero <= 3; ++zero)
-    BOOST_TEST(by_zero[zero].predicted_peak <= by_zero[zero - 1].predicted_peak);
-  // Measured: ZeRO 1 halves the optimizer state on 2 ranks; ZeRO 2 keeps a whole gradient buffer
-  // through the backward (the Program reduce-scatters after the last micro-batch), so it holds what
-  // ZeRO 1 holds; ZeRO 3 holds its parameter shard plus the whole chunk that each pass gathers, which
-  // the twin does not count: 1/dp of the weights above ZeRO 2, still below ZeRO 0.
-  BOOST_TEST(by_zero[2].peak_bytes <= by_zero[1].peak_bytes);
+  check_memory_follows_the_twin(by_zero, {"ZeRO 0", "ZeRO 1", "ZeRO 2", "ZeRO 3"});
   if (dp() == 2) {
-    BOOST_TEST(by_zero[3].peak_bytes < by_zero[0].peak_bytes);
+    // ZeRO 1 halves the optimizer state on 2 ranks; ZeRO 2 keeps the whole gradient buffer through
+    // the backward (the Program reduce-scatters after the last micro-batch), so it holds what ZeRO 1
+    // holds; ZeRO 3 holds its shard of the weights plus the whole chunk each pass gathers: 1/dp of the
+    // weights above ZeRO 2, still below ZeRO 0. The twin orders them so (checked above).
     const double weights = double(parameter_layout(gpt_config(scenario(1, {}).model)).total) * sizeof(float);
     BOOST_TEST(by_zero[1].peak_bytes < by_zero[0].peak_bytes - 0.9 * weights);  // m and v: half of 2 copies
+    BOOST_TEST(std::abs(by_zero[2].peak_bytes - by_zero[1].peak_bytes) < 0.01 * weights);
     BOOST_TEST(std::abs(by_zero[3].peak_bytes - by_zero[2].peak_bytes - weights / 2) < 0.1 * weights);
+    BOOST_TEST(by_zero[3].peak_bytes < by_zero[0].peak_bytes);
   }
 }
 
@@ -168,13 +193,9 @@ BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_th
                                     << by_mode.back().peak_bytes << " B, twin "
                                     << by_mode.back().predicted_peak << " B");
   }
-  for (size_t i = 1; i < by_mode.size(); ++i) {
-    BOOST_TEST_INFO("mode " << i << ": measured " << by_mode[i].peak_bytes << " B, twin "
-                            << by_mode[i].predicted_peak << " B; the mode before: measured "
-                            << by_mode[i - 1].peak_bytes << ", twin " << by_mode[i - 1].predicted_peak);
+  check_memory_follows_the_twin(by_mode, {"recompute none", "recompute selective", "recompute full"});
+  for (size_t i = 1; i < by_mode.size(); ++i)  // each mode keeps less than the one before
     BOOST_TEST(by_mode[i].predicted_peak < by_mode[i - 1].predicted_peak);
-    BOOST_TEST(by_mode[i].peak_bytes < by_mode[i - 1].peak_bytes);
-  }
 }
 
 BOOST_AUTO_TEST_CASE(modes_combine_under_gpipe_with_every_micro_batch_in_flight) {
@@ -205,10 +226,10 @@ BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_follows_the_trajectory_in_host_me
   const double moments = 8.0 * double(parameter_layout(gpt_config(scenario(1, {}).model)).total) / dp();
   BOOST_TEST(std::abs(offloaded.host_peak_bytes - moments) < 0.01 * moments);
   BOOST_TEST(kept.host_peak_bytes == 0.0);
-  // The Program brings the whole shard back for the step, so the device peak does not grow; the twin
-  // counts no optimizer state on the device at all.
+  // The Program brings the whole shard back for the step (its h2d copy allocates it, the d2h copy
+  // frees it), so the device peak is the larger of the passes' and the step's; both sides count so.
   BOOST_TEST(offloaded.peak_bytes <= kept.peak_bytes);
-  BOOST_TEST(offloaded.predicted_peak < kept.predicted_peak);
+  check_memory_follows_the_twin({kept, offloaded}, {"ZeRO 1", "ZeRO 1 + optimizer offload"});
 }
 
 BOOST_AUTO_TEST_CASE(checkpoints_of_zero_3_resume_at_zero_0_and_back) {
@@ -269,6 +290,10 @@ BOOST_AUTO_TEST_CASE(top_k_at_10_percent_trains_near_the_dense_run_and_sends_the
                                         << sparse.dp_bytes.back() << " measured, "
                                         << sparse.predicted_dp_bytes << " twin; dense "
                                         << dense.dp_bytes.back());
+  BOOST_TEST_MESSAGE("top-k 10%: peak per rank measured " << sparse.peak_bytes << " B, twin "
+                                                          << sparse.predicted_peak << " B");
+  // The error-feedback residual (a gradient's size) and the gathered pairs are counted by both.
+  check_memory_follows_the_twin({dense, sparse}, {"dense", "top-k 10%"});
   BOOST_TEST(sparse.losses.back() < sparse.losses.front());
   BOOST_TEST(std::abs(sparse.losses.back() - dense.losses.back()) < 0.05 * dense.losses.back());
   BOOST_TEST(std::abs(sparse.dp_bytes.back() - sparse.predicted_dp_bytes) < 0.05 * sparse.predicted_dp_bytes);
