@@ -94,12 +94,12 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const Task& task = r.tasks[i];
     if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
-    // All-gathers: ZeRO 1/2's parameters after the step, ZeRO 3's before a pass (no dependencies);
-    // under top-k the buckets themselves.
+    // All-gathers: ZeRO 1/2's parameters after the step, ZeRO 3's before a pass (they name its
+    // micro-batch); under top-k the buckets themselves.
     const bool after_step = std::any_of(task.deps.begin(), task.deps.end(), [&](int d) {
       return r.tasks[size_t(d)].kind == TaskKind::Optimizer;
     });
-    if (task.collective == cost::CollectiveKind::AllGather && (after_step || task.deps.empty())) {
+    if (task.collective == cost::CollectiveKind::AllGather && (after_step || task.microbatch >= 0)) {
       if (after_step)
         gather_params_task_ = int(i);
       else
