@@ -268,40 +268,27 @@ BOOST_AUTO_TEST_CASE(a_zero3_run_with_offload_under_pp_resumes_from_its_checkpoi
 }
 
 // `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
-// with each schedule, dp {1,2}, ZeRO 0-2; tp 2 x pp 2 x dp 2 without overlap; ZeRO 3 under each
-// schedule; selective and full recomputation on five layouts.
+// with each schedule, dp {1,2}, ZeRO 0-3 and recompute none/selective/full; tp 2 x pp 2 x dp 2
+// without overlap under each schedule and ZeRO stage; context parallelism 2 on a sample of layouts.
 BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory) {
   std::vector<Layout> all;
   for (int tp : {1, 2})
     for (int pp : {1, 2})
       for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
         for (int dp : {1, 2})
-          for (int zero : {0, 1, 2})
-            for (bool sp : {false, true}) {
-              if (pp == 1 && std::string(schedule) == "interleaved") continue;  // needs two stages
-              if (dp == 1 && zero > 0) continue;                                // nothing to shard
-              if (sp && tp == 1) continue;                                      // nothing to split
-              all.push_back({tp, pp, dp, zero, schedule, sp});
-            }
+          for (int zero : {0, 1, 2, 3})
+            for (bool sp : {false, true})
+              for (const char* recompute : {"none", "selective", "full"}) {
+                if (pp == 1 && std::string(schedule) == "interleaved") continue;  // needs two stages
+                if (dp == 1 && zero > 0) continue;                                // nothing to shard
+                if (sp && tp == 1) continue;                                      // nothing to split
+                Layout l{tp, pp, dp, zero, schedule, sp};
+                l.recompute = recompute;
+                all.push_back(l);
+              }
   // Without DP and PP overlap (one bucket after the backward, transfers in line) and with TP overlap.
   for (const char* schedule : {"gpipe", "1f1b", "interleaved"})
-    for (int zero : {0, 1, 2}) all.push_back({2, 2, 2, zero, schedule, false, false});
-  // ZeRO 3 under each schedule (with and without overlap), and each recompute mode on a sample of
-  // layouts: sampled rather than multiplied into everything above, to keep the run a few minutes.
-  for (const char* schedule : {"gpipe", "1f1b", "interleaved"}) {
-    all.push_back({2, 2, 2, 3, schedule});
-    all.push_back({2, 2, 2, 3, schedule, true, false});
-  }
-  all.push_back({2, 1, 2, 3, "1f1b", true});
-  for (const char* mode : {"selective", "full"})
-    for (Layout l : std::vector<Layout>{{2, 1, 1, 0, "1f1b", true},
-                                        {1, 2, 1, 0, "gpipe"},
-                                        {2, 2, 2, 1, "1f1b"},
-                                        {2, 2, 2, 3, "interleaved", true},
-                                        {1, 2, 2, 2, "interleaved", false, false}}) {
-      l.recompute = mode;
-      all.push_back(l);
-    }
+    for (int zero : {0, 1, 2, 3}) all.push_back({2, 2, 2, zero, schedule, false, false});
   // Context parallelism 2: alone, with tp 2 (and sequence parallelism), with pp 2 (each schedule), with
   // dp 2 under ZeRO 1, and tp 2 x pp 2 x cp 2.
   all.push_back({1, 1, 1, 0, "1f1b", false, true, 2});
