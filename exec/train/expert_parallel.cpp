@@ -6,6 +6,7 @@
 #include <string>
 
 #include "exec/optim/schedule.hpp"
+#include "exec/train/trainer.hpp"
 
 namespace paratwin::exec {
 
@@ -39,16 +40,7 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
         "parallel runner has no MoE layers); this plan has tp " +
         std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp));
   if (p.ep <= 1) return out;
-  const std::string with = "with ep " + std::to_string(p.ep) + ", ";
-  if (p.zero != 0) out.push_back(with + "ZeRO is not implemented live; use zero 0");
-  if (p.compression.kind != CompressionKind::None)
-    out.push_back(with + "gradient compression is not implemented live");
-  if (p.offload_optimizer) out.push_back(with + "optimizer offload is not implemented live");
-  for (const auto& st : p.stages)
-    if (st.recompute != Recompute::None) {
-      out.push_back(with + "recomputation is not implemented live; use recompute none");
-      break;
-    }
+  refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + ", ", 0, out);
   return out;
 }
 

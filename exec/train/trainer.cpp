@@ -21,6 +21,23 @@
 
 namespace paratwin::exec {
 
+void refuse_memory_modes(const Plan& p, const std::string& with, int max_zero,
+                         std::vector<std::string>& out) {
+  if (p.zero > max_zero)
+    out.push_back(with + (max_zero == 0
+                              ? "ZeRO is not implemented live; use zero 0"
+                              : "ZeRO " + std::to_string(p.zero) +
+                                    " is not implemented live; use zero 0 to " + std::to_string(max_zero)));
+  if (p.compression.kind != CompressionKind::None)
+    out.push_back(with + "gradient compression is not implemented live");
+  if (p.offload_optimizer) out.push_back(with + "optimizer offload is not implemented live");
+  for (const auto& st : p.stages)
+    if (st.recompute != Recompute::None) {
+      out.push_back(with + "recomputation is not implemented live; use recompute none");
+      break;
+    }
+}
+
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
@@ -42,20 +59,9 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
     out.push_back("sequence parallelism splits the " +
                   std::to_string(int64_t(p.micro_batch) * t.seq_len / p.cp) +
                   " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
-  if (p.cp > 1) {
-    // The context-parallel runner has the DP side of ZeRO 0-2 only (ZeRO 3, recompute, offload and
-    // compression run with tp and pp, not yet beside CP's gathered keys and values).
-    const std::string layout = "with cp " + std::to_string(p.cp) + ", ";
-    if (p.zero == 3) out.push_back(layout + "ZeRO 3 is not implemented live; use zero 0, 1 or 2");
-    if (p.compression.kind != CompressionKind::None)
-      out.push_back(layout + "gradient compression is not implemented live");
-    if (p.offload_optimizer) out.push_back(layout + "optimizer offload is not implemented live");
-    for (const auto& st : p.stages)
-      if (st.recompute != Recompute::None) {
-        out.push_back(layout + "recomputation is not implemented live; use recompute none");
-        break;
-      }
-  }
+  // The context-parallel runner has the DP side of ZeRO 0-2 only (ZeRO 3, recompute, offload and
+  // compression run with tp and pp, not yet beside CP's gathered keys and values).
+  if (p.cp > 1) refuse_memory_modes(p, "with cp " + std::to_string(p.cp) + ", ", 2, out);
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
                   std::to_string(m.seq_len));
