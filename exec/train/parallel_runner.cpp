@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "exec/data/loader.hpp"
+#include "exec/memory/memory_meter.hpp"
 
 namespace paratwin::exec {
 
@@ -154,9 +155,11 @@ int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
 
 ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
   auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
-  if (fresh)
+  if (fresh) {
+    MemoryUseScope use(MemoryUse::Activations);  // the memory report's make-up, as on one shard
     model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
                     setup_.scenario.training.seq_len / setup_.plan.cp, activation_policy(chunk));
+  }
   return it->second;
 }
 
