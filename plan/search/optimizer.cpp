@@ -19,6 +19,7 @@
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/schedule.hpp"
@@ -58,6 +59,11 @@ struct LayerTimes {
   // Compute alone (no collectives), recompute included: every pass of a rank also runs on its one
   // compute stream, so these add up along a rank's passes and along a micro-batch's passes as well.
   double forward_compute = 0, backward_compute = 0, moe_forward_compute = 0, moe_backward_compute = 0;
+  // For the pass graph (Search::pass_bounds): a pass's compute and collectives apart, the backward's
+  // compute without recompute, and the recompute's compute and collectives.
+  double forward_comm = 0, backward_comm = 0, moe_forward_comm = 0, moe_backward_comm = 0;
+  double backward_pure = 0, moe_backward_pure = 0;
+  double recompute_compute = 0, recompute_comm = 0, moe_recompute_compute = 0, moe_recompute_comm = 0;
   double embedding_forward = 0, embedding_backward = 0, head_forward = 0, head_backward = 0;
   double embedding() const { return embedding_forward + embedding_backward; }
   double head() const { return head_forward + head_backward; }
@@ -78,6 +84,11 @@ struct CostTable {
   std::vector<std::vector<double>> forward, backward, chain_backward;
   // [pool][l]: the same on the compute stream alone (LayerTimes::forward_compute, backward_compute)
   std::vector<std::vector<double>> compute_forward, compute_backward;
+  // [pool][l]: the pass graph's figures through layers < l (LayerTimes::forward_comm and the rest)
+  struct PassPrefix {
+    double forward_comm = 0, backward_pure = 0, backward_comm = 0, recompute_compute = 0, recompute_comm = 0;
+  };
+  std::vector<std::vector<PassPrefix>> passes;
   std::vector<LayerTimes> ends;     // [pool]: embedding and head
   std::vector<double> activations;  // [l]: bytes of layers < l, one micro-batch
   double embedding_activations = 0, head_activations = 0;
@@ -94,6 +105,30 @@ struct PipelineCounts {
   // [r][j][d]: up to and including the rank's last pass of its chunk j in direction d (0 forward,
   // 1 backward).
   std::vector<std::vector<std::array<PassCounts, 2>>> through_last;
+};
+
+// Every pipeline rank's passes in its schedule's order as one graph: a pass waits for the rank's pass
+// before it and for the same micro-batch's pass through the neighbouring chunk (a forward for the
+// forward through the chunk before, a backward for the backward through the chunk after, the last
+// chunk's backward for its forward). Nodes in a topological order; shared by the bases of one
+// (schedule, pp, v, micro-batches).
+struct PassGraph {
+  struct Node {
+    int previous = -1;     // the rank's pass before, -1 for its first
+    int input = -1;        // the pass whose output it takes, -1 for none
+    int own_forward = -1;  // a backward's forward (whose activations it takes)
+    int chunk = 0;
+    bool forward = true;
+  };
+  std::vector<Node> nodes;
+  std::vector<int> last;               // [r]: rank r's last pass
+  std::vector<int> first_chunk_final;  // [r]: rank r's last backward of its first chunk (chunk r)
+};
+
+// Per pipeline rank, lower bounds of when its last pass ends and when its first chunk's last DP bucket
+// becomes ready, for one partition (Search::pass_bounds).
+struct PassBounds {
+  std::vector<double> last_end, bucket_ready;
 };
 
 struct Base {
@@ -115,6 +150,8 @@ struct Base {
   int time_optimal = -1;
   std::map<std::pair<int, bool>, int> fitted{};
   const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
+  // By (partition, rank order, ZeRO 3), once a candidate of it reaches the front.
+  std::map<std::tuple<int, std::string, bool>, PassBounds> pass_bounds{};
 };
 
 struct Variant {
@@ -135,16 +172,20 @@ class Search {
     const auto t0 = std::chrono::steady_clock::now();
     enumerate();
     // Best first by bound: a candidate with the coarse bound is refined (partition and its bound) and
-    // queued again; a refined one is evaluated exactly. Stop when the smallest bound cannot beat the
-    // N-th best -- every candidate left has at least that bound.
+    // queued again; then bounded through its pass graph and queued again; then evaluated exactly. Stop
+    // when the smallest bound cannot beat the N-th best -- every candidate left has at least that bound.
     std::make_heap(queue_.begin(), queue_.end(), later);
     while (!queue_.empty()) {
       std::pop_heap(queue_.begin(), queue_.end(), later);
       const Entry e = queue_.back();
       queue_.pop_back();
       if (!o_.exhaustive && cutoff() > 0 && e.bound > cutoff()) break;
-      if (!e.refined) {
+      if (e.level == Level::Coarse) {
         refine(e);
+        continue;
+      }
+      if (e.level == Level::Partition) {
+        bound_passes(e);
         continue;
       }
       evaluate(e);
@@ -162,13 +203,16 @@ class Search {
   }
 
  private:
+  // How far a candidate's bound has come: valid for every partition, following its partition through
+  // closed forms (partition_bound), through its pass graph (graph_bound).
+  enum class Level { Coarse, Partition, Graph };
   struct Entry {
     double bound;   // lower bound of the objective
     long sequence;  // enumeration order, for a deterministic order among equal bounds
     size_t base;
     Variant variant;
-    bool refined = false;  // the bound follows the candidate's partition
-    int partition = -1;    // index into partitions_ once refined
+    Level level = Level::Coarse;
+    int partition = -1;  // index into partitions_ once refined
   };
   // Heap order: the smallest bound on top.
   static bool later(const Entry& a, const Entry& b) {
@@ -369,7 +413,7 @@ class Search {
         counts = pipeline_counts_.emplace(order_key, pipeline_counts(b, microbatches)).first;
       b.counts = &counts->second;
     }
-    e.refined = true;
+    e.level = Level::Partition;
     e.partition = b.time_optimal;
     if (e.partition < 0 || !partition_fits(b, e.variant, partitions_[e.partition], microbatches)) {
       const std::pair key{e.variant.zero, e.variant.offload};
@@ -386,6 +430,192 @@ class Search {
     e.bound = std::max(e.bound, bound * objective_scale(b));
     queue_.push_back(e);
     std::push_heap(queue_.begin(), queue_.end(), later);
+  }
+
+  // The candidate's bound through its partition's pass graph (graph_bound), queued again.
+  void bound_passes(Entry e) {
+    Base& b = bases_[e.base];
+    const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    const auto& ranges = partitions_[e.partition];
+    // Transfers and ZeRO 3's gathers depend on where the groups sit (the rank order).
+    const bool zero3 = e.variant.zero == 3 && b.replicas() > 1;
+    const std::tuple key{e.partition, e.variant.order, zero3};
+    auto bounds = b.pass_bounds.find(key);
+    if (bounds == b.pass_bounds.end()) {
+      const auto order_key = std::tuple{b.schedule, b.pp, b.v, microbatches};
+      auto graph = pass_graphs_.find(order_key);
+      if (graph == pass_graphs_.end())
+        graph = pass_graphs_.emplace(order_key, pass_graph(b, microbatches)).first;
+      std::vector<double> gathers;
+      for (int c = 0; zero3 && c < b.pp * b.v; ++c) {
+        const int pool = b.rank_pool[c % b.pp];
+        const double bytes = chunk_params(b, c, ranges[c].first, ranges[c].second) * elem_;
+        gathers.push_back(cost::collective_time(CollectiveKind::AllGather, Bytes(bytes),
+                                                dp_placement(b, pool, e.variant.order),
+                                                s_.cluster.pools[pool], s_.cluster)
+                              .time.value());
+      }
+      bounds =
+          b.pass_bounds.emplace(key, pass_bounds(b, graph->second, ranges, e.variant.order, gathers)).first;
+    }
+    const auto tails = rank_tails(b, e.variant, ranges);
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) {
+      bound = std::max(bound, bounds->second.last_end[r] + tails.steps[r]);
+      if (b.replicas() > 1)
+        bound = std::max(bound, bounds->second.bucket_ready[r] + tails.dp_tails[r] + tails.steps[r]);
+    }
+    e.level = Level::Graph;
+    e.bound = std::max(e.bound, bound * objective_scale(b));
+    queue_.push_back(e);
+    std::push_heap(queue_.begin(), queue_.end(), later);
+  }
+
+  static PassGraph pass_graph(const Base& b, int microbatches) {
+    const int chunks = b.pp * b.v, m = microbatches;
+    std::vector<std::vector<PipelineStep>> orders(b.pp);
+    for (int r = 0; r < b.pp; ++r) orders[r] = pipeline_order(b.schedule, b.pp, b.v, m, r);
+    auto key = [&](bool forward, int mb, int chunk) {
+      return (static_cast<size_t>(forward ? 0 : 1) * chunks + chunk) * m + mb;
+    };
+    // Ranks run ahead until a pass's input is not placed yet; the one rank waiting for a pass (its
+    // input feeds one pass only) resumes once it is placed.
+    std::vector<int> index(static_cast<size_t>(2) * chunks * m, -1), waiting(index.size(), -1);
+    PassGraph g;
+    g.nodes.reserve(index.size());
+    g.last.assign(b.pp, -1);
+    g.first_chunk_final.assign(b.pp, -1);
+    std::vector<size_t> next(b.pp, 0);
+    std::vector<int> ready(b.pp);
+    std::iota(ready.begin(), ready.end(), 0);
+    while (!ready.empty()) {
+      const int r = ready.back();
+      ready.pop_back();
+      for (; next[r] < orders[r].size(); ++next[r]) {
+        const PipelineStep& s = orders[r][next[r]];
+        int input = -1;
+        if (!s.forward || s.chunk > 0) {
+          const size_t from = s.forward               ? key(true, s.microbatch, s.chunk - 1)
+                              : s.chunk == chunks - 1 ? key(true, s.microbatch, s.chunk)
+                                                      : key(false, s.microbatch, s.chunk + 1);
+          input = index[from];
+          if (input < 0) {
+            waiting[from] = r;
+            break;
+          }
+        }
+        const int id = static_cast<int>(g.nodes.size());
+        const int own_forward = s.forward ? -1 : index[key(true, s.microbatch, s.chunk)];
+        g.nodes.push_back({g.last[r], input, own_forward, s.chunk, s.forward});
+        g.last[r] = id;
+        if (!s.forward && s.chunk == r) g.first_chunk_final[r] = id;
+        const size_t placed = key(s.forward, s.microbatch, s.chunk);
+        index[placed] = id;
+        if (waiting[placed] >= 0) ready.push_back(std::exchange(waiting[placed], -1));
+      }
+    }
+    if (g.nodes.size() != index.size()) throw std::logic_error("search: a pipeline order deadlocks");
+    return g;
+  }
+
+  // One pass through a chunk for the pass graph: compute and collectives apart (additive lower bounds,
+  // as in the cost tables); ZeRO 3's gather of the chunk before each pass; the transfers of its input
+  // from the chunk before (forward) and after (backward).
+  struct ChunkPasses {
+    double forward = 0, forward_comm = 0, backward = 0, backward_comm = 0, recompute = 0, recompute_comm = 0;
+    double gather = 0, forward_transfer = 0, backward_transfer = 0;
+  };
+  static ChunkPasses chunk_passes(const Base& b, int c, int begin, int end) {
+    const int pool = b.rank_pool[c % b.pp];
+    const auto& x = b.costs.passes[pool];
+    const bool first = c == 0, last = c == b.pp * b.v - 1;
+    const LayerTimes& ends = b.costs.ends[pool];
+    return {chunk_bound_forward(b, true, c, begin, end),
+            x[end].forward_comm - x[begin].forward_comm,
+            x[end].backward_pure - x[begin].backward_pure + (first ? ends.embedding_backward : 0) +
+                (last ? ends.head_backward : 0),
+            x[end].backward_comm - x[begin].backward_comm,
+            x[end].recompute_compute - x[begin].recompute_compute,
+            x[end].recompute_comm - x[begin].recompute_comm};
+  }
+
+  // Lower bounds of when every pass's compute ends and when its collectives end, pass by pass in the
+  // graph's order, as lowering orders them: a pass waits for its input (a send waits for its pass's
+  // collectives, a receive ends no earlier than its send starts) and for the rank's previous pass and
+  // its collectives; selective recompute waits for the previous compute alone, so it can run beside
+  // those collectives; full recompute is a forward of its own before the backward; ZeRO 3's gather
+  // starts after the previous compute, and the pass waits for it; with TP overlap the collectives
+  // start with the compute; a transfer takes its time alone, as if its stream were free. The DP and
+  // copy streams are left out: they only delay. A rank's first chunk's last DP bucket is ready when
+  // that chunk's last backward's compute ends. `gathers`: ZeRO 3's gather time per chunk, or empty.
+  PassBounds pass_bounds(const Base& b, const PassGraph& g, const std::vector<std::pair<int, int>>& ranges,
+                         const std::string& order, const std::vector<double>& gathers) const {
+    const int chunks = b.pp * b.v;
+    std::vector<ChunkPasses> passes(chunks);
+    for (int c = 0; c < chunks; ++c) {
+      passes[c] = chunk_passes(b, c, ranges[c].first, ranges[c].second);
+      if (!gathers.empty()) passes[c].gather = gathers[c];
+      if (c > 0) passes[c].forward_transfer = transfer_time(b, order, c - 1, c);
+      if (c + 1 < chunks) passes[c].backward_transfer = transfer_time(b, order, c + 1, c);
+    }
+    const bool overlap = req_.overlap_tp.value_or(false);
+    std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size());
+    auto run = [overlap](double start, double compute, double comm, double& compute_end, double& done) {
+      compute_end = start + compute;
+      done = overlap ? std::max(compute_end, start + comm) : compute_end + comm;
+    };
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const PassGraph::Node& n = g.nodes[i];
+      const ChunkPasses& k = passes[n.chunk];
+      const double previous_compute = n.previous >= 0 ? compute_end[n.previous] : 0;
+      double ready = 0;
+      if (n.input >= 0)
+        ready = done[n.input] + (n.input == n.own_forward ? 0
+                                 : n.forward              ? k.forward_transfer
+                                                          : k.backward_transfer);
+      if (n.own_forward >= 0) ready = std::max(ready, done[n.own_forward]);
+      if (k.gather > 0) ready = std::max(ready, previous_compute + k.gather);
+      double start = std::max(n.previous >= 0 ? done[n.previous] : 0, ready);
+      if (n.forward) {
+        run(start, k.forward, k.forward_comm, compute_end[i], done[i]);
+        continue;
+      }
+      if (b.recompute == Recompute::Selective) {
+        start = std::max(start, std::max(previous_compute, ready) + k.recompute);
+      } else if (b.recompute == Recompute::Full) {
+        double recompute_end = 0, recompute_done = 0;
+        run(start, k.recompute, k.recompute_comm, recompute_end, recompute_done);
+        start = recompute_done;
+      }
+      run(start, k.backward, k.backward_comm, compute_end[i], done[i]);
+    }
+    PassBounds out{std::vector<double>(b.pp), std::vector<double>(b.pp)};
+    for (int r = 0; r < b.pp; ++r) {
+      out.last_end[r] = done[g.last[r]];
+      out.bucket_ready[r] = compute_end[g.first_chunk_final[r]];
+    }
+    return out;
+  }
+
+  // A micro-batch's activations (or their gradients) sent from chunk `from` to chunk `to`, as lowering
+  // costs the send.
+  double transfer_time(const Base& b, const std::string& order, int from, int to) const {
+    const int sender = from % b.pp, receiver = to % b.pp;
+    if (sender == receiver) return 0;
+    const PoolSpec& pool = s_.cluster.pools[b.rank_pool[sender]];
+    const bool same_node = pp_stride(b, order) * std::abs(receiver - sender) < pool.gpus_per_node &&
+                           b.rank_pool[receiver] == b.rank_pool[sender];
+    double tokens = double(b.mb) * s_.training.seq_len / b.cp;
+    if (b.sp) tokens /= b.tp;
+    return cost::p2p_time(Bytes(tokens * s_.model.hidden * elem_), same_node, pool, s_.cluster).value();
+  }
+
+  // Ranks between pipeline neighbours: the product of the sizes of the dimensions before pp in the order.
+  static long long pp_stride(const Base& b, const std::string& order) {
+    long long stride = 1;
+    for (const auto& [name, size] : {std::pair{"tp", b.tp}, {"cp", b.cp}, {"dp", b.dp}})
+      if (order.find(name) < order.find("pp")) stride *= size;
+    return stride;
   }
 
   int store(std::optional<std::vector<std::pair<int, int>>> ranges) {
@@ -449,14 +679,7 @@ class Search {
     auto same = [](const cost::GroupPlacement& a, const cost::GroupPlacement& c) {
       return a.size == c.size && a.per_node == c.per_node && a.crosses_pods == c.crosses_pods;
     };
-    auto pp_stride = [&](const std::string& order) {
-      // Product of the sizes of the dimensions before pp in the order.
-      long long stride = 1;
-      for (const auto& [name, size] : {std::pair{"tp", b.tp}, {"cp", b.cp}, {"dp", b.dp}})
-        if (order.find(name) < order.find("pp")) stride *= size;
-      return stride;
-    };
-    const long long sx = pp_stride(x), sy = pp_stride(y);
+    const long long sx = pp_stride(b, x), sy = pp_stride(b, y);
     for (int pool : b.rank_pool) {
       const PoolSpec& p = s_.cluster.pools[pool];
       for (GroupKind kind : {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Ep})
@@ -513,10 +736,14 @@ class Search {
     t.backward_compute = compute(cost::layer_backward(s_.model, w, false));
     t.moe_forward_compute = compute(cost::layer_forward(s_.model, w, true));
     t.moe_backward_compute = compute(cost::layer_backward(s_.model, w, true));
-    t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
-    t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
-    t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
-    t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
+    t.forward_comm = 2 * tp_pass + cp_f;
+    t.backward_comm = 2 * tp_pass + cp_b;
+    t.moe_forward_comm = t.forward_comm + ep;
+    t.moe_backward_comm = t.backward_comm + ep;
+    t.forward = pass(t.forward_compute, t.forward_comm);
+    t.backward = pass(t.backward_compute, t.backward_comm);
+    t.moe_forward = pass(t.moe_forward_compute, t.moe_forward_comm);
+    t.moe_backward = pass(t.moe_backward_compute, t.moe_backward_comm);
     if (b.recompute == Recompute::Full) {
       t.recompute = t.forward;
       t.moe_recompute = t.moe_forward;
@@ -527,6 +754,14 @@ class Search {
     const bool hidden = b.recompute == Recompute::Selective && collectives;
     t.chain_recompute = hidden ? 0 : t.recompute;
     t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
+    t.backward_pure = t.backward_compute;
+    t.moe_backward_pure = t.moe_backward_compute;
+    if (b.recompute == Recompute::Full) {
+      t.recompute_compute = t.forward_compute, t.recompute_comm = t.forward_comm;
+      t.moe_recompute_compute = t.moe_forward_compute, t.moe_recompute_comm = t.moe_forward_comm;
+    } else {
+      t.recompute_compute = t.recompute, t.moe_recompute_compute = t.moe_recompute;
+    }
     const bool full_recompute = b.recompute == Recompute::Full;
     t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
     t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
@@ -606,6 +841,7 @@ class Search {
     c.chain_backward.resize(pools);
     c.compute_forward.resize(pools);
     c.compute_backward.resize(pools);
+    c.passes.resize(pools);
     c.ends.resize(pools);
     for (int pool : b.rank_pool) {
       if (!c.forward[pool].empty()) continue;
@@ -618,8 +854,10 @@ class Search {
       chain.assign(L + 1, 0);
       auto& cf = c.compute_forward[pool];
       auto& cb = c.compute_backward[pool];
+      auto& passes = c.passes[pool];
       cf.assign(L + 1, 0);
       cb.assign(L + 1, 0);
+      passes.assign(L + 1, {});
       for (int l = 0; l < L; ++l) {
         const bool moe = s_.model.is_moe_layer(l);
         f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
@@ -628,6 +866,12 @@ class Search {
             chain[l] + (moe ? t.moe_backward + t.moe_chain_recompute : t.backward + t.chain_recompute);
         cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
         cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
+        const CostTable::PassPrefix& before = passes[l];
+        passes[l + 1] = {before.forward_comm + (moe ? t.moe_forward_comm : t.forward_comm),
+                         before.backward_pure + (moe ? t.moe_backward_pure : t.backward_pure),
+                         before.backward_comm + (moe ? t.moe_backward_comm : t.backward_comm),
+                         before.recompute_compute + (moe ? t.moe_recompute_compute : t.recompute_compute),
+                         before.recompute_comm + (moe ? t.moe_recompute_comm : t.recompute_comm)};
       }
       c.ends[pool] = t;
     }
@@ -894,13 +1138,51 @@ class Search {
   double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
     const int chunks = b.pp * b.v;
     const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    const auto [steps, gradients, gathers, dp_tails] = rank_tails(b, v, ranges);
+    double bound = 0;
+    for (int r = 0; r < b.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
+    // The passes' times as a chain with their collectives, or on the compute stream alone.
+    std::vector<double> forward(chunks), backward(chunks), load(b.pp), before(b.pp), forward_prefixes(b.pp);
+    for (bool alone : {false, true}) {
+      std::fill(load.begin(), load.end(), 0.0);
+      std::fill(before.begin(), before.end(), 0.0);
+      for (int c = 0; c < chunks; ++c) {
+        const int r = c % b.pp;
+        forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
+        backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
+        load[r] += forward[c] + backward[c];
+        const auto& passes = b.counts->before_buckets[r][c / b.pp];
+        before[r] += passes[0] * forward[c] + passes[1] * backward[c];
+      }
+      double prefix = 0, forward_prefix = 0;
+      for (int r = 0; r < b.pp; ++r) {
+        bound = std::max(bound, m * load[r] + std::max(prefix, steps[r]));
+        bound = std::max(bound, forward_prefix + before[r] + gradients[r] + steps[r]);
+        forward_prefixes[r] = forward_prefix;
+        prefix += forward[r] + backward[r];
+        forward_prefix += forward[r];
+      }
+      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps,
+                                                    alone && b.replicas() > 1 ? &dp_tails : nullptr));
+    }
+    return bound;
+  }
+
+  // Per pipeline rank, what does not depend on the passes' times (see partition_bound): the step with
+  // what follows it, the gradient collectives, ZeRO-3's gathers and the DP tail.
+  struct RankTails {
+    std::vector<double> steps, gradients, gathers, dp_tails;
+  };
+  RankTails rank_tails(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
+    const int chunks = b.pp * b.v;
+    const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     std::vector<double> params(b.pp, 0);
     for (int c = 0; c < chunks; ++c)
       params[c % b.pp] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-    // Per rank, what does not depend on the passes' times: the step (with what follows it), the
-    // gradient collectives and ZeRO-3's gathers.
     const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
-    std::vector<double> steps(b.pp), gradients(b.pp, 0), gathers(b.pp, 0), dp_tails(b.pp, 0);
+    RankTails out{std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0),
+                  std::vector<double>(b.pp, 0)};
+    auto& [steps, gradients, gathers, dp_tails] = out;
     for (int r = 0; r < b.pp; ++r) {
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
@@ -941,33 +1223,7 @@ class Search {
       }
       steps[r] = step + copy + std::max(copy, gather);
     }
-    double bound = 0;
-    for (int r = 0; r < b.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
-    // The passes' times as a chain with their collectives, or on the compute stream alone.
-    std::vector<double> forward(chunks), backward(chunks), load(b.pp), before(b.pp), forward_prefixes(b.pp);
-    for (bool alone : {false, true}) {
-      std::fill(load.begin(), load.end(), 0.0);
-      std::fill(before.begin(), before.end(), 0.0);
-      for (int c = 0; c < chunks; ++c) {
-        const int r = c % b.pp;
-        forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
-        backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
-        load[r] += forward[c] + backward[c];
-        const auto& passes = b.counts->before_buckets[r][c / b.pp];
-        before[r] += passes[0] * forward[c] + passes[1] * backward[c];
-      }
-      double prefix = 0, forward_prefix = 0;
-      for (int r = 0; r < b.pp; ++r) {
-        bound = std::max(bound, m * load[r] + std::max(prefix, steps[r]));
-        bound = std::max(bound, forward_prefix + before[r] + gradients[r] + steps[r]);
-        forward_prefixes[r] = forward_prefix;
-        prefix += forward[r] + backward[r];
-        forward_prefix += forward[r];
-      }
-      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps,
-                                                    alone && b.replicas() > 1 ? &dp_tails : nullptr));
-    }
-    return bound;
+    return out;
   }
 
   // The critical path through the rank's last passes: rank r starts once the first micro-batch's
@@ -1085,6 +1341,7 @@ class Search {
   using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
   std::map<TimeKey, int> time_optimal_;  // index into partitions_
   std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
+  std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
   // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
   std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
   std::vector<Candidate> best_;
