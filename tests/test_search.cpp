@@ -70,6 +70,34 @@ BOOST_AUTO_TEST_CASE(bounds_hold_where_dp_buckets_follow_the_last_backward) {
   }
 }
 
+// The same where the pass graph's bound has more to follow: TP collectives beside their GEMMs, MoE
+// layers with expert parallelism, pipeline neighbours and DP groups across nodes, two pools.
+BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
+  std::string two_nodes = kSmall;
+  two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2");
+  const std::string moe =
+      "model: {name: moe, layers: 4, hidden: 256, heads: 8, ffn_hidden: 512, vocab: 2048, seq_len: 512,\n"
+      "        moe: {experts: 8, top_k: 2}}\n"
+      "cluster: {from: dgx-a100-80g, nodes: 2}\n"
+      "training: {global_batch: 32, seq_len: 512}\n"
+      "plan: auto\n";
+  const std::string pools =
+      "model: {name: small, layers: 8, hidden: 512, heads: 8, vocab: 4096, seq_len: 512}\n"
+      "cluster: {from: hetero-h100-a100, pools: {h100: {nodes: 1}, a100: {nodes: 1}}}\n"
+      "training: {global_batch: 32, seq_len: 512}\n"
+      "plan: auto\n";
+  for (const auto& [name, s] : {std::pair{"tp overlap", scenario(two_nodes, {"plan={overlap: {tp: true}}"})},
+                                {"experts", scenario(moe, {"plan={tp: 1}"})},
+                                {"pools", scenario(pools, {"plan={cp: 1}"})}}) {
+    BOOST_TEST_CONTEXT(name) {
+      const SearchResult a = search_plans(s, {3, false});
+      const SearchResult b = search_plans(s, {64, true});
+      BOOST_REQUIRE(!a.top.empty());
+      BOOST_TEST(a.top[0].objective == b.top[0].objective);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fixed_fields_are_honoured) {
   const ScenarioSpec s = scenario(kSmall, {"plan={tp: 2, recompute: full}"});
   const SearchResult r = search_plans(s);

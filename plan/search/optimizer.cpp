@@ -61,12 +61,16 @@ struct LayerTimes {
   double forward_compute = 0, backward_compute = 0, moe_forward_compute = 0, moe_backward_compute = 0;
   // For the pass graph (Search::pass_bounds): a pass's compute and collectives apart, the backward's
   // compute without recompute, and the recompute's compute and collectives.
-  double forward_comm = 0, backward_comm = 0, moe_forward_comm = 0, moe_backward_comm = 0;
-  double backward_pure = 0, moe_backward_pure = 0;
-  double recompute_compute = 0, recompute_comm = 0, moe_recompute_compute = 0, moe_recompute_comm = 0;
+  double backward_pure = 0, moe_backward_pure = 0, recompute_compute = 0, moe_recompute_compute = 0;
   double embedding_forward = 0, embedding_backward = 0, head_forward = 0, head_backward = 0;
   double embedding() const { return embedding_forward + embedding_backward; }
   double head() const { return head_forward + head_backward; }
+};
+
+// One layer's model-parallel collectives per pass, as lowering issues them: TP (or SP), CP forward
+// and backward, and on MoE layers EP's dispatch and combine.
+struct LayerComm {
+  double tp = 0, cp_forward = 0, cp_backward = 0, ep = 0;
 };
 
 struct ComputeKey {
@@ -86,7 +90,8 @@ struct CostTable {
   std::vector<std::vector<double>> compute_forward, compute_backward;
   // [pool][l]: the pass graph's figures through layers < l (LayerTimes::forward_comm and the rest)
   struct PassPrefix {
-    double forward_comm = 0, backward_pure = 0, backward_comm = 0, recompute_compute = 0, recompute_comm = 0;
+    double backward_pure = 0, recompute_compute = 0;
+    int moe_layers = 0;
   };
   std::vector<std::vector<PassPrefix>> passes;
   std::vector<LayerTimes> ends;     // [pool]: embedding and head
@@ -519,47 +524,59 @@ class Search {
   }
 
   // One pass through a chunk for the pass graph: compute and collectives apart (additive lower bounds,
-  // as in the cost tables); ZeRO 3's gather of the chunk before each pass; the transfers of its input
-  // from the chunk before (forward) and after (backward).
+  // as in the cost tables); ZeRO 3's gather of the chunk before each pass; the sends of its output to
+  // the chunk after (forward) and before (backward), -1 where there is none.
   struct ChunkPasses {
     double forward = 0, forward_comm = 0, backward = 0, backward_comm = 0, recompute = 0, recompute_comm = 0;
-    double gather = 0, forward_transfer = 0, backward_transfer = 0;
+    double gather = 0, forward_send = -1, backward_send = -1;
   };
-  static ChunkPasses chunk_passes(const Base& b, int c, int begin, int end) {
+  // `comm`: one layer's collectives where the rank order places the groups.
+  static ChunkPasses chunk_passes(const Base& b, int c, int begin, int end, const LayerComm& comm) {
     const int pool = b.rank_pool[c % b.pp];
     const auto& x = b.costs.passes[pool];
     const bool first = c == 0, last = c == b.pp * b.v - 1;
     const LayerTimes& ends = b.costs.ends[pool];
+    // Two TP collectives per layer, one more on the first chunk for the vocabulary-parallel embedding.
+    const double layers = end - begin, moe = x[end].moe_layers - x[begin].moe_layers;
+    const double shared = (2 * layers + (first ? 1 : 0)) * comm.tp + moe * comm.ep;
+    const double forward_comm = shared + layers * comm.cp_forward;
     return {chunk_bound_forward(b, true, c, begin, end),
-            x[end].forward_comm - x[begin].forward_comm,
+            forward_comm,
             x[end].backward_pure - x[begin].backward_pure + (first ? ends.embedding_backward : 0) +
                 (last ? ends.head_backward : 0),
-            x[end].backward_comm - x[begin].backward_comm,
+            shared + layers * comm.cp_backward,
             x[end].recompute_compute - x[begin].recompute_compute,
-            x[end].recompute_comm - x[begin].recompute_comm};
+            b.recompute == Recompute::Full ? forward_comm : 0};
   }
 
   // Lower bounds of when every pass's compute ends and when its collectives end, pass by pass in the
   // graph's order, as lowering orders them: a pass waits for its input (a send waits for its pass's
-  // collectives, a receive ends no earlier than its send starts) and for the rank's previous pass and
-  // its collectives; selective recompute waits for the previous compute alone, so it can run beside
-  // those collectives; full recompute is a forward of its own before the backward; ZeRO 3's gather
-  // starts after the previous compute, and the pass waits for it; with TP overlap the collectives
-  // start with the compute; a transfer takes its time alone, as if its stream were free. The DP and
-  // copy streams are left out: they only delay. A rank's first chunk's last DP bucket is ready when
-  // that chunk's last backward's compute ends. `gathers`: ZeRO 3's gather time per chunk, or empty.
+  // collectives; a receive ends with its send, and each rank's sends and receives run in issue order
+  // on their stream) and for the rank's previous pass and its collectives; selective recompute waits for the
+  // previous compute alone, so it can run beside those collectives; full recompute is a forward of its own
+  // before the backward; ZeRO 3's gather starts after the previous compute, and the pass waits for it; with
+  // TP overlap the collectives start with the compute. The DP and copy streams are left out: they only delay.
+  // A rank's first chunk's last DP bucket is ready when that chunk's last backward's compute ends. `gathers`:
+  // ZeRO 3's gather time per chunk, or empty.
   PassBounds pass_bounds(const Base& b, const PassGraph& g, const std::vector<std::pair<int, int>>& ranges,
-                         const std::string& order, const std::vector<double>& gathers) const {
+                         const std::string& order, const std::vector<double>& gathers) {
     const int chunks = b.pp * b.v;
     std::vector<ChunkPasses> passes(chunks);
+    std::map<int, LayerComm> comm;  // by pool
+    for (int pool : b.rank_pool)
+      if (!comm.count(pool))
+        comm[pool] = layer_comm(
+            b, [&](GroupKind group, int) { return placement(b, group, pool, order); },
+            s_.cluster.pools[pool]);
     for (int c = 0; c < chunks; ++c) {
-      passes[c] = chunk_passes(b, c, ranges[c].first, ranges[c].second);
+      passes[c] = chunk_passes(b, c, ranges[c].first, ranges[c].second, comm[b.rank_pool[c % b.pp]]);
       if (!gathers.empty()) passes[c].gather = gathers[c];
-      if (c > 0) passes[c].forward_transfer = transfer_time(b, order, c - 1, c);
-      if (c + 1 < chunks) passes[c].backward_transfer = transfer_time(b, order, c + 1, c);
+      if (c + 1 < chunks) passes[c].forward_send = transfer_time(b, order, c, c + 1);
+      if (c > 0) passes[c].backward_send = transfer_time(b, order, c, c - 1);
     }
     const bool overlap = req_.overlap_tp.value_or(false);
-    std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size());
+    std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size()), sent(g.nodes.size());
+    std::vector<double> pp_free(b.pp, 0);  // the rank's send-and-receive stream
     auto run = [overlap](double start, double compute, double comm, double& compute_end, double& done) {
       compute_end = start + compute;
       done = overlap ? std::max(compute_end, start + comm) : compute_end + comm;
@@ -568,26 +585,26 @@ class Search {
       const PassGraph::Node& n = g.nodes[i];
       const ChunkPasses& k = passes[n.chunk];
       const double previous_compute = n.previous >= 0 ? compute_end[n.previous] : 0;
+      const int r = n.chunk % b.pp;
       double ready = 0;
-      if (n.input >= 0)
-        ready = done[n.input] + (n.input == n.own_forward ? 0
-                                 : n.forward              ? k.forward_transfer
-                                                          : k.backward_transfer);
+      if (n.input >= 0 && n.input != n.own_forward) ready = pp_free[r] = std::max(pp_free[r], sent[n.input]);
       if (n.own_forward >= 0) ready = std::max(ready, done[n.own_forward]);
       if (k.gather > 0) ready = std::max(ready, previous_compute + k.gather);
       double start = std::max(n.previous >= 0 ? done[n.previous] : 0, ready);
       if (n.forward) {
         run(start, k.forward, k.forward_comm, compute_end[i], done[i]);
-        continue;
+      } else {
+        if (b.recompute == Recompute::Selective) {
+          start = std::max(start, std::max(previous_compute, ready) + k.recompute);
+        } else if (b.recompute == Recompute::Full) {
+          double recompute_end = 0, recompute_done = 0;
+          run(start, k.recompute, k.recompute_comm, recompute_end, recompute_done);
+          start = recompute_done;
+        }
+        run(start, k.backward, k.backward_comm, compute_end[i], done[i]);
       }
-      if (b.recompute == Recompute::Selective) {
-        start = std::max(start, std::max(previous_compute, ready) + k.recompute);
-      } else if (b.recompute == Recompute::Full) {
-        double recompute_end = 0, recompute_done = 0;
-        run(start, k.recompute, k.recompute_comm, recompute_end, recompute_done);
-        start = recompute_done;
-      }
-      run(start, k.backward, k.backward_comm, compute_end[i], done[i]);
+      const double send = n.forward ? k.forward_send : k.backward_send;
+      if (send >= 0) sent[i] = pp_free[r] = std::max(pp_free[r], done[i]) + send;
     }
     PassBounds out{std::vector<double>(b.pp), std::vector<double>(b.pp)};
     for (int r = 0; r < b.pp; ++r) {
@@ -704,25 +721,13 @@ class Search {
     // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
     // evaluator's time for the aggregated work of a chunk.
     auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
-    auto coll = [&](CollectiveKind kind, int size, double bytes) {
-      if (size <= 1) return 0.0;
-      const cost::GroupPlacement g{size, std::min(size, p.gpus_per_node), false};
-      return cost::collective_time(kind, Bytes(bytes), g, p, s_.cluster).time.value();
-    };
-    const double full = double(b.mb) * s_.training.seq_len / b.cp * s_.model.hidden * elem_;
-    const double tp_pass =
-        b.sp ? coll(CollectiveKind::AllGather, b.tp, full) + coll(CollectiveKind::ReduceScatter, b.tp, full)
-             : coll(CollectiveKind::AllReduce, b.tp, full);
-    const double kv =
-        double(b.mb) * s_.training.seq_len * 2 * double(s_.model.kv_heads) * s_.model.head_dim / b.tp * elem_;
-    const double cp_f = coll(CollectiveKind::AllGather, b.cp, kv),
-                 cp_b = coll(CollectiveKind::ReduceScatter, b.cp, kv);
-    double ep = 0;
-    if (s_.model.moe && b.ep > 1) {
-      const double sent =
-          double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
-      ep = 2 * coll(CollectiveKind::AllToAll, b.ep, sent);
-    }
+    // Each group packed into as few nodes as it can be: no rank order places it better.
+    const auto [tp_pass, cp_f, cp_b, ep] = layer_comm(
+        b,
+        [&](GroupKind, int size) {
+          return cost::GroupPlacement{size, std::min(size, p.gpus_per_node), false};
+        },
+        p);
     // A pass's collectives follow its GEMMs and the next pass waits for them; with TP overlap they run
     // beside the GEMMs, so a pass takes the longer of the two (on a model with one layer kind; mixed
     // layer kinds keep only the GEMMs, as the maximum of sums is not a sum of maxima).
@@ -736,14 +741,10 @@ class Search {
     t.backward_compute = compute(cost::layer_backward(s_.model, w, false));
     t.moe_forward_compute = compute(cost::layer_forward(s_.model, w, true));
     t.moe_backward_compute = compute(cost::layer_backward(s_.model, w, true));
-    t.forward_comm = 2 * tp_pass + cp_f;
-    t.backward_comm = 2 * tp_pass + cp_b;
-    t.moe_forward_comm = t.forward_comm + ep;
-    t.moe_backward_comm = t.backward_comm + ep;
-    t.forward = pass(t.forward_compute, t.forward_comm);
-    t.backward = pass(t.backward_compute, t.backward_comm);
-    t.moe_forward = pass(t.moe_forward_compute, t.moe_forward_comm);
-    t.moe_backward = pass(t.moe_backward_compute, t.moe_backward_comm);
+    t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
+    t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
+    t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
+    t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
     if (b.recompute == Recompute::Full) {
       t.recompute = t.forward;
       t.moe_recompute = t.moe_forward;
@@ -756,12 +757,9 @@ class Search {
     t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
     t.backward_pure = t.backward_compute;
     t.moe_backward_pure = t.moe_backward_compute;
-    if (b.recompute == Recompute::Full) {
-      t.recompute_compute = t.forward_compute, t.recompute_comm = t.forward_comm;
-      t.moe_recompute_compute = t.moe_forward_compute, t.moe_recompute_comm = t.moe_forward_comm;
-    } else {
-      t.recompute_compute = t.recompute, t.moe_recompute_compute = t.moe_recompute;
-    }
+    const bool full = b.recompute == Recompute::Full;
+    t.recompute_compute = full ? t.forward_compute : t.recompute;
+    t.moe_recompute_compute = full ? t.moe_forward_compute : t.moe_recompute;
     const bool full_recompute = b.recompute == Recompute::Full;
     t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
     t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
@@ -769,6 +767,31 @@ class Search {
     t.head_forward = compute(cost::head_forward(s_.model, w));
     t.head_backward = compute(cost::head_backward(s_.model, w));
     return cache_.emplace(key, t).first->second;
+  }
+
+  // One layer's model-parallel collectives per pass (LayerComm); `where(group, size)` places a
+  // group.
+  template <class Where>
+  LayerComm layer_comm(const Base& b, const Where& where, const PoolSpec& pool) const {
+    auto coll = [&](CollectiveKind kind, GroupKind group, int size, double bytes) {
+      if (size <= 1) return 0.0;
+      return cost::collective_time(kind, Bytes(bytes), where(group, size), pool, s_.cluster).time.value();
+    };
+    LayerComm out;
+    const double full = double(b.mb) * s_.training.seq_len / b.cp * s_.model.hidden * elem_;
+    out.tp = b.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, b.tp, full) +
+                        coll(CollectiveKind::ReduceScatter, GroupKind::Tp, b.tp, full)
+                  : coll(CollectiveKind::AllReduce, GroupKind::Tp, b.tp, full);
+    const double kv =
+        double(b.mb) * s_.training.seq_len * 2 * double(s_.model.kv_heads) * s_.model.head_dim / b.tp * elem_;
+    out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, b.cp, kv);
+    out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, b.cp, kv);
+    if (s_.model.moe && b.ep > 1) {
+      const double sent =
+          double(b.mb) * s_.training.seq_len / b.cp * s_.model.moe->top_k * s_.model.hidden * elem_;
+      out.ep = 2 * coll(CollectiveKind::AllToAll, GroupKind::Ep, b.ep, sent);
+    }
+    return out;
   }
 
   double per_layer(const LayerTimes& t) const {
@@ -867,11 +890,9 @@ class Search {
         cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
         cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
         const CostTable::PassPrefix& before = passes[l];
-        passes[l + 1] = {before.forward_comm + (moe ? t.moe_forward_comm : t.forward_comm),
-                         before.backward_pure + (moe ? t.moe_backward_pure : t.backward_pure),
-                         before.backward_comm + (moe ? t.moe_backward_comm : t.backward_comm),
+        passes[l + 1] = {before.backward_pure + (moe ? t.moe_backward_pure : t.backward_pure),
                          before.recompute_compute + (moe ? t.moe_recompute_compute : t.recompute_compute),
-                         before.recompute_comm + (moe ? t.moe_recompute_comm : t.recompute_comm)};
+                         before.moe_layers + (moe ? 1 : 0)};
       }
       c.ends[pool] = t;
     }
@@ -1290,14 +1311,16 @@ class Search {
   }
 
   const cost::GroupPlacement& dp_placement(const Base& b, int pool, const std::string& order) {
-    const auto key = std::tuple{b.tp, b.cp, b.dp, b.pp, pool, order};
-    auto it = dp_placement_.find(key);
-    if (it == dp_placement_.end()) {
+    return placement(b, GroupKind::Dp, pool, order);
+  }
+  const cost::GroupPlacement& placement(const Base& b, GroupKind kind, int pool, const std::string& order) {
+    const auto key = std::tuple{kind, b.tp, b.cp, b.dp, b.pp, b.ep, pool, order};
+    auto it = placement_.find(key);
+    if (it == placement_.end()) {
       Plan layout;
-      layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.order = order;
-      it = dp_placement_
-               .emplace(key, group_placement(layout, GroupKind::Dp, s_.cluster.pools[pool], s_.cluster))
-               .first;
+      layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.ep = b.ep;
+      layout.order = order;
+      it = placement_.emplace(key, group_placement(layout, kind, s_.cluster.pools[pool], s_.cluster)).first;
     }
     return it->second;
   }
@@ -1342,8 +1365,8 @@ class Search {
   std::map<TimeKey, int> time_optimal_;  // index into partitions_
   std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
   std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
-  // Where a pipeline rank's DP group sits, by (tp, cp, dp, pp, pool, rank order).
-  std::map<std::tuple<int, int, int, int, int, std::string>, cost::GroupPlacement> dp_placement_;
+  // Where a pipeline rank's groups sit, by (group, tp, cp, dp, pp, ep, pool, rank order).
+  std::map<std::tuple<GroupKind, int, int, int, int, int, int, std::string>, cost::GroupPlacement> placement_;
   std::vector<Candidate> best_;
   // Candidates evaluated that fit, or whose time is past the cutoff: their twins cannot win.
   std::set<TwinKey> cannot_win_;
