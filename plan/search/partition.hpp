@@ -2,19 +2,18 @@
 // the transformer layers, head and loss): minimizes the slowest chunk, then the sum of chunks, subject
 // to each pipeline rank's memory.
 //
-// Bottleneck partition: best[c][l] = the smallest achievable max chunk time for chunks 0..c covering
-// layers [0, l), with ties broken by the total. Memory is checked per chunk against its rank's share:
+// Bottleneck partition: the smallest achievable slowest chunk, then among the partitions with no chunk
+// slower, the smallest total. Memory is checked per chunk against its rank's share:
 // a rank with v chunks gets the capacity left after its other chunks, which is approximated by
 // requiring each chunk to fit in capacity / v (exact when v = 1).
 //
 // A template on the cost functions: the search runs it for every base it refines, some hundred
 // million cost look-ups in all, and an indirect call per look-up was a tenth of the search's time.
 //
-// The DP only visits chunks no slower than a limit found first: the slowest chunk of a partition
-// that fits, from greedy partitions (each chunk as long as a bound on chunk time and memory allow,
-// which fits whenever any partition does, as time and memory only grow with a chunk's layers) under a
-// bisected bound. Every cell on the optimum's path is at most the optimum's slowest chunk, so the
-// limit leaves the DP's result as it is.
+// The DP only visits chunks no slower than a limit found first, the slowest chunk of a partition that
+// fits (greedy partitions under a bisected bound), and only the chunk ends that some partition under
+// the limit can have. Every cell on the optimum's path is at most the optimum's slowest chunk, so
+// this leaves the DP's result as it is (tests/test_partition.cpp checks it against brute force).
 #pragma once
 
 #include <limits>
@@ -30,15 +29,6 @@ struct ChunkLayout {
   std::vector<double> capacity;  // per pipeline rank
 };
 
-namespace partition_detail {
-// A cell of the DP (outside the template: GCC 12 fails on a local class whose member initializers
-// name a local constant).
-struct Cell {
-  double worst = std::numeric_limits<double>::infinity(), total = std::numeric_limits<double>::infinity();
-  int from = -1;
-};
-}  // namespace partition_detail
-
 // Contiguous layer ranges [begin, end) per chunk, every chunk at least one layer; nullopt when no
 // partition fits in memory.
 // - time(c, begin, end): one micro-batch's forward + backward through layers [begin, end) of chunk c
@@ -53,60 +43,92 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
   if (C < 1 || L < C) return std::nullopt;
   const int v = C / m.pp;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // The slowest chunk of the greedy partition under `bound` (infinity when it does not fit).
+  auto fits = [&](int c, int begin, int end, double bound) {
+    return time(c, begin, end) <= bound && bytes(c, begin, end) <= m.capacity[c % m.pp] / v;
+  };
+  // A greedy partition under `bound`: each chunk as long as it fits, leaving a layer for each later
+  // chunk (the last one takes the rest). When it fits, its ends are at least those of any partition
+  // that fits under the bound (by induction over the chunks: time and memory only grow with a
+  // chunk's layers); it can fail where another partition fits (running ahead can leave a later,
+  // smaller rank a layer too many). Returns its slowest chunk, infinity when it fails.
+  std::vector<int> ends(C);
   auto greedy = [&](double bound) {
     double slowest = 0;
     for (int c = 0, begin = 0; c < C; ++c) {
-      const double budget = m.capacity[c % m.pp] / v;
-      const int last = L - (C - 1 - c);  // leaves a layer for each later chunk; the last chunk takes the rest
+      const int last = L - (C - 1 - c);
       int end = c == C - 1 ? L : begin + 1;
-      if (time(c, begin, end) > bound || bytes(c, begin, end) > budget) return kInf;
-      while (end < last && time(c, begin, end + 1) <= bound && bytes(c, begin, end + 1) <= budget) ++end;
+      if (!fits(c, begin, end, bound)) return kInf;
+      while (end < last && fits(c, begin, end + 1, bound)) ++end;
       slowest = std::max(slowest, time(c, begin, end));
-      begin = end;
+      ends[c] = begin = end;
     }
     return slowest;
   };
-  double limit = greedy(kInf);
-  if (limit == kInf) return std::nullopt;
-  for (double low = 0; limit - low > 1e-3 * limit;) {
-    const double mid = (low + limit) / 2, slowest = greedy(mid);
-    if (slowest == kInf)
-      low = mid;
-    else
+  // The limit: the slowest chunk of the best greedy partition found by bisection (infinity, and no
+  // band, if none fits). The DP's band: chunk c ends in [lowest[c], highest[c]] in every partition
+  // that fits under the limit, the highest from that greedy partition, the lowest from the same
+  // greedy run from the last layer back.
+  double limit = kInf;
+  std::vector<int> highest(C), lowest(C);
+  for (int c = 0; c < C; ++c) highest[c] = L - (C - 1 - c), lowest[c] = c + 1;
+  for (double low = 0, bound = kInf; limit == kInf || limit - low > 1e-3 * limit; bound = (low + limit) / 2) {
+    const double slowest = greedy(bound);
+    if (slowest == kInf && limit == kInf) break;
+    if (slowest == kInf) {
+      low = bound;
+    } else {
       limit = slowest;
-  }
-  using Cell = partition_detail::Cell;
-  std::vector<Cell> best(static_cast<size_t>(C) * (L + 1));
-  auto cell_at = [&](int c, int l) -> Cell& { return best[static_cast<size_t>(c) * (L + 1) + l]; };
-  auto better = [](double w, double t, const Cell& c) {
-    return w < c.worst || (w == c.worst && t < c.total);
-  };
-  for (int c = 0; c < C; ++c) {
-    const int rank = c % m.pp;
-    const double budget = m.capacity[rank] / v;
-    // Chunk c ends at layer l; it needs at least one layer and leaves one for each later chunk.
-    for (int l = c + 1; l <= L - (C - 1 - c); ++l) {
-      Cell& cell = cell_at(c, l);
-      // Longer chunks (smaller b) only take more time and memory: stop once either is past the best
-      // (time first, the cheaper test; either one ends the scan at the same b).
-      for (int b = c == 0 ? 0 : l - 1; b >= c; --b) {  // the first chunk starts at layer 0
-        const double t = time(c, b, l);
-        if (t > cell.worst || t > limit) break;
-        if (bytes(c, b, l) > budget) break;
-        const double w0 = c == 0 ? 0 : cell_at(c - 1, b).worst, t0 = c == 0 ? 0 : cell_at(c - 1, b).total;
-        if (w0 > limit) continue;
-        const double worst = std::max(w0, t), total = t0 + t;
-        // Equal cells go to the smaller b (found later), as an ascending scan keeping the first would.
-        if (better(worst, total, cell) || (worst == cell.worst && total == cell.total))
-          cell = {worst, total, b};
-      }
+      highest = ends;
     }
   }
-  if (cell_at(C - 1, L).worst == kInf) return std::nullopt;
+  if (limit < kInf) {
+    std::vector<int> from_back(C, L);
+    bool failed = false;
+    for (int c = C - 1, end = L; c > 0 && !failed; --c) {
+      int begin = end - 1;
+      failed = !fits(c, begin, end, limit);
+      while (begin > c && fits(c, begin - 1, end, limit)) --begin;
+      from_back[c - 1] = end = begin;
+    }
+    if (!failed) lowest = from_back;
+  }
+  // Two passes over the band: the smallest slowest chunk, then the smallest sum of chunks with none
+  // slower than that. Cells: [c][l] for chunks 0..c covering layers [0, l).
+  std::vector<double> worst(static_cast<size_t>(C) * (L + 1), kInf), total(worst.size(), kInf);
+  std::vector<int> from(worst.size(), -1);
+  auto at = [&](int c, int l) { return static_cast<size_t>(c) * (L + 1) + l; };
+  auto band = [&](int c, auto&& visit) {
+    const double budget = m.capacity[c % m.pp] / v;
+    // Chunk c ends at layer l; it needs at least one layer and leaves one for each later chunk.
+    for (int l = std::max(c + 1, lowest[c]); l <= std::min(L - (C - 1 - c), highest[c]); ++l) {
+      const int first_b = c == 0 ? 0 : std::min(l - 1, highest[c - 1]);  // the first chunk starts at 0
+      const int last_b = c == 0 ? 0 : std::max(c, lowest[c - 1]);
+      // Longer chunks (smaller b) only take more time and memory: stop once either is too much.
+      for (int b = first_b; b >= last_b; --b) {
+        if (bytes(c, b, l) > budget || !visit(l, b, time(c, b, l))) break;
+      }
+    }
+  };
+  for (int c = 0; c < C; ++c)
+    band(c, [&](int l, int b, double t) {
+      double& cell = worst[at(c, l)];
+      if (t > cell || t > limit) return false;
+      cell = std::min(cell, std::max(c == 0 ? 0 : worst[at(c - 1, b)], t));
+      return true;
+    });
+  const double slowest = worst[at(C - 1, L)];
+  if (slowest == kInf) return std::nullopt;
+  for (int c = 0; c < C; ++c)
+    band(c, [&](int l, int b, double t) {
+      if (t > slowest) return false;
+      const double sum = (c == 0 ? 0 : total[at(c - 1, b)]) + t;
+      // Equal sums go to the smaller b (found later).
+      if (sum <= total[at(c, l)]) total[at(c, l)] = sum, from[at(c, l)] = b;
+      return true;
+    });
   std::vector<std::pair<int, int>> ranges(C);
   for (int c = C - 1, l = L; c >= 0; --c) {
-    const int b = cell_at(c, l).from;
+    const int b = from[at(c, l)];
     ranges[c] = {b, l};
     l = b;
   }
