@@ -153,7 +153,7 @@ struct Base {
   bool refined = false;
   CostTable costs{};
   int time_optimal = -1;
-  std::map<std::pair<int, bool>, int> fitted{};
+  std::map<double, int> fitted{};          // by device bytes of model states per parameter
   const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
   // By (partition, rank order, ZeRO 3), once a candidate of it reaches the front.
   std::map<std::tuple<int, std::string, bool>, PassBounds> pass_bounds{};
@@ -421,10 +421,15 @@ class Search {
     e.level = Level::Partition;
     e.partition = b.time_optimal;
     if (e.partition < 0 || !partition_fits(b, e.variant, partitions_[e.partition], microbatches)) {
-      const std::pair key{e.variant.zero, e.variant.offload};
+      // Variants with the same states per parameter (ZeRO 1 and 2 hold the same) share it; none fits
+      // where none fits with fewer bytes per parameter.
+      const double key = state_bytes_per_parameter(b, e.variant);
       auto it = b.fitted.find(key);
-      if (it == b.fitted.end())
-        it = b.fitted.emplace(key, store(partition(b, &e.variant, microbatches))).first;
+      if (it == b.fitted.end()) {
+        const bool hopeless = std::any_of(b.fitted.begin(), b.fitted.upper_bound(key),
+                                          [](const auto& fit) { return fit.second < 0; });
+        it = b.fitted.emplace(key, hopeless ? -1 : store(partition(b, &e.variant, microbatches))).first;
+      }
       e.partition = it->second;
     }
     if (e.partition < 0) {
@@ -1112,13 +1117,18 @@ class Search {
     return chunk_params(b, chunk_memory(b), c, begin, end);
   }
 
-  // Device bytes of chunk c of a rank: its model states plus the activations it holds at its peak
-  // (`in_flight` micro-batches of them).
-  double chunk_bytes(const Base& b, const Variant& v, const ChunkMemory& memory, int c, int begin, int end,
-                     double in_flight) const {
-    const auto st = cost::held_model_state_bytes(chunk_params(b, memory, c, begin, end), b.replicas(), v.zero,
-                                                 s_.training.optimizer, s_.training.precision);
-    const double states = (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
+  // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
+  double state_bytes_per_parameter(const Base& b, const Variant& v) const {
+    const auto st =
+        cost::held_model_state_bytes(1, b.replicas(), v.zero, s_.training.optimizer, s_.training.precision);
+    return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
+  }
+
+  // Device bytes of chunk c of a rank: its model states (`per_parameter`, state_bytes_per_parameter)
+  // plus the activations it holds at its peak (`in_flight` micro-batches of them).
+  static double chunk_bytes(const Base& b, double per_parameter, const ChunkMemory& memory, int c, int begin,
+                            int end, double in_flight) {
+    const double states = per_parameter * chunk_params(b, memory, c, begin, end);
     double bytes = b.costs.activations[end] - b.costs.activations[begin];
     if (c == 0) bytes += b.costs.embedding_activations;
     if (c == b.pp * b.v - 1) bytes += b.costs.head_activations;
@@ -1133,8 +1143,9 @@ class Search {
                       int microbatches) const {
     std::vector<double> used(b.pp, 0);
     const ChunkMemory memory = chunk_memory(b);
+    const double per_parameter = state_bytes_per_parameter(b, v);
     for (int c = 0; c < b.pp * b.v; ++c)
-      used[c % b.pp] += chunk_bytes(b, v, memory, c, ranges[c].first, ranges[c].second,
+      used[c % b.pp] += chunk_bytes(b, per_parameter, memory, c, ranges[c].first, ranges[c].second,
                                     in_flight(b, c % b.pp, microbatches));
     for (int r = 0; r < b.pp; ++r)
       if (used[r] > capacity(b, r)) return false;
@@ -1338,8 +1349,9 @@ class Search {
     std::vector<double> in_flight_per_rank(b.pp);
     for (int r = 0; r < b.pp; ++r) in_flight_per_rank[r] = in_flight(b, r, microbatches);
     const ChunkMemory memory = chunk_memory(b);
+    const double per_parameter = state_bytes_per_parameter(b, *v);
     auto bytes = [&](int c, int begin, int end) {
-      return chunk_bytes(b, *v, memory, c, begin, end, in_flight_per_rank[c % b.pp]);
+      return chunk_bytes(b, per_parameter, memory, c, begin, end, in_flight_per_rank[c % b.pp]);
     };
     return partition_layers(layout, time, bytes);
   }
