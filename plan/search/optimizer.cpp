@@ -1353,6 +1353,21 @@ class Search {
     auto bytes = [&](int c, int begin, int end) {
       return chunk_bytes(b, per_parameter, memory, c, begin, end, in_flight_per_rank[c % b.pp]);
     };
+    // A quick proof that none fits: no chunk holds more layers than fit in its share of its rank's
+    // memory at the fewest bytes a layer can take, and if those counts do not add up to the layers, no
+    // partition fits (the DP would visit every cell to find that out).
+    double fewest_params = std::numeric_limits<double>::infinity(), fewest_activations = fewest_params;
+    for (int l = 0; l < s_.model.layers; ++l) {
+      fewest_params = std::min(fewest_params, b.costs.params[l + 1] - b.costs.params[l]);
+      fewest_activations = std::min(fewest_activations, b.costs.activations[l + 1] - b.costs.activations[l]);
+    }
+    double most_layers = 0;
+    for (int c = 0; c < b.pp * b.v; ++c) {
+      const double share = layout.capacity[c % b.pp] / b.v - bytes(c, 0, 0);
+      const double layer = per_parameter * fewest_params + fewest_activations * in_flight_per_rank[c % b.pp];
+      most_layers += std::floor(share / layer * (1 + 1e-9));
+    }
+    if (most_layers < s_.model.layers) return std::nullopt;
     return partition_layers(layout, time, bytes);
   }
 
