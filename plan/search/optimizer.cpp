@@ -143,6 +143,7 @@ struct Base {
   bool sp;
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the base is refined
+  double scale = 1;            // objective per second of iteration time (objective_scale)
   // The ranks that reduce each gradient and share ZeRO's blocks: dp x cp, as the Program lowers them.
   int replicas() const { return dp * cp; }
   // Filled when the base is refined: cost tables, its layer partitions (indices into the search's
@@ -156,19 +157,20 @@ struct Base {
   std::map<double, int> fitted{};          // by device bytes of model states per parameter
   const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
   // By (partition, rank order, ZeRO 3), once a candidate of it reaches the front.
-  std::map<std::tuple<int, std::string, bool>, PassBounds> pass_bounds{};
+  std::map<std::tuple<int, int, bool>, PassBounds> pass_bounds{};
 };
 
 struct Variant {
   int zero;
   bool offload;
   bool topk;
-  std::string order;
+  int order;  // index into Search::orders_ (a plain value: the queue moves candidates a lot)
 };
 
 class Search {
  public:
-  Search(const ScenarioSpec& s, const SearchOptions& o) : s_(s), o_(o), req_(s.plan) {
+  Search(const ScenarioSpec& s, const SearchOptions& o)
+      : s_(s), o_(o), req_(s.plan), orders_{s.plan.order.value_or(Plan().order), "tp-cp-pp-dp"} {
     elem_ = cost::element_bytes(s.training.precision);
     params_ = count_parameters(s.model);
   }
@@ -378,12 +380,13 @@ class Search {
   void add_variants(size_t base_index, int microbatches) {
     Base& b = bases_[base_index];
     b.free_bound = time_lower_bound(b, microbatches);
-    const double bound = b.free_bound * objective_scale(b);
+    b.scale = objective_scale(b);
+    const double bound = b.free_bound * b.scale;
     for (int zero :
          fixed_or(req_.zero, b.replicas() > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
       for (bool offload : fixed_or(req_.offload_optimizer, {false, true}))
         for (bool topk : compression_choices(b, zero))
-          for (const std::string& order : orders(b)) {
+          for (int order : orders(b)) {
             ++result_.enumerated;
             const Variant v{zero, offload, topk, order};
             if (!states_can_fit(b, v)) {
@@ -437,7 +440,7 @@ class Search {
       return;
     }
     const double bound = std::max(b.free_bound, partition_bound(b, e.variant, partitions_[e.partition]));
-    e.bound = std::max(e.bound, bound * objective_scale(b));
+    e.bound = std::max(e.bound, bound * b.scale);
     queue_.push_back(e);
     std::push_heap(queue_.begin(), queue_.end(), later);
   }
@@ -476,7 +479,7 @@ class Search {
         bound = std::max(bound, bounds->second.bucket_ready[r] + tails.dp_tails[r] + tails.steps[r]);
     }
     e.level = Level::Graph;
-    e.bound = std::max(e.bound, bound * objective_scale(b));
+    e.bound = std::max(e.bound, bound * b.scale);
     queue_.push_back(e);
     std::push_heap(queue_.begin(), queue_.end(), later);
   }
@@ -564,7 +567,7 @@ class Search {
   // A rank's first chunk's last DP bucket is ready when that chunk's last backward's compute ends. `gathers`:
   // ZeRO 3's gather time per chunk, or empty.
   PassBounds pass_bounds(const Base& b, const PassGraph& g, const std::vector<std::pair<int, int>>& ranges,
-                         const std::string& order, const std::vector<double>& gathers) {
+                         int order, const std::vector<double>& gathers) {
     const int chunks = b.pp * b.v;
     std::vector<ChunkPasses> passes(chunks);
     std::map<int, LayerComm> comm;  // by pool
@@ -621,11 +624,11 @@ class Search {
 
   // A micro-batch's activations (or their gradients) sent from chunk `from` to chunk `to`, as lowering
   // costs the send.
-  double transfer_time(const Base& b, const std::string& order, int from, int to) const {
+  double transfer_time(const Base& b, int order, int from, int to) const {
     const int sender = from % b.pp, receiver = to % b.pp;
     if (sender == receiver) return 0;
     const PoolSpec& pool = s_.cluster.pools[b.rank_pool[sender]];
-    const bool same_node = pp_stride(b, order) * std::abs(receiver - sender) < pool.gpus_per_node &&
+    const bool same_node = pp_stride(b, orders_[order]) * std::abs(receiver - sender) < pool.gpus_per_node &&
                            b.rank_pool[receiver] == b.rank_pool[sender];
     double tokens = double(b.mb) * s_.training.seq_len / b.cp;
     if (b.sp) tokens /= b.tp;
@@ -678,17 +681,16 @@ class Search {
 
   // Rank orders worth trying: the other order only where it places some group differently (else its
   // Program is the same and the default order wins the tie).
-  std::vector<std::string> orders(const Base& b) {
-    const std::string standard = Plan().order, other = "tp-cp-pp-dp";
-    if (req_.order) return {*req_.order};
-    if (s_.cluster.pools.size() > 1 || b.pp == 1 || b.dp == 1) return {standard};
-    if (o_.exhaustive) return {standard, other};
+  // Indices into orders_: 0 is the requested order or the default, 1 the other one.
+  std::vector<int> orders(const Base& b) {
+    if (req_.order || s_.cluster.pools.size() > 1 || b.pp == 1 || b.dp == 1) return {0};
+    if (o_.exhaustive) return {0, 1};
     const auto key = std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep};
     auto it = same_placements_.find(key);
     if (it == same_placements_.end())
-      it = same_placements_.emplace(key, same_placements(b, standard, other)).first;
-    if (it->second) return {standard};
-    return {standard, other};
+      it = same_placements_.emplace(key, same_placements(b, orders_[0], orders_[1])).first;
+    if (it->second) return {0};
+    return {0, 1};
   }
 
   // Whether two rank orders place every group of the base alike: TP, CP, DP and EP groups, pipeline
@@ -958,7 +960,7 @@ class Search {
     const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     Plan plan;
     plan.dp = b.dp, plan.tp = b.tp, plan.pp = b.pp, plan.cp = b.cp, plan.ep = b.ep;
-    plan.order = e.variant.order;
+    plan.order = orders_[e.variant.order];
     plan.micro_batch = b.mb;
     plan.num_microbatches = microbatches;
     plan.schedule = b.schedule;
@@ -1033,7 +1035,7 @@ class Search {
     if (static_cast<int>(best_.size()) > o_.top) best_.pop_back();
   }
 
-  using TwinKey = std::tuple<size_t, int, bool, bool, std::string, int>;
+  using TwinKey = std::tuple<size_t, int, bool, bool, int, int>;
   static TwinKey twin_key(const Entry& e, const Variant& v) {
     return {e.base, v.zero, v.offload, v.topk, v.order, e.partition};
   }
@@ -1321,16 +1323,16 @@ class Search {
     return 0;
   }
 
-  const cost::GroupPlacement& dp_placement(const Base& b, int pool, const std::string& order) {
+  const cost::GroupPlacement& dp_placement(const Base& b, int pool, int order) {
     return placement(b, GroupKind::Dp, pool, order);
   }
-  const cost::GroupPlacement& placement(const Base& b, GroupKind kind, int pool, const std::string& order) {
+  const cost::GroupPlacement& placement(const Base& b, GroupKind kind, int pool, int order) {
     const auto key = std::tuple{kind, b.tp, b.cp, b.dp, b.pp, b.ep, pool, order};
     auto it = placement_.find(key);
     if (it == placement_.end()) {
       Plan layout;
       layout.tp = b.tp, layout.cp = b.cp, layout.dp = b.dp, layout.pp = b.pp, layout.ep = b.ep;
-      layout.order = order;
+      layout.order = orders_[order];
       it = placement_.emplace(key, group_placement(layout, kind, s_.cluster.pools[pool], s_.cluster)).first;
     }
     return it->second;
@@ -1384,6 +1386,7 @@ class Search {
   const PlanRequest& req_;
   double elem_ = 2;
   ParameterCount params_;
+  const std::vector<std::string> orders_;  // rank orders the search tries (orders())
   std::vector<Base> bases_;
   std::vector<Entry> queue_;
   std::vector<std::vector<std::pair<int, int>>> partitions_;
@@ -1393,7 +1396,7 @@ class Search {
   std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
   std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
   // Where a pipeline rank's groups sit, by (group, tp, cp, dp, pp, ep, pool, rank order).
-  std::map<std::tuple<GroupKind, int, int, int, int, int, int, std::string>, cost::GroupPlacement> placement_;
+  std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placement_;
   std::vector<Candidate> best_;
   // Candidates evaluated that fit, or whose time is past the cutoff: their twins cannot win.
   std::set<TwinKey> cannot_win_;
