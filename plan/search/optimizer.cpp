@@ -147,14 +147,15 @@ struct Base {
   // The ranks that reduce each gradient and share ZeRO's blocks: dp x cp, as the Program lowers them.
   int replicas() const { return dp * cp; }
   // Filled when the base is refined: cost tables, its layer partitions (indices into the search's
-  // list; -1: none fits) -- the time-optimal one, memory aside, and for each (ZeRO stage, offload)
-  // whose states do not fit that one, the best that fits -- and, per pipeline rank and chunk j, the
+  // list; -1: none fits) -- the time-optimal one, memory aside, and by the device bytes of model
+  // states per parameter, that one where it fits, else the best that fits -- and, per pipeline rank
+  // and chunk j, the
   // forwards and backwards the rank runs before the first backward that finishes a chunk's gradients
   // (when the first DP bucket becomes ready).
   bool refined = false;
   CostTable costs{};
   int time_optimal = -1;
-  std::map<double, int> fitted{};          // by device bytes of model states per parameter
+  std::map<double, int> fitted{};
   const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
   // By (partition, rank order, ZeRO 3), once a candidate of it reaches the front.
   std::map<std::tuple<int, int, bool>, PassBounds> pass_bounds{};
@@ -422,19 +423,21 @@ class Search {
       b.counts = &counts->second;
     }
     e.level = Level::Partition;
-    e.partition = b.time_optimal;
-    if (e.partition < 0 || !partition_fits(b, e.variant, partitions_[e.partition], microbatches)) {
-      // Variants with the same states per parameter (ZeRO 1 and 2 hold the same) share it; none fits
-      // where none fits with fewer bytes per parameter.
-      const double key = state_bytes_per_parameter(b, e.variant);
-      auto it = b.fitted.find(key);
-      if (it == b.fitted.end()) {
+    // Variants with the same states per parameter (ZeRO 1 and 2 hold the same; compression and rank
+    // order change nothing) share their partition; none fits where none fits with fewer bytes per
+    // parameter.
+    const double key = state_bytes_per_parameter(b, e.variant);
+    auto it = b.fitted.find(key);
+    if (it == b.fitted.end()) {
+      int fitted = b.time_optimal;
+      if (fitted < 0 || !partition_fits(b, e.variant, partitions_[fitted], microbatches)) {
         const bool hopeless = std::any_of(b.fitted.begin(), b.fitted.upper_bound(key),
                                           [](const auto& fit) { return fit.second < 0; });
-        it = b.fitted.emplace(key, hopeless ? -1 : store(partition(b, &e.variant, microbatches))).first;
+        fitted = hopeless ? -1 : store(partition(b, &e.variant, microbatches));
       }
-      e.partition = it->second;
+      it = b.fitted.emplace(key, fitted).first;
     }
+    e.partition = it->second;
     if (e.partition < 0) {
       reject("out of memory");
       return;
@@ -1217,7 +1220,22 @@ class Search {
     RankTails out{std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0),
                   std::vector<double>(b.pp, 0)};
     auto& [steps, gradients, gathers, dp_tails] = out;
+    // Ranks alike (pool, parameters, the elements of their DP tail) have the same tails: most of them.
+    std::vector<std::tuple<int, double, double, int>> worked_out;
     for (int r = 0; r < b.pp; ++r) {
+      const double first_chunk = chunk_params(b, r, ranges[r].first, ranges[r].second);
+      const double tail_elements = std::max(0.0, params[r] - first_chunk) +
+                                   last_bucket_elements(b, r, ranges[r].first, ranges[r].second);
+      const auto alike = std::find_if(worked_out.begin(), worked_out.end(), [&](const auto& w) {
+        return std::get<0>(w) == b.rank_pool[r] && std::get<1>(w) == params[r] &&
+               std::get<2>(w) == tail_elements;
+      });
+      if (alike != worked_out.end()) {
+        const int q = std::get<3>(*alike);
+        steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q];
+        continue;
+      }
+      worked_out.push_back({b.rank_pool[r], params[r], tail_elements, r});
       const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
       const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
       double step =
@@ -1247,10 +1265,7 @@ class Search {
         // backward of that chunk ends, and every bucket of its other chunks still run after that
         // backward (concavity again: together at least one collective of their elements). The
         // factor absorbs the rounding of the prefix sums.
-        const double first_chunk = chunk_params(b, r, ranges[r].first, ranges[r].second);
-        dp_tails[r] = gradient_collective((std::max(0.0, params[r] - first_chunk) +
-                                           last_bucket_elements(b, r, ranges[r].first, ranges[r].second)) *
-                                          (1 - 1e-9));
+        dp_tails[r] = gradient_collective(tail_elements * (1 - 1e-9));
         if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
         // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
         if (v.zero == 3) gathers[r] = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
