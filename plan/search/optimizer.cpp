@@ -136,6 +136,17 @@ struct PassBounds {
   std::vector<double> last_end, bucket_ready;
 };
 
+// The terms of Search::partition_bound that follow from the partition alone, per pipeline rank r, with the
+// passes as a chain with their collectives ([0]) or on the compute stream alone ([1]): m load_r;
+// prefix_r; forward prefix_r + the passes before the first bucket; and through the rank's last
+// passes (Search::last_microbatch_terms) to rank 0's step, to its own step and to its first chunk's DP tail.
+struct PartitionTerms {
+  struct Costing {
+    std::vector<double> load, prefix, before_buckets, to_first_step, to_own_step, to_dp_tail;
+  };
+  std::array<Costing, 2> costings;
+};
+
 struct Base {
   int tp, cp, ep, pp, dp, mb, v;
   Schedule schedule;
@@ -156,7 +167,8 @@ struct Base {
   CostTable costs{};
   int time_optimal = -1;
   std::map<double, int> fitted{};
-  const PipelineCounts* counts = nullptr;  // shared by bases of one pipeline order
+  std::map<int, PartitionTerms> partition_terms{};  // by partition (Search::partition_terms)
+  const PipelineCounts* counts = nullptr;           // shared by bases of one pipeline order
   // By (partition, rank order, ZeRO 3), once a candidate of it reaches the front.
   std::map<std::tuple<int, int, bool>, PassBounds> pass_bounds{};
 };
@@ -442,7 +454,7 @@ class Search {
       reject("out of memory");
       return;
     }
-    const double bound = std::max(b.free_bound, partition_bound(b, e.variant, partitions_[e.partition]));
+    const double bound = std::max(b.free_bound, partition_bound(b, e.variant, e.partition));
     e.bound = std::max(e.bound, bound * b.scale);
     queue_.push_back(e);
     std::push_heap(queue_.begin(), queue_.end(), later);
@@ -1172,37 +1184,55 @@ class Search {
   // - the critical path through its last passes (last_microbatch_bound).
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
-  double partition_bound(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges) {
-    const int chunks = b.pp * b.v;
-    const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
-    const auto [steps, gradients, gathers, dp_tails] = rank_tails(b, v, ranges);
+  double partition_bound(Base& b, const Variant& v, int partition) {
+    auto terms = b.partition_terms.find(partition);
+    if (terms == b.partition_terms.end())
+      terms = b.partition_terms.emplace(partition, partition_terms(b, partitions_[partition])).first;
+    const auto [steps, gradients, gathers, dp_tails] = rank_tails(b, v, partitions_[partition]);
     double bound = 0;
     for (int r = 0; r < b.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
-    // The passes' times as a chain with their collectives, or on the compute stream alone.
-    std::vector<double> forward(chunks), backward(chunks), load(b.pp), before(b.pp), forward_prefixes(b.pp);
+    for (const PartitionTerms::Costing& t : terms->second.costings)
+      for (int r = 0; r < b.pp; ++r) {
+        bound = std::max(bound, t.load[r] + std::max(t.prefix[r], steps[r]));
+        bound = std::max(bound, t.before_buckets[r] + gradients[r] + steps[r]);
+        bound = std::max(bound, t.to_first_step[r] + steps[0]);
+        bound = std::max(bound, t.to_own_step[r] + steps[r]);
+        if (&t == &terms->second.costings[1] && b.replicas() > 1)
+          bound = std::max(bound, t.to_dp_tail[r] + dp_tails[r] + steps[r]);
+      }
+    return bound;
+  }
+
+  PartitionTerms partition_terms(const Base& b, const std::vector<std::pair<int, int>>& ranges) const {
+    const int chunks = b.pp * b.v;
+    const int m = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    PartitionTerms out;
+    std::vector<double> forward(chunks), backward(chunks), forward_prefixes(b.pp);
     for (bool alone : {false, true}) {
-      std::fill(load.begin(), load.end(), 0.0);
-      std::fill(before.begin(), before.end(), 0.0);
+      PartitionTerms::Costing& t = out.costings[alone ? 1 : 0];
+      t.load.assign(b.pp, 0);
+      t.prefix.assign(b.pp, 0);
+      t.before_buckets.assign(b.pp, 0);
       for (int c = 0; c < chunks; ++c) {
         const int r = c % b.pp;
         forward[c] = chunk_bound_forward(b, alone, c, ranges[c].first, ranges[c].second);
         backward[c] = chunk_bound_backward(b, alone, c, ranges[c].first, ranges[c].second);
-        load[r] += forward[c] + backward[c];
+        t.load[r] += forward[c] + backward[c];
         const auto& passes = b.counts->before_buckets[r][c / b.pp];
-        before[r] += passes[0] * forward[c] + passes[1] * backward[c];
+        t.before_buckets[r] += passes[0] * forward[c] + passes[1] * backward[c];
       }
       double prefix = 0, forward_prefix = 0;
       for (int r = 0; r < b.pp; ++r) {
-        bound = std::max(bound, m * load[r] + std::max(prefix, steps[r]));
-        bound = std::max(bound, forward_prefix + before[r] + gradients[r] + steps[r]);
+        t.load[r] *= m;
+        t.prefix[r] = prefix;
+        t.before_buckets[r] = forward_prefix + t.before_buckets[r];
         forward_prefixes[r] = forward_prefix;
         prefix += forward[r] + backward[r];
         forward_prefix += forward[r];
       }
-      bound = std::max(bound, last_microbatch_bound(b, forward, backward, forward_prefixes, steps,
-                                                    alone && b.replicas() > 1 ? &dp_tails : nullptr));
+      last_microbatch_terms(b, forward, backward, forward_prefixes, t);
     }
-    return bound;
+    return out;
   }
 
   // Per pipeline rank, what does not depend on the passes' times (see partition_bound): the step with
@@ -1285,41 +1315,41 @@ class Search {
   // c-1 .. 0. Chunk 0's backwards run on pipeline rank 0, whose optimizer step (compute stream, after
   // all its passes and their collectives, which run in issue order on the TP stream) and what follows
   // it (step_0) come after. After its own last pass, rank r runs its own step_r.
-  // With `dp_tails` (passes on the compute stream alone, where the end of the rank's last backward of
-  // its first chunk is when that chunk's last DP bucket becomes ready): that end, the DP collectives
-  // that follow it (partition_bound) and the step.
-  static double last_microbatch_bound(const Base& b, const std::vector<double>& forward,
-                                      const std::vector<double>& backward,
-                                      const std::vector<double>& forward_prefixes,
-                                      const std::vector<double>& steps, const std::vector<double>* dp_tails) {
+  // On the compute stream alone, the end of the rank's last backward of its first chunk is when that
+  // chunk's last DP bucket becomes ready, and the DP collectives that follow it (partition_bound) and
+  // the step come after. The terms leave out the steps and the DP tail (partition_bound adds them).
+  static void last_microbatch_terms(const Base& b, const std::vector<double>& forward,
+                                    const std::vector<double>& backward,
+                                    const std::vector<double>& forward_prefixes,
+                                    PartitionTerms::Costing& out) {
     const int chunks = b.pp * b.v;
     // forward_after[c]: forwards of chunks > c; backward_below[c]: backwards of chunks < c.
     std::vector<double> forward_after(chunks, 0), backward_below(chunks, 0);
     for (int c = chunks - 2; c >= 0; --c) forward_after[c] = forward_after[c + 1] + forward[c + 1];
     for (int c = 1; c < chunks; ++c) backward_below[c] = backward_below[c - 1] + backward[c - 1];
     const double all_backward = backward_below[chunks - 1] + backward[chunks - 1];
-    double bound = 0;
+    out.to_first_step.assign(b.pp, 0);
+    out.to_own_step.assign(b.pp, 0);
+    out.to_dp_tail.assign(b.pp, 0);
     for (int r = 0; r < b.pp; ++r) {
       auto run = [&](const PassCounts& n) {
         double t = 0;
         for (int j = 0; j < b.v; ++j) t += n[j][0] * forward[j * b.pp + r] + n[j][1] * backward[j * b.pp + r];
         return t;
       };
-      double own = 0;
+      double own = 0, first = 0;
       for (int j = 0; j < b.v; ++j) {
         const int c = j * b.pp + r;
         const auto& through = b.counts->through_last[r][j];
-        bound = std::max(bound,
-                         forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward + steps[0]);
+        first = std::max(first, forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward);
         const double until_backward = run(through[1]);
-        bound = std::max(bound, forward_prefixes[r] + until_backward + backward_below[c] + steps[0]);
-        if (dp_tails && j == 0)
-          bound = std::max(bound, forward_prefixes[r] + until_backward + (*dp_tails)[r] + steps[r]);
+        first = std::max(first, forward_prefixes[r] + until_backward + backward_below[c]);
+        if (j == 0) out.to_dp_tail[r] = forward_prefixes[r] + until_backward;
         own = std::max(own, until_backward);
       }
-      bound = std::max(bound, forward_prefixes[r] + own + steps[r]);
+      out.to_first_step[r] = first;
+      out.to_own_step[r] = forward_prefixes[r] + own;
     }
-    return bound;
   }
 
   // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
