@@ -185,6 +185,7 @@ class Search {
   Search(const ScenarioSpec& s, const SearchOptions& o)
       : s_(s), o_(o), req_(s.plan), orders_{s.plan.order.value_or(Plan().order), "tp-cp-pp-dp"} {
     elem_ = cost::element_bytes(s.training.precision);
+    for (const PoolSpec& pool : s.cluster.pools) devices_.push_back(&s.cluster.device_of(pool));
     params_ = count_parameters(s.model);
   }
 
@@ -939,7 +940,7 @@ class Search {
   // sharded: the smaller of the two, so that it bounds every ZeRO stage.
   double optimizer_bound(const Base& b) {
     const double params = params_.total / b.tp / b.replicas();
-    const auto& d = s_.cluster.device_of(s_.cluster.pools[b.rank_pool.front()]);
+    const auto& d = *devices_[b.rank_pool.front()];
     return cost::compute_time_bound(
                cost::optimizer_step(params, s_.training.optimizer, s_.training.precision), d,
                s_.training.precision)
@@ -963,8 +964,7 @@ class Search {
         (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
     double largest_capacity = 0;
     for (int pool : b.rank_pool)
-      largest_capacity =
-          std::max(largest_capacity, s_.cluster.device_of(s_.cluster.pools[pool]).memory.value());
+      largest_capacity = std::max(largest_capacity, devices_[pool]->memory.value());
     return device <= largest_capacity;
   }
 
@@ -1152,9 +1152,7 @@ class Search {
     return states + bytes * in_flight;
   }
 
-  double capacity(const Base& b, int rank) const {
-    return s_.cluster.device_of(s_.cluster.pools[b.rank_pool[rank]]).memory.value();
-  }
+  double capacity(const Base& b, int rank) const { return devices_[b.rank_pool[rank]]->memory.value(); }
 
   bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
                       int microbatches) const {
@@ -1270,7 +1268,7 @@ class Search {
       const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
       double step =
           cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
-                                   s_.cluster.device_of(pool), s_.training.precision)
+                                   *devices_[b.rank_pool[r]], s_.training.precision)
               .value();
       const double copy =
           v.offload
@@ -1430,6 +1428,7 @@ class Search {
   const SearchOptions o_;
   const PlanRequest& req_;
   double elem_ = 2;
+  std::vector<const DeviceSpec*> devices_;  // by pool (device_of looks them up by name)
   ParameterCount params_;
   const std::vector<std::string> orders_;  // rank orders the search tries (orders())
   std::vector<Base> bases_;
