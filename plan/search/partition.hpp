@@ -71,7 +71,7 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
   double limit = kInf;
   std::vector<int> highest(C), lowest(C);
   for (int c = 0; c < C; ++c) highest[c] = L - (C - 1 - c), lowest[c] = c + 1;
-  for (double low = 0, bound = kInf; limit == kInf || limit - low > 1e-3 * limit; bound = (low + limit) / 2) {
+  for (double low = 0, bound = kInf; limit == kInf || limit - low > 1e-2 * limit; bound = (low + limit) / 2) {
     const double slowest = greedy(bound);
     if (slowest == kInf && limit == kInf) break;
     if (slowest == kInf) {
