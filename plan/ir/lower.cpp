@@ -133,11 +133,11 @@ class RoleBuilder {
   // "mb<mb> c<chunk>", written in place: lowering names every task, and the temporaries of string
   // concatenation were a tenth of its time.
   static std::string tag(int mb, int chunk) {
+    // Two ints take at most 22 characters: the space left is never short.
     char buf[32] = {'m', 'b'};
-    char* p = std::to_chars(buf + 2, buf + sizeof buf, mb).ptr;
-    *p++ = ' ';
-    *p++ = 'c';
-    p = std::to_chars(p, buf + sizeof buf, chunk).ptr;
+    char* p = std::to_chars(buf + 2, buf + 14, mb).ptr;
+    p[0] = ' ', p[1] = 'c';
+    p = std::to_chars(p + 2, buf + sizeof buf, chunk).ptr;
     return std::string(buf, p);
   }
   // prefix + tag(mb, chunk), with one allocation at most; empty when the caller wants no names.
