@@ -396,19 +396,21 @@ class Search {
     b.free_bound = time_lower_bound(b, microbatches);
     b.scale = objective_scale(b);
     const double bound = b.free_bound * b.scale;
+    const std::vector<int> rank_orders = orders(b);
     for (int zero :
          fixed_or(req_.zero, b.replicas() > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
-      for (bool offload : fixed_or(req_.offload_optimizer, {false, true}))
+      for (bool offload : fixed_or(req_.offload_optimizer, {false, true})) {
+        const bool fits = states_can_fit(b, {zero, offload, false, 0});
         for (bool topk : compression_choices(b, zero))
-          for (int order : orders(b)) {
+          for (int order : rank_orders) {
             ++result_.enumerated;
-            const Variant v{zero, offload, topk, order};
-            if (!states_can_fit(b, v)) {
+            if (!fits) {
               reject("model states exceed device memory");
               continue;
             }
-            queue_.push_back({bound, result_.enumerated, base_index, v});
+            queue_.push_back({bound, result_.enumerated, base_index, {zero, offload, topk, order}});
           }
+      }
   }
 
   // The base's cost tables, integer pipeline bound and time-optimal partition (once), then the
