@@ -225,7 +225,7 @@ class Search {
 
  private:
   // How far a candidate's bound has come: valid for every partition, following its partition through
-  // closed forms (partition_bound), through its pass graph (graph_bound).
+  // closed forms (partition_bound), through its pass graph (bound_passes).
   enum class Level { Coarse, Partition, Graph };
   struct Entry {
     double bound;   // lower bound of the objective
@@ -463,7 +463,7 @@ class Search {
     std::push_heap(queue_.begin(), queue_.end(), later);
   }
 
-  // The candidate's bound through its partition's pass graph (graph_bound), queued again.
+  // The candidate's bound through its partition's pass graph (pass_bounds) and its tails, queued again.
   void bound_passes(Entry e) {
     Base& b = bases_[e.base];
     const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
@@ -782,10 +782,9 @@ class Search {
     t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
     t.backward_pure = t.backward_compute;
     t.moe_backward_pure = t.moe_backward_compute;
-    const bool full = b.recompute == Recompute::Full;
-    t.recompute_compute = full ? t.forward_compute : t.recompute;
-    t.moe_recompute_compute = full ? t.moe_forward_compute : t.moe_recompute;
     const bool full_recompute = b.recompute == Recompute::Full;
+    t.recompute_compute = full_recompute ? t.forward_compute : t.recompute;
+    t.moe_recompute_compute = full_recompute ? t.moe_forward_compute : t.moe_recompute;
     t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
     t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
     t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(s_.model, w));
@@ -1181,7 +1180,7 @@ class Search {
   //   Collective times are concave in the bytes (a minimum of affine functions of them), so the
   //   collective of all the rank's gradients at once costs no more than its buckets together.
   // - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
-  // - the critical path through its last passes (last_microbatch_bound).
+  // - the critical path through its last passes (last_microbatch_terms).
   // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
   // and with ZeRO 1/2 the all-gather of the updated parameters after it.
   double partition_bound(Base& b, const Variant& v, int partition) {
