@@ -37,11 +37,12 @@ void time_search(const char* name, const std::string& yaml) {
                   c.objective, to_yaml(c.plan).c_str());
   const Plan& p = r.top.front().plan;
   std::printf(
-      "| %-34s | %6d | %8ld | %6ld | %6ld | %7.2f | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, %.2f "
+      "| %-34s | %6d | %8ld | %7ld | %6ld | %6ld | %7.2f | %7.2f | %7.0f | tp %d pp %d dp %d mb %d %s v%d, "
+      "%.2f "
       "s/iter |\n",
-      name, s.cluster.gpus(), r.enumerated, r.evaluated, r.dominated, r.seconds, cpu, r.evaluated / cpu, p.tp,
-      p.pp, p.dp, p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(), p.virtual_stages,
-      r.top.front().report.metrics.iteration_time_s);
+      name, s.cluster.gpus(), r.enumerated, r.refined, r.evaluated, r.dominated, r.seconds, cpu,
+      r.evaluated / cpu, p.tp, p.pp, p.dp, p.micro_batch, enum_name(p.schedule, kScheduleNames).c_str(),
+      p.virtual_stages, r.top.front().report.metrics.iteration_time_s);
   std::fflush(stdout);
 }
 
@@ -94,10 +95,11 @@ int main(int argc, char** argv) {
   if (wanted("time") || (argc == 2 && g_print_plans)) {
     std::printf("## Search time (one core)\n\n");
     std::printf(
-        "| case | GPUs | candidates | exact evaluations | skipped twins | wall s | CPU s | evaluations per "
+        "| case | GPUs | candidates | refined | exact evaluations | skipped twins | wall s | CPU s | "
+        "evaluations per "
         "CPU s "
         "| best plan |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     time_search("gpt3-175b, 1024 A100, full space",
                 "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
                 "training: {global_batch: 1536, seq_len: 2048}\nplan: auto\n");

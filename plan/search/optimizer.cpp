@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -155,6 +156,7 @@ struct Base {
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the base is refined
   double scale = 1;            // objective per second of iteration time (objective_scale)
+  long first_candidate = 0;    // the sequence number of its first variant
   // The ranks that reduce each gradient and share ZeRO's blocks: dp x cp, as the Program lowers them.
   int replicas() const { return dp * cp; }
   // Filled when the base is refined: cost tables, its layer partitions (indices into the search's
@@ -164,7 +166,7 @@ struct Base {
   // forwards and backwards the rank runs before the first backward that finishes a chunk's gradients
   // (when the first DP bucket becomes ready).
   bool refined = false;
-  CostTable costs{};
+  const CostTable* costs = nullptr;  // shared by bases alike in what the tables follow (cost_table)
   int time_optimal = -1;
   std::map<double, int> fitted{};
   std::map<int, PartitionTerms> partition_terms{};  // by partition (Search::partition_terms)
@@ -187,6 +189,7 @@ class Search {
     elem_ = cost::element_bytes(s.training.precision);
     for (const PoolSpec& pool : s.cluster.pools) devices_.push_back(&s.cluster.device_of(pool));
     params_ = count_parameters(s.model);
+    for (int l = 0; l < s.model.layers; ++l) moe_layers_ += s.model.is_moe_layer(l) ? 1 : 0;
   }
 
   SearchResult run() {
@@ -201,6 +204,10 @@ class Search {
       const Entry e = queue_.back();
       queue_.pop_back();
       if (!o_.exhaustive && cutoff() > 0 && e.bound > cutoff()) break;
+      if (e.level == Level::Base) {
+        expand(e);
+        continue;
+      }
       if (e.level == Level::Coarse) {
         refine(e);
         continue;
@@ -224,9 +231,10 @@ class Search {
   }
 
  private:
-  // How far a candidate's bound has come: valid for every partition, following its partition through
-  // closed forms (partition_bound), through its pass graph (bound_passes).
-  enum class Level { Coarse, Partition, Graph };
+  // How far a candidate's bound has come: valid for every variant of its base (an entry for all of
+  // them), for every partition, following its partition through closed forms (partition_bound),
+  // through its pass graph (bound_passes).
+  enum class Level { Base, Coarse, Partition, Graph };
   struct Entry {
     double bound;   // lower bound of the objective
     long sequence;  // enumeration order, for a deterministic order among equal bounds
@@ -391,25 +399,47 @@ class Search {
     return out;
   }
 
+  // The base's candidates are counted here but queued as one entry with the base's bound, the
+  // smallest of theirs: most bases never reach the front, and a quarter of a million entries in the
+  // queue cost more than the bounds. expand() queues them when it does, with the sequence numbers
+  // they have here, so they are taken in the same order as if they had been queued now.
   void add_variants(size_t base_index, int microbatches) {
     Base& b = bases_[base_index];
     b.free_bound = time_lower_bound(b, microbatches);
     b.scale = objective_scale(b);
-    const double bound = b.free_bound * b.scale;
+    b.first_candidate = result_.enumerated + 1;
+    bool any_fits = false;
+    for_each_variant(b, [&](const Variant&, bool fits) {
+      ++result_.enumerated;
+      if (!fits) reject("model states exceed device memory");
+      any_fits = any_fits || fits;
+    });
+    if (any_fits) queue_.push_back({b.free_bound * b.scale, b.first_candidate, base_index, {}, Level::Base});
+  }
+
+  void expand(const Entry& e) {
+    const Base& b = bases_[e.base];
+    const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
+    long sequence = b.first_candidate;
+    for_each_variant(b, [&](const Variant& v, bool fits) {
+      const long candidate = sequence++;
+      if (!fits) return;
+      const double bound = std::max(b.free_bound, variant_bound(b, microbatches, v)) * b.scale;
+      queue_.push_back({bound, candidate, e.base, v});
+      std::push_heap(queue_.begin(), queue_.end(), later);
+    });
+  }
+
+  // visit(variant, whether its states can fit) for each variant of the base, in enumeration order.
+  template <class Visit>
+  void for_each_variant(const Base& b, const Visit& visit) {
     const std::vector<int> rank_orders = orders(b);
     for (int zero :
          fixed_or(req_.zero, b.replicas() > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0}))
       for (bool offload : fixed_or(req_.offload_optimizer, {false, true})) {
         const bool fits = states_can_fit(b, {zero, offload, false, 0});
         for (bool topk : compression_choices(b, zero))
-          for (int order : rank_orders) {
-            ++result_.enumerated;
-            if (!fits) {
-              reject("model states exceed device memory");
-              continue;
-            }
-            queue_.push_back({bound, result_.enumerated, base_index, {zero, offload, topk, order}});
-          }
+          for (int order : rank_orders) visit(Variant{zero, offload, topk, order}, fits);
       }
   }
 
@@ -417,11 +447,12 @@ class Search {
   // candidate's partition -- the time-optimal one when its states fit, else the best that fits -- and
   // the bound that follows that very partition.
   void refine(Entry e) {
+    ++result_.refined;
     Base& b = bases_[e.base];
     const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     if (!b.refined) {
       b.refined = true;
-      b.costs = cost_table(b);
+      b.costs = &cost_table(b);
       if (s_.cluster.pools.size() == 1 && b.pp > 1 && b.schedule != Schedule::Interleaved)
         b.free_bound = std::max(b.free_bound, pipeline_bound(b, microbatches));
       // The time-optimal partition follows the per-layer times alone: bases that differ only in dp,
@@ -559,9 +590,9 @@ class Search {
   // `comm`: one layer's collectives where the rank order places the groups.
   static ChunkPasses chunk_passes(const Base& b, int c, int begin, int end, const LayerComm& comm) {
     const int pool = b.rank_pool[c % b.pp];
-    const auto& x = b.costs.passes[pool];
+    const auto& x = b.costs->passes[pool];
     const bool first = c == 0, last = c == b.pp * b.v - 1;
-    const LayerTimes& ends = b.costs.ends[pool];
+    const LayerTimes& ends = b.costs->ends[pool];
     // Two TP collectives per layer, one more on the first chunk for the vocabulary-parallel embedding.
     const double layers = end - begin, moe = x[end].moe_layers - x[begin].moe_layers;
     const double shared = (2 * layers + (first ? 1 : 0)) * comm.tp + moe * comm.ep;
@@ -837,8 +868,7 @@ class Search {
   double time_lower_bound(const Base& b, int microbatches) {
     const double L = s_.model.layers, m = microbatches;
     if (s_.cluster.pools.size() == 1) {
-      const LayerTimes& t = layer_times(b.rank_pool.front(), b);
-      const double W = L * per_layer(t) + t.embedding() + t.head();
+      const double W = microbatch_work(b);
       if (b.pp == 1) return m * W + optimizer_bound(b);
       if (b.schedule == Schedule::Interleaved) return m * W / b.pp;
       return W / (1 - std::pow(1 - 1 / m, b.pp));
@@ -848,16 +878,93 @@ class Search {
     return m * L / speed;
   }
 
+  // One micro-batch's forward and backward through the whole model at the cheaper layer kind's time
+  // per layer (one pool).
+  double microbatch_work(const Base& b) {
+    const LayerTimes& t = layer_times(b.rank_pool.front(), b);
+    return s_.model.layers * per_layer(t) + t.embedding() + t.head();
+  }
+
+  // A variant's bound valid for every partition (one pool; 0 on several): every rank r ends after
+  // m load_r + step_r and after gathers_r + gradients_r + step_r on its DP stream (partition_bound), so
+  // the slowest rank after the average of either over the ranks. The ranks' loads add up to at
+  // least m micro-batches through the model; their steps, copies and collectives to at least those of
+  // all their parameters at once, as optimizer steps and copies are affine and collectives concave
+  // in their size, all with non-negative intercepts (so f(x) + f(y) >= f(x + y)).
+  double variant_bound(const Base& b, int microbatches, const Variant& v) {
+    if (s_.cluster.pools.size() > 1) return 0;
+    // Bases come in runs of one layout (enumerate's loops): look its tails up once a run.
+    const auto layout = std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep};
+    if (!last_tails_ || last_layout_ != layout) {
+      last_layout_ = layout;
+      last_tails_ = &variant_tails_[layout];
+    }
+    const size_t index = ((size_t(v.zero) * 2 + v.offload) * 2 + v.topk) * orders_.size() + v.order;
+    std::optional<VariantTails>& tails = (*last_tails_)[index];
+    if (!tails) tails = variant_tails(b, v);
+    const VariantTails& t = *tails;
+    const double m = microbatches;
+    return std::max(m * microbatch_work(b) + t.steps, t.gradients + 2 * m * t.gather + t.steps) / b.pp;
+  }
+  // Summed over a base's pipeline ranks (rank_tails' terms for all their parameters at once).
+  struct VariantTails {
+    double steps = 0, gradients = 0;
+    double gather = 0;  // one ZeRO-3 all-gather of the parameters (twice per micro-batch)
+  };
+  VariantTails variant_tails(const Base& b, const Variant& v) {
+    const ChunkMemory memory = chunk_memory(b);
+    const double params =
+        (layer_parameters(b) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9);
+    const double shard = params / (v.zero >= 1 ? b.replicas() : 1);
+    const PoolSpec& pool = s_.cluster.pools.front();
+    VariantTails out;
+    const double step =
+        cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
+                                 *devices_.front(), s_.training.precision)
+            .value();
+    const double copy =
+        v.offload
+            ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
+                  pool.pcie_bandwidth.value()
+            : 0;
+    double gather = 0;
+    if (b.replicas() > 1) {
+      const auto& where = dp_placement(b, 0, v.order);
+      auto collective = [&](CollectiveKind kind, double bytes) {
+        return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
+      };
+      const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
+      out.gradients =
+          v.topk ? collective(CollectiveKind::AllGather, b.replicas() * ratio * params * (elem_ + 4))
+                 : collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                              params * elem_);
+      if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params * elem_);
+      if (v.zero == 3) out.gather = collective(CollectiveKind::AllGather, params * elem_);
+    }
+    out.steps = step + copy + std::max(copy, gather);
+    return out;
+  }
+
+  // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
+  // pipeline ranks.
+  double layer_parameters(const Base& b) const {
+    const double experts = params_.per_moe_layer - params_.per_dense_layer;
+    return (s_.model.layers * params_.per_dense_layer + moe_layers_ * experts / b.ep) / b.tp;
+  }
+
   // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
   // micro-batch's forward reached it, runs m forwards and backwards, and its last backward still has to
   // travel back through the ranks before it. T_r counts forward + backward (+ recompute) of its layers,
   // the embedding on rank 0 and the head on the last. A DP over (rank, layers used) with the running
   // prefix; ties resolved by the smaller prefix, which only ever helps later ranks. One pool, so the
-  // per-layer time is the cheaper layer kind's.
+  // per-layer time is the cheaper layer kind's. Bases with the same layer times, pp and micro-batches
+  // share it.
   double pipeline_bound(const Base& b, int microbatches) {
     const int L = s_.model.layers, pp = b.pp;
     const double m = microbatches;
     const LayerTimes& t = layer_times(b.rank_pool.front(), b);
+    const auto key = std::tuple{&t, pp, microbatches};
+    if (const auto it = pipeline_bounds_.find(key); it != pipeline_bounds_.end()) return it->second;
     const double layer = per_layer(t);
     constexpr double kInf = std::numeric_limits<double>::infinity();
     // best[l] = (worst, prefix) after some ranks covering l layers.
@@ -876,10 +983,21 @@ class Search {
       }
       std::swap(best, next);
     }
-    return best[L].first;
+    return pipeline_bounds_[key] = best[L].first;
   }
 
-  CostTable cost_table(const Base& b) {
+  // The tables follow the layers' times and memory on the base's pools alone: bases that differ only
+  // in dp, pp or the schedule share them (a table is some kilobytes, and thousands of bases are
+  // refined).
+  const CostTable& cost_table(const Base& b) {
+    unsigned pools_used = 0;
+    for (int pool : b.rank_pool) pools_used |= 1u << pool;
+    const auto key = std::tuple{b.tp, b.cp, b.ep, b.mb, b.sp, b.recompute, pools_used};
+    auto it = cost_tables_.find(key);
+    if (it == cost_tables_.end()) it = cost_tables_.emplace(key, make_cost_table(b)).first;
+    return it->second;
+  }
+  CostTable make_cost_table(const Base& b) {
     const int L = s_.model.layers;
     CostTable c;
     const size_t pools = s_.cluster.pools.size();
@@ -957,8 +1075,7 @@ class Search {
 
   // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
   bool states_can_fit(const Base& b, const Variant& v) const {
-    const double layer_params = params_.total - params_.embedding;
-    const double per_rank = layer_params / b.pp / b.tp;
+    const double per_rank = layer_parameters(b) / b.pp * (1 - 1e-9);
     auto states = cost::held_model_state_bytes(per_rank, b.replicas(), v.zero, s_.training.optimizer,
                                                s_.training.precision);
     const double device =
@@ -1086,30 +1203,30 @@ class Search {
   // the embedding on chunk 0 and the head on the last chunk (additive lower bounds).
   static double chunk_forward(const Base& b, int c, int begin, int end) {
     const int pool = b.rank_pool[c % b.pp];
-    const auto& f = b.costs.forward[pool];
-    return f[end] - f[begin] + (c == 0 ? b.costs.ends[pool].embedding_forward : 0) +
-           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_forward : 0);
+    const auto& f = b.costs->forward[pool];
+    return f[end] - f[begin] + (c == 0 ? b.costs->ends[pool].embedding_forward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs->ends[pool].head_forward : 0);
   }
   static double chunk_backward(const Base& b, int c, int begin, int end) {
     const int pool = b.rank_pool[c % b.pp];
-    const auto& bw = b.costs.backward[pool];
-    return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
-           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
+    const auto& bw = b.costs->backward[pool];
+    return bw[end] - bw[begin] + (c == 0 ? b.costs->ends[pool].embedding_backward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs->ends[pool].head_backward : 0);
   }
   // For bounds, one micro-batch's forward and backward through a chunk either as the chain of passes
   // with their collectives (recompute as in LayerTimes::chain_recompute) or on the compute stream alone.
   static double chunk_bound_forward(const Base& b, bool alone, int c, int begin, int end) {
     if (!alone) return chunk_forward(b, c, begin, end);
     const int pool = b.rank_pool[c % b.pp];
-    const auto& f = b.costs.compute_forward[pool];
-    return f[end] - f[begin] + (c == 0 ? b.costs.ends[pool].embedding_forward : 0) +
-           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_forward : 0);
+    const auto& f = b.costs->compute_forward[pool];
+    return f[end] - f[begin] + (c == 0 ? b.costs->ends[pool].embedding_forward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs->ends[pool].head_forward : 0);
   }
   static double chunk_bound_backward(const Base& b, bool alone, int c, int begin, int end) {
     const int pool = b.rank_pool[c % b.pp];
-    const auto& bw = alone ? b.costs.compute_backward[pool] : b.costs.chain_backward[pool];
-    return bw[end] - bw[begin] + (c == 0 ? b.costs.ends[pool].embedding_backward : 0) +
-           (c == b.pp * b.v - 1 ? b.costs.ends[pool].head_backward : 0);
+    const auto& bw = alone ? b.costs->compute_backward[pool] : b.costs->chain_backward[pool];
+    return bw[end] - bw[begin] + (c == 0 ? b.costs->ends[pool].embedding_backward : 0) +
+           (c == b.pp * b.v - 1 ? b.costs->ends[pool].head_backward : 0);
   }
   static double chunk_time(const Base& b, int c, int begin, int end) {
     return chunk_forward(b, c, begin, end) + chunk_backward(b, c, begin, end);
@@ -1126,7 +1243,7 @@ class Search {
 
   // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
   static double chunk_params(const Base& b, const ChunkMemory& memory, int c, int begin, int end) {
-    double params = b.costs.params[end] - b.costs.params[begin];
+    double params = b.costs->params[end] - b.costs->params[begin];
     if (c == 0) params += memory.embedding;
     if (c == b.pp * b.v - 1 && memory.untied_last) params += memory.embedding;
     return params;
@@ -1147,9 +1264,9 @@ class Search {
   static double chunk_bytes(const Base& b, double per_parameter, const ChunkMemory& memory, int c, int begin,
                             int end, double in_flight) {
     const double states = per_parameter * chunk_params(b, memory, c, begin, end);
-    double bytes = b.costs.activations[end] - b.costs.activations[begin];
-    if (c == 0) bytes += b.costs.embedding_activations;
-    if (c == b.pp * b.v - 1) bytes += b.costs.head_activations;
+    double bytes = b.costs->activations[end] - b.costs->activations[begin];
+    if (c == 0) bytes += b.costs->embedding_activations;
+    if (c == b.pp * b.v - 1) bytes += b.costs->head_activations;
     return states + bytes * in_flight;
   }
 
@@ -1389,7 +1506,8 @@ class Search {
     auto time = [&b](int c, int begin, int end) { return chunk_time(b, c, begin, end); };
     if (!v) {
       layout.capacity.assign(b.pp, 1.0);
-      return partition_layers(layout, time, [](int, int, int) { return 0.0; });
+      return partition_layers(
+          layout, time, [](int, int, int) { return 0.0; }, partition_scratch_);
     }
     for (int r = 0; r < b.pp; ++r) layout.capacity.push_back(capacity(b, r));
     std::vector<double> in_flight_per_rank(b.pp);
@@ -1404,8 +1522,9 @@ class Search {
     // partition fits (the DP would visit every cell to find that out).
     double fewest_params = std::numeric_limits<double>::infinity(), fewest_activations = fewest_params;
     for (int l = 0; l < s_.model.layers; ++l) {
-      fewest_params = std::min(fewest_params, b.costs.params[l + 1] - b.costs.params[l]);
-      fewest_activations = std::min(fewest_activations, b.costs.activations[l + 1] - b.costs.activations[l]);
+      fewest_params = std::min(fewest_params, b.costs->params[l + 1] - b.costs->params[l]);
+      fewest_activations =
+          std::min(fewest_activations, b.costs->activations[l + 1] - b.costs->activations[l]);
     }
     double most_layers = 0;
     for (int c = 0; c < b.pp * b.v; ++c) {
@@ -1414,7 +1533,7 @@ class Search {
       most_layers += std::floor(share / layer * (1 + 1e-9));
     }
     if (most_layers < s_.model.layers) return std::nullopt;
-    return partition_layers(layout, time, bytes);
+    return partition_layers(layout, time, bytes, partition_scratch_);
   }
 
   // Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk).
@@ -1431,15 +1550,23 @@ class Search {
   double elem_ = 2;
   std::vector<const DeviceSpec*> devices_;  // by pool (device_of looks them up by name)
   ParameterCount params_;
+  int moe_layers_ = 0;
   const std::vector<std::string> orders_;  // rank orders the search tries (orders())
-  std::vector<Base> bases_;
+  std::deque<Base> bases_;  // a deque: a Base is large, and never moved once made
   std::vector<Entry> queue_;
   std::vector<std::vector<std::pair<int, int>>> partitions_;
+  PartitionScratch partition_scratch_;
   std::map<ComputeKey, LayerTimes> cache_;
+  std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> cost_tables_;
   using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
   std::map<TimeKey, int> time_optimal_;  // index into partitions_
   std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
   std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
+  std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
+  // By (tp, cp, dp, pp, ep), then variant (ZeRO, offload, top-k, rank order): variant_bound's sums.
+  std::map<std::tuple<int, int, int, int, int>, std::array<std::optional<VariantTails>, 32>> variant_tails_;
+  std::tuple<int, int, int, int, int> last_layout_;
+  std::array<std::optional<VariantTails>, 32>* last_tails_ = nullptr;
   // Where a pipeline rank's groups sit, by (group, tp, cp, dp, pp, ep, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placement_;
   std::vector<Candidate> best_;

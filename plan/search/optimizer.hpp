@@ -28,6 +28,7 @@ struct SearchResult {
   std::map<std::string, long> rejected;  // reason -> candidates
   long enumerated = 0;                   // candidates in the space
   long evaluated = 0;                    // lowered and evaluated exactly
+  long refined = 0;                      // given their partition and the bound that follows it
   long dominated = 0;                    // skipped: a simpler twin on the same partition fits
   double seconds = 0;                    // wall time of the search
   std::string explanation;               // why the best beats the runner-up

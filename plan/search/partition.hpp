@@ -29,6 +29,13 @@ struct ChunkLayout {
   std::vector<double> capacity;  // per pipeline rank
 };
 
+// partition_layers' working arrays, kept by a caller that partitions many times: fresh ones each call
+// were most of the search's page faults.
+struct PartitionScratch {
+  std::vector<double> worst, total;
+  std::vector<int> from, ends, highest, lowest, from_back;
+};
+
 // Contiguous layer ranges [begin, end) per chunk, every chunk at least one layer; nullopt when no
 // partition fits in memory.
 // - time(c, begin, end): one micro-batch's forward + backward through layers [begin, end) of chunk c
@@ -38,7 +45,8 @@ struct ChunkLayout {
 // Both must grow (weakly) as a chunk takes more layers.
 template <class Time, class Bytes>
 std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayout& m, const Time& time,
-                                                                 const Bytes& bytes) {
+                                                                 const Bytes& bytes,
+                                                                 PartitionScratch& scratch) {
   const int L = m.layers, C = m.chunks;
   if (C < 1 || L < C) return std::nullopt;
   const int v = C / m.pp;
@@ -51,7 +59,8 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
   // that fits under the bound (by induction over the chunks: time and memory only grow with a
   // chunk's layers); it can fail where another partition fits (running ahead can leave a later,
   // smaller rank a layer too many). Returns its slowest chunk, infinity when it fails.
-  std::vector<int> ends(C);
+  std::vector<int>& ends = scratch.ends;
+  ends.assign(C, 0);
   auto greedy = [&](double bound) {
     double slowest = 0;
     for (int c = 0, begin = 0; c < C; ++c) {
@@ -69,7 +78,8 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
   // that fits under the limit, the highest from that greedy partition, the lowest from the same
   // greedy run from the last layer back.
   double limit = kInf;
-  std::vector<int> highest(C), lowest(C);
+  std::vector<int>&highest = scratch.highest, &lowest = scratch.lowest;
+  highest.resize(C), lowest.resize(C);
   for (int c = 0; c < C; ++c) highest[c] = L - (C - 1 - c), lowest[c] = c + 1;
   for (double low = 0, bound = kInf; limit == kInf || limit - low > 1e-2 * limit; bound = (low + limit) / 2) {
     const double slowest = greedy(bound);
@@ -82,7 +92,8 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
     }
   }
   if (limit < kInf) {
-    std::vector<int> from_back(C, L);
+    std::vector<int>& from_back = scratch.from_back;
+    from_back.assign(C, L);
     bool failed = false;
     for (int c = C - 1, end = L; c > 0 && !failed; --c) {
       int begin = end - 1;
@@ -94,8 +105,11 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
   }
   // Two passes over the band: the smallest slowest chunk, then the smallest sum of chunks with none
   // slower than that. Cells: [c][l] for chunks 0..c covering layers [0, l).
-  std::vector<double> worst(static_cast<size_t>(C) * (L + 1), kInf), total(worst.size(), kInf);
-  std::vector<int> from(worst.size(), -1);
+  std::vector<double>&worst = scratch.worst, &total = scratch.total;
+  std::vector<int>& from = scratch.from;
+  worst.assign(static_cast<size_t>(C) * (L + 1), kInf);
+  total.assign(worst.size(), kInf);
+  from.assign(worst.size(), -1);
   auto at = [&](int c, int l) { return static_cast<size_t>(c) * (L + 1) + l; };
   auto band = [&](int c, auto&& visit) {
     const double budget = m.capacity[c % m.pp] / v;
@@ -133,6 +147,13 @@ std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayo
     l = b;
   }
   return ranges;
+}
+
+template <class Time, class Bytes>
+std::optional<std::vector<std::pair<int, int>>> partition_layers(const ChunkLayout& m, const Time& time,
+                                                                 const Bytes& bytes) {
+  PartitionScratch scratch;
+  return partition_layers(m, time, bytes, scratch);
 }
 
 }  // namespace paratwin
