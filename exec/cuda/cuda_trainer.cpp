@@ -9,7 +9,6 @@
 #include <map>
 #include <stdexcept>
 
-
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/checkpoint/checkpoint.hpp"
 #include "exec/cuda/device_choice.hpp"
@@ -67,6 +66,7 @@ class CudaTrainer final : public LiveTrainer {
       problems.push_back(
           "the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
     if (plan_.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
+    if (plan_.offload_activations) problems.push_back("the CUDA backend does not offload activations yet");
     if (plan_.compression.kind != CompressionKind::None)
       problems.push_back("the CUDA backend does not compress gradients yet");
     for (const auto& st : plan_.stages)

@@ -111,6 +111,10 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       // stretched by other processes; the 10th percentile over steps is the transfer undisturbed.
       j["transfer_s"] = quantile(fastest, 0.1);
     }
+    if (task.kind == TaskKind::Copy) {  // offload: the bytes moved, and how long the copy stream took
+      j["bytes"] = task.bytes.value();
+      j["transfer_s"] = median(wall);
+    }
     tasks.push_back(j);
   }
   std::string device;
@@ -151,7 +155,8 @@ std::string live_chrome_trace(const Program& program, const RunTimings& t) {
         const Task& task = role.tasks[i];
         nlohmann::json args = {{"task", i}, {"step", s + 1}};
         if (task.microbatch >= 0) args["microbatch"] = task.microbatch;
-        if (task.kind == TaskKind::Collective) args["bytes"] = task.bytes.value() * task.count;
+        if (task.kind == TaskKind::Collective || task.kind == TaskKind::Copy)
+          args["bytes"] = task.bytes.value() * task.count;
         const double wait = t.at(t.wait_s, r, s, i);
         if (wait > 0) args["compute_blocked_s"] = wait;
         events.push_back({{"name", task.name},

@@ -23,6 +23,7 @@ void ParallelRunner::set_up_memory_modes() {
     zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(buckets), std::move(group));
   }
   if (p.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*adamw_);
+  if (p.offload_activations) activations_ = std::make_unique<ActivationOffload>();
   if (p.compression.kind == CompressionKind::TopK)
     compressor_ = std::make_unique<TopKCompressor>(p.compression);
 }
@@ -48,6 +49,14 @@ std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) cons
   return {0, model_.size()};
 }
 
+void ParallelRunner::keep_output(const Task& forward) {
+  if (!activations_ || forward.chunk == setup_.plan.chunks() - 1) return;
+  const ChunkActivations& a = slot(forward.microbatch, forward.chunk);
+  MemoryUseScope use(MemoryUse::Communication);
+  outputs_[{forward.microbatch, forward.chunk}].assign(model_.output(a),
+                                                       model_.output(a) + model_.boundary_size(a));
+}
+
 void ParallelRunner::pass_ended(const Task& task) {
   if (!zero3_) return;
   // A forward uses its layers once; a backward segment (from the top down) is done with everything
@@ -61,11 +70,16 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
   const int handle = int(in_flight_.size());
   std::vector<Communicator::Handle> requests;
   std::vector<Communicator*> comms;
-  if (task.kind == TaskKind::Copy) {
-    // Synchronous: on the CPU backend host and device memory are the same.
+  if (task.kind == TaskKind::Copy && task.microbatch >= 0 && activations_) {
+    // One micro-batch's activations, on the copy stream (the chunk's forward send reads a copy of its
+    // output: see keep_output()).
+    const int mb = task.microbatch, chunk = task.chunk;
+    copies_[handle] = task.to_host ? activations_->to_host(mb, chunk, kept_buffers(slot(mb, chunk)))
+                                   : activations_->to_device(mb, chunk);
+  } else if (task.kind == TaskKind::Copy) {
+    // The optimizer state's, synchronous (the step waits for it at once).
     if (!offload_ || task.name.find("optimizer") == std::string::npos)
-      throw std::invalid_argument("task '" + task.name +
-                                  "': the live CPU backend runs optimizer offload copies only");
+      throw std::invalid_argument("task '" + task.name + "' is not an offload copy this plan asks for");
     if (task.to_host)
       offload_->to_host();
     else
@@ -102,6 +116,14 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
 }
 
 bool ParallelRunner::complete(int handle, bool block) {
+  if (auto c = copies_.find(handle); c != copies_.end()) {
+    if (block)
+      activations_->wait(c->second);
+    else if (!activations_->done(c->second))
+      return false;
+    copies_.erase(c);
+  }
+  sending_.erase(handle);  // a forward send has ended: its copy of the output goes
   if (auto t = tickets_.find(handle); t != tickets_.end()) {
     if (block)
       zero3_->wait(t->second);

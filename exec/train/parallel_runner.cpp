@@ -155,12 +155,19 @@ int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
 
 ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
   auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
-  if (fresh) {
+  if (fresh || released_.erase({microbatch, chunk})) {
     MemoryUseScope use(MemoryUse::Activations);  // the memory report's make-up, as on one shard
     model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
                     setup_.scenario.training.seq_len / setup_.plan.cp, activation_policy(chunk));
   }
   return it->second;
+}
+
+void ParallelRunner::release(int microbatch, int chunk) {
+  // The next stage has used the sent forward (its gradient came back); the send has ended in effect.
+  if (auto s = forward_sends_.find({microbatch, chunk}); s != forward_sends_.end()) pp_->wait(s->second);
+  for (Buffer<float>* b : kept_buffers(slots_.at({microbatch, chunk}))) Buffer<float>().swap(*b);
+  released_.insert({microbatch, chunk});
 }
 
 void ParallelRunner::begin_step(int64_t step) {
@@ -173,6 +180,10 @@ void ParallelRunner::begin_step(int64_t step) {
   in_flight_comm_.clear();
   tickets_.clear();
   on_done_.clear();
+  copies_.clear();
+  outputs_.clear();
+  sending_.clear();
+  forward_sends_.clear();
   model_.zero_gradients();
 }
 
@@ -206,6 +217,7 @@ void ParallelRunner::compute(int index, const Task& task) {
         setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
       }
       const double loss = model_.forward(a);  // the micro-batch's (summed over CP)
+      keep_output(task);
       if (task.chunk == p.chunks() - 1 && at_.tp == 0 && at_.cp == 0) losses_.push_back(loss);
       pass_ended(task);
       break;
@@ -218,6 +230,8 @@ void ParallelRunner::compute(int index, const Task& task) {
       model_.backward(slot(task.microbatch, task.chunk), task.layer_begin, task.layer_end,
                       1.0f / float(p.num_microbatches));
       pass_ended(task);
+      if (task.layer_begin == p.stages.at(size_t(task.chunk)).layer_begin)
+        release(task.microbatch, task.chunk);
       break;
     case TaskKind::Send:
     case TaskKind::Recv: {
@@ -243,16 +257,29 @@ int ParallelRunner::start(int index, const Task& task) {
     requests.push_back(h);
   };
   if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
-    ChunkActivations& a = slot(task.microbatch, task.chunk);
-    const size_t n = model_.boundary_size(a);
     const bool send = task.kind == TaskKind::Send, forward = task.direction == Direction::Forward;
+    // Gradients travel after the forward made the slot; a send back follows the backward that released
+    // what the forward kept (only the gradient buffer it sends is left).
+    ChunkActivations& a =
+        forward ? slot(task.microbatch, task.chunk) : slots_.at({task.microbatch, task.chunk});
+    const size_t n = model_.boundary_size(a);
     // A message is named by the boundary it crosses: between chunks b and b + 1.
     const int boundary = send == forward ? task.chunk : task.chunk - 1;
     const int t = tag(task.microbatch, boundary, task.direction);
     float* data =
         forward ? (send ? const_cast<float*>(model_.output(a)) : model_.input(a)) : a.dresidual.data();
+    // Under activation offload the send reads a copy of the output (moved along: its data stay put).
+    if (auto o = outputs_.find({task.microbatch, task.chunk}); send && forward && o != outputs_.end()) {
+      data = o->second.data();
+      if (index < 0)
+        sending_in_line_.push_back(std::move(o->second));
+      else
+        sending_[int(in_flight_.size())] = std::move(o->second);
+      outputs_.erase(o);
+    }
     const Communicator::Handle h =
         send ? pp_->start_send(data, n, task.peer, t) : pp_->start_recv(data, n, task.peer, t);
+    if (send && forward) forward_sends_[{task.microbatch, task.chunk}] = h;
     if (send && index < 0) {
       pending_sends_.push_back(h);
       add(pp_.get(), h);
@@ -349,6 +376,7 @@ void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
 void ParallelRunner::optimizer_step() {
   for (auto h : pending_sends_) pp_->wait(h);
   pending_sends_.clear();
+  sending_in_line_.clear();
   const Plan& p = setup_.plan;
   float* grads = model_.gradients().data();
   float* params = model_.parameters().data();

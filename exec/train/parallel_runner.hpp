@@ -18,6 +18,7 @@
 #include "exec/gpt/tensor_parallel.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/optim/schedule.hpp"
+#include "exec/train/activation_offload.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_zero3.hpp"
 #include "exec/train/step_runner.hpp"
@@ -79,17 +80,23 @@ class ParallelRunner final : public StepRunner {
 
  private:
   ChunkActivations& slot(int microbatch, int chunk);
+  // The last backward segment of a micro-batch's chunk is done: what its forward kept is freed (the
+  // gradient buffer stays, for the send back), and allocated again by the next step's forward.
+  void release(int microbatch, int chunk);
   int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
   int tag(int microbatch, int boundary, Direction d) const;
   std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
   void optimizer_step();
-  // ZeRO 3, optimizer offload and top-k compression (parallel_memory_modes.cpp): set up after the
-  // buckets; start() hands them the tasks they run (returns -2 for any other task); complete() ends
-  // what one of its handles waits for beyond its requests (false: not yet); a pass that has ended
-  // gives back the parameters it gathered.
+  // ZeRO 3, optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
+  // the buckets; start() hands them the tasks they run (returns -2 for any other task); complete() ends what
+  // one of its handles waits for beyond its requests (false: not yet); a pass that has ended gives back the
+  // parameters it gathered.
   void set_up_memory_modes();
   int start_memory_mode(int index, const Task& task);
   bool complete(int handle, bool block);
+  // Activation offload: the d2h copy after a forward may free the chunk's output before its send has
+  // read it, so the send reads a copy, taken here when the forward ends.
+  void keep_output(const Task& forward);
   void pass_ended(const Task& task);
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
   ActivationPolicy activation_policy(int chunk) const;
@@ -107,7 +114,10 @@ class ParallelRunner final : public StepRunner {
   std::vector<double> losses_;
   double dp_bytes_ = 0;
   std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations
-  std::map<int, std::pair<size_t, size_t>> buckets_;       // DP bucket task -> gradient range
+  std::set<std::pair<int, int>> released_;                 // slots whose kept buffers are freed
+  // This step's forward sends, by (micro-batch, chunk): the activations they read stay until they end.
+  std::map<std::pair<int, int>, Communicator::Handle> forward_sends_;
+  std::map<int, std::pair<size_t, size_t>> buckets_;  // DP bucket task -> gradient range
   int gather_params_task_ = -1;
   std::set<int> zero3_gathers_;  // ZeRO 3's "AG dp params F|B ..." tasks
   std::unique_ptr<Zero3Gathers> zero3_;
@@ -115,6 +125,13 @@ class ParallelRunner final : public StepRunner {
   std::unique_ptr<OptimizerOffload> offload_;
   std::map<int, int> tickets_;                    // handle -> its ZeRO-3 gather
   std::map<int, std::function<void()>> on_done_;  // handle -> what follows its requests (top-k)
+  std::map<int, int> copies_;                     // handle -> its activation copy's ticket
+  // Activation offload: the outputs forward sends read, from the forward to the send's start, then
+  // by handle (on the compute stream: until the optimizer step has waited for them).
+  std::map<std::pair<int, int>, Buffer<float>> outputs_;
+  std::map<int, Buffer<float>> sending_;
+  std::vector<Buffer<float>> sending_in_line_;
+  std::unique_ptr<ActivationOffload> activations_;  // after slots_: its copies end before they go
   std::pair<size_t, size_t> tied_;  // the tied embedding's range, reduced on its own (empty if none)
   std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
   std::vector<unsigned char> counted_;            // per parameter: counted in the gradient norm here

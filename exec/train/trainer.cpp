@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
+#include "exec/train/activation_offload.hpp"
 #include "exec/train/expert_parallel.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_runner.hpp"
@@ -31,6 +33,7 @@ void refuse_memory_modes(const Plan& p, const std::string& with, int max_zero,
   if (p.compression.kind != CompressionKind::None)
     out.push_back(with + "gradient compression is not implemented live");
   if (p.offload_optimizer) out.push_back(with + "optimizer offload is not implemented live");
+  if (p.offload_activations) out.push_back(with + "activation offload is not implemented live");
   for (const auto& st : p.stages)
     if (st.recompute != Recompute::None) {
       out.push_back(with + "recomputation is not implemented live; use recompute none");
@@ -45,8 +48,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
                   std::to_string(2 * p.cp) + " chunks (the load-balanced causal split): seq_len " +
                   std::to_string(t.seq_len) + " must be a multiple of " + std::to_string(2 * p.cp));
   for (auto& problem : expert_parallel_limitations(p, m)) out.push_back(std::move(problem));
-  if (p.offload_activations)
-    out.push_back("activation offload is not implemented live; offload_optimizer is");
   for (auto [n, what] : {std::pair{m.heads, "heads"},
                          {m.kv_heads, "kv_heads"},
                          {m.ffn_hidden, "ffn_hidden"},
@@ -151,6 +152,7 @@ class Trainer::Runner final : public StepRunner {
       zero3_ = std::make_unique<Zero3Parameters>(t.model_.parameters(), owned_, buckets, t.comm_);
     }
     if (topk) compressor_ = std::make_unique<TopKCompressor>(plan.compression);
+    if (plan.offload_activations) activations_ = std::make_unique<ActivationOffload>();
   }
 
   // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 to 3.
@@ -228,7 +230,7 @@ class Trainer::Runner final : public StepRunner {
     if (task.kind == TaskKind::Collective && task.group == GroupKind::Ep) {
       // The tokens' all-to-alls run inside the passes (the model's MoE layers); nothing left to start.
     } else if (task.kind == TaskKind::Copy) {
-      copy(task);
+      copy(task, f);
     } else if (zero3_gathers_.count(index)) {
       f.zero3_ticket = zero3_->request();
       dp_bytes_ += double(t_.model_.layout().total) * sizeof(float);
@@ -272,7 +274,8 @@ class Trainer::Runner final : public StepRunner {
   }
   bool poll(int handle) override {
     InFlight& f = in_flight_[size_t(handle)];
-    bool done = f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket);
+    bool done = (f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket)) &&
+                (f.copy_ticket < 0 || activations_->done(f.copy_ticket));
     for (auto h : f.requests) done = t_.comm_.test(h) && done;
     for (auto [comm, h] : f.group_requests) done = comm->test(h) && done;
     if (done) complete(f);
@@ -281,6 +284,7 @@ class Trainer::Runner final : public StepRunner {
   void finish(int handle) override {
     InFlight& f = in_flight_[size_t(handle)];
     if (f.zero3_ticket >= 0) zero3_->wait(f.zero3_ticket);
+    if (f.copy_ticket >= 0) activations_->wait(f.copy_ticket);
     for (auto h : f.requests) t_.comm_.wait(h);
     for (auto [comm, h] : f.group_requests) comm->wait(h);
     complete(f);
@@ -292,6 +296,7 @@ class Trainer::Runner final : public StepRunner {
     std::vector<Communicator::Handle> requests;
     std::vector<std::pair<Communicator*, Communicator::Handle>> group_requests;  // EP: dp and replicas
     int zero3_ticket = -1;
+    int copy_ticket = -1;  // activation offload: on the copy stream
     Buffer<float> packed;  // top-k: the gathered pairs
     std::function<void(InFlight&)> on_done;
   };
@@ -300,8 +305,15 @@ class Trainer::Runner final : public StepRunner {
     Buffer<float>().swap(f.packed);
   }
 
-  // Offload copies run synchronously: on the CPU backend host and device memory are the same.
-  void copy(const Task& task) {
+  // Activation copies go to the copy stream; the optimizer state's run here, synchronously (the step
+  // waits for them at once).
+  void copy(const Task& task, InFlight& f) {
+    if (task.microbatch >= 0 && activations_) {  // "copy d2h|h2d act": one micro-batch's
+      Activations<float>& a = pool_[in_use_.at(task.microbatch)];
+      f.copy_ticket = task.to_host ? activations_->to_host(task.microbatch, task.chunk, kept_buffers(a))
+                                   : activations_->to_device(task.microbatch, task.chunk);
+      return;
+    }
     if (task.name.find("optimizer") != std::string::npos && offload_) {
       if (task.to_host)
         offload_->to_host();
@@ -309,8 +321,7 @@ class Trainer::Runner final : public StepRunner {
         offload_->to_device();
       return;
     }
-    throw std::invalid_argument("task '" + task.name +
-                                "': the live CPU backend runs optimizer offload copies only");
+    throw std::invalid_argument("task '" + task.name + "' is not an offload copy this plan asks for");
   }
 
   Activations<float>& slot(int microbatch, int chunk) {
@@ -385,10 +396,11 @@ class Trainer::Runner final : public StepRunner {
   std::map<int, ExchangeTime> exchange_s_;  // compute task -> time in all-to-alls, this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
-  std::vector<InFlight> in_flight_;  // per start(): its requests
-  std::vector<Activations<float>> pool_;
+  std::vector<InFlight> in_flight_;      // per start(): its requests
+  std::deque<Activations<float>> pool_;  // (a deque: the copy stream holds on to its slots)
   std::vector<bool> busy_, allocated_;
-  std::map<int, size_t> in_use_;  // micro-batch -> pool slot
+  std::map<int, size_t> in_use_;                    // micro-batch -> pool slot
+  std::unique_ptr<ActivationOffload> activations_;  // last: its copies end before the pool goes
 };
 
 Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& comm, TrainOptions options)

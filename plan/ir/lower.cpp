@@ -355,6 +355,8 @@ class RoleBuilder {
       out.bytes = activations(chunk);
       out.free = out.bytes;
       out.name = named("copy d2h act ", mb, chunk);
+      out.microbatch = mb;  // whose activations: the live engine moves them
+      out.chunk = chunk;
       out.deps = {done.front()};
       add(std::move(out));
     }
@@ -363,6 +365,7 @@ class RoleBuilder {
 
   void backward(int mb, int chunk, bool final_microbatch) {
     const StagePlan& st = stage(chunk);
+    const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
     TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
     if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
     if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
@@ -373,8 +376,15 @@ class RoleBuilder {
       in.bytes = activations(chunk);
       in.alloc = in.bytes;
       in.name = named("copy h2d act ", mb, chunk);
+      in.microbatch = mb;
+      in.chunk = chunk;
+      // Prefetched one backward ahead: the copy starts once the compute stream has reached the backward
+      // before this one (and runs beside it), not with every other h2d copy after the last forward's d2h,
+      // which would bring all offloaded activations back at once.
+      if (before_previous_backward_ >= 0) in.deps = {before_previous_backward_};
       deps.push_back(add(std::move(in)));
     }
+    before_previous_backward_ = before_this;
     if (st.recompute != Recompute::None) {
       Task r;
       r.kind = TaskKind::Recompute;
@@ -569,6 +579,7 @@ class RoleBuilder {
   std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
   std::vector<std::optional<Bytes>> activations_;  // by chunk
   TaskDeps previous_compute_;
+  int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<Bucket> buckets_;
 };
 

@@ -40,7 +40,12 @@ struct Layout {
     return "tp" + std::to_string(tp) + " pp" + std::to_string(pp) + " " + schedule + " dp" +
            std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "") +
            (overlap ? "" : " no-overlap") + (cp > 1 ? " cp" + std::to_string(cp) : "") +
-           (recompute == "none" ? "" : " recompute-" + recompute);
+           (recompute == "none" ? "" : " recompute-" + recompute) + extra_text();
+  }
+  std::string extra_text() const {
+    std::string out;
+    for (const std::string& o : extra) out += " " + o.substr(o.find('.') + 1);  // "offload.activations=true"
+    return out;
   }
 };
 
@@ -177,6 +182,22 @@ BOOST_AUTO_TEST_CASE(optimizer_offload_under_tp_and_pp_leaves_the_trajectory_unc
   if (offloaded.world() > mpi->world->size()) return;
   const std::vector<double> a = train(kept, options(3)), b = train(offloaded, options(3));
   for (size_t i = 0; i < a.size(); ++i) BOOST_TEST(a[i] == b[i]);  // the same values, copied around
+}
+
+BOOST_AUTO_TEST_CASE(activation_offload_under_dp_tp_and_pp_follows_the_single_rank_trajectory) {
+  // Alone under dp 2, tp 2 and pp 2 with each schedule; beside ZeRO, recomputation, sequence
+  // parallelism and sends on the compute stream (no overlap).
+  std::vector<Layout> layouts{{1, 1, 2, 0, "1f1b"},
+                              {2, 1, 1, 0, "1f1b"},
+                              {1, 2, 1, 0, "1f1b"},
+                              {1, 2, 1, 0, "gpipe"},
+                              {1, 2, 1, 0, "interleaved"},
+                              {1, 2, 2, 3, "interleaved", false, true, 1, "full"},
+                              {2, 1, 2, 2, "1f1b", true, true, 1, "selective"},
+                              {2, 2, 1, 0, "1f1b", false, false},
+                              {1, 2, 2, 1, "gpipe", false, true, 1, "none", {"plan.offload.optimizer=true"}}};
+  for (Layout& l : layouts) l.extra.push_back("plan.offload.activations=true");
+  check_layouts(layouts, 10);
 }
 
 BOOST_AUTO_TEST_CASE(top_k_under_tp_and_pp_trains_and_sends_the_single_shard_bytes) {
