@@ -134,8 +134,8 @@ class Trainer::Runner final : public StepRunner {
     if (plan.ep > 1) experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
     std::vector<ShardedRange> sharded;
     for (const auto& [index, range] : buckets_) {
-      parts_[index] =
-          experts_ ? experts_->parts(range.first, range.second) : std::vector<ShardedRange>{{range, &t.comm_}};
+      parts_[index] = experts_ ? experts_->parts(range.first, range.second)
+                               : std::vector<ShardedRange>{{range, &t.comm_}};
       sharded.insert(sharded.end(), parts_[index].begin(), parts_[index].end());
     }
     // This rank updates everything it holds under ZeRO 0 (under EP: all but the other EP ranks'
@@ -236,7 +236,8 @@ class Trainer::Runner final : public StepRunner {
       for (const auto& [i, parts] : parts_)
         for (const auto& [range, comm] : parts)
           if (comm->size() > 1)
-            f.requests.push_back({comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size()))});
+            f.requests.push_back(
+                {comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size()))});
       dp_bytes_ += held_bytes();
     } else {
       auto it = parts_.find(index);
@@ -253,20 +254,21 @@ class Trainer::Runner final : public StepRunner {
         const size_t n = range.second - range.first;
         if (sparse) {
           // Each part's pairs go to the ranks that sum it; its residual is keyed by where it begins.
-          Buffer<float>& packed =
-              f.packed.emplace_back(compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
+          Buffer<float>& packed = f.packed.emplace_back(
+              compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
           if (comm->size() > 1)
-            f.requests.push_back({comm, comm->start_allgather(packed.data(),
-                                                               std::vector<size_t>(size_t(comm->size()),
-                                                                                   2 * compressor_->pairs(n)))});
+            f.requests.push_back(
+                {comm, comm->start_allgather(packed.data(), std::vector<size_t>(size_t(comm->size()),
+                                                                                2 * compressor_->pairs(n)))});
           f.decode.push_back({range, comm});
           dp_bytes_ += double(packed.size()) * sizeof(float);
           continue;
         }
         dp_bytes_ += double(n) * sizeof(float);
         if (comm->size() == 1) continue;
-        f.requests.push_back({comm, all_reduce ? comm->start_allreduce_sum(g, n)
-                                               : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size()))});
+        f.requests.push_back({comm, all_reduce
+                                        ? comm->start_allreduce_sum(g, n)
+                                        : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size()))});
       }
     }
     in_flight_.push_back(std::move(f));

@@ -924,13 +924,13 @@ class Search {
                                      b.recompute, s_.training.precision};
     const double dense_act = cost::layer_activation_bytes(s_.model, act, false).value();
     const double moe_act = s_.model.moe ? cost::layer_activation_bytes(s_.model, act, true).value() : 0;
-    const double experts = params_.per_moe_layer - params_.per_dense_layer;
+    const double moe_params = s_.model.moe ? moe_layer_parameters(params_, b.ep) : 0;
     c.activations.assign(L + 1, 0);
     c.params.assign(L + 1, 0);
     for (int l = 0; l < L; ++l) {
       const bool moe = s_.model.is_moe_layer(l);
       c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
-      c.params[l + 1] = c.params[l] + (params_.per_dense_layer + (moe ? experts / b.ep : 0)) / b.tp;
+      c.params[l + 1] = c.params[l] + (moe ? moe_params : params_.per_dense_layer) / b.tp;
     }
     c.embedding_activations = cost::embedding_activation_bytes(s_.model, act).value();
     c.head_activations = cost::head_activation_bytes(s_.model, act).value();
@@ -1282,9 +1282,12 @@ class Search {
         auto collective = [&](CollectiveKind kind, double bytes) {
           return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
         };
+        // Under EP the experts' top-k pairs go to their dp / ep replicas only: counted so for every
+        // element, a bound.
+        const double gatherers = b.ep > 1 ? double(b.replicas()) / b.ep : b.replicas();
         auto gradient_collective = [&](double elements) {
           if (v.topk)
-            return collective(CollectiveKind::AllGather, b.replicas() * ratio * elements * (elem_ + 4));
+            return collective(CollectiveKind::AllGather, gatherers * ratio * elements * (elem_ + 4));
           return collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                             elements * elem_);
         };
@@ -1358,8 +1361,8 @@ class Search {
     const ChunkMemory memory = chunk_memory(b);
     double filled = c == b.pp * b.v - 1 && memory.untied_last ? memory.embedding : 0;
     for (int l = end - 1; l >= begin; --l) {
-      double layer = params_.per_dense_layer;
-      if (s_.model.is_moe_layer(l)) layer += (params_.per_moe_layer - params_.per_dense_layer) / b.ep;
+      const double layer =
+          s_.model.is_moe_layer(l) ? moe_layer_parameters(params_, b.ep) : params_.per_dense_layer;
       filled += layer / b.tp;
       if (l == begin) return filled + (c == 0 ? memory.embedding : 0);
       if (filled >= bucket_elements) filled = 0;

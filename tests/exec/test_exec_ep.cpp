@@ -7,8 +7,11 @@
 #define BOOST_TEST_MODULE exec_ep
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "exec/comm/communicator.hpp"
 #include "exec/run/live_run.hpp"
@@ -24,10 +27,10 @@ namespace {
 
 // 8 sequences of 32 tokens per step in micro-batches of 2; 100 KB buckets (several per step).
 ScenarioSpec scenario(int dp, int ep, const std::vector<std::string>& more = {}) {
-  std::vector<Override> sets = {
-      parse_override("training.global_batch=8"), parse_override("training.seq_len=32"),
-      parse_override("plan.micro_batch=2"), parse_override("plan.bucket_size=100KB"),
-      parse_override("plan.ep=" + std::to_string(ep))};
+  std::vector<Override> sets = {parse_override("training.global_batch=8"),
+                                parse_override("training.seq_len=32"), parse_override("plan.micro_batch=2"),
+                                parse_override("plan.bucket_size=100KB"),
+                                parse_override("plan.ep=" + std::to_string(ep))};
   for (const auto& s : more) sets.push_back(parse_override(s));
   return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml", sets, dp);
 }
@@ -44,18 +47,17 @@ struct Trained {
 };
 
 // Trains on the first dp ranks of the job; every rank gets the result.
-Trained train(int dp, int ep, int64_t steps, const std::vector<std::string>& sets = {}) {
+Trained train(int dp, int ep, int64_t steps, const std::vector<std::string>& sets = {}, TrainOptions o = {}) {
   Trained t;
   t.losses.assign(size_t(steps), 0.0);
   auto group = mpi->world->split(mpi->world->rank() < dp ? 0 : -1);
   if (group) {
     const ScenarioSpec s = scenario(dp, ep, sets);
-    TrainOptions o;
     o.steps = steps;
     o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
     Trainer trainer(s, complete_plan(s), *group, o);
     const RunResult r = trainer.run();
-    t.losses = r.losses;
+    std::copy(r.losses.begin(), r.losses.end(), t.losses.begin());
     const auto& tasks = trainer.role().tasks;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (tasks[i].kind != TaskKind::Collective || tasks[i].group != GroupKind::Ep) continue;
@@ -69,7 +71,7 @@ Trained train(int dp, int ep, int64_t steps, const std::vector<std::string>& set
     t.weights_spread = (most + group->allreduce_max(-sum)) / most;
     t.peak_bytes = group->allreduce_max(double(r.memory.device_peak));
     t.predicted_peak = evaluate(trainer.program(), s.cluster, s.training).roles.front().peak_memory.value();
-    t.dp_bytes = r.dp_bytes.back();
+    if (!r.dp_bytes.empty()) t.dp_bytes = r.dp_bytes.back();
     for (const Task& task : tasks)
       if (task.kind == TaskKind::Collective && task.group == GroupKind::Dp)
         t.predicted_dp_bytes += task.bytes.value() * task.count;
@@ -132,15 +134,17 @@ BOOST_AUTO_TEST_CASE(memory_modes_under_expert_parallelism_follow_the_single_ran
   if (mpi->world->size() < 4) return;
   const Trained& one = reference();
   std::vector<std::pair<std::string, Trained>> runs;
-  for (const char* mode : {"plan.zero=0", "plan.zero=1", "plan.zero=2", "plan.zero=3", "plan.recompute=selective",
-                           "plan.recompute=full", "plan.offload.optimizer=true"}) {
+  for (const char* mode :
+       {"plan.zero=0", "plan.zero=1", "plan.zero=2", "plan.zero=3", "plan.recompute=selective",
+        "plan.recompute=full", "plan.offload.optimizer=true"}) {
     runs.push_back({mode, train(4, 2, 10, {mode})});
     const Trained& got = runs.back().second;
     const double error = worst_relative_error(one.losses, got.losses);
     if (mpi->world->rank() == 0)
-      std::printf("dp 4 ep 2 %s: worst relative error %.2e, weights spread %.1e, peak per rank measured %.0f B, "
-                  "twin %.0f B\n",
-                  mode, error, got.weights_spread, got.peak_bytes, got.predicted_peak);
+      std::printf(
+          "dp 4 ep 2 %s: worst relative error %.2e, weights spread %.1e, peak per rank measured %.0f B, "
+          "twin %.0f B\n",
+          mode, error, got.weights_spread, got.peak_bytes, got.predicted_peak);
     BOOST_TEST_INFO(mode);
     BOOST_TEST(error < 1e-5);
     BOOST_TEST(got.weights_spread < 1e-9);
@@ -150,9 +154,9 @@ BOOST_AUTO_TEST_CASE(memory_modes_under_expert_parallelism_follow_the_single_ran
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < i; ++j) {
       const Trained &a = runs[size_t(i)].second, &b = runs[size_t(j)].second;
-      BOOST_TEST_INFO(runs[size_t(i)].first << " vs " << runs[size_t(j)].first << ": measured " << a.peak_bytes
-                                             << " vs " << b.peak_bytes << " B, twin " << a.predicted_peak
-                                             << " vs " << b.predicted_peak);
+      BOOST_TEST_INFO(runs[size_t(i)].first << " vs " << runs[size_t(j)].first << ": measured "
+                                            << a.peak_bytes << " vs " << b.peak_bytes << " B, twin "
+                                            << a.predicted_peak << " vs " << b.predicted_peak);
       BOOST_TEST(order(a.peak_bytes, b.peak_bytes) == order(a.predicted_peak, b.predicted_peak));
     }
 }
@@ -163,14 +167,40 @@ BOOST_AUTO_TEST_CASE(top_k_under_expert_parallelism_trains_near_dense_and_sends_
   const Trained dense = train(4, 2, steps);
   const Trained sparse = train(4, 2, steps, {"plan.compression={kind: topk, ratio: 0.1}"});
   if (mpi->world->rank() == 0)
-    std::printf("dp 4 ep 2 top-k 10%%: loss %.4f -> %.4f, dense %.4f; DP bytes per step %.0f measured, %.0f twin; "
-                "dense %.0f\n",
-                sparse.losses.front(), sparse.losses.back(), dense.losses.back(), sparse.dp_bytes,
-                sparse.predicted_dp_bytes, dense.dp_bytes);
+    std::printf(
+        "dp 4 ep 2 top-k 10%%: loss %.4f -> %.4f, dense %.4f; DP bytes per step %.0f measured, %.0f twin; "
+        "dense %.0f\n",
+        sparse.losses.front(), sparse.losses.back(), dense.losses.back(), sparse.dp_bytes,
+        sparse.predicted_dp_bytes, dense.dp_bytes);
   BOOST_TEST(sparse.losses.back() < sparse.losses.front());
   BOOST_TEST(std::abs(sparse.losses.back() - dense.losses.back()) < 0.05 * dense.losses.back());
   BOOST_TEST(std::abs(sparse.dp_bytes - sparse.predicted_dp_bytes) < 0.05 * sparse.predicted_dp_bytes);
   BOOST_TEST(std::abs(dense.dp_bytes - dense.predicted_dp_bytes) < 0.05 * dense.predicted_dp_bytes);
+}
+
+// Checkpoints stay whole models under ZeRO with EP: a ZeRO 3 run's resumes at ZeRO 1 on one EP group
+// size and the other, and follows the single rank.
+BOOST_AUTO_TEST_CASE(checkpoints_of_zero_3_under_expert_parallelism_resume_anywhere) {
+  if (mpi->world->size() < 4) return;
+  double pid = mpi->world->rank() == 0 ? double(::getpid()) : 0;
+  mpi->world->broadcast(&pid, sizeof pid, 0);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("paratwin-ep-resume-" + std::to_string(long(pid)));
+  if (mpi->world->rank() == 0) std::filesystem::remove_all(dir);
+  mpi->world->barrier();
+  TrainOptions o;
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 2;
+  o.stop_after = 3;  // the newest checkpoint is step 2's
+  train(4, 2, 6, {"plan.zero=3"}, o);
+  o.stop_after = -1;
+  o.resume = true;
+  const Trained resumed = train(4, 4, 6, {"plan.zero=1"}, o);
+  const Trained one = train(1, 1, 6);
+  BOOST_TEST(worst_relative_error(one.losses, resumed.losses) < 1e-5);
+  BOOST_TEST(resumed.weights_spread < 1e-9);
+  mpi->world->barrier();
+  if (mpi->world->rank() == 0) std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(expert_parallelism_refuses_what_it_does_not_run) {
@@ -182,5 +212,6 @@ BOOST_AUTO_TEST_CASE(expert_parallelism_refuses_what_it_does_not_run) {
   for (auto& st : p.stages) st.recompute = Recompute::Full;
   BOOST_TEST(live_cpu_limitations(p, s.model, s.training).empty());  // the memory modes run
   p.tp = 2;
-  BOOST_TEST(live_cpu_limitations(p, s.model, s.training).front().find("tp = pp = cp = 1") != std::string::npos);
+  BOOST_TEST(live_cpu_limitations(p, s.model, s.training).front().find("tp = pp = cp = 1") !=
+             std::string::npos);
 }
