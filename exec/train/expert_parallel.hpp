@@ -40,7 +40,8 @@ class ExpertParallel {
   // so first). Splits dp into EP groups and expert replica groups, and hands the EP group to `model`.
   ExpertParallel(Gpt<float>& model, Communicator& dp, int ep);
 
-  // The parameters this rank trains: all but the other EP ranks' experts.
+  // The parameters this rank trains under ZeRO 0: all but the other EP ranks' experts (under ZeRO
+  // 1-3 its blocks of parts()).
   const ParameterRanges& owned() const { return owned_; }
 
   // How a DP bucket's parameters [begin, end) are reduced, and under ZeRO sharded: the dense ones over
