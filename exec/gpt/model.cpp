@@ -177,6 +177,11 @@ void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
   T* ln2 = a.ln2.data() + nc;
   T* fc = a.fc.data() + s * N * FW;
   T* act = a.fc_act.data() + s * N * F;
+  // Full recomputation keeps one layer's MoE routing and expert rows too: the layer recomputed before
+  // this one is done with them.
+  if (a.policy == ActivationPolicy::RecomputeLayers && a.recomputed_layer >= 0 && a.recomputed_layer != l &&
+      !a.moe.empty())
+    a.moe[size_t(a.recomputed_layer)] = MoeActivations<T>{};
 
   k::norm_forward(ln1, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x, p(w.ln1_w),
                   p(w.ln1_b), N, C);

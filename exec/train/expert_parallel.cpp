@@ -39,8 +39,6 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
         "mixture-of-experts models run live with tp = pp = cp = 1 only (the tensor/pipeline/context-"
         "parallel runner has no MoE layers); this plan has tp " +
         std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp));
-  if (p.ep <= 1) return out;
-  refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + ", ", 0, out);
   return out;
 }
 
@@ -98,23 +96,11 @@ ExpertParallel::ExpertParallel(Gpt<float>& model, Communicator& dp, int ep) : dp
   owned_ = complement(other_experts_, 0, layout.total);
 }
 
-std::vector<std::pair<Communicator*, Communicator::Handle>> ExpertParallel::start_reduce(float* grads,
-                                                                                         size_t begin,
-                                                                                         size_t end) {
-  std::vector<std::pair<Communicator*, Communicator::Handle>> out;
-  for (const auto& [b, e] : intersect(dense_, begin, end))
-    out.push_back({&dp_, dp_.start_allreduce_sum(grads + b, e - b)});
-  if (replicas_->size() > 1)
-    for (const auto& [b, e] : intersect(own_experts_, begin, end))
-      out.push_back({replicas_.get(), replicas_->start_allreduce_sum(grads + b, e - b)});
+std::vector<ShardedRange> ExpertParallel::parts(size_t begin, size_t end) {
+  std::vector<ShardedRange> out;
+  for (const auto& range : intersect(dense_, begin, end)) out.push_back({range, &dp_});
+  for (const auto& range : intersect(own_experts_, begin, end)) out.push_back({range, replicas_.get()});
   return out;
-}
-
-size_t ExpertParallel::reduced_count(size_t begin, size_t end) const {
-  size_t n = 0;
-  for (const ParameterRanges* ranges : {&dense_, &own_experts_})
-    for (const auto& [b, e] : intersect(*ranges, begin, end)) n += e - b;
-  return n;
 }
 
 double ExpertParallel::gradient_squares(const float* grads) const {

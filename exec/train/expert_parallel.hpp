@@ -15,6 +15,7 @@
 #include "exec/gpt/model.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/train/interpreter.hpp"
+#include "exec/train/zero3.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/spec/model.hpp"
 
@@ -39,21 +40,20 @@ class ExpertParallel {
   // so first). Splits dp into EP groups and expert replica groups, and hands the EP group to `model`.
   ExpertParallel(Gpt<float>& model, Communicator& dp, int ep);
 
-  // The parameters this rank trains: all but the other EP ranks' experts.
+  // The parameters this rank trains under ZeRO 0: all but the other EP ranks' experts (under ZeRO
+  // 1-3 its blocks of parts()).
   const ParameterRanges& owned() const { return owned_; }
 
-  // A DP bucket's gradients [begin, end): dense parameters summed over the whole DP group, this rank's
-  // experts over the ranks that hold the same experts (dp / ep of them), other ranks' experts not at
-  // all (this rank has no gradient for them). Returns the requests and the communicator of each.
-  std::vector<std::pair<Communicator*, Communicator::Handle>> start_reduce(float* grads, size_t begin,
-                                                                           size_t end);
-  // How many of [begin, end)'s gradients start_reduce sums (the dense ones and this rank's experts').
-  size_t reduced_count(size_t begin, size_t end) const;
-  // The squared gradient norm of the whole model from this rank's owned gradients (the experts'
-  // shares summed over the EP group).
+  // How a DP bucket's parameters [begin, end) are reduced, and under ZeRO sharded: the dense ones over
+  // the whole DP group, this rank's experts over the ranks that hold the same experts (dp / ep of
+  // them); other ranks' experts not at all (this rank has no gradient for them).
+  std::vector<ShardedRange> parts(size_t begin, size_t end);
+  // ZeRO 0: the squared gradient norm of the whole model from this rank's owned gradients (the
+  // experts' shares summed over the EP group).
   double gradient_squares(const float* grads) const;
-  // Every rank's experts into `values` (weights or optimizer moments over the whole model, zero or
-  // stale where this rank does not own them), summed over the EP group: the whole model on every rank.
+  // Every rank's experts into `values` (weights or ZeRO 0's optimizer moments over the whole model,
+  // zero or stale where this rank does not hold them), summed over the EP group: the whole model on
+  // every rank.
   void gather_experts(float* values);
 
  private:

@@ -131,26 +131,24 @@ class Trainer::Runner final : public StepRunner {
                                    [](auto& a, auto& b) { return a.second.first < b.second.first; });
       last->second.first = 0;
     }
-    // ZeRO 1-3: this rank updates its block of every bucket (all parameters without buckets).
-    const int r = t.comm_.rank();
-    if (plan.ep > 1) {  // (ZeRO 0 only) all but the other EP ranks' experts
-      experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
+    // Each bucket is reduced over the DP group; under EP its experts over their replicas instead.
+    if (plan.ep > 1) experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
+    std::vector<ShardedRange> sharded;
+    for (const auto& [index, range] : buckets_) {
+      parts_[index] = experts_ ? experts_->parts(range.first, range.second)
+                               : std::vector<ShardedRange>{{range, &t.comm_}};
+      sharded.insert(sharded.end(), parts_[index].begin(), parts_[index].end());
+    }
+    // This rank updates everything it holds under ZeRO 0 (under EP: all but the other EP ranks'
+    // experts), its block of every bucket's part under ZeRO 1-3.
+    if (plan.zero > 0 && !sharded.empty())
+      owned_ = owned_blocks(sharded);
+    else if (experts_)
       owned_ = experts_->owned();
-    } else if (plan.zero == 0 || buckets_.empty()) {
+    else
       owned_.push_back({0, t.model_.layout().total});
-    } else {
-      for (const auto& [index, range] : buckets_) {
-        std::vector<size_t> counts = dp_blocks(range, t.comm_.size());
-        size_t begin = range.first;
-        for (int k = 0; k < r; ++k) begin += counts[k];
-        owned_.push_back({begin, begin + counts[r]});
-      }
-    }
-    if (plan.zero == 3) {
-      ParameterRanges buckets;
-      for (const auto& [index, range] : buckets_) buckets.push_back(range);
-      zero3_ = std::make_unique<Zero3Parameters>(t.model_.parameters(), owned_, buckets, t.comm_);
-    }
+    if (plan.zero == 3)
+      zero3_ = std::make_unique<Zero3Parameters>(t.model_.parameters(), std::move(sharded), t.comm_);
     if (topk) compressor_ = std::make_unique<TopKCompressor>(plan.compression);
     if (plan.offload_activations) activations_ = std::make_unique<ActivationOffload>();
   }
@@ -233,40 +231,46 @@ class Trainer::Runner final : public StepRunner {
       copy(task, f);
     } else if (zero3_gathers_.count(index)) {
       f.zero3_ticket = zero3_->request();
-      dp_bytes_ += double(t_.model_.layout().total) * sizeof(float);
+      dp_bytes_ += held_bytes();
     } else if (index == gather_params_task_) {
-      // ZeRO 1/2: every rank's updated blocks to every rank, bucket by bucket.
+      // ZeRO 1/2: every rank's updated blocks to the ranks that share them, bucket by bucket.
       float* w = t_.model_.parameters().data();
-      for (const auto& [i, range] : buckets_)
-        f.requests.push_back(t_.comm_.start_allgather(w + range.first, blocks(range)));
-      dp_bytes_ += double(t_.model_.layout().total) * sizeof(float);
+      for (const auto& [i, parts] : parts_)
+        for (const auto& [range, comm] : parts)
+          if (comm->size() > 1)
+            f.requests.push_back(
+                {comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size()))});
+      dp_bytes_ += held_bytes();
     } else {
-      auto it = buckets_.find(index);
-      if (it == buckets_.end())
+      auto it = parts_.find(index);
+      if (it == parts_.end())
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-      const auto [begin, end] = it->second;
-      float* g = t_.model_.gradients().data() + begin;
+      float* grads = t_.model_.gradients().data();
       const bool sparse = compressor_ && !compressor_->dense(step_);
-      if (sparse) {
-        f.packed = compressor_->compress(index, g, end - begin, t_.comm_.rank(), t_.comm_.size());
-        const size_t k = compressor_->pairs(end - begin);
-        f.requests.push_back(
-            t_.comm_.start_allgather(f.packed.data(), std::vector<size_t>(size_t(t_.comm_.size()), 2 * k)));
-        f.on_done = [this, g, n = end - begin](InFlight& self) {
-          compressor_->decompress(self.packed, g, n, t_.comm_.size());
-        };
-        dp_bytes_ += double(f.packed.size()) * sizeof(float);
-      } else if (experts_ && task.collective == cost::CollectiveKind::AllReduce) {
-        f.group_requests = experts_->start_reduce(t_.model_.gradients().data(), begin, end);
-        dp_bytes_ += double(experts_->reduced_count(begin, end)) * sizeof(float);
-      } else if (task.collective == cost::CollectiveKind::AllReduce || compressor_) {
-        f.requests.push_back(t_.comm_.start_allreduce_sum(g, end - begin));
-        dp_bytes_ += double(end - begin) * sizeof(float);
-      } else if (task.collective == cost::CollectiveKind::ReduceScatter) {
-        f.requests.push_back(t_.comm_.start_reduce_scatter_sum(g, blocks(it->second)));
-        dp_bytes_ += double(end - begin) * sizeof(float);
-      } else {
+      const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce || compressor_;
+      if (!sparse && !all_reduce && task.collective != cost::CollectiveKind::ReduceScatter)
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+      f.packed.reserve(it->second.size());
+      for (const auto& [range, comm] : it->second) {
+        float* g = grads + range.first;
+        const size_t n = range.second - range.first;
+        if (sparse) {
+          // Each part's pairs go to the ranks that sum it; its residual is keyed by where it begins.
+          Buffer<float>& packed = f.packed.emplace_back(
+              compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
+          if (comm->size() > 1)
+            f.requests.push_back(
+                {comm, comm->start_allgather(packed.data(), std::vector<size_t>(size_t(comm->size()),
+                                                                                2 * compressor_->pairs(n)))});
+          f.decode.push_back({range, comm});
+          dp_bytes_ += double(packed.size()) * sizeof(float);
+          continue;
+        }
+        dp_bytes_ += double(n) * sizeof(float);
+        if (comm->size() == 1) continue;
+        f.requests.push_back({comm, all_reduce
+                                        ? comm->start_allreduce_sum(g, n)
+                                        : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size()))});
       }
     }
     in_flight_.push_back(std::move(f));
@@ -276,8 +280,7 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     bool done = (f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket)) &&
                 (f.copy_ticket < 0 || activations_->done(f.copy_ticket));
-    for (auto h : f.requests) done = t_.comm_.test(h) && done;
-    for (auto [comm, h] : f.group_requests) done = comm->test(h) && done;
+    for (auto [comm, h] : f.requests) done = comm->test(h) && done;
     if (done) complete(f);
     return done;
   }
@@ -285,24 +288,35 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     if (f.zero3_ticket >= 0) zero3_->wait(f.zero3_ticket);
     if (f.copy_ticket >= 0) activations_->wait(f.copy_ticket);
-    for (auto h : f.requests) t_.comm_.wait(h);
-    for (auto [comm, h] : f.group_requests) comm->wait(h);
+    for (auto [comm, h] : f.requests) comm->wait(h);
     complete(f);
   }
 
  private:
   // A communication or copy task under way: its requests, and what to do once they have ended.
   struct InFlight {
-    std::vector<Communicator::Handle> requests;
-    std::vector<std::pair<Communicator*, Communicator::Handle>> group_requests;  // EP: dp and replicas
+    std::vector<std::pair<Communicator*, Communicator::Handle>> requests;
     int zero3_ticket = -1;
-    int copy_ticket = -1;  // activation offload: on the copy stream
-    Buffer<float> packed;  // top-k: the gathered pairs
-    std::function<void(InFlight&)> on_done;
+    int copy_ticket = -1;               // activation offload: on the copy stream
+    std::vector<Buffer<float>> packed;  // top-k: the gathered pairs of each part
+    std::vector<ShardedRange> decode;   // top-k: the part each of `packed` sums into
   };
   void complete(InFlight& f) {
-    if (f.on_done) std::exchange(f.on_done, nullptr)(f);
-    Buffer<float>().swap(f.packed);
+    float* grads = t_.model_.gradients().data();
+    for (size_t i = 0; i < f.decode.size(); ++i) {
+      const auto [range, comm] = f.decode[i];
+      compressor_->decompress(f.packed[i], grads + range.first, range.second - range.first, comm->size());
+    }
+    f.decode.clear();
+    std::vector<Buffer<float>>().swap(f.packed);
+  }
+  // Bytes of the parameters this rank holds and a gather brings whole (under EP: not the other EP
+  // ranks' experts), as the Program counts a ZeRO gather.
+  double held_bytes() const {
+    size_t n = 0;
+    for (const auto& [i, parts] : parts_)
+      for (const auto& [range, comm] : parts) n += range.second - range.first;
+    return double(n) * sizeof(float);
   }
 
   // Activation copies go to the copy stream; the optimizer state's run here, synchronously (the step
@@ -357,10 +371,6 @@ class Trainer::Runner final : public StepRunner {
     in_use_.erase(microbatch);
   }
 
-  std::vector<size_t> blocks(std::pair<size_t, size_t> range) const {
-    return dp_blocks(range, t_.comm_.size());
-  }
-
   void optimizer_step() {
     Buffer<float>& grads = t_.model_.gradients();
     // The buckets summed the gradients over the DP ranks: divide by their number for the mean.
@@ -369,11 +379,14 @@ class Trainer::Runner final : public StepRunner {
     for (const auto& [begin, end] : owned_) {
       if (t_.comm_.size() > 1)
         for (size_t i = begin; i < end; ++i) grads[i] *= inverse_world;
-      if (!experts_) squares += sum_of_squares(grads.data(), begin, end);
+      squares += sum_of_squares(grads.data(), begin, end);
     }
-    if (experts_) squares = experts_->gradient_squares(grads.data());  // other ranks hold other experts
-    // Under ZeRO each rank holds a block of the gradient: the norm needs every rank's share.
-    if (t_.plan_.zero > 0) squares = t_.comm_.allreduce_sum(squares);
+    // Under ZeRO each rank holds a block of the gradient, one rank each: the norm needs every rank's
+    // share. Under ZeRO 0 with EP each rank holds its experts' (the EP group sums them).
+    if (t_.plan_.zero > 0)
+      squares = t_.comm_.allreduce_sum(squares);
+    else if (experts_)
+      squares = experts_->gradient_squares(grads.data());
     const float scale = clip_scale(std::sqrt(squares), t_.options_.max_grad_norm);
     for (const auto& [begin, end] : owned_) {
       if (scale != 1.0f)
@@ -388,6 +401,7 @@ class Trainer::Runner final : public StepRunner {
   std::vector<double> losses_;
   double dp_bytes_ = 0;
   std::map<int, std::pair<size_t, size_t>> buckets_;  // task index -> gradient range
+  std::map<int, std::vector<ShardedRange>> parts_;    // task index -> its range's parts and their ranks
   int gather_params_task_ = -1;                       // ZeRO 1/2's "AG dp params"
   std::set<int> zero3_gathers_;                       // ZeRO 3's "AG dp params F|B ..."
   ParameterRanges owned_;
@@ -499,11 +513,14 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     m = adamw_->full_m();
     v = adamw_->full_v();
     if (offload) offload->to_host();
-    if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
+    Zero3Parameters* z = runner_->zero3();
+    if (z) weights = z->gather_all();
     if (ExpertParallel* ep = runner_->experts()) {  // each EP rank holds its experts' state
-      ep->gather_experts(model_.parameters().data());
-      ep->gather_experts(m.data());
-      ep->gather_experts(v.data());
+      if (!z) ep->gather_experts(model_.parameters().data());
+      if (plan_.zero == 0) {  // (under ZeRO the sum over the DP group below gathers them)
+        ep->gather_experts(m.data());
+        ep->gather_experts(v.data());
+      }
     }
   }
   if (!parallel_ && plan_.zero > 0 && comm_.size() > 1) {
@@ -548,8 +565,8 @@ RunResult Trainer::run() {
   result.memory = read_memory();
   finish_checkpoints(loop, step_, writer_.get(), result);  // the run ends with its checkpoints on disk
   if (Zero3Parameters* z = runner_ ? runner_->zero3() : nullptr)
-    z->materialize();  // the trained model, whole, on every rank
-  if (ExpertParallel* ep = runner_ ? runner_->experts() : nullptr)
+    z->materialize();  // the trained model, whole, on every rank (every expert too)
+  else if (ExpertParallel* ep = runner_ ? runner_->experts() : nullptr)
     ep->gather_experts(model_.parameters().data());
   result.seconds = seconds_since(run_start);
   return result;

@@ -13,12 +13,23 @@ std::vector<size_t> dp_blocks(std::pair<size_t, size_t> range, int ranks) {
   return counts;
 }
 
-Zero3Parameters::Zero3Parameters(Buffer<float>& params, ParameterRanges owned, ParameterRanges buckets,
-                                 Communicator& comm)
+ParameterRanges owned_blocks(const std::vector<ShardedRange>& ranges) {
+  ParameterRanges out;
+  for (const auto& [range, comm] : ranges) {
+    const std::vector<size_t> counts = dp_blocks(range, comm->size());
+    size_t begin = range.first;
+    for (int k = 0; k < comm->rank(); ++k) begin += counts[size_t(k)];
+    if (counts[size_t(comm->rank())] > 0) out.push_back({begin, begin + counts[size_t(comm->rank())]});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Zero3Parameters::Zero3Parameters(Buffer<float>& params, std::vector<ShardedRange> ranges, Communicator& comm)
     : params_(params),
       total_(params.size()),
-      owned_(std::move(owned)),
-      buckets_(std::move(buckets)),
+      ranges_(std::move(ranges)),
+      owned_(owned_blocks(ranges_)),
       comm_(comm) {
   size_t n = 0;
   for (const auto& [b, e] : owned_) {
@@ -58,16 +69,16 @@ void Zero3Parameters::issue() {
     std::copy(shard_.begin() + long(shard_offset_[b]), shard_.begin() + long(shard_offset_[b] + e - b),
               params_.begin() + long(b));
   requests_.clear();
-  if (comm_.size() > 1)
-    for (const auto& range : buckets_)
+  for (const auto& [range, comm] : ranges_)
+    if (comm->size() > 1)
       requests_.push_back(
-          comm_.start_allgather(params_.data() + range.first, dp_blocks(range, comm_.size())));
+          {comm, comm->start_allgather(params_.data() + range.first, dp_blocks(range, comm->size()))});
 }
 
 bool Zero3Parameters::ready(int ticket) {
   if (ticket != issued_) return false;
   bool done = true;
-  for (auto h : requests_) done = comm_.test(h) && done;
+  for (auto [comm, h] : requests_) done = comm->test(h) && done;
   return done;
 }
 
@@ -77,13 +88,13 @@ void Zero3Parameters::wait(int ticket) {
       throw std::logic_error("ZeRO-3: a pass waits for parameters while another pass holds them");
     issue();
   }
-  for (auto h : requests_) comm_.wait(h);
+  for (auto [comm, h] : requests_) comm->wait(h);
 }
 
 void Zero3Parameters::pass_ended() {
   if (waiting_.empty() || issued_ != waiting_.front())
     throw std::logic_error("ZeRO-3: a pass ended without gathered parameters");
-  for (auto h : requests_) comm_.wait(h);  // (already ended: the pass used them)
+  for (auto [comm, h] : requests_) comm->wait(h);  // (already ended: the pass used them)
   requests_.clear();
   waiting_.pop_front();
   issued_ = -1;

@@ -18,12 +18,22 @@ namespace paratwin::exec {
 // larger (the layout of the reduce-scatter and all-gather of a DP bucket).
 std::vector<size_t> dp_blocks(std::pair<size_t, size_t> range, int ranks);
 
+// A range of the parameters reduced, and under ZeRO sharded, over the ranks of `comm` (each owning
+// its dp_blocks block): a DP bucket, or under expert parallelism a bucket's dense part (over the DP
+// group) or this rank's experts in it (over the ranks that hold the same experts).
+struct ShardedRange {
+  std::pair<size_t, size_t> range;
+  Communicator* comm = nullptr;
+};
+// This rank's blocks of the ranges, ascending, empty ones left out.
+ParameterRanges owned_blocks(const std::vector<ShardedRange>& ranges);
+
 class Zero3Parameters {
  public:
-  // `params`: the model's whole parameters (as initialized); `owned`: this rank's blocks of the
-  // `buckets` (each bucket split by dp_blocks over the ranks of `comm`). Keeps the owned blocks and
-  // frees `params`.
-  Zero3Parameters(Buffer<float>& params, ParameterRanges owned, ParameterRanges buckets, Communicator& comm);
+  // `params`: the model's whole parameters (as initialized); `ranges`: what a pass gathers, each range
+  // from the blocks its communicator's ranks own (owned_blocks(ranges) on this rank); `comm`: the DP
+  // group, on which every parameter is owned by one rank. Keeps the owned blocks and frees `params`.
+  Zero3Parameters(Buffer<float>& params, std::vector<ShardedRange> ranges, Communicator& comm);
 
   // A pass needs the whole parameters: returns a ticket for ready()/wait().
   int request();
@@ -32,7 +42,9 @@ class Zero3Parameters {
   // The pass of the oldest ticket has ended: frees the parameters and issues the next gather.
   void pass_ended();
 
-  // The shard's values of owned range [begin, end) (one of `owned`).
+  // This rank's blocks.
+  const ParameterRanges& owned() const { return owned_; }
+  // The shard's values of owned range [begin, end) (one of owned()).
   float* shard(size_t begin);
   // Collective (every rank of comm): the whole parameters, e.g. for a checkpoint.
   std::vector<float> gather_all();
@@ -46,14 +58,15 @@ class Zero3Parameters {
 
   Buffer<float>& params_;
   size_t total_;  // parameters of the whole model
-  ParameterRanges owned_, buckets_;
+  std::vector<ShardedRange> ranges_;
+  ParameterRanges owned_;
   Communicator& comm_;
   Buffer<float> shard_;
   std::map<size_t, size_t> shard_offset_;  // owned range begin -> offset in shard_
   std::deque<int> waiting_;                // tickets, oldest first
   int next_ticket_ = 0;
   int issued_ = -1;  // the ticket whose gather is issued (or done), -1: none
-  std::vector<Communicator::Handle> requests_;
+  std::vector<std::pair<Communicator*, Communicator::Handle>> requests_;
 };
 
 }  // namespace paratwin::exec

@@ -149,8 +149,10 @@ class RoleBuilder {
     out.append(prefix).append(t);
     return out;
   }
-  // The ranks that reduce each gradient (the DP group): dp x cp.
+  // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the DP ranks that hold
+  // it (EP is carved out of dp).
   int replicas() const { return p_.dp * p_.cp; }
+  int expert_replicas() const { return replicas() / p_.ep; }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
   size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
@@ -438,14 +440,11 @@ class RoleBuilder {
     for (int j = 0; j < p_.virtual_stages; ++j) {
       const int chunk = j * p_.pp + rank_;
       const StagePlan& st = stage(chunk);
-      std::vector<double> layer_params;
+      std::vector<double> layer_params, layer_experts;  // under EP the experts are apart (see experts_)
       for (int l = st.layer_begin; l < st.layer_end; ++l) {
-        double lp = m_.is_moe_layer(l) ? pc.per_moe_layer : pc.per_dense_layer;
-        if (m_.is_moe_layer(l)) {
-          const double experts = pc.per_moe_layer - pc.per_dense_layer;  // roughly the extra experts
-          lp = pc.per_dense_layer + experts / p_.ep;
-        }
-        layer_params.push_back(lp / p_.tp);
+        const bool moe = m_.is_moe_layer(l);
+        layer_params.push_back((moe ? moe_layer_parameters(pc, p_.ep) : pc.per_dense_layer) / p_.tp);
+        layer_experts.push_back(moe && p_.ep > 1 ? moe_layer_expert_parameters(pc, p_.ep) / p_.tp : 0);
       }
       double extra_first = 0, extra_last = 0;
       if (chunk == 0) extra_first = embedding + positions;
@@ -454,21 +453,23 @@ class RoleBuilder {
       for (double lp : layer_params) total += lp;
       chunk_params_[chunk] = total;
       role_.parameters += total;
+      for (double e : layer_experts) experts_ += e;
 
       // Buckets in gradient order: head, then layers from the last, then the embedding.
       const double bucket_elems = p_.bucket_size.value() / elem_;
       std::vector<std::pair<int, int>> segments;
-      double filled = extra_last;
+      double filled = extra_last, filled_experts = 0;
       int hi = st.layer_end;
       for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
         filled += layer_params[l - st.layer_begin];
+        filled_experts += layer_experts[l - st.layer_begin];
         const bool close = filled >= bucket_elems || l == st.layer_begin;
         if (close) {
           const double elems = filled + (l == st.layer_begin ? extra_first : 0);
           segments.push_back({hi, l});
-          buckets_.push_back({chunk, l, elems});
+          buckets_.push_back({chunk, l, elems, filled_experts});
           hi = l;
-          filled = 0;
+          filled = filled_experts = 0;
         }
       }
       bucket_segments_[chunk] = segments;
@@ -486,11 +487,13 @@ class RoleBuilder {
         Task t;
         const bool topk = p_.compression.kind == CompressionKind::TopK;
         if (topk) {
-          // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them.
-          const double pairs = p_.compression.ratio * b.elements;
+          // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
+          // (the pairs of its experts, the ranks that hold them).
+          const double pairs = p_.compression.ratio * (b.elements - b.experts);
+          const double expert_pairs = p_.compression.ratio * b.experts;
           t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
-                         Bytes(replicas() * pairs * (elem_ + 4)), 1, StreamKind::Dp,
-                         names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
+                         Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
+                         StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
           // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
           t.alloc = t.free = t.bytes;
         } else {
@@ -510,7 +513,10 @@ class RoleBuilder {
                                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1,
                                          StreamKind::Dp, "AR embedding grads", previous_compute_)));
     }
-    const double shard = role_.parameters / (p_.zero >= 1 ? replicas() : 1);
+    // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
+    const double shard = p_.zero >= 1
+                             ? (role_.parameters - experts_) / replicas() + experts_ / expert_replicas()
+                             : role_.parameters;
     const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
     if (p_.offload_optimizer) {
       Task in;
@@ -543,8 +549,12 @@ class RoleBuilder {
       add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_), 1,
                      StreamKind::Dp, "AG dp params", {step_id}));
 
-    role_.state =
-        cost::held_model_state_bytes(role_.parameters, replicas(), p_.zero, t_.optimizer, t_.precision);
+    const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
+                                                                     p_.zero, t_.optimizer, t_.precision);
+    const cost::ModelStateBytes experts =
+        cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, t_.optimizer, t_.precision);
+    role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
+                   dense.optimizer + experts.optimizer};
     if (p_.offload_optimizer) {
       role_.host_state = role_.state.optimizer;
       role_.state.optimizer = Bytes(0);
@@ -559,6 +569,7 @@ class RoleBuilder {
     int chunk;
     int first_layer;
     double elements;
+    double experts;  // of the elements, experts' under EP (reduced over their replicas)
   };
 
   const Plan& p_;
@@ -573,6 +584,7 @@ class RoleBuilder {
   double elem_ = 2;
   Role role_;
   std::map<int, double> chunk_params_;
+  double experts_ = 0;  // of role_.parameters, experts' under EP
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
   std::map<std::pair<int, int>, int> segment_done_;
   std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks

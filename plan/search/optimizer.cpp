@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -935,7 +935,7 @@ class Search {
       };
       const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
       out.gradients =
-          v.topk ? collective(CollectiveKind::AllGather, b.replicas() * ratio * params * (elem_ + 4))
+          v.topk ? collective(CollectiveKind::AllGather, topk_gatherers(b) * ratio * params * (elem_ + 4))
                  : collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                               params * elem_);
       if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params * elem_);
@@ -945,11 +945,17 @@ class Search {
     return out;
   }
 
+  // Ranks whose top-k pairs a rank gathers: under EP the experts' pairs go to their dp / ep replicas
+  // only, so for bounds every element is counted so.
+  static double topk_gatherers(const Base& b) {
+    return b.ep > 1 ? double(b.replicas()) / b.ep : b.replicas();
+  }
+
   // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
   // pipeline ranks.
   double layer_parameters(const Base& b) const {
-    const double experts = params_.per_moe_layer - params_.per_dense_layer;
-    return (s_.model.layers * params_.per_dense_layer + moe_layers_ * experts / b.ep) / b.tp;
+    const double moe = moe_layers_ > 0 ? moe_layer_parameters(params_, b.ep) : 0;
+    return ((s_.model.layers - moe_layers_) * params_.per_dense_layer + moe_layers_ * moe) / b.tp;
   }
 
   // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
@@ -1042,13 +1048,13 @@ class Search {
                                      b.recompute, s_.training.precision};
     const double dense_act = cost::layer_activation_bytes(s_.model, act, false).value();
     const double moe_act = s_.model.moe ? cost::layer_activation_bytes(s_.model, act, true).value() : 0;
-    const double experts = params_.per_moe_layer - params_.per_dense_layer;
+    const double moe_params = s_.model.moe ? moe_layer_parameters(params_, b.ep) : 0;
     c.activations.assign(L + 1, 0);
     c.params.assign(L + 1, 0);
     for (int l = 0; l < L; ++l) {
       const bool moe = s_.model.is_moe_layer(l);
       c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
-      c.params[l + 1] = c.params[l] + (params_.per_dense_layer + (moe ? experts / b.ep : 0)) / b.tp;
+      c.params[l + 1] = c.params[l] + (moe ? moe_params : params_.per_dense_layer) / b.tp;
     }
     c.embedding_activations = cost::embedding_activation_bytes(s_.model, act).value();
     c.head_activations = cost::head_activation_bytes(s_.model, act).value();
@@ -1401,7 +1407,7 @@ class Search {
         };
         auto gradient_collective = [&](double elements) {
           if (v.topk)
-            return collective(CollectiveKind::AllGather, b.replicas() * ratio * elements * (elem_ + 4));
+            return collective(CollectiveKind::AllGather, topk_gatherers(b) * ratio * elements * (elem_ + 4));
           return collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
                             elements * elem_);
         };
@@ -1475,8 +1481,8 @@ class Search {
     const ChunkMemory memory = chunk_memory(b);
     double filled = c == b.pp * b.v - 1 && memory.untied_last ? memory.embedding : 0;
     for (int l = end - 1; l >= begin; --l) {
-      double layer = params_.per_dense_layer;
-      if (s_.model.is_moe_layer(l)) layer += (params_.per_moe_layer - params_.per_dense_layer) / b.ep;
+      const double layer =
+          s_.model.is_moe_layer(l) ? moe_layer_parameters(params_, b.ep) : params_.per_dense_layer;
       filled += layer / b.tp;
       if (l == begin) return filled + (c == 0 ? memory.embedding : 0);
       if (filled >= bucket_elements) filled = 0;
@@ -1552,7 +1558,7 @@ class Search {
   ParameterCount params_;
   int moe_layers_ = 0;
   const std::vector<std::string> orders_;  // rank orders the search tries (orders())
-  std::deque<Base> bases_;  // a deque: a Base is large, and never moved once made
+  std::deque<Base> bases_;                 // a deque: a Base is large, and never moved once made
   std::vector<Entry> queue_;
   std::vector<std::vector<std::pair<int, int>>> partitions_;
   PartitionScratch partition_scratch_;

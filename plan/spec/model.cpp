@@ -112,6 +112,8 @@ ParameterCount count_parameters(const ModelSpec& m) {
   int moe_layers = 0;
   if (m.moe) {
     c.per_moe_layer = attention + m.moe->experts * mlp + h * m.moe->experts + 2 * norm;
+    c.per_expert = mlp;
+    c.experts = m.moe->experts;
     for (int l = 0; l < m.layers; ++l) moe_layers += m.is_moe_layer(l) ? 1 : 0;
     active_layers = moe_layers * (attention + m.moe->top_k * mlp + h * m.moe->experts + 2 * norm);
   }
@@ -121,6 +123,14 @@ ParameterCount count_parameters(const ModelSpec& m) {
   c.total = c.embedding + dense_layers * c.per_dense_layer + moe_layers * c.per_moe_layer + norm;
   c.active = c.embedding + dense_layers * c.per_dense_layer + active_layers + norm;
   return c;
+}
+
+double moe_layer_expert_parameters(const ParameterCount& c, int ep) {
+  return c.per_expert * c.experts / ep;
+}
+
+double moe_layer_parameters(const ParameterCount& c, int ep) {
+  return c.per_moe_layer - c.per_expert * c.experts + moe_layer_expert_parameters(c, ep);
 }
 
 double training_flops_per_token(const ModelSpec& m, int seq_len) {

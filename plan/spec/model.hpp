@@ -66,9 +66,16 @@ struct ParameterCount {
   double embedding = 0;  // token (+ position) embedding and an untied head
   double per_dense_layer = 0;
   double per_moe_layer = 0;  // 0 without MoE
+  double per_expert = 0;     // one expert's MLP; 0 without MoE
+  int experts = 0;           // per MoE layer
   double active = 0;         // what one token touches: top_k experts instead of all
 };
 ParameterCount count_parameters(const ModelSpec& model);
+
+// What a rank holds of one MoE layer when ep ranks share its experts (all but the other ranks'
+// experts), and of those its experts' parameters.
+double moe_layer_parameters(const ParameterCount& count, int ep);
+double moe_layer_expert_parameters(const ParameterCount& count, int ep);
 
 // Model FLOPs per token of training (forward + backward = 3 x forward) at sequence length `seq_len`:
 // 2 FLOPs per multiply-accumulate of every matmul a token passes (its active parameters and the logits),
