@@ -34,13 +34,10 @@ ParameterRanges complement(const ParameterRanges& ranges, size_t begin, size_t e
 
 std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelSpec& m) {
   std::vector<std::string> out;
-  if (m.moe && p.tp * p.pp * p.cp > 1)
-    out.push_back(
-        "mixture-of-experts models run live with tp = pp = cp = 1 only (the tensor/pipeline/context-"
-        "parallel runner has no MoE layers); this plan has tp " +
-        std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp));
-  if (p.ep <= 1) return out;
-  refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + ", ", 0, out);
+  if (p.ep > 1)
+    refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + ", ", 0, out);
+  else if (m.moe && p.tp * p.pp * p.cp > 1)  // the tensor/pipeline/context-parallel runner's MoE layers
+    refuse_memory_modes(p, "with a mixture-of-experts model under tp, pp or cp, ", 0, out);
   return out;
 }
 
