@@ -295,7 +295,7 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   a.probs.assign(last ? N * Vl_ : 0, 0.0f);
   a.losses.assign(last ? N : 0, 0.0f);
   a.dresidual.assign(n * C, 0.0f);
-  a.moe.assign(full_.experts > 0 ? L : 0, {});  // sized by the routing, in the forward
+  a.moe.assign(full_.experts > 0 ? Lk : 0, {});  // sized by the routing, in the forward
 }
 
 const float* ShardedGpt::output(const ChunkActivations& a) const {
@@ -437,7 +437,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                     p(w.ln2_w), p(w.ln2_b), n, C);
     gather(ln2, N);
     if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
-      moe_mlp_forward(a.moe[size_t(li)], moe_shape(N), moe_weights(l), experts_, moe_split(), ln2, tmp);
+      moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), ln2, tmp);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
       if (c.swiglu)
@@ -587,8 +587,8 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
     if (c.moe_layer(l)) {
-      moe_mlp_backward(a.moe[size_t(li)], moe_shape(N), moe_weights(l), experts_, moe_split(), whole(dres, N),
-                       ln2, dln_.data());
+      moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), whole(dres, N), ln2,
+                       dln_.data());
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,

@@ -65,7 +65,7 @@ struct ChunkActivations {
   Buffer<float> kv;  // (l,B,T,2KD) under context parallelism: the keys and values gathered over CP
   Buffer<float> lnf, lnf_mean, lnf_rstd, probs, losses;  // last chunk
   Buffer<float> dresidual;                               // (N,C): gradient of the output, then of the input
-  std::vector<MoeActivations<float>> moe;                // (l): MoE layers' routing and experts (all kept)
+  std::vector<MoeActivations<float>> moe;                // (l): MoE layers' routing and experts
   double loss = 0;
 };
 
