@@ -185,6 +185,7 @@ BOOST_AUTO_TEST_CASE(moe_layers_under_tensor_pipeline_and_context_parallelism_fo
       {.dp = 2, .ep = 2, .tp = 2},
       {.dp = 2, .ep = 2, .cp = 2},
       {.dp = 2, .tp = 2, .extra = {"plan.zero=1"}},
+      {.dp = 2, .cp = 2, .extra = {"plan.zero=2"}},
       {.dp = 2, .pp = 2, .extra = {"plan.zero=3"}},
       {.dp = 2, .pp = 2, .extra = {"plan.zero=2", "plan.offload.optimizer=true"}},
       {.pp = 2, .extra = {"plan.recompute=full"}},
