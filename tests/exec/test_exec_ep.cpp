@@ -2,8 +2,9 @@
 // run under mpirun: tiny-moe trained with its experts shared by ep ranks (tokens dispatched by
 // all-to-all) follows the single rank's loss trajectory within float rounding, with ep = dp and with
 // ep below dp (expert gradients reduced over their replicas); so do its MoE layers on pipeline stages
-// (1F1B and interleaved), split over TP (with and without sequence parallelism), over CP, and with
-// ep 2 beside pp, tp or cp; a run checkpointed under ep x tp resumes on one rank.
+// (1F1B and interleaved), split over TP (with and without sequence parallelism), over CP, with ep 2
+// beside pp, tp or cp, and at ep 1 with ZeRO, optimizer offload and recomputation; a run checkpointed
+// under ep x tp resumes on one rank.
 #define BOOST_TEST_MODULE exec_ep
 #include <boost/test/unit_test.hpp>
 
@@ -171,29 +172,15 @@ BOOST_AUTO_TEST_CASE(expert_parallelism_refuses_what_it_does_not_run) {
              std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(moe_layers_under_tensor_pipeline_and_context_parallelism_follow_one_rank) {
-  const int64_t steps = 10;
+namespace {
+
+// Trains each layout that fits in the job for 10 steps and checks it against one rank.
+void check_layouts(const std::vector<Layout>& layouts) {
   const Trained& one = single_rank();
   BOOST_TEST_REQUIRE(one.losses.back() < one.losses.front());
-  const std::vector<Layout> layouts = {
-      {.pp = 2},
-      {.pp = 2, .schedule = "interleaved"},
-      {.tp = 2},
-      {.tp = 2, .sp = true},
-      {.cp = 2},
-      {.dp = 2, .ep = 2, .pp = 2},
-      {.dp = 2, .ep = 2, .tp = 2},
-      {.dp = 2, .ep = 2, .cp = 2},
-      {.dp = 2, .tp = 2, .extra = {"plan.zero=1"}},
-      {.dp = 2, .cp = 2, .extra = {"plan.zero=2"}},
-      {.dp = 2, .pp = 2, .extra = {"plan.zero=3"}},
-      {.dp = 2, .pp = 2, .extra = {"plan.zero=2", "plan.offload.optimizer=true"}},
-      {.pp = 2, .extra = {"plan.recompute=full"}},
-      {.tp = 2, .extra = {"plan.recompute=selective"}},
-  };
   for (const Layout& l : layouts) {
     if (l.world() > mpi->world->size()) continue;
-    const Trained got = train(l, options(steps));
+    const Trained got = train(l, options(10));
     const double error = worst_relative_error(one.losses, got.losses);
     if (mpi->world->rank() == 0) std::printf("%-30s worst relative error %.2e\n", l.text().c_str(), error);
     BOOST_TEST_INFO(l.text() << ": first loss " << got.losses.front() << " vs " << one.losses.front()
@@ -202,6 +189,32 @@ BOOST_AUTO_TEST_CASE(moe_layers_under_tensor_pipeline_and_context_parallelism_fo
     BOOST_TEST((got.ep_tasks > 0) == (l.ep > 1));
     BOOST_TEST((got.ep_seconds > 0) == (l.ep > 1));  // the profile shows the all-to-alls' time
   }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(moe_layers_under_tensor_pipeline_and_context_parallelism_follow_one_rank) {
+  check_layouts({
+      {.pp = 2},
+      {.pp = 2, .schedule = "interleaved"},
+      {.tp = 2},
+      {.tp = 2, .sp = true},
+      {.cp = 2},
+      {.dp = 2, .ep = 2, .pp = 2},
+      {.dp = 2, .ep = 2, .tp = 2},
+      {.dp = 2, .ep = 2, .cp = 2},
+  });
+}
+
+BOOST_AUTO_TEST_CASE(moe_layers_under_zero_offload_and_recomputation_with_tp_pp_or_cp_follow_one_rank) {
+  check_layouts({
+      {.dp = 2, .tp = 2, .extra = {"plan.zero=1"}},
+      {.dp = 2, .cp = 2, .extra = {"plan.zero=2"}},
+      {.dp = 2, .pp = 2, .extra = {"plan.zero=3"}},
+      {.dp = 2, .pp = 2, .extra = {"plan.zero=2", "plan.offload.optimizer=true"}},
+      {.pp = 2, .extra = {"plan.recompute=full"}},
+      {.tp = 2, .extra = {"plan.recompute=selective"}},
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_ep_and_tp_resumes_on_one_rank) {
