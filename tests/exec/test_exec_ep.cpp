@@ -46,20 +46,22 @@ struct Layout {
 
 // 8 sequences of 32 tokens per step in micro-batches of 2; 100 KB buckets (several per step).
 ScenarioSpec scenario(const Layout& l) {
-  std::vector<Override> sets = {
-      parse_override("training.global_batch=8"),
-      parse_override("training.seq_len=32"),
-      parse_override("plan.micro_batch=2"),
-      parse_override("plan.bucket_size=100KB"),
-      parse_override("plan.ep=" + std::to_string(l.ep)),
-      parse_override("plan.tp=" + std::to_string(l.tp)),
-      parse_override("plan.pp=" + std::to_string(l.pp)),
-      parse_override("plan.cp=" + std::to_string(l.cp)),
-      parse_override("plan.schedule=" + l.schedule),
-      parse_override("plan.virtual_stages=" + std::string(l.schedule == "interleaved" ? "2" : "1")),
-      parse_override(std::string("plan.sequence_parallel=") + (l.sp ? "true" : "false"))};
-  for (const std::string& o : l.extra) sets.push_back(parse_override(o));
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml", sets, l.dp);
+  std::vector<std::string> sets = {
+      "training.global_batch=8",
+      "training.seq_len=32",
+      "plan.micro_batch=2",
+      "plan.bucket_size=100KB",
+      "plan.ep=" + std::to_string(l.ep),
+      "plan.tp=" + std::to_string(l.tp),
+      "plan.pp=" + std::to_string(l.pp),
+      "plan.cp=" + std::to_string(l.cp),
+      "plan.schedule=" + l.schedule,
+      l.schedule == "interleaved" ? "plan.virtual_stages=2" : "plan.virtual_stages=1",
+      l.sp ? "plan.sequence_parallel=true" : "plan.sequence_parallel=false"};
+  sets.insert(sets.end(), l.extra.begin(), l.extra.end());
+  std::vector<Override> overrides;
+  for (const std::string& o : sets) overrides.push_back(parse_override(o));
+  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml", overrides, l.dp);
 }
 ScenarioSpec scenario(int dp, int ep) {
   return scenario(Layout{dp, ep});
