@@ -313,17 +313,21 @@ int ParallelRunner::start(int index, const Task& task) {
     if (it == buckets_.end())
       throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
     const auto range = it->second;
-    float* g = model_.gradients().data() + range.first;
-    if (range.second > range.first) {
+    float* grads = model_.gradients().data();
+    float* g = grads + range.first;
+    if (range.second > range.first && task.collective == cost::CollectiveKind::AllReduce &&
+        !expert_ranges_.empty()) {
+      // The experts' gradients over the ranks that hold the same experts (if others do), the rest
+      // over the DP group.
+      for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second)) {
+        Communicator* c = expert ? expert_replicas_.get() : dp_.get();
+        if (c->size() == 1) continue;
+        add(c, c->start_allreduce_sum(grads + piece.first, piece.second - piece.first));
+        dp_bytes_ += double(piece.second - piece.first) * sizeof(float);
+      }
+    } else if (range.second > range.first) {
       dp_bytes_ += double(range.second - range.first) * sizeof(float);
-      if (task.collective == cost::CollectiveKind::AllReduce && !expert_ranges_.empty()) {
-        // The experts' gradients over the ranks that hold the same experts, the rest over the DP group.
-        float* grads = model_.gradients().data();
-        for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second)) {
-          Communicator* c = expert ? expert_replicas_.get() : dp_.get();
-          if (c->size() > 1) add(c, c->start_allreduce_sum(grads + piece.first, piece.second - piece.first));
-        }
-      } else if (task.collective == cost::CollectiveKind::AllReduce)
+      if (task.collective == cost::CollectiveKind::AllReduce)
         add(dp_.get(), dp_->start_allreduce_sum(g, range.second - range.first));
       else if (task.collective == cost::CollectiveKind::ReduceScatter)
         add(dp_.get(), dp_->start_reduce_scatter_sum(g, blocks(range)));
