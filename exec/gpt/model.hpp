@@ -8,6 +8,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/config.hpp"
+#include "exec/gpt/moe.hpp"
 #include "exec/tensor.hpp"
 
 namespace paratwin::exec {
@@ -19,22 +20,6 @@ enum class ActivationPolicy { KeepAll, RecomputeAttention, RecomputeLayers };
 
 // Everything the forward of one micro-batch keeps for its backward. N = B x T tokens. Under a
 // recompute policy the buffers marked (L,...) that are not kept hold one layer (the one recomputed).
-// What the forward of one mixture-of-experts layer keeps for its backward. N tokens each choose K
-// experts: N x K assignments, dispatched as rows grouped by expert (so by the EP rank that owns it).
-// R: the rows this rank's experts ran (its own tokens' and, under expert parallelism, its EP peers').
-template <class T>
-struct MoeActivations {
-  Buffer<T> probs;                           // (N,E) the router's softmax
-  std::vector<int32_t> chosen;               // (N,K) each token's experts
-  Buffer<T> gates;                           // (N,K) their renormalized weights
-  std::vector<int32_t> dispatch_row;         // (N,K) where assignment (t,j) is in the dispatch order
-  std::vector<size_t> send_rows, recv_rows;  // per EP rank: rows sent to it, rows received from it
-  std::vector<size_t> expert_rows;           // per local expert: the rows it ran
-  std::vector<int32_t> received_row;         // (R) the received row behind each of x's rows
-  Buffer<T> x, fc, fc_act;                   // (R,C), (R,fc_width), (R,F) the local experts' MLPs
-  Buffer<T> y;                               // (N*K,C) the experts' outputs back, in dispatch order
-};
-
 template <class T>
 struct Activations {
   int B = 0, Tn = 0;
@@ -94,11 +79,11 @@ class Gpt {
   // Throws std::invalid_argument when P does not divide the experts.
   void set_expert_group(Communicator* group);
   // The experts this rank runs: [first, first + count).
-  std::pair<int, int> local_experts() const;
+  std::pair<int, int> local_experts() const { return experts_.local_experts(config_.experts); }
   // Wall time, and this thread's CPU time (MPI spins while it waits), this model has spent in its
   // all-to-alls so far.
-  double expert_exchange_seconds() const { return exchange_s_; }
-  double expert_exchange_cpu_seconds() const { return exchange_cpu_s_; }
+  double expert_exchange_seconds() const { return experts_.wall_s; }
+  double expert_exchange_cpu_seconds() const { return experts_.cpu_s; }
 
  private:
   const T* p(size_t offset) const;
@@ -112,9 +97,8 @@ class Gpt {
   // the backward adds d ln2 into dln2 (N,C) from dout (N,C).
   void moe_forward(Activations<T>& acts, int layer, const T* ln2, T* out);
   void moe_backward(Activations<T>& acts, int layer, const T* dout, const T* ln2, T* dln2);
-  // Rows of `width` values, send_counts[r] of them to each EP rank r, recv_counts[r] from each.
-  void exchange(const T* send, const std::vector<size_t>& send_counts, T* recv,
-                const std::vector<size_t>& recv_counts, size_t width);
+  MoeWeights<T> moe_weights(int layer);  // the router and this rank's experts
+  MoeShape moe_shape(const Activations<T>& acts) const;
 
   GptConfig config_;
   ParameterLayout layout_;
@@ -122,8 +106,7 @@ class Gpt {
   size_t wte_, wpe_, lnf_w_, lnf_b_, head_;
   Buffer<T> params_, grads_;
   Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
-  Communicator* experts_group_ = nullptr;
-  double exchange_s_ = 0, exchange_cpu_s_ = 0;
+  ExpertGroup experts_;
 };
 
 extern template class Gpt<float>;

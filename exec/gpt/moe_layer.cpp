@@ -1,7 +1,5 @@
-// A mixture-of-experts layer's MLP (Mixtral's sparse MoE block): the router picks each token's top-k
-// experts, the tokens travel to the ranks that own those experts (all-to-all under expert
-// parallelism), every expert runs its MLP on the rows it got, the outputs travel back, and each token
-// sums its experts' outputs weighted by its gates. Dropless: every assignment runs (no capacity).
+// A mixture-of-experts layer's MLP (Mixtral's sparse MoE block, see moe.hpp), and the whole model's
+// MoE layers on it. Dropless: every assignment runs (no capacity).
 #include <time.h>
 
 #include <algorithm>
@@ -45,54 +43,49 @@ class ExchangeTimer {
 }  // namespace
 
 template <class T>
-void Gpt<T>::set_expert_group(Communicator* group) {
+Communicator* checked_expert_group(Communicator* group, int experts) {
   const int P = group ? group->size() : 1;
-  if (config_.experts > 0 && config_.experts % P != 0)
+  if (experts > 0 && experts % P != 0)
     throw std::invalid_argument("expert parallelism of " + std::to_string(P) + " ranks does not divide the " +
-                                std::to_string(config_.experts) + " experts");
+                                std::to_string(experts) + " experts");
   if (P > 1 && !std::is_same_v<T, float>)
     throw std::invalid_argument("expert parallelism exchanges fp32 rows only");
-  experts_group_ = P > 1 ? group : nullptr;
+  return P > 1 ? group : nullptr;
 }
 
-template <class T>
-std::pair<int, int> Gpt<T>::local_experts() const {
-  const int P = experts_group_ ? experts_group_->size() : 1, r = experts_group_ ? experts_group_->rank() : 0;
-  const int count = config_.experts / P;
-  return {r * count, count};
-}
+namespace {
 
+// Rows of `width` values, send_counts[r] of them to each EP rank r, recv_counts[r] from each.
 template <class T>
-void Gpt<T>::exchange(const T* send, const std::vector<size_t>& send_counts, T* recv,
-                      const std::vector<size_t>& recv_counts, size_t width) {
-  if (!experts_group_) {
+void exchange(ExpertGroup& group, const T* send, const std::vector<size_t>& send_counts, T* recv,
+              const std::vector<size_t>& recv_counts, size_t width) {
+  if (!group.comm) {
     std::copy(send, send + send_counts.at(0) * width, recv);
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    ExchangeTimer timer(exchange_s_, exchange_cpu_s_);
+    ExchangeTimer timer(group.wall_s, group.cpu_s);
     std::vector<size_t> sc(send_counts), rc(recv_counts);
     for (auto& n : sc) n *= width;
     for (auto& n : rc) n *= width;
-    experts_group_->alltoallv(send, sc, recv, rc);
+    group.comm->alltoallv(send, sc, recv, rc);
   }
 }
 
-template <class T>
-void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
-  const GptConfig& c = config_;
-  const int N = a.B * a.Tn, C = c.hidden, E = c.experts, K = c.top_k, F = c.ffn, FW = c.fc_width();
-  const int P = experts_group_ ? experts_group_->size() : 1;
-  const auto [first, El] = local_experts();
-  const LayerOffsets& w = layers_[l];
-  MoeActivations<T>& m = a.moe[size_t(l)];
-  MemoryUseScope use(MemoryUse::Activations);
+}  // namespace
 
+template <class T>
+void moe_mlp_forward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<T>& w, ExpertGroup& group,
+                     const MoeTensorSplit<T>& tp, const T* ln2, T* out) {
+  const int N = s.N, C = s.C, E = s.E, K = s.K, F = s.F, FW = s.FW;
+  const int P = group.size();
+  const int El = group.local_experts(E).second;
+  MemoryUseScope use(MemoryUse::Activations);
   // Router: logits (N,E) = ln2 (N,C) . router_w (C,E), then softmax, top k and gates in place.
   m.probs.assign(size_t(N) * E, T(0));
   m.chosen.assign(size_t(N) * K, 0);
   m.gates.assign(size_t(N) * K, T(0));
-  k::linear_forward(m.probs.data(), ln2, p(w.router_w), static_cast<const T*>(nullptr), N, C, E);
+  k::linear_forward(m.probs.data(), ln2, w.router_w, static_cast<const T*>(nullptr), N, C, E);
   k::router_forward(m.probs.data(), m.chosen.data(), m.gates.data(), m.probs.data(), N, E, K);
 
   // Dispatch order: the N x K assignments grouped by expert, in token order within an expert; the
@@ -110,10 +103,10 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
 
   // How many rows each peer sends to each of this rank's experts: (P,El), exchanged as fp32 counts.
   std::vector<float> counts_out(per_expert.begin(), per_expert.end()), counts_in(size_t(P) * El);
-  if (experts_group_) {
-    ExchangeTimer timer(exchange_s_, exchange_cpu_s_);
-    experts_group_->alltoallv(counts_out.data(), std::vector<size_t>(size_t(P), size_t(El)), counts_in.data(),
-                              std::vector<size_t>(size_t(P), size_t(El)));
+  if (group.comm) {
+    ExchangeTimer timer(group.wall_s, group.cpu_s);
+    group.comm->alltoallv(counts_out.data(), std::vector<size_t>(size_t(P), size_t(El)), counts_in.data(),
+                          std::vector<size_t>(size_t(P), size_t(El)));
   } else {
     counts_in = counts_out;
   }
@@ -126,7 +119,7 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
     }
   const size_t R = std::accumulate(m.recv_rows.begin(), m.recv_rows.end(), size_t(0));
   Buffer<T> received(R * C);  // (R,C) peer by peer, each peer's rows expert by expert
-  exchange(sent.data(), m.send_rows, received.data(), m.recv_rows, size_t(C));
+  exchange(group, sent.data(), m.send_rows, received.data(), m.recv_rows, size_t(C));
 
   // Regroup expert by expert: x's rows are expert 0's from every peer, then expert 1's, ...
   m.received_row.assign(R, 0);
@@ -150,16 +143,18 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
   size_t row = 0;
   for (int e = 0; e < El; ++e) {
     const int n = int(m.expert_rows[size_t(e)]);
-    const MlpOffsets& x = w.experts[size_t(first + e)];
+    const ExpertMlp<T>& x = w.experts[size_t(e)];
     if (n > 0) {
       T* fc = m.fc.data() + row * FW;
       T* act = m.fc_act.data() + row * F;
-      k::linear_forward(fc, m.x.data() + row * C, p(x.fc_w), p(x.fc_b), n, C, FW);
-      if (c.swiglu)
+      k::linear_forward(fc, m.x.data() + row * C, x.fc_w, x.fc_b, n, C, FW);
+      if (s.swiglu)
         k::swiglu_forward(act, fc, n, F);
       else
         k::gelu_forward(act, fc, long(n) * F);
-      k::linear_forward(y_local.data() + row * C, act, p(x.fc_proj_w), p(x.fc_proj_b), n, F, C);
+      // under TP a partial sum: the bias once over the group
+      k::linear_forward(y_local.data() + row * C, act, x.fc_proj_w, tp.adds_shared ? x.fc_proj_b : nullptr, n,
+                        F, C);
     }
     row += size_t(n);
   }
@@ -167,7 +162,7 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
   for (size_t i = 0; i < R; ++i)
     std::copy_n(y_local.data() + i * C, C, received.data() + size_t(m.received_row[i]) * C);
   m.y.assign(size_t(N) * K * C, T(0));
-  exchange(received.data(), m.recv_rows, m.y.data(), m.send_rows, size_t(C));
+  exchange(group, received.data(), m.recv_rows, m.y.data(), m.send_rows, size_t(C));
 
   // Combine: out[t] (C) = sum over j of gates[t,j] * y[dispatch_row[t,j]].
   std::fill(out, out + size_t(N) * C, T(0));
@@ -180,14 +175,11 @@ void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
 }
 
 template <class T>
-void Gpt<T>::moe_backward(Activations<T>& a, int l, const T* dout, const T* ln2, T* dln2) {
-  const GptConfig& c = config_;
-  const int N = a.B * a.Tn, C = c.hidden, E = c.experts, K = c.top_k, F = c.ffn, FW = c.fc_width();
-  const auto [first, El] = local_experts();
-  const LayerOffsets& w = layers_[l];
-  MoeActivations<T>& m = a.moe[size_t(l)];
+void moe_mlp_backward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<T>& w, ExpertGroup& group,
+                      const MoeTensorSplit<T>& tp, const T* dout, const T* ln2, T* dln2) {
+  const int N = s.N, C = s.C, E = s.E, K = s.K, F = s.F, FW = s.FW;
+  const int El = group.local_experts(E).second;
   const size_t R = m.x.size() / size_t(C);
-
   // Combine: dy (N*K,C) in dispatch order = gate * dout[t]; dgates (N,K) = dout[t] . y.
   Buffer<T> dy(size_t(N) * K * C), dgates(size_t(N) * K);
   for (size_t i = 0; i < m.chosen.size(); ++i) {
@@ -201,9 +193,10 @@ void Gpt<T>::moe_backward(Activations<T>& a, int l, const T* dout, const T* ln2,
     }
     dgates[i] = dot;
   }
+  if (tp.sum_over_tp) tp.sum_over_tp(dgates.data(), dgates.size());  // the experts' whole outputs' share
   // The output gradients to the experts' ranks (the forward's dispatch again), expert by expert.
   Buffer<T> received(R * C), dy_local(R * C);
-  exchange(dy.data(), m.send_rows, received.data(), m.recv_rows, size_t(C));
+  exchange(group, dy.data(), m.send_rows, received.data(), m.recv_rows, size_t(C));
   for (size_t i = 0; i < R; ++i)
     std::copy_n(received.data() + size_t(m.received_row[i]) * C, C, dy_local.data() + i * C);
 
@@ -213,46 +206,86 @@ void Gpt<T>::moe_backward(Activations<T>& a, int l, const T* dout, const T* ln2,
   size_t row = 0;
   for (int e = 0; e < El; ++e) {
     const int n = int(m.expert_rows[size_t(e)]);
-    const MlpOffsets& x = w.experts[size_t(first + e)];
+    const ExpertMlp<T>& x = w.experts[size_t(e)];
     if (n > 0) {
       T* da = dact.data() + row * F;
       T* dfc_e = dfc.data() + row * FW;
-      k::linear_backward(da, g(x.fc_proj_w), g(x.fc_proj_b), dy_local.data() + row * C,
-                         m.fc_act.data() + row * F, p(x.fc_proj_w), n, F, C);
-      if (c.swiglu)
+      k::linear_backward(da, x.dfc_proj_w, x.dfc_proj_b, dy_local.data() + row * C, m.fc_act.data() + row * F,
+                         x.fc_proj_w, n, F, C);
+      if (s.swiglu)
         k::swiglu_backward(dfc_e, m.fc.data() + row * FW, da, n, F);
       else
         k::gelu_backward(dfc_e, m.fc.data() + row * FW, da, long(n) * F);
-      k::linear_backward(dx_local.data() + row * C, g(x.fc_w), g(x.fc_b), dfc_e, m.x.data() + row * C,
-                         p(x.fc_w), n, C, FW);
+      k::linear_backward(dx_local.data() + row * C, x.dfc_w, x.dfc_b, dfc_e, m.x.data() + row * C, x.fc_w, n,
+                         C, FW);
     }
     row += size_t(n);
   }
   // The input gradients back to the tokens' ranks (the forward's return again).
   for (size_t i = 0; i < R; ++i)
     std::copy_n(dx_local.data() + i * C, C, received.data() + size_t(m.received_row[i]) * C);
-  exchange(received.data(), m.recv_rows, dy.data(), m.send_rows, size_t(C));  // dy now holds dx
+  exchange(group, received.data(), m.recv_rows, dy.data(), m.send_rows, size_t(C));  // dy now holds dx
   for (size_t i = 0; i < m.chosen.size(); ++i) {
     const T* dx = dy.data() + size_t(m.dispatch_row[i]) * C;
     T* d = dln2 + (i / K) * C;
     for (int ch = 0; ch < C; ++ch) d[ch] += dx[ch];
   }
 
-  // Router: dlogits (N,E) through the gates; dln2 += dlogits . router_w^T; drouter_w += ln2^T . dlogits.
+  // Router: dlogits (N,E) through the gates; dln2 += dlogits . router_w^T; drouter_w += ln2^T . dlogits
+  // (the same on every TP rank: the router is whole on each).
   Buffer<T> dlogits(size_t(N) * E);
   k::router_backward(dlogits.data(), dgates.data(), m.probs.data(), m.chosen.data(), m.gates.data(), N, E, K);
-  k::linear_backward(dln2, g(w.router_w), static_cast<T*>(nullptr), dlogits.data(), ln2, p(w.router_w), N, C,
-                     E);
+  k::linear_backward(tp.adds_shared ? dln2 : nullptr, w.drouter_w, static_cast<T*>(nullptr), dlogits.data(),
+                     ln2, w.router_w, N, C, E);
 }
 
+template <class T>
+void Gpt<T>::set_expert_group(Communicator* group) {
+  experts_.comm = checked_expert_group<T>(group, config_.experts);
+}
+
+template <class T>
+MoeWeights<T> Gpt<T>::moe_weights(int l) {
+  const LayerOffsets& w = layers_[l];
+  MoeWeights<T> out{p(w.router_w), g(w.router_w), {}};
+  const auto [first, count] = local_experts();
+  for (int e = first; e < first + count; ++e) {
+    const MlpOffsets& x = w.experts[size_t(e)];
+    out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), g(x.fc_w), g(x.fc_b),
+                           g(x.fc_proj_w), g(x.fc_proj_b)});
+  }
+  return out;
+}
+
+template <class T>
+MoeShape Gpt<T>::moe_shape(const Activations<T>& a) const {
+  const GptConfig& c = config_;
+  return {a.B * a.Tn, c.hidden, c.experts, c.top_k, c.ffn, c.fc_width(), c.swiglu};
+}
+
+template <class T>
+void Gpt<T>::moe_forward(Activations<T>& a, int l, const T* ln2, T* out) {
+  moe_mlp_forward(a.moe[size_t(l)], moe_shape(a), moe_weights(l), experts_, {}, ln2, out);
+}
+
+template <class T>
+void Gpt<T>::moe_backward(Activations<T>& a, int l, const T* dout, const T* ln2, T* dln2) {
+  moe_mlp_backward(a.moe[size_t(l)], moe_shape(a), moe_weights(l), experts_, {}, dout, ln2, dln2);
+}
+
+template Communicator* checked_expert_group<float>(Communicator*, int);
+template Communicator* checked_expert_group<double>(Communicator*, int);
+template void moe_mlp_forward(MoeActivations<float>&, const MoeShape&, const MoeWeights<float>&, ExpertGroup&,
+                              const MoeTensorSplit<float>&, const float*, float*);
+template void moe_mlp_backward(MoeActivations<float>&, const MoeShape&, const MoeWeights<float>&,
+                               ExpertGroup&, const MoeTensorSplit<float>&, const float*, const float*,
+                               float*);
 template void Gpt<float>::set_expert_group(Communicator*);
 template void Gpt<double>::set_expert_group(Communicator*);
-template std::pair<int, int> Gpt<float>::local_experts() const;
-template std::pair<int, int> Gpt<double>::local_experts() const;
-template void Gpt<float>::exchange(const float*, const std::vector<size_t>&, float*,
-                                   const std::vector<size_t>&, size_t);
-template void Gpt<double>::exchange(const double*, const std::vector<size_t>&, double*,
-                                    const std::vector<size_t>&, size_t);
+template MoeWeights<float> Gpt<float>::moe_weights(int);
+template MoeWeights<double> Gpt<double>::moe_weights(int);
+template MoeShape Gpt<float>::moe_shape(const Activations<float>&) const;
+template MoeShape Gpt<double>::moe_shape(const Activations<double>&) const;
 template void Gpt<float>::moe_forward(Activations<float>&, int, const float*, float*);
 template void Gpt<double>::moe_forward(Activations<double>&, int, const double*, double*);
 template void Gpt<float>::moe_backward(Activations<float>&, int, const float*, const float*, float*);

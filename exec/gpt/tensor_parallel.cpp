@@ -30,6 +30,10 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   divides(full.kv_heads, "kv_heads");
   divides(full.ffn, "ffn_hidden");
   divides(full.vocab, "vocabulary");
+  if (full.experts % spec_.ep != 0)
+    throw std::invalid_argument("expert parallelism " + std::to_string(spec_.ep) +
+                                " does not divide the model's experts (" + std::to_string(full.experts) +
+                                ")");
   if (t > 1 && !tp_) throw std::logic_error("tensor parallelism without a TP communicator");
   Hl_ = full.heads / t, Kl_ = full.kv_heads / t, Fl_ = full.ffn / t, Vl_ = full.vocab / t;
   const ParameterLayout layout = parameter_layout(full);
@@ -58,8 +62,9 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
       wpe_ = tensors_.back().offset;
     }
   }
-  layers_.assign(full.layers,
-                 Layer{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone});
+  layers_.assign(
+      full.layers,
+      Layer{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone, {}});
   layer_begin_.assign(full.layers, kNone);
   layer_end_.assign(full.layers, kNone);
   for (const auto& [lo, hi] : spec_.chunks)
@@ -87,10 +92,23 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
       w.proj_b = rep("attn_proj_b", b);
       w.ln2_w = rep("ln2_w", true);
       w.ln2_b = rep("ln2_b", ln);
-      w.fc_w = part("fc_w", 0, C, fc_cols);
-      w.fc_b = b ? part("fc_b", 0, 1, fc_cols) : kNone;
-      w.fc_proj_w = part("fc_proj_w", f0, Fl_, {{0, C}});
-      w.fc_proj_b = rep("fc_proj_b", b);
+      // A MoE layer: the router whole on every TP rank, then this rank's experts, each split over TP as
+      // the dense MLP is (one contiguous range per expert, reduced over the ranks that hold it).
+      const bool moe = full.moe_layer(l);
+      if (moe) w.router_w = rep("router_w", true);
+      const int experts = moe ? full.experts / spec_.ep : 1, first = moe ? spec_.ep_rank * experts : 0;
+      for (int e = first; e < first + experts; ++e) {
+        const std::string m = moe ? "expert" + std::to_string(e) + "." : "";
+        const size_t begin = tensors_.size();
+        const MlpOffsets x{part(m + "fc_w", 0, C, fc_cols), b ? part(m + "fc_b", 0, 1, fc_cols) : kNone,
+                           part(m + "fc_proj_w", f0, Fl_, {{0, C}}), rep(m + "fc_proj_b", b)};
+        if (!moe) {
+          w.fc_w = x.fc_w, w.fc_b = x.fc_b, w.fc_proj_w = x.fc_proj_w, w.fc_proj_b = x.fc_proj_b;
+          continue;
+        }
+        w.experts.push_back(x);
+        for (size_t i = begin; i < tensors_.size(); ++i) tensors_[i].expert = true;
+      }
       layer_end_[l] = total_;
     }
   tail_begin_ = total_;
@@ -172,6 +190,33 @@ std::pair<size_t, size_t> ShardedGpt::wte_range() const {
   return {wte_, wte_ + size_t(Vl_) * full_.hidden};
 }
 
+void ShardedGpt::use_expert_group(Communicator* group) {
+  if ((group ? group->size() : 1) != spec_.ep || (group && group->rank() != spec_.ep_rank))
+    throw std::invalid_argument("the expert group does not match the shard's ep " + std::to_string(spec_.ep) +
+                                ", rank " + std::to_string(spec_.ep_rank));
+  experts_.comm = checked_expert_group<float>(group, full_.experts);
+}
+
+MoeWeights<float> ShardedGpt::moe_weights(int layer) {
+  const Layer& w = layers_[layer];
+  MoeWeights<float> out{p(w.router_w), g(w.router_w), {}};
+  for (const MlpOffsets& x : w.experts)
+    out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), g(x.fc_w), g(x.fc_b),
+                           g(x.fc_proj_w), g(x.fc_proj_b)});
+  return out;
+}
+
+MoeShape ShardedGpt::moe_shape(int N) const {
+  return {N, full_.hidden, full_.experts, full_.top_k, Fl_, full_.swiglu ? 2 * Fl_ : Fl_, full_.swiglu};
+}
+
+MoeTensorSplit<float> ShardedGpt::moe_split() {
+  MoeTensorSplit<float> split;
+  split.adds_shared = spec_.tp_rank == 0;
+  if (spec_.tp > 1) split.sum_over_tp = [this](float* values, size_t n) { allreduce(values, n); };
+  return split;
+}
+
 void ShardedGpt::zero_gradients() {
   std::fill(grads_.begin(), grads_.end(), 0.0f);
 }
@@ -250,6 +295,7 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   a.probs.assign(last ? N * Vl_ : 0, 0.0f);
   a.losses.assign(last ? N : 0, 0.0f);
   a.dresidual.assign(n * C, 0.0f);
+  a.moe.assign(full_.experts > 0 ? Lk : 0, {});  // sized by the routing, in the forward
 }
 
 const float* ShardedGpt::output(const ChunkActivations& a) const {
@@ -390,12 +436,16 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid,
                     p(w.ln2_w), p(w.ln2_b), n, C);
     gather(ln2, N);
-    k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
-    if (c.swiglu)
-      k::swiglu_forward(act, fc, N, Fl_);
-    else
-      k::gelu_forward(act, fc, long(N) * Fl_);
-    k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
+    if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
+      moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), ln2, tmp);
+    } else {
+      k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
+      if (c.swiglu)
+        k::swiglu_forward(act, fc, N, Fl_);
+      else
+        k::gelu_forward(act, fc, long(N) * Fl_);
+      k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
+    }
     const float* mlp = reduce(tmp, N);
     for (size_t i = 0; i < nC; ++i) out[i] = mlp[i];
     if (w.fc_proj_b != kNone)
@@ -535,15 +585,20 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     const float* act = a.fc_act.data() + s * N * Fl_;
 
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
-    std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
-    k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
-                       Fl_, C);
-    if (c.swiglu)
-      k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, Fl_);
-    else
-      k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * Fl_);
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
-    k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    if (c.moe_layer(l)) {
+      moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), whole(dres, N), ln2,
+                       dln_.data());
+    } else {
+      std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
+      k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
+                         Fl_, C);
+      if (c.swiglu)
+        k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, Fl_);
+      else
+        k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * Fl_);
+      k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
+    }
     norm_backward(dres, w.ln2_w, w.ln2_b, reduce(dln_.data(), N), mid, w.ln2_w,
                   ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, n);  // dres: d loss / d mid
     // Attention: the same pattern around the attention core.

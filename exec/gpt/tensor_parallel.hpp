@@ -29,6 +29,9 @@ struct ShardSpec {
   // additions) is split by tokens over the group, reduce-scatter and all-gather replacing each
   // all-reduce.
   bool sequence_parallel = false;
+  // Expert parallelism: the rank's index in its EP group of `ep` ranks, whose MoE layers' experts it
+  // shares (it holds experts [ep_rank E/ep, (ep_rank+1) E/ep) of each).
+  int ep = 1, ep_rank = 0;
 };
 
 // One local tensor: full rows [row_begin, row_begin + rows) of a full tensor, and of those rows the
@@ -40,6 +43,7 @@ struct ShardTensor {
   std::vector<std::pair<size_t, size_t>> columns;
   bool replicated = false;  // the same values on every TP rank (norms, row-parallel biases, positions)
   bool tied_copy = false;   // the last stage's copy of wte (tied embeddings over several stages)
+  bool expert = false;      // part of one of the rank's experts (the other EP ranks hold the others)
   size_t size() const { return rows * cols; }
 };
 
@@ -61,6 +65,7 @@ struct ChunkActivations {
   Buffer<float> kv;  // (l,B,T,2KD) under context parallelism: the keys and values gathered over CP
   Buffer<float> lnf, lnf_mean, lnf_rstd, probs, losses;  // last chunk
   Buffer<float> dresidual;                               // (N,C): gradient of the output, then of the input
+  std::vector<MoeActivations<float>> moe;                // (l): MoE layers' routing and experts
   double loss = 0;
 };
 
@@ -74,6 +79,12 @@ class ShardedGpt {
   // cp->positions()), attention runs through `cp`, and the loss is the mean over the group's tokens.
   // Set before allocate(); null (the default) for whole sequences.
   void use_context_parallel(ContextParallel* cp) { cp_ = cp; }
+  // Expert parallelism: the EP group of spec.ep ranks (this rank at spec.ep_rank) over which tokens
+  // travel to their experts by all-to-all. Every rank of the group must run the same passes in the same
+  // order. Throws std::invalid_argument when the group does not match the spec.
+  void use_expert_group(Communicator* group);
+  // The EP group, with the wall and thread CPU time spent in the experts' all-to-alls so far.
+  const ExpertGroup& experts() const { return experts_; }
 
   const GptConfig& config() const { return full_; }
   const ShardSpec& spec() const { return spec_; }
@@ -120,6 +131,8 @@ class ShardedGpt {
  private:
   struct Layer {
     size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w, fc_proj_b;
+    size_t router_w = kNone;          // MoE layers (their fc_* are kNone)
+    std::vector<MlpOffsets> experts;  // MoE layers: this rank's experts, in order
   };
   void add(const std::string& name, size_t full_offset, size_t full_rows, size_t full_cols, size_t row_begin,
            size_t rows, std::vector<std::pair<size_t, size_t>> columns, bool replicated,
@@ -127,6 +140,9 @@ class ShardedGpt {
   void allreduce(float* data, size_t count);
   void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
   double forward_head(ChunkActivations& a);
+  MoeWeights<float> moe_weights(int layer);
+  MoeShape moe_shape(int N) const;
+  MoeTensorSplit<float> moe_split();
   const float* p(size_t offset) const { return offset == kNone ? nullptr : params_.data() + offset; }
   float* g(size_t offset) { return offset == kNone ? nullptr : grads_.data() + offset; }
   void ensure_scratch(size_t N);
@@ -148,6 +164,7 @@ class ShardedGpt {
   ShardSpec spec_;
   Communicator* tp_;
   ContextParallel* cp_ = nullptr;
+  ExpertGroup experts_;
   int Hl_, Kl_, Fl_, Vl_;  // this rank's heads, kv heads, FFN width, vocabulary rows
   std::vector<ShardTensor> tensors_;
   size_t total_ = 0;

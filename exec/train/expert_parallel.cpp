@@ -34,11 +34,17 @@ ParameterRanges complement(const ParameterRanges& ranges, size_t begin, size_t e
 
 std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelSpec& m) {
   std::vector<std::string> out;
-  if (m.moe && p.tp * p.pp * p.cp > 1)
+  const bool sharded = p.tp * p.pp * p.cp > 1;
+  // The data-parallel runner has EP with every memory mode; the tensor/pipeline/context-parallel
+  // runner has it with ZeRO 0 and none of them yet.
+  if (p.ep > 1 && sharded)
+    refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + " beside tp, pp or cp, ", 0, out);
+  else if (m.moe && sharded && p.compression.kind != CompressionKind::None)
     out.push_back(
-        "mixture-of-experts models run live with tp = pp = cp = 1 only (the tensor/pipeline/context-"
-        "parallel runner has no MoE layers); this plan has tp " +
-        std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp));
+        "gradient compression is not implemented live for a mixture-of-experts model under tp, pp "
+        "or cp");
+  if (m.moe && p.offload_activations && !(p.ep > 1 && sharded))
+    out.push_back("activation offload is not implemented live for a mixture-of-experts model");
   return out;
 }
 

@@ -34,6 +34,22 @@ namespace {
 
 constexpr int kDone = -1;  // a task whose work ran inside the compute tasks (TP collectives)
 
+// [begin, end) cut where `ranges` (sorted, disjoint) start and end: each piece, and whether it lies in
+// one of them.
+std::vector<std::pair<std::pair<size_t, size_t>, bool>> cut(const ParameterRanges& ranges, size_t begin,
+                                                            size_t end) {
+  std::vector<std::pair<std::pair<size_t, size_t>, bool>> out;
+  size_t at = begin;
+  for (const auto& [b, e] : ranges) {
+    if (e <= at || b >= end) continue;
+    if (at < b) out.push_back({{at, b}, false});
+    out.push_back({{std::max(at, b), std::min(e, end)}, true});
+    at = std::min(e, end);
+  }
+  if (at < end) out.push_back({{at, end}, false});
+  return out;
+}
+
 ShardSpec shard_spec(const Plan& p, const RankCoordinates& at) {
   ShardSpec s;
   s.tp = p.tp;
@@ -45,6 +61,8 @@ ShardSpec shard_spec(const Plan& p, const RankCoordinates& at) {
   s.first = at.pp == 0;
   s.last = at.pp == p.pp - 1;
   s.sequence_parallel = p.sequence_parallel;
+  s.ep = p.ep;
+  s.ep_rank = at.dp % p.ep;  // EP groups are consecutive DP ranks (the lowering carves EP out of dp)
   return s;
 }
 
@@ -75,6 +93,18 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     context_ = std::make_unique<ContextParallel>(cp_.get(), p.cp, at_.cp, setup.scenario.training.seq_len);
     model_.use_context_parallel(context_.get());
   }
+  if (p.ep > 1) {
+    experts_ = group(setup.world, ((at_.pp * p.tp + at_.tp) * p.cp + at_.cp) * (p.dp / p.ep) + at_.dp / p.ep);
+    expert_replicas_ = group(setup.world, (at_.pp * p.tp + at_.tp) * p.ep + at_.dp % p.ep);
+    model_.use_expert_group(experts_.get());
+    for (const ShardTensor& t : model_.tensors())
+      if (t.expert) {
+        if (!expert_ranges_.empty() && expert_ranges_.back().second == t.offset)
+          expert_ranges_.back().second += t.size();
+        else
+          expert_ranges_.push_back({t.offset, t.offset + t.size()});
+      }
+  }
   if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
   model_.take_shard(full.parameters().data(), model_.parameters().data());
   std::vector<bool> decay(model_.size(), false);
@@ -82,8 +112,9 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   for (const ShardTensor& t : model_.tensors()) {
     if (t.full_rows > 1 && t.name != "wpe")
       std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
-    // Each value once over the TP group (replicated tensors on its first rank) and the stages.
-    if (!t.tied_copy && (!t.replicated || at_.tp == 0))
+    // Each value once over the TP group (replicated tensors on its first rank) and the stages, and
+    // without ZeRO (every replica holding all of its gradients) over the replicas.
+    if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0))
       std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
   }
   adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay));
@@ -174,6 +205,7 @@ void ParallelRunner::begin_step(int64_t step) {
   step_ = step;
   tp_seconds_.clear();
   cp_seconds_.clear();
+  ep_seconds_.clear();
   losses_.clear();
   dp_bytes_ = 0;
   in_flight_.clear();
@@ -200,6 +232,7 @@ void ParallelRunner::compute(int index, const Task& task) {
   static const double no_cp = 0;
   const double& cp_now = context_ ? context_->seconds : no_cp;
   Record cp_record{cp_seconds_, index, cp_now, cp_now};
+  Record ep_record{ep_seconds_, index, model_.experts().wall_s, model_.experts().wall_s};
   switch (task.kind) {
     case TaskKind::Forward: {
       ChunkActivations& a = slot(task.microbatch, task.chunk);
@@ -289,8 +322,8 @@ int ParallelRunner::start(int index, const Task& task) {
     }
     add(pp_.get(), h);
   } else if (task.kind == TaskKind::Collective &&
-             (task.group == GroupKind::Tp || task.group == GroupKind::Cp)) {
-    return kDone;  // the compute task ran its TP and CP collectives where they fall between the GEMMs
+             (task.group == GroupKind::Tp || task.group == GroupKind::Cp || task.group == GroupKind::Ep)) {
+    return kDone;  // the compute task ran its TP, CP and EP collectives where they fall between the GEMMs
   } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Embedding) {
     if (embedding_ && tied_.second > tied_.first)
       add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + tied_.first,
@@ -307,8 +340,19 @@ int ParallelRunner::start(int index, const Task& task) {
     if (it == buckets_.end())
       throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
     const auto range = it->second;
-    float* g = model_.gradients().data() + range.first;
-    if (range.second > range.first) {
+    float* grads = model_.gradients().data();
+    float* g = grads + range.first;
+    if (range.second > range.first && task.collective == cost::CollectiveKind::AllReduce &&
+        !expert_ranges_.empty()) {
+      // The experts' gradients over the ranks that hold the same experts (if others do), the rest
+      // over the DP group.
+      for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second)) {
+        Communicator* c = expert ? expert_replicas_.get() : dp_.get();
+        if (c->size() == 1) continue;
+        add(c, c->start_allreduce_sum(grads + piece.first, piece.second - piece.first));
+        dp_bytes_ += double(piece.second - piece.first) * sizeof(float);
+      }
+    } else if (range.second > range.first) {
       dp_bytes_ += double(range.second - range.first) * sizeof(float);
       if (task.collective == cost::CollectiveKind::AllReduce)
         add(dp_.get(), dp_->start_allreduce_sum(g, range.second - range.first));
@@ -340,34 +384,33 @@ void ParallelRunner::finish(int handle) {
 
 void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
   const std::vector<Task>& tasks = role().tasks;
-  // The lowering adds a pass's TP and CP collectives right after its compute task.
-  std::map<int, std::vector<int>> owned;  // compute task -> its TP tasks, then its CP tasks
+  const std::map<GroupKind, const std::map<int, double>*> measured = {
+      {GroupKind::Tp, &tp_seconds_}, {GroupKind::Cp, &cp_seconds_}, {GroupKind::Ep, &ep_seconds_}};
+  // The lowering adds a pass's TP, CP and EP collectives right after its compute task.
+  std::map<int, std::vector<int>> owned;  // compute task -> its collectives
   int owner = -1;
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
         tasks[i].kind == TaskKind::Recompute)
       owner = int(i);
-    else if (tasks[i].kind == TaskKind::Collective &&
-             (tasks[i].group == GroupKind::Tp || tasks[i].group == GroupKind::Cp) && owner >= 0)
+    else if (tasks[i].kind == TaskKind::Collective && measured.count(tasks[i].group) && owner >= 0)
       owned[owner].push_back(int(i));
   }
-  const auto seconds = [](const std::map<int, double>& by_task, int task) {
-    const auto it = by_task.find(task);
-    return it == by_task.end() ? 0.0 : it->second;
-  };
   for (const auto& [compute, comm_tasks] : owned) {
-    if (!tp_seconds_.count(compute) && !cp_seconds_.count(compute)) continue;
-    const double tp = seconds(tp_seconds_, compute), cp = seconds(cp_seconds_, compute);
-    int tp_tasks = 0;
-    for (int t : comm_tasks) tp_tasks += tasks[size_t(t)].group == GroupKind::Tp;
-    const int cp_tasks = int(comm_tasks.size()) - tp_tasks;
+    std::map<GroupKind, double> seconds;  // the compute task's time in each group's collectives
+    std::map<GroupKind, int> count;       // and its tasks of each group
+    double total = 0;
+    for (const auto& [kind, by_task] : measured)
+      if (const auto it = by_task->find(compute); it != by_task->end()) total += seconds[kind] = it->second;
+    if (seconds.empty()) continue;
+    for (int t : comm_tasks) ++count[tasks[size_t(t)].group];
     TaskSpan& c = spans[size_t(compute)];
-    c.cpu_s = std::max(0.0, c.cpu_s - tp - cp);
-    double at = c.end_s - tp - cp;
+    c.cpu_s = std::max(0.0, c.cpu_s - total);
+    double at = c.end_s - total;
     for (int t : comm_tasks) {
-      const bool is_tp = tasks[size_t(t)].group == GroupKind::Tp;
+      const GroupKind kind = tasks[size_t(t)].group;
       spans[size_t(t)].start_s = at;
-      spans[size_t(t)].end_s = at += is_tp ? tp / std::max(1, tp_tasks) : cp / std::max(1, cp_tasks);
+      spans[size_t(t)].end_s = at += seconds[kind] / count[kind];
       spans[size_t(t)].wait_s = 0;
     }
   }
@@ -386,9 +429,10 @@ void ParallelRunner::optimizer_step() {
   for (const auto& [begin, end] : owned_) {
     if (p.dp > 1)
       for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
-    // Whatever every DP replica holds whole counts on the first replica only.
+    // Whatever every DP replica holds whole counts on the first replica only (without ZeRO counted_
+    // says so).
     const bool tied = begin == tied_.first && end == tied_.second && tied_.second > tied_.first;
-    if ((p.zero == 0 || tied) && replica() != 0) continue;
+    if (tied && replica() != 0) continue;
     for (size_t i = begin; i < end; ++i)
       if (counted_[i]) squares += double(grads[i]) * grads[i];
   }
@@ -414,10 +458,10 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
     const bool tp_owner = !t.replicated || at_.tp == 0;
     const bool tied = t.offset == tied_.first && tied_.second > tied_.first;
     // Moments: every replica's ZeRO blocks (zeros outside them); without ZeRO, and for what every
-    // replica updates whole, the first replica's.
-    const bool moments_owner = tp_owner && (replica() == 0 || (setup_.plan.zero > 0 && !tied));
+    // replica updates whole, the first replica's (an expert's: its EP rank's first replica's).
+    const bool moments_owner = tp_owner && (holder(t) == 0 || (setup_.plan.zero > 0 && !tied));
     for (size_t i = t.offset; i < t.offset + t.size() && i < n; ++i) {
-      if (!(tp_owner && replica() == 0)) own_w[i] = 0;
+      if (!(tp_owner && holder(t) == 0)) own_w[i] = 0;
       if (!moments_owner) own_m[i] = own_v[i] = 0;
     }
   }

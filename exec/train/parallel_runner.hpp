@@ -66,9 +66,9 @@ class ParallelRunner final : public StepRunner {
   bool poll(int handle) override;
   void finish(int handle) override;
 
-  // The TP and CP collectives ran inside the compute tasks: moves their measured time from each compute
-  // task (its CPU time) to the Program's TP and CP tasks that follow it (their span), so that a profile
-  // times them as the twin costs them.
+  // The TP, CP and EP collectives ran inside the compute tasks: moves their measured time from each
+  // compute task (its CPU time) to the Program's TP, CP and EP tasks that follow it (their span), so
+  // that a profile times them as the twin costs them.
   void attribute_tp_time(std::vector<TaskSpan>& spans) const;
 
   // Collective over the world: the whole model's weights and AdamW moments, assembled from every
@@ -102,12 +102,22 @@ class ParallelRunner final : public StepRunner {
   ActivationPolicy activation_policy(int chunk) const;
   // This rank's index in the DP group (dp x cp ranks: the gradient reduction's and ZeRO's replicas).
   int replica() const { return dp_->rank(); }
+  // Of the ranks whose copies of a tensor are summed (its DP replicas; for an expert, the replicas of
+  // its EP rank), this rank's index: 0 counts the tensor once.
+  int holder(const ShardTensor& t) const {
+    return t.expert && expert_replicas_ ? expert_replicas_->rank() : replica();
+  }
 
   ParallelSetup setup_;
   RankCoordinates at_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_;
   ShardedGpt model_;
-  std::unique_ptr<ContextParallel> context_;           // under cp > 1
+  std::unique_ptr<ContextParallel> context_;  // under cp > 1
+  // Expert parallelism (ep > 1): this rank's EP group (ep consecutive DP ranks at its cp, tp and
+  // stage), and the ranks that hold the same experts (over cp and the other EP groups), over which the
+  // experts' gradients are summed; the shard's expert tensors, as sorted ranges.
+  std::unique_ptr<Communicator> experts_, expert_replicas_;
+  ParameterRanges expert_ranges_;
   std::vector<int32_t> whole_tokens_, whole_targets_;  // whole sequences, of which CP takes its share
   std::unique_ptr<AdamW> adamw_;
   int64_t step_ = 0;
@@ -140,6 +150,7 @@ class ParallelRunner final : public StepRunner {
   std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream
   std::map<int, double> tp_seconds_;                 // compute task -> wall time in its TP collectives
   std::map<int, double> cp_seconds_;                 // and in its CP collectives
+  std::map<int, double> ep_seconds_;                 // and in its experts' all-to-alls
 };
 
 }  // namespace paratwin::exec
