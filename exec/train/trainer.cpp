@@ -59,9 +59,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
     out.push_back("sequence parallelism splits the " +
                   std::to_string(int64_t(p.micro_batch) * t.seq_len / p.cp) +
                   " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
-  // The context-parallel runner has the DP side of ZeRO 0-2 only (ZeRO 3, recompute, offload and
-  // compression run with tp and pp, not yet beside CP's gathered keys and values).
-  if (p.cp > 1) refuse_memory_modes(p, "with cp " + std::to_string(p.cp) + ", ", 2, out);
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
                   std::to_string(m.seq_len));

@@ -3,7 +3,7 @@
 // initial weights, so its loss trajectory must be the single rank's within float rounding. The default
 // entry (4 ranks) runs a representative subset; `ctest -L long` runs the cross product on 8 ranks. A
 // run checkpointed under tp x pp resumes under another layout; optimizer offload and top-k compression
-// run under tp x pp too.
+// run under tp x pp too; ZeRO 3, recomputation and optimizer offload under cp (alone and with dp, tp, pp).
 #define BOOST_TEST_MODULE exec_parallel
 #include <boost/test/unit_test.hpp>
 
@@ -40,7 +40,12 @@ struct Layout {
     return "tp" + std::to_string(tp) + " pp" + std::to_string(pp) + " " + schedule + " dp" +
            std::to_string(dp) + " zero" + std::to_string(zero) + (sp ? " sp" : "") +
            (overlap ? "" : " no-overlap") + (cp > 1 ? " cp" + std::to_string(cp) : "") +
-           (recompute == "none" ? "" : " recompute-" + recompute);
+           (recompute == "none" ? "" : " recompute-" + recompute) + extras();
+  }
+  std::string extras() const {
+    std::string out;
+    for (const std::string& e : extra) out += " " + e.substr(e.find('.') + 1);
+    return out;
   }
 };
 
@@ -195,6 +200,21 @@ BOOST_AUTO_TEST_CASE(top_k_under_tp_and_pp_trains_and_sends_the_single_shard_byt
   BOOST_TEST(sparse_bytes.front() == dense_bytes.front());  // the warm-up is dense
   // As on one shard: 2 ranks x 10% x (4 + 4) bytes a pair, 40% of the dense 4 bytes a gradient.
   BOOST_TEST(std::abs(sparse_bytes.back() / dense_bytes.back() - 0.4) < 0.01);
+}
+
+BOOST_AUTO_TEST_CASE(context_parallel_with_zero3_recompute_and_offload_follows_the_single_rank_trajectory) {
+  // ZeRO shards and gathers over dp x cp ranks (the Program's DP group); selective recomputation
+  // attends again over the keys and values the forward gathered, full recomputation gathers them again.
+  const std::vector<std::string> offload = {"plan.offload.optimizer=true"};
+  check_layouts({{1, 1, 1, 3, "1f1b", false, true, 2},
+                 {1, 1, 1, 0, "1f1b", false, true, 2, "selective"},
+                 {1, 1, 1, 1, "1f1b", false, true, 2, "full", offload},
+                 {1, 1, 2, 3, "1f1b", false, true, 2, "selective", offload},
+                 {1, 1, 2, 2, "1f1b", false, false, 2, "full"},
+                 {2, 1, 1, 3, "1f1b", true, true, 2, "full"},
+                 {1, 2, 1, 3, "interleaved", false, true, 2, "selective", offload},
+                 {1, 2, 1, 3, "gpipe", false, false, 2, "full"}},
+                10);
 }
 
 BOOST_AUTO_TEST_CASE(context_parallel_ranks_take_a_front_and_a_back_chunk_of_each_sequence) {
