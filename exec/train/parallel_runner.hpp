@@ -79,6 +79,7 @@ class ParallelRunner final : public StepRunner {
 
  private:
   ChunkActivations& slot(int microbatch, int chunk);
+  void release(int microbatch, int chunk);
   int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
   int tag(int microbatch, int boundary, Direction d) const;
   std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
@@ -106,7 +107,7 @@ class ParallelRunner final : public StepRunner {
   int64_t step_ = 0;
   std::vector<double> losses_;
   double dp_bytes_ = 0;
-  std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations
+  std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations, this step
   std::map<int, std::pair<size_t, size_t>> buckets_;       // DP bucket task -> gradient range
   int gather_params_task_ = -1;
   std::set<int> zero3_gathers_;  // ZeRO 3's "AG dp params F|B ..." tasks

@@ -429,6 +429,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
         model_);
     steps_ = parallel_.get();
     pipeline_rank_ = parallel_->coordinates().pp;
+    // The runner's shard is this rank's model: the whole one's buffers would only weigh on its memory.
+    Buffer<float>().swap(model_.parameters());
+    Buffer<float>().swap(model_.gradients());
   }
   timing_group_ = comm_.split(pipeline_rank_ == 0 ? 0 : -1);
 }
@@ -447,7 +450,6 @@ void Trainer::resume(RunResult& result) {
   // shard, its blocks under ZeRO). A top-k run's error-feedback residuals are not in checkpoints:
   // they restart at zero.
   if (parallel_) {
-    model_.parameters().assign(s.weights.begin(), s.weights.end());
     parallel_->scatter_state(s.weights, s.adam_m, s.adam_v);
   } else {
     if (Zero3Parameters* z = runner_->zero3())
