@@ -107,9 +107,8 @@ class ShardedGpt {
   void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
   // What the forward of `layer` dropped under a.policy, computed again by the same kernels from what it
   // kept (bit for bit; full recomputation runs the layer's TP and CP collectives again, selective reuses
-  // the keys and values CP gathered). The backward calls
-  // it for each layer it needs; the Program's recompute task for the first. Defined in
-  // tensor_parallel_recompute.cpp.
+  // the keys and values CP gathered). The backward calls it for each layer it needs; the Program's
+  // recompute task for the first. Defined in tensor_parallel_recompute.cpp.
   void recompute(ChunkActivations& a, int layer);
   const float* output(const ChunkActivations& a) const;  // (n,C), the top of a.residual
   float* input(ChunkActivations& a) const;               // (n,C), a.residual[0]

@@ -289,7 +289,8 @@ BOOST_AUTO_TEST_CASE(a_zero3_run_with_offload_under_pp_resumes_from_its_checkpoi
 
 // `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
 // with each schedule, dp {1,2}, ZeRO 0-3 and recompute none/selective/full; tp 2 x pp 2 x dp 2
-// without overlap under each schedule and ZeRO stage; context parallelism 2 on a sample of layouts.
+// without overlap under each schedule and ZeRO stage; context parallelism 2 on a sample of layouts,
+// with and without the memory modes.
 BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory) {
   std::vector<Layout> all;
   for (int tp : {1, 2})
@@ -319,6 +320,13 @@ BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory)
   all.push_back({1, 1, 2, 1, "1f1b", false, true, 2});
   all.push_back({1, 1, 2, 0, "1f1b", false, false, 2});
   all.push_back({2, 2, 1, 0, "1f1b", false, true, 2});
+  // ... and with the memory modes: ZeRO 3, recomputation and optimizer offload over tp x pp x cp and
+  // dp x pp x cp.
+  const std::vector<std::string> offload = {"plan.offload.optimizer=true"};
+  all.push_back({2, 2, 1, 3, "1f1b", false, true, 2, "selective"});
+  all.push_back({2, 2, 1, 0, "interleaved", true, true, 2, "full", offload});
+  all.push_back({1, 2, 2, 3, "gpipe", false, false, 2, "full"});
+  all.push_back({1, 2, 2, 2, "interleaved", false, true, 2, "selective", offload});
   const double worst = check_layouts(all, 10);
   if (mpi->world->rank() == 0)
     std::printf("cross product: %zu layouts, worst relative error %.2e\n", all.size(), worst);
