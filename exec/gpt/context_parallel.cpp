@@ -58,7 +58,7 @@ double ContextParallel::sum(double value) {
 void ContextParallel::attention_forward(float* out, float* att, float* kv, const float* qkv, int B, int H,
                                         int K, int D) {
   // qkv (B,Tl,(H+2K)D) -> blocks (cp,B,Tl,2KD) gathered -> kv (B,T,2KD), T ordered by rank
-  const int Tl = local_len(), T = seq_len_, width = (H + 2 * K) * D, KV = 2 * K * D, group = H / K;
+  const int Tl = local_len(), T = seq_len_, width = (H + 2 * K) * D, KV = 2 * K * D;
   const size_t block = size_t(B) * Tl * KV;
   blocks_.resize(block * cp_);
   float* mine = blocks_.data() + block * rank_;
@@ -73,6 +73,12 @@ void ContextParallel::attention_forward(float* out, float* att, float* kv, const
     for (int b = 0; b < B; ++b)
       std::memcpy(kv + (size_t(b) * T + size_t(r) * Tl) * KV,
                   blocks_.data() + block * r + size_t(b) * Tl * KV, size_t(Tl) * KV * sizeof(float));
+  attend(out, att, kv, qkv, B, H, K, D);
+}
+
+void ContextParallel::attend(float* out, float* att, const float* kv, const float* qkv, int B, int H, int K,
+                             int D) const {
+  const int Tl = local_len(), T = seq_len_, width = (H + 2 * K) * D, KV = 2 * K * D, group = H / K;
   const std::vector<int>& query_positions = positions();
   const float scale = 1.0f / std::sqrt(float(D));
   for (int b = 0; b < B; ++b) {

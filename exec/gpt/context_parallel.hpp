@@ -38,6 +38,9 @@ class ContextParallel {
   // ordered by rank then local token, kept for the backward; out (B,Tl,H*D); att (B,H,Tl,T) the
   // probabilities, zero where a key's position is after the query's.
   void attention_forward(float* out, float* att, float* kv, const float* qkv, int B, int H, int K, int D);
+  // The same attention from keys and values gathered before (kv as attention_forward left it), without
+  // a collective: selective recomputation redoes the probabilities and the output with the kept kv.
+  void attend(float* out, float* att, const float* kv, const float* qkv, int B, int H, int K, int D) const;
   // dqkv (B,Tl,(H+2K)D) written: the queries' gradient, and the keys' and values' gradient summed over
   // the group's queries (reduce-scatter).
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* kv, const float* att,

@@ -281,7 +281,10 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   a.ln1_rstd.assign(Lk * n, 0.0f);
   a.qkv.assign(Lk * N * QKV, 0.0f);
   a.att.assign(La * B * Hl_ * size_t(Tn) * keys(Tn), 0.0f);
-  a.kv.assign(cp_ ? L * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0, 0.0f);
+  // CP's gathered keys and values: every layer's, but one layer's under full recomputation, which
+  // gathers them again (the Program's recompute task repeats the forward's CP all-gather); selective
+  // recomputation keeps them, as the Program's has no collective.
+  a.kv.assign(cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0, 0.0f);
   a.attn_out.assign(Lk * N * HD, 0.0f);
   a.ln2.assign(Lk * N * C, 0.0f);
   a.ln2_mean.assign(Lk * n, 0.0f);
@@ -408,8 +411,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     float* ln1 = a.ln1.data() + Nc;                  // (N,C)
     float* qkv = a.qkv.data() + s * N * QKV;
     float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
-    // CP keeps every layer's gathered keys and values (recompute is refused beside CP)
-    float* kv = cp_ ? a.kv.data() + size_t(li) * B * keys(Tn) * 2 * Kl_ * D : nullptr;
+    float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     float* attn_out = a.attn_out.data() + s * N * HD;
     float* mid = a.mid.data() + nc;  // (n,C)
     float* ln2 = a.ln2.data() + Nc;  // (N,C)
@@ -577,7 +579,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     const float* ln1 = a.ln1.data() + Nc;
     const float* qkv = a.qkv.data() + s * N * QKV;
     const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
-    const float* kv = cp_ ? a.kv.data() + size_t(li) * B * keys(Tn) * 2 * Kl_ * D : nullptr;
+    const float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     const float* attn_out = a.attn_out.data() + s * N * HD;
     const float* mid = a.mid.data() + nc;
     const float* ln2 = a.ln2.data() + Nc;

@@ -62,7 +62,8 @@ struct ChunkActivations {
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
   Buffer<float> mid, ln1, ln1_mean, ln1_rstd, qkv, att, attn_out, ln2, ln2_mean, ln2_rstd, fc, fc_act;
-  Buffer<float> kv;  // (l,B,T,2KD) under context parallelism: the keys and values gathered over CP
+  Buffer<float> kv;  // (l,B,T,2KD) under context parallelism: the keys and values gathered over CP (one
+                     // layer's under full recomputation, which gathers them again)
   Buffer<float> lnf, lnf_mean, lnf_rstd, probs, losses;  // last chunk
   Buffer<float> dresidual;                               // (N,C): gradient of the output, then of the input
   std::vector<MoeActivations<float>> moe;                // (l): MoE layers' routing and experts
@@ -116,9 +117,9 @@ class ShardedGpt {
   // the chunk's first layer a.dresidual ends as the input's gradient (to send, or into the embedding).
   void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
   // What the forward of `layer` dropped under a.policy, computed again by the same kernels from what it
-  // kept (bit for bit; full recomputation runs the layer's TP collectives again). The backward calls
-  // it for each layer it needs; the Program's recompute task for the first. Defined in
-  // tensor_parallel_recompute.cpp.
+  // kept (bit for bit; full recomputation runs the layer's TP and CP collectives again, selective reuses
+  // the keys and values CP gathered). The backward calls it for each layer it needs; the Program's
+  // recompute task for the first. Defined in tensor_parallel_recompute.cpp.
   void recompute(ChunkActivations& a, int layer);
   const float* output(const ChunkActivations& a) const;  // (n,C), the top of a.residual
   float* input(ChunkActivations& a) const;               // (n,C), a.residual[0]

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
 
@@ -21,10 +22,16 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
       break;
     case ActivationPolicy::RecomputeAttention: {
       // The attention core: this rank's heads' probabilities from the kept (rotated) q, k, v; its
-      // output is written again over the kept one, with the same values.
+      // output is written again over the kept one, with the same values. Under CP the keys and values
+      // are the whole sequence's, kept as the forward gathered them.
       const int N = a.B * a.Tn, D = full_.head_dim, li = layer - lo;
-      kernels::attention_forward(a.attn_out.data() + size_t(li) * N * Hl_ * D, a.att.data(),
-                                 a.qkv.data() + size_t(li) * N * (Hl_ + 2 * Kl_) * D, a.B, a.Tn, Hl_, Kl_, D);
+      float* out = a.attn_out.data() + size_t(li) * N * Hl_ * D;
+      const float* qkv = a.qkv.data() + size_t(li) * N * (Hl_ + 2 * Kl_) * D;
+      if (cp_)
+        cp_->attend(out, a.att.data(), a.kv.data() + size_t(li) * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B,
+                    Hl_, Kl_, D);
+      else
+        kernels::attention_forward(out, a.att.data(), qkv, a.B, a.Tn, Hl_, Kl_, D);
       break;
     }
   }

@@ -15,11 +15,12 @@ void ParallelRunner::set_up_memory_modes() {
   const Plan& p = setup_.plan;
   if (p.zero == 3) {
     // Gathers get a DP group of their own: they are issued as ranges become free, which need not keep
-    // their order with the gradient buckets' collectives.
+    // their order with the gradient buckets' collectives. The same ranks as dp_ (dp x cp under CP),
+    // whose blocks the optimizer updates.
     std::vector<Zero3Gathers::Range> buckets;
     for (const auto& [index, range] : buckets_)
       if (range.second > range.first) buckets.push_back(range);
-    auto group = setup_.world.split((at_.pp * p.tp + at_.tp) * p.cp + at_.cp);
+    auto group = setup_.world.split(at_.pp * p.tp + at_.tp);
     zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(buckets), std::move(group));
   }
   if (p.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*adamw_);

@@ -117,7 +117,6 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0))
       std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
   }
-  adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay));
 
   // DP buckets: each reduces the gradients of the backward segment it waits for; without DP overlap
   // (no segment to go by) the first bucket takes the whole shard and the others have nothing left.
@@ -165,7 +164,11 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
       owned_.push_back({begin, begin + counts[replica()]});
     }
     if (tied_.second > tied_.first) owned_.push_back(tied_);  // every replica updates it whole
+    std::erase_if(owned_, [](const auto& r) { return r.second <= r.first; });
+    std::sort(owned_.begin(), owned_.end());
   }
+  // Under ZeRO the moments of this rank's blocks only.
+  adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay), p.zero == 0 ? ParameterRanges{} : owned_);
   set_up_memory_modes();
 }
 
@@ -441,7 +444,8 @@ void ParallelRunner::optimizer_step() {
   for (const auto& [begin, end] : owned_) {
     if (scale != 1.0f)
       for (size_t i = begin; i < end; ++i) grads[i] *= scale;
-    adamw_->update(params + begin, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
+    float* w = zero3_ ? zero3_->shard(begin) : params + begin;
+    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
   }
 }
 
@@ -452,8 +456,7 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
   if (offload_) offload_->to_device();
   // Each value from one rank only (zeros elsewhere), so the sum over the world is the whole model.
   std::vector<float> own_w(model_.parameters().begin(), model_.parameters().end());
-  std::vector<float> own_m(adamw_->m().begin(), adamw_->m().end()),
-      own_v(adamw_->v().begin(), adamw_->v().end());
+  std::vector<float> own_m = adamw_->full_m(), own_v = adamw_->full_v();  // zeros outside its blocks
   for (const ShardTensor& t : model_.tensors()) {
     const bool tp_owner = !t.replicated || at_.tp == 0;
     const bool tied = t.offset == tied_.first && tied_.second > tied_.first;
@@ -476,22 +479,20 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
 
 void ParallelRunner::scatter_state(const std::vector<float>& weights, const std::vector<float>& m,
                                    const std::vector<float>& v) {
-  model_.take_shard(weights.data(), model_.parameters().data());
-  if (offload_) offload_->to_device();
-  model_.take_shard(m.data(), adamw_->m().data());
-  model_.take_shard(v.data(), adamw_->v().data());
-  if (offload_ && setup_.plan.zero == 0) offload_->to_host();
-  if (setup_.plan.zero == 0) return;
-  // ZeRO: this rank keeps the moments of its blocks only (gather_state sums them over the replicas).
-  Buffer<float> keep_m(adamw_->m().size(), 0.0f), keep_v(adamw_->v().size(), 0.0f);
-  for (const auto& [begin, end] : owned_) {
-    std::copy(adamw_->m().begin() + long(begin), adamw_->m().begin() + long(end),
-              keep_m.begin() + long(begin));
-    std::copy(adamw_->v().begin() + long(begin), adamw_->v().begin() + long(end),
-              keep_v.begin() + long(begin));
+  if (zero3_) {  // ZeRO 3: into the kept shard (the whole buffer exists only while passes run)
+    std::vector<float> shard(model_.size());
+    model_.take_shard(weights.data(), shard.data());
+    zero3_->assign(shard.data());
+  } else {
+    model_.take_shard(weights.data(), model_.parameters().data());
   }
-  adamw_->m() = std::move(keep_m);
-  adamw_->v() = std::move(keep_v);
+  // The moments of what this rank's optimizer owns (its blocks under ZeRO; gather_state sums them
+  // over the replicas).
+  std::vector<float> shard_m(model_.size()), shard_v(model_.size());
+  model_.take_shard(m.data(), shard_m.data());
+  model_.take_shard(v.data(), shard_v.data());
+  if (offload_) offload_->to_device();
+  adamw_->assign_full(shard_m, shard_v);
   if (offload_) offload_->to_host();
 }
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
+#include "exec/memory/memory_meter.hpp"
 #include "exec/train/zero3.hpp"
 
 namespace paratwin::exec {
@@ -38,8 +40,63 @@ std::vector<size_t> counts_within(Range bucket, Range part, int ranks) {
 
 Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<Range> buckets,
                            std::unique_ptr<Communicator> comm)
-    : params_(params), buckets_(std::move(buckets)), comm_(std::move(comm)) {
-  for (const Range& b : buckets_) drop(b);
+    : params_(params), total_(params.size()), buckets_(std::move(buckets)), comm_(std::move(comm)) {
+  if (!sharded()) return;
+  // Kept: everything but the other ranks' blocks of the buckets.
+  std::vector<Range> others;
+  for (const Range& b : buckets_) {
+    const std::vector<size_t> counts = dp_blocks(b, comm_->size());
+    size_t begin = b.first;
+    for (int r = 0; r < comm_->size(); ++r) {
+      if (r != comm_->rank() && counts[size_t(r)] > 0) others.push_back({begin, begin + counts[size_t(r)]});
+      begin += counts[size_t(r)];
+    }
+  }
+  std::sort(others.begin(), others.end());
+  size_t at = 0;
+  for (const Range& o : others) {
+    if (o.first > at) kept_.push_back({at, o.first});
+    at = std::max(at, o.second);
+  }
+  if (at < total_) kept_.push_back({at, total_});
+  MemoryUseScope use(MemoryUse::Parameters);
+  for (const Range& k : kept_)
+    shard_.insert(shard_.end(), params_.begin() + long(k.first), params_.begin() + long(k.second));
+  Buffer<float>().swap(params_);
+}
+
+void Zero3Gathers::allocate() {
+  if (!params_.empty() || !sharded()) return;
+  MemoryUseScope use(MemoryUse::Parameters);
+  params_.assign(total_, std::numeric_limits<float>::quiet_NaN());
+  const float* from = shard_.data();
+  for (const Range& k : kept_) {
+    std::copy(from, from + (k.second - k.first), params_.begin() + long(k.first));
+    from += k.second - k.first;
+  }
+}
+
+float* Zero3Gathers::shard(size_t begin) {
+  if (!sharded()) return params_.data() + begin;
+  // The optimizer is about to change the kept values: a whole copy a checkpoint gathered would be stale.
+  if (gathers_.empty()) Buffer<float>().swap(params_);
+  size_t offset = 0;
+  for (const Range& k : kept_) {
+    if (begin >= k.first && begin < k.second) return shard_.data() + offset + (begin - k.first);
+    offset += k.second - k.first;
+  }
+  throw std::logic_error("ZeRO-3: parameter " + std::to_string(begin) + " is not in this rank's shard");
+}
+
+void Zero3Gathers::assign(const float* whole) {
+  if (!sharded()) {
+    std::copy(whole, whole + total_, params_.begin());
+    return;
+  }
+  if (!gathers_.empty()) throw std::logic_error("ZeRO-3: weights assigned while a pass runs");
+  float* to = shard_.data();
+  for (const Range& k : kept_) to = std::copy(whole + k.first, whole + k.second, to);
+  Buffer<float>().swap(params_);  // a copy gathered before is stale
 }
 
 int Zero3Gathers::request(Range range) {
@@ -62,7 +119,8 @@ void Zero3Gathers::issue() {
     for (auto held = gathers_.begin(); held != it; ++held)
       if (held->issued && overlap(held->range, it->range)) return;
     it->issued = true;
-    if (comm_->size() == 1) continue;
+    if (!sharded()) continue;
+    allocate();
     for (const Range& b : buckets_) {
       const Range part = intersect(b, it->range);
       if (part.second > part.first)
@@ -105,13 +163,14 @@ void Zero3Gathers::release(Range done) {
       ++it;
     }
   }
+  if (gathers_.empty() && sharded()) Buffer<float>().swap(params_);  // no pass holds any: the shard only
   issue();
 }
 
 // What this rank does not own in `range` is no longer valid: NaN, so that a pass reading parameters
 // it did not gather fails loudly instead of training on stale values.
 void Zero3Gathers::drop(Range range) {
-  if (comm_->size() == 1) return;
+  if (!sharded() || params_.empty()) return;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const Range& b : buckets_) {
     const std::vector<size_t> counts = dp_blocks(b, comm_->size());
@@ -127,7 +186,8 @@ void Zero3Gathers::drop(Range range) {
 
 void Zero3Gathers::gather_everything() {
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: the whole shard is gathered while a pass runs");
-  if (comm_->size() == 1) return;
+  if (!sharded()) return;
+  allocate();
   for (const Range& b : buckets_)
     if (b.second > b.first)
       comm_->wait(comm_->start_allgather(params_.data() + b.first, dp_blocks(b, comm_->size())));

@@ -1,8 +1,11 @@
-// ZeRO stage 3 for one rank of a tensor/pipeline-parallel run: of each DP bucket of its shard the rank
-// owns one block; the rest of a parameter range exists only while a pass that needs it runs, gathered
-// by the Program's "AG dp params ..." task of that range (a chunk, or whatever layers a task names) and
-// dropped when the pass has ended. Gathers are issued in the Program's order; a gather whose range
-// overlaps one still in use waits until that pass has dropped it.
+// ZeRO stage 3 for one rank of a tensor/pipeline/context-parallel run: of each DP bucket of its shard
+// the rank owns one block, kept in a buffer of its own (with whatever no bucket covers); the rest of a
+// parameter range exists only while a pass that needs it runs, gathered by the Program's "AG dp
+// params ..." task of that range (a chunk, or whatever layers a task names) and dropped when the pass
+// has ended. The shard's whole parameter buffer is allocated while any range is gathered and freed
+// when none is (the gathered copy beside the shard that the Program allocates and frees). Gathers are
+// issued in the Program's order; a gather whose range overlaps one still in use waits until that pass
+// has dropped it.
 #pragma once
 
 #include <deque>
@@ -21,8 +24,8 @@ class Zero3Gathers {
   using Range = std::pair<size_t, size_t>;
   // `params`: the shard's parameter buffer (whole at construction); `buckets`: the DP buckets over it,
   // each split by dp_blocks over the ranks of `comm`, a DP group used for nothing else (its collectives
-  // are issued when a range becomes free, in the same order on every member). Drops what this rank does
-  // not own.
+  // are issued when a range becomes free, in the same order on every member). Keeps what this rank
+  // owns and frees `params` (on a group of one rank there is nothing to shard: it stays whole).
   Zero3Gathers(Buffer<float>& params, std::vector<Range> buckets, std::unique_ptr<Communicator> comm);
 
   // A pass needs parameters [begin, end): returns a ticket for ready()/wait(). Counts the bytes.
@@ -31,10 +34,15 @@ class Zero3Gathers {
   void wait(int ticket);   // throws std::logic_error if the ticket cannot be issued (a pass holds it)
   // A pass has ended, and with it the use of every gathered range inside `done`: those are dropped.
   void release(Range done);
-  // Collective over the group: every bucket whole in the buffer (a checkpoint reads the weights). Only
-  // between steps, when no range is gathered.
+  // Collective over the group: every bucket whole in the buffer (a checkpoint reads the weights), until
+  // the next pass ends. Only between steps, when no range is gathered.
   void gather_everything();
 
+  // The kept values of parameter `begin` onwards (the optimizer updates them there): `begin` and the
+  // range that follows lie in what this rank owns. Throws std::logic_error otherwise.
+  float* shard(size_t begin);
+  // Takes this rank's values from `whole`, laid out as the shard's parameter buffer (a checkpoint's).
+  void assign(const float* whole);
   double bytes() const { return bytes_; }  // gathered so far (whole messages)
 
  private:
@@ -47,9 +55,14 @@ class Zero3Gathers {
   void issue();
   void drop(Range range);
   Gather* find(int ticket);
+  void allocate();  // the whole buffer again: NaN but for the kept values
+  bool sharded() const { return comm_->size() > 1; }
 
   Buffer<float>& params_;
+  size_t total_;
   std::vector<Range> buckets_;
+  std::vector<Range> kept_;  // ascending: this rank's blocks and what no bucket covers
+  Buffer<float> shard_;      // their values, one after the other
   std::unique_ptr<Communicator> comm_;
   std::deque<Gather> gathers_;  // requested and not released, in request order
   int next_ticket_ = 0;

@@ -60,9 +60,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
     out.push_back("sequence parallelism splits the " +
                   std::to_string(int64_t(p.micro_batch) * t.seq_len / p.cp) +
                   " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
-  // The context-parallel runner has the DP side of ZeRO 0-2 only (ZeRO 3, recompute, offload and
-  // compression run with tp and pp, not yet beside CP's gathered keys and values).
-  if (p.cp > 1) refuse_memory_modes(p, "with cp " + std::to_string(p.cp) + ", ", 2, out);
   if (t.seq_len > m.seq_len)
     out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
                   std::to_string(m.seq_len));
@@ -139,9 +136,11 @@ class Trainer::Runner final : public StepRunner {
                                : std::vector<ShardedRange>{{range, &t.comm_}};
       sharded.insert(sharded.end(), parts_[index].begin(), parts_[index].end());
     }
+    // One rank has no DP buckets: its ZeRO "shard" is the whole model.
+    if (sharded.empty()) sharded.push_back({{0, t.model_.layout().total}, &t.comm_});
     // This rank updates everything it holds under ZeRO 0 (under EP: all but the other EP ranks'
     // experts), its block of every bucket's part under ZeRO 1-3.
-    if (plan.zero > 0 && !sharded.empty())
+    if (plan.zero > 0)
       owned_ = owned_blocks(sharded);
     else if (experts_)
       owned_ = experts_->owned();
@@ -458,6 +457,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
         model_);
     steps_ = parallel_.get();
     pipeline_rank_ = parallel_->coordinates().pp;
+    // The runner's shard is this rank's model: the whole one's buffers would only weigh on its memory.
+    Buffer<float>().swap(model_.parameters());
+    Buffer<float>().swap(model_.gradients());
   }
   timing_group_ = comm_.split(pipeline_rank_ == 0 ? 0 : -1);
 }
@@ -476,7 +478,6 @@ void Trainer::resume(RunResult& result) {
   // shard, its blocks under ZeRO). A top-k run's error-feedback residuals are not in checkpoints:
   // they restart at zero.
   if (parallel_) {
-    model_.parameters().assign(s.weights.begin(), s.weights.end());
     parallel_->scatter_state(s.weights, s.adam_m, s.adam_v);
   } else {
     if (Zero3Parameters* z = runner_->zero3())

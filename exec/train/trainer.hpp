@@ -93,6 +93,8 @@ class Trainer {
   const Role& role() const { return program_.roles.at(size_t(pipeline_rank_)); }
   // The ranks of this rank's pipeline rank (their timings have the same tasks); null elsewhere.
   Communicator* timing_group() const { return timing_group_.get(); }
+  // The whole model as trained (tp = pp = cp = 1); under tp, pp or cp the shards hold the weights and
+  // this model's buffers are empty.
   const Gpt<float>& model() const { return model_; }
   const AdamW& optimizer() const { return *adamw_; }
   int64_t total_steps() const { return total_steps_; }

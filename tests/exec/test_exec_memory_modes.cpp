@@ -50,7 +50,7 @@ struct Outcome {
   double host_peak_bytes = 0;
 };
 
-// Trains `replicas` DP replicas (of tp x pp ranks each, as `sets` say) on the first ranks of the job;
+// Trains `replicas` DP replicas (of tp x pp x cp ranks each, as `sets` say) on the first ranks of the job;
 // every rank of the job gets rank 0's outcome. Checks that the ranks that trained end with the same
 // weights (tp = pp = 1).
 Outcome train_on(int replicas, const std::vector<std::string>& sets, TrainOptions o) {
@@ -119,13 +119,9 @@ int order(double a, double b) {
   return a < b ? -1 : 1;
 }
 
-// The measured peaks are ordered as the twin's (every pair, ties included) and each lies within
-// kPeakTolerance of the twin's.
-void check_memory_follows_the_twin(const std::vector<Outcome>& runs, const std::vector<std::string>& names) {
-  for (size_t i = 0; i < runs.size(); ++i) {
-    BOOST_TEST_INFO(names[i] << ": measured " << runs[i].peak_bytes << " B, twin " << runs[i].predicted_peak);
-    BOOST_TEST(std::abs(runs[i].peak_bytes - runs[i].predicted_peak) <=
-               kPeakTolerance * runs[i].predicted_peak);
+// The measured peaks are ordered as the twin's (every pair, ties included).
+void check_memory_order(const std::vector<Outcome>& runs, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < runs.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       BOOST_TEST_INFO(names[i] << " vs " << names[j] << ": measured " << runs[i].peak_bytes << " vs "
                                << runs[j].peak_bytes << " B, twin " << runs[i].predicted_peak << " vs "
@@ -133,7 +129,16 @@ void check_memory_follows_the_twin(const std::vector<Outcome>& runs, const std::
       BOOST_TEST(order(runs[i].peak_bytes, runs[j].peak_bytes) ==
                  order(runs[i].predicted_peak, runs[j].predicted_peak));
     }
+}
+
+// ... and each lies within kPeakTolerance of the twin's.
+void check_memory_follows_the_twin(const std::vector<Outcome>& runs, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    BOOST_TEST_INFO(names[i] << ": measured " << runs[i].peak_bytes << " B, twin " << runs[i].predicted_peak);
+    BOOST_TEST(std::abs(runs[i].peak_bytes - runs[i].predicted_peak) <=
+               kPeakTolerance * runs[i].predicted_peak);
   }
+  check_memory_order(runs, names);
 }
 
 }  // namespace
@@ -347,5 +352,53 @@ BOOST_AUTO_TEST_CASE(top_k_at_10_percent_trains_near_the_dense_run_and_sends_the
   BOOST_TEST(std::abs(sparse.losses.back() - dense.losses.back()) < 0.05 * dense.losses.back());
   BOOST_TEST(std::abs(sparse.dp_bytes.back() - sparse.predicted_dp_bytes) < 0.05 * sparse.predicted_dp_bytes);
   // 2 ranks x 10% x (4 + 4) bytes a pair: 40% of the dense all-reduce's 4 bytes a gradient.
+  BOOST_TEST(sparse.dp_bytes.back() < 0.45 * dense.dp_bytes.back());
+}
+
+// Context parallelism 2 on the job's 2 ranks (one replica of 2 CP ranks): ZeRO 0-3, the recompute
+// modes and optimizer offload run beside the CP all-gathers of keys and values, on the trajectory, and
+// their peaks per rank are the twin's within kPeakTolerance and in its order, mode by mode.
+BOOST_AUTO_TEST_CASE(under_context_parallelism_the_memory_modes_follow_the_twins_memory) {
+  if (mpi->world->size() < 2) return;
+  const Outcome& one = reference(6);
+  const auto run = [&](const std::vector<std::string>& sets, const std::string& name) {
+    std::vector<std::string> with_cp = sets;
+    with_cp.push_back("plan.cp=2");
+    Outcome o = train_on(1, with_cp, options(6));
+    check_close(one.losses, o.losses, name);
+    BOOST_TEST_MESSAGE(name << ": peak per rank measured " << o.peak_bytes << " B, twin " << o.predicted_peak
+                            << " B; host " << o.host_peak_bytes << " B");
+    return o;
+  };
+  std::vector<Outcome> by_zero;
+  for (int zero = 0; zero <= 3; ++zero)
+    by_zero.push_back(run({"plan.zero=" + std::to_string(zero)}, "cp 2, ZeRO " + std::to_string(zero)));
+  check_memory_follows_the_twin(by_zero, {"cp 2, ZeRO 0", "cp 2, ZeRO 1", "cp 2, ZeRO 2", "cp 2, ZeRO 3"});
+  std::vector<Outcome> by_mode;
+  for (const char* mode : {"none", "selective", "full"})
+    by_mode.push_back(run({std::string("plan.recompute=") + mode}, std::string("cp 2, recompute ") + mode));
+  check_memory_follows_the_twin(
+      by_mode, {"cp 2, recompute none", "cp 2, recompute selective", "cp 2, recompute full"});
+  const Outcome offloaded = run({"plan.zero=1", "plan.offload.optimizer=true"}, "cp 2, optimizer offload");
+  check_memory_follows_the_twin({by_zero[1], offloaded},
+                                {"cp 2, ZeRO 1", "cp 2, ZeRO 1 + optimizer offload"});
+  BOOST_TEST(offloaded.host_peak_bytes > 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(top_k_under_context_parallelism_trains_near_the_dense_run_and_sends_the_twins_bytes) {
+  if (mpi->world->size() < 2) return;
+  const int steps = 20;
+  const Outcome dense = train_on(1, {"plan.cp=2"}, options(steps));
+  const Outcome sparse =
+      train_on(1, {"plan.cp=2", "plan.compression={kind: topk, ratio: 0.1}"}, options(steps));
+  BOOST_TEST_MESSAGE("top-k 10% under cp 2: loss "
+                     << sparse.losses.front() << " -> " << sparse.losses.back() << ", dense "
+                     << dense.losses.back() << "; DP bytes per step " << sparse.dp_bytes.back()
+                     << " measured, " << sparse.predicted_dp_bytes << " twin; dense "
+                     << dense.dp_bytes.back());
+  BOOST_TEST(sparse.losses.back() < sparse.losses.front());
+  BOOST_TEST(std::abs(sparse.losses.back() - dense.losses.back()) < 0.05 * dense.losses.back());
+  // The pairs go over the dp x cp group: 2 ranks x 10% x (4 + 4) bytes a pair.
+  BOOST_TEST(std::abs(sparse.dp_bytes.back() - sparse.predicted_dp_bytes) < 0.05 * sparse.predicted_dp_bytes);
   BOOST_TEST(sparse.dp_bytes.back() < 0.45 * dense.dp_bytes.back());
 }

@@ -3,7 +3,7 @@
 // initial weights, so its loss trajectory must be the single rank's within float rounding. The default
 // entry (4 ranks) runs a representative subset; `ctest -L long` runs the cross product on 8 ranks. A
 // run checkpointed under tp x pp resumes under another layout; optimizer offload and top-k compression
-// run under tp x pp too.
+// run under tp x pp too; ZeRO 3, recomputation and optimizer offload under cp (alone and with dp, tp, pp).
 #define BOOST_TEST_MODULE exec_parallel
 #include <boost/test/unit_test.hpp>
 
@@ -195,7 +195,10 @@ BOOST_AUTO_TEST_CASE(activation_offload_under_dp_tp_and_pp_follows_the_single_ra
                               {1, 2, 2, 3, "interleaved", false, true, 1, "full"},
                               {2, 1, 2, 2, "1f1b", true, true, 1, "selective"},
                               {2, 2, 1, 0, "1f1b", false, false},
-                              {1, 2, 2, 1, "gpipe", false, true, 1, "none", {"plan.offload.optimizer=true"}}};
+                              {1, 2, 2, 1, "gpipe", false, true, 1, "none", {"plan.offload.optimizer=true"}},
+                              {1, 1, 1, 0, "1f1b", false, true, 2},
+                              {1, 2, 1, 0, "interleaved", false, true, 2, "selective"},
+                              {1, 1, 2, 3, "1f1b", false, true, 2, "full"}};
   for (Layout& l : layouts) l.extra.push_back("plan.offload.activations=true");
   check_layouts(layouts, 10);
 }
@@ -216,6 +219,21 @@ BOOST_AUTO_TEST_CASE(top_k_under_tp_and_pp_trains_and_sends_the_single_shard_byt
   BOOST_TEST(sparse_bytes.front() == dense_bytes.front());  // the warm-up is dense
   // As on one shard: 2 ranks x 10% x (4 + 4) bytes a pair, 40% of the dense 4 bytes a gradient.
   BOOST_TEST(std::abs(sparse_bytes.back() / dense_bytes.back() - 0.4) < 0.01);
+}
+
+BOOST_AUTO_TEST_CASE(context_parallel_with_zero3_recompute_and_offload_follows_the_single_rank_trajectory) {
+  // ZeRO shards and gathers over dp x cp ranks (the Program's DP group); selective recomputation
+  // attends again over the keys and values the forward gathered, full recomputation gathers them again.
+  const std::vector<std::string> offload = {"plan.offload.optimizer=true"};
+  check_layouts({{1, 1, 1, 3, "1f1b", false, true, 2},
+                 {1, 1, 1, 0, "1f1b", false, true, 2, "selective"},
+                 {1, 1, 1, 1, "1f1b", false, true, 2, "full", offload},
+                 {1, 1, 2, 3, "1f1b", false, true, 2, "selective", offload},
+                 {1, 1, 2, 2, "1f1b", false, false, 2, "full"},
+                 {2, 1, 1, 3, "1f1b", true, true, 2, "full"},
+                 {1, 2, 1, 3, "interleaved", false, true, 2, "selective", offload},
+                 {1, 2, 1, 3, "gpipe", false, false, 2, "full"}},
+                10);
 }
 
 BOOST_AUTO_TEST_CASE(context_parallel_ranks_take_a_front_and_a_back_chunk_of_each_sequence) {
@@ -290,7 +308,8 @@ BOOST_AUTO_TEST_CASE(a_zero3_run_with_offload_under_pp_resumes_from_its_checkpoi
 
 // `ctest -L long`: every combination of tp {1,2} (with and without sequence parallelism), pp {1,2}
 // with each schedule, dp {1,2}, ZeRO 0-3 and recompute none/selective/full; tp 2 x pp 2 x dp 2
-// without overlap under each schedule and ZeRO stage; context parallelism 2 on a sample of layouts.
+// without overlap under each schedule and ZeRO stage; context parallelism 2 on a sample of layouts,
+// with and without the memory modes.
 BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory) {
   std::vector<Layout> all;
   for (int tp : {1, 2})
@@ -320,6 +339,13 @@ BOOST_AUTO_TEST_CASE(the_whole_cross_product_follows_the_single_rank_trajectory)
   all.push_back({1, 1, 2, 1, "1f1b", false, true, 2});
   all.push_back({1, 1, 2, 0, "1f1b", false, false, 2});
   all.push_back({2, 2, 1, 0, "1f1b", false, true, 2});
+  // ... and with the memory modes: ZeRO 3, recomputation and optimizer offload over tp x pp x cp and
+  // dp x pp x cp.
+  const std::vector<std::string> offload = {"plan.offload.optimizer=true"};
+  all.push_back({2, 2, 1, 3, "1f1b", false, true, 2, "selective"});
+  all.push_back({2, 2, 1, 0, "interleaved", true, true, 2, "full", offload});
+  all.push_back({1, 2, 2, 3, "gpipe", false, false, 2, "full"});
+  all.push_back({1, 2, 2, 2, "interleaved", false, true, 2, "selective", offload});
   const double worst = check_layouts(all, 10);
   if (mpi->world->rank() == 0)
     std::printf("cross product: %zu layouts, worst relative error %.2e\n", all.size(), worst);
