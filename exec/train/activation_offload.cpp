@@ -64,20 +64,31 @@ void CopyStream::run() {
   }
 }
 
+namespace {
+
+// A MoE layer's routing and its experts' rows (the index vectors stay: they are small).
+void append_moe(MoeActivations<float>& m, std::vector<Buffer<float>*>& out) {
+  for (Buffer<float>* b : {&m.probs, &m.gates, &m.x, &m.fc, &m.fc_act, &m.y}) out.push_back(b);
+}
+
+}  // namespace
+
 std::vector<Buffer<float>*> kept_buffers(Activations<float>& a) {
   std::vector<Buffer<float>*> out{&a.residual, &a.mid,   &a.ln1,      &a.ln1_mean,      &a.ln1_rstd,
                                   &a.qkv,      &a.att,   &a.attn_out, &a.ln2,           &a.ln2_mean,
                                   &a.ln2_rstd, &a.fc,    &a.fc_act,   &a.lnf,           &a.lnf_mean,
                                   &a.lnf_rstd, &a.probs, &a.losses,   &a.recomputed_out};
-  for (MoeActivations<float>& m : a.moe)
-    for (Buffer<float>* b : {&m.probs, &m.gates, &m.x, &m.fc, &m.fc_act, &m.y}) out.push_back(b);
+  for (MoeActivations<float>& m : a.moe) append_moe(m, out);
   return out;
 }
 
 std::vector<Buffer<float>*> kept_buffers(ChunkActivations& a) {
-  return {&a.residual, &a.mid,      &a.ln1,      &a.ln1_mean, &a.ln1_rstd, &a.qkv,           &a.att,
-          &a.attn_out, &a.ln2,      &a.ln2_mean, &a.ln2_rstd, &a.fc,       &a.fc_act,        &a.kv,
-          &a.lnf,      &a.lnf_mean, &a.lnf_rstd, &a.probs,    &a.losses,   &a.recomputed_out};
+  std::vector<Buffer<float>*> out{&a.residual, &a.mid,      &a.ln1,      &a.ln1_mean, &a.ln1_rstd,
+                                  &a.qkv,      &a.att,      &a.attn_out, &a.ln2,      &a.ln2_mean,
+                                  &a.ln2_rstd, &a.fc,       &a.fc_act,   &a.kv,       &a.lnf,
+                                  &a.lnf_mean, &a.lnf_rstd, &a.probs,    &a.losses,   &a.recomputed_out};
+  for (MoeActivations<float>& m : a.moe) append_moe(m, out);
+  return out;
 }
 
 int ActivationOffload::to_host(int microbatch, int chunk, std::vector<Buffer<float>*> buffers) {

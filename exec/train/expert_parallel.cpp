@@ -39,8 +39,6 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
   // runner has it with ZeRO 0 and none of them yet.
   if (p.ep > 1 && sharded)
     refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + " beside tp, pp or cp, ", 0, out);
-  if (m.moe && p.offload_activations && !(p.ep > 1 && sharded))
-    out.push_back("activation offload is not implemented live for a mixture-of-experts model");
   return out;
 }
 

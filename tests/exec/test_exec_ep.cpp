@@ -284,11 +284,6 @@ BOOST_AUTO_TEST_CASE(expert_parallelism_refuses_what_it_does_not_run) {
   p.compression = {CompressionKind::TopK, 0.1, true, 0};
   for (auto& st : p.stages) st.recompute = Recompute::Full;
   BOOST_TEST(live_cpu_limitations(p, s.model, s.training).empty());  // on the data-parallel runner
-  p.offload_activations = true;
-  const auto offload = live_cpu_limitations(p, s.model, s.training);
-  BOOST_TEST_REQUIRE(offload.size() == 1u);
-  BOOST_TEST(offload[0].find("activation offload") != std::string::npos);
-  p.offload_activations = false;
   p.tp = 2;  // beside tp: EP with ZeRO 0 and none of the memory modes yet
   const auto beside_tp = live_cpu_limitations(p, s.model, s.training);
   BOOST_TEST_REQUIRE(!beside_tp.empty());
@@ -350,6 +345,33 @@ BOOST_AUTO_TEST_CASE(moe_layers_under_zero_offload_and_recomputation_with_tp_pp_
       {.pp = 2, .extra = {"plan.recompute=full"}},
       {.tp = 2, .extra = {"plan.recompute=selective"}},
   });
+}
+
+BOOST_AUTO_TEST_CASE(moe_layers_with_activation_offload_follow_one_rank) {
+  const std::vector<std::string> offload = {"plan.offload.activations=true"};
+  check_layouts({
+      {.dp = 2, .ep = 2, .extra = offload},
+      {.dp = 2, .extra = offload},
+      {.pp = 2, .extra = offload},
+      {.pp = 2, .schedule = "interleaved", .extra = offload},
+      {.tp = 2, .extra = offload},
+      {.cp = 2, .extra = offload},
+  });
+  // The MoE layers' routing and expert rows go to the host too: under pp 2 interleaved (several
+  // micro-batches in flight on the first stage) offload saves at least about what the twin says
+  // (more: a live MoE layer keeps more rows than the twin's activation model counts, 2.99 MB saved
+  // against the twin's 2.11 MB).
+  if (mpi->world->size() < 2) return;
+  const Layout kept{.pp = 2, .schedule = "interleaved"};
+  Layout away = kept;
+  away.extra = offload;
+  const Trained k = train(kept, options(4)), a = train(away, options(4));
+  const double saved = k.peak_bytes - a.peak_bytes, predicted = k.predicted_peak - a.predicted_peak;
+  if (mpi->world->rank() == 0)
+    std::printf("tiny-moe pp 2 interleaved: activation offload saves %.0f B per rank, twin %.0f B\n", saved,
+                predicted);
+  BOOST_TEST(predicted > 0.0);
+  BOOST_TEST(saved >= 0.65 * predicted);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_ep_and_tp_resumes_on_one_rank) {
