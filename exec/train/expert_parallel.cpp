@@ -37,8 +37,12 @@ std::vector<std::string> expert_parallel_limitations(const Plan& p, const ModelS
   const bool sharded = p.tp * p.pp * p.cp > 1;
   // The data-parallel runner has EP with every memory mode; the tensor/pipeline/context-parallel
   // runner has it with ZeRO 0 and none of them yet.
-  if (p.ep > 1 && sharded)
-    refuse_memory_modes(p, "with ep " + std::to_string(p.ep) + " beside tp, pp or cp, ", 0, out);
+  if (p.ep > 1 && sharded) {
+    const std::string with = "with ep " + std::to_string(p.ep) + " beside tp, pp or cp, ";
+    if (p.zero > 0) out.push_back(with + "ZeRO is not implemented live; use zero 0");
+    if (p.compression.kind != CompressionKind::None)
+      out.push_back(with + "gradient compression is not implemented live");
+  }
   return out;
 }
 

@@ -374,6 +374,17 @@ BOOST_AUTO_TEST_CASE(moe_layers_with_activation_offload_follow_one_rank) {
   BOOST_TEST(saved >= 0.65 * predicted);
 }
 
+BOOST_AUTO_TEST_CASE(expert_parallelism_beside_tp_pp_or_cp_with_recompute_and_offload_follows_one_rank) {
+  check_layouts({
+      {.dp = 2, .ep = 2, .pp = 2, .extra = {"plan.recompute=full"}},
+      {.dp = 2, .ep = 2, .tp = 2, .extra = {"plan.recompute=selective"}},
+      {.dp = 2, .ep = 2, .cp = 2, .extra = {"plan.recompute=full"}},
+      {.dp = 2, .ep = 2, .pp = 2, .schedule = "interleaved", .extra = {"plan.offload.optimizer=true"}},
+      {.dp = 2, .ep = 2, .tp = 2, .extra = {"plan.offload.activations=true"}},
+      {.dp = 2, .ep = 2, .pp = 2, .extra = {"plan.offload.activations=true", "plan.recompute=selective"}},
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_run_checkpointed_under_ep_and_tp_resumes_on_one_rank) {
   if (mpi->world->size() < 4) return;
   double pid = mpi->world->rank() == 0 ? double(::getpid()) : 0;
