@@ -21,8 +21,8 @@
 
 namespace paratwin::exec {
 
-// What the live CPU backend cannot run of this plan's expert parallelism or this MoE model, in words.
-std::vector<std::string> expert_parallel_limitations(const Plan& plan, const ModelSpec& model);
+// What the live CPU backend cannot run of this plan's expert parallelism, in words.
+std::vector<std::string> expert_parallel_limitations(const Plan& plan);
 
 // Time a compute task spent in all-to-alls: wall, and the thread's CPU (MPI's spinning).
 struct ExchangeTime {

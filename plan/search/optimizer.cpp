@@ -893,56 +893,66 @@ class Search {
   // in their size, all with non-negative intercepts (so f(x) + f(y) >= f(x + y)).
   double variant_bound(const Base& b, int microbatches, const Variant& v) {
     if (s_.cluster.pools.size() > 1) return 0;
-    // Bases come in runs of one layout (enumerate's loops): look its tails up once a run.
+    // A base's variants come one after another (expand): the layout is looked up once for them.
     const auto layout = std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep};
-    if (!last_tails_ || last_layout_ != layout) {
+    if (!last_costs_ || last_layout_ != layout) {
       last_layout_ = layout;
-      last_tails_ = &variant_tails_[layout];
+      last_costs_ = &variant_costs_[layout];
     }
     const size_t index = ((size_t(v.zero) * 2 + v.offload) * 2 + v.topk) * orders_.size() + v.order;
-    std::optional<VariantTails>& tails = (*last_tails_)[index];
-    if (!tails) tails = variant_tails(b, v);
-    const VariantTails& t = *tails;
+    std::optional<StateCosts>& costs = (*last_costs_)[index];
+    if (!costs) {
+      const ChunkMemory memory = chunk_memory(b);
+      costs = state_costs(
+          b, v, 0, (layer_parameters(b) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9));
+    }
+    const StateCosts& t = *costs;
     const double m = microbatches;
-    return std::max(m * microbatch_work(b) + t.steps, t.gradients + 2 * m * t.gather + t.steps) / b.pp;
+    return std::max(m * microbatch_work(b) + t.step, t.gradients + 2 * m * t.gather + t.step) / b.pp;
   }
-  // Summed over a base's pipeline ranks (rank_tails' terms for all their parameters at once).
-  struct VariantTails {
-    double steps = 0, gradients = 0;
-    double gather = 0;  // one ZeRO-3 all-gather of the parameters (twice per micro-batch)
+  // What a rank holding `params` parameters on `pool` spends beside its passes (rank_tails, per
+  // rank; variant_bound, all ranks' parameters at once).
+  struct StateCosts {
+    double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
+    double gradients = 0;  // the DP collective of all their gradients
+    double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
   };
-  VariantTails variant_tails(const Base& b, const Variant& v) {
-    const ChunkMemory memory = chunk_memory(b);
-    const double params =
-        (layer_parameters(b) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9);
+  StateCosts state_costs(const Base& b, const Variant& v, int pool, double params) {
     const double shard = params / (v.zero >= 1 ? b.replicas() : 1);
-    const PoolSpec& pool = s_.cluster.pools.front();
-    VariantTails out;
+    StateCosts out;
     const double step =
         cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
-                                 *devices_.front(), s_.training.precision)
+                                 *devices_[pool], s_.training.precision)
             .value();
     const double copy =
         v.offload
             ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
-                  pool.pcie_bandwidth.value()
+                  s_.cluster.pools[pool].pcie_bandwidth.value()
             : 0;
     double gather = 0;
     if (b.replicas() > 1) {
-      const auto& where = dp_placement(b, 0, v.order);
-      auto collective = [&](CollectiveKind kind, double bytes) {
-        return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
-      };
-      const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
-      out.gradients =
-          v.topk ? collective(CollectiveKind::AllGather, topk_gatherers(b) * ratio * params * (elem_ + 4))
-                 : collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                              params * elem_);
-      if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params * elem_);
-      if (v.zero == 3) out.gather = collective(CollectiveKind::AllGather, params * elem_);
+      out.gradients = gradient_collective(b, v, pool, params);
+      if (v.zero == 1 || v.zero == 2)
+        gather = dp_collective(b, v, pool, CollectiveKind::AllGather, params * elem_);
+      if (v.zero == 3) out.gather = dp_collective(b, v, pool, CollectiveKind::AllGather, params * elem_);
     }
-    out.steps = step + copy + std::max(copy, gather);
+    out.step = step + copy + std::max(copy, gather);
     return out;
+  }
+  double dp_collective(const Base& b, const Variant& v, int pool, CollectiveKind kind, double bytes) {
+    return cost::collective_time(kind, Bytes(bytes), dp_placement(b, pool, v.order), s_.cluster.pools[pool],
+                                 s_.cluster)
+        .time.value();
+  }
+  // The DP collective of `elements` gradients: all-reduced, reduce-scattered, or top-k pairs gathered.
+  double gradient_collective(const Base& b, const Variant& v, int pool, double elements) {
+    if (v.topk) {
+      const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
+      return dp_collective(b, v, pool, CollectiveKind::AllGather,
+                           topk_gatherers(b) * ratio * elements * (elem_ + 4));
+    }
+    return dp_collective(b, v, pool, v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                         elements * elem_);
   }
 
   // Ranks whose top-k pairs a rank gathers: under EP the experts' pairs go to their dp / ep replicas
@@ -1368,7 +1378,6 @@ class Search {
     std::vector<double> params(b.pp, 0);
     for (int c = 0; c < chunks; ++c)
       params[c % b.pp] += chunk_params(b, c, ranges[c].first, ranges[c].second);
-    const double ratio = req_.compression ? req_.compression->ratio : kSearchedTopkRatio;
     RankTails out{std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0), std::vector<double>(b.pp, 0),
                   std::vector<double>(b.pp, 0)};
     auto& [steps, gradients, gathers, dp_tails] = out;
@@ -1388,41 +1397,18 @@ class Search {
         continue;
       }
       worked_out.push_back({b.rank_pool[r], params[r], tail_elements, r});
-      const PoolSpec& pool = s_.cluster.pools[b.rank_pool[r]];
-      const double shard = params[r] / (v.zero >= 1 ? b.replicas() : 1);
-      double step =
-          cost::compute_time_bound(cost::optimizer_step(shard, s_.training.optimizer, s_.training.precision),
-                                   *devices_[b.rank_pool[r]], s_.training.precision)
-              .value();
-      const double copy =
-          v.offload
-              ? shard * cost::optimizer_bytes_per_parameter(s_.training.optimizer, s_.training.precision) /
-                    pool.pcie_bandwidth.value()
-              : 0;
-      double gather = 0;
-      if (b.replicas() > 1) {
-        const auto& where = dp_placement(b, b.rank_pool[r], v.order);
-        auto collective = [&](CollectiveKind kind, double bytes) {
-          return cost::collective_time(kind, Bytes(bytes), where, pool, s_.cluster).time.value();
-        };
-        auto gradient_collective = [&](double elements) {
-          if (v.topk)
-            return collective(CollectiveKind::AllGather, topk_gatherers(b) * ratio * elements * (elem_ + 4));
-          return collective(v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                            elements * elem_);
-        };
-        gradients[r] = gradient_collective(params[r]);
-        // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
-        // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
-        // backward of that chunk ends, and every bucket of its other chunks still run after that
-        // backward (concavity again: together at least one collective of their elements). The
-        // factor absorbs the rounding of the prefix sums.
-        dp_tails[r] = gradient_collective(tail_elements * (1 - 1e-9));
-        if (v.zero == 1 || v.zero == 2) gather = collective(CollectiveKind::AllGather, params[r] * elem_);
-        // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
-        if (v.zero == 3) gathers[r] = 2.0 * m * collective(CollectiveKind::AllGather, params[r] * elem_);
-      }
-      steps[r] = step + copy + std::max(copy, gather);
+      const StateCosts costs = state_costs(b, v, b.rank_pool[r], params[r]);
+      steps[r] = costs.step;
+      gradients[r] = costs.gradients;
+      // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
+      gathers[r] = 2.0 * m * costs.gather;
+      // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
+      // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
+      // backward of that chunk ends, and every bucket of its other chunks still run after that
+      // backward (concavity again: together at least one collective of their elements). The factor
+      // absorbs the rounding of the prefix sums.
+      if (b.replicas() > 1)
+        dp_tails[r] = gradient_collective(b, v, b.rank_pool[r], tail_elements * (1 - 1e-9));
     }
     return out;
   }
@@ -1570,9 +1556,9 @@ class Search {
   std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
   std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
   // By (tp, cp, dp, pp, ep), then variant (ZeRO, offload, top-k, rank order): variant_bound's sums.
-  std::map<std::tuple<int, int, int, int, int>, std::array<std::optional<VariantTails>, 32>> variant_tails_;
+  std::map<std::tuple<int, int, int, int, int>, std::array<std::optional<StateCosts>, 32>> variant_costs_;
   std::tuple<int, int, int, int, int> last_layout_;
-  std::array<std::optional<VariantTails>, 32>* last_tails_ = nullptr;
+  std::array<std::optional<StateCosts>, 32>* last_costs_ = nullptr;
   // Where a pipeline rank's groups sit, by (group, tp, cp, dp, pp, ep, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placement_;
   std::vector<Candidate> best_;
