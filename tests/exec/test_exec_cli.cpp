@@ -151,10 +151,9 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
   BOOST_TEST(out.status == 2);
   BOOST_TEST(out.text.find("with ep 2 beside tp, pp or cp, ZeRO is not implemented live") !=
              std::string::npos);
-  const Output pp =
-      run_paratwin("run " + moe + " --set plan.pp=2 --set plan.recompute=full --ranks 2 --steps 1");
+  const Output pp = run_paratwin("run " + moe + " --set plan.pp=2 --set plan.zero=3 --ranks 2 --steps 1");
   BOOST_TEST(pp.status == 2);
-  BOOST_TEST(pp.text.find("with ep 2 beside tp, pp or cp, recomputation is not implemented live") !=
+  BOOST_TEST(pp.text.find("with ep 2 beside tp, pp or cp, ZeRO is not implemented live") !=
              std::string::npos);
   // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
