@@ -23,24 +23,6 @@
 
 namespace paratwin::exec {
 
-void refuse_memory_modes(const Plan& p, const std::string& with, int max_zero,
-                         std::vector<std::string>& out) {
-  if (p.zero > max_zero)
-    out.push_back(with + (max_zero == 0
-                              ? "ZeRO is not implemented live; use zero 0"
-                              : "ZeRO " + std::to_string(p.zero) +
-                                    " is not implemented live; use zero 0 to " + std::to_string(max_zero)));
-  if (p.compression.kind != CompressionKind::None)
-    out.push_back(with + "gradient compression is not implemented live");
-  if (p.offload_optimizer) out.push_back(with + "optimizer offload is not implemented live");
-  if (p.offload_activations) out.push_back(with + "activation offload is not implemented live");
-  for (const auto& st : p.stages)
-    if (st.recompute != Recompute::None) {
-      out.push_back(with + "recomputation is not implemented live; use recompute none");
-      break;
-    }
-}
-
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
   std::vector<std::string> out;
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
@@ -93,6 +75,7 @@ class Trainer::Runner final : public StepRunner {
     // Each DP bucket reduces the gradients of the backward segment it waits for (with the
     // embeddings when the segment reaches layer 0, the final norm and head when it starts at the top).
     size_t top = t.model_.layout().total;  // fallback without overlap: slices by size from the top
+    std::map<int, std::pair<size_t, size_t>> buckets;  // task index -> gradient range
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& task = role.tasks[i];
       if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
@@ -120,18 +103,18 @@ class Trainer::Runner final : public StepRunner {
         range = {top - std::min(top, size_t(elements)), top};
       }
       top = range.first;
-      buckets_[int(i)] = range;
+      buckets[int(i)] = range;
     }
     // Whatever the sizes left below the last bucket belongs to it (the lowering does not count norms).
-    if (!buckets_.empty()) {
-      auto last = std::min_element(buckets_.begin(), buckets_.end(),
+    if (!buckets.empty()) {
+      auto last = std::min_element(buckets.begin(), buckets.end(),
                                    [](auto& a, auto& b) { return a.second.first < b.second.first; });
       last->second.first = 0;
     }
     // Each bucket is reduced over the DP group; under EP its experts over their replicas instead.
     if (plan.ep > 1) experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
     std::vector<ShardedRange> sharded;
-    for (const auto& [index, range] : buckets_) {
+    for (const auto& [index, range] : buckets) {
       parts_[index] = experts_ ? experts_->parts(range.first, range.second)
                                : std::vector<ShardedRange>{{range, &t.comm_}};
       sharded.insert(sharded.end(), parts_[index].begin(), parts_[index].end());
@@ -399,10 +382,9 @@ class Trainer::Runner final : public StepRunner {
   int64_t step_ = 0;
   std::vector<double> losses_;
   double dp_bytes_ = 0;
-  std::map<int, std::pair<size_t, size_t>> buckets_;  // task index -> gradient range
-  std::map<int, std::vector<ShardedRange>> parts_;    // task index -> its range's parts and their ranks
-  int gather_params_task_ = -1;                       // ZeRO 1/2's "AG dp params"
-  std::set<int> zero3_gathers_;                       // ZeRO 3's "AG dp params F|B ..."
+  std::map<int, std::vector<ShardedRange>> parts_;  // task index -> its range's parts and their ranks
+  int gather_params_task_ = -1;                     // ZeRO 1/2's "AG dp params"
+  std::set<int> zero3_gathers_;                     // ZeRO 3's "AG dp params F|B ..."
   ParameterRanges owned_;
   std::unique_ptr<Zero3Parameters> zero3_;
   std::unique_ptr<ExpertParallel> experts_;

@@ -69,11 +69,6 @@ struct RunResult {
 };
 
 // What the live CPU backend cannot run in this plan and model, in words; empty when it can.
-// What a runner that lacks ZeRO above `max_zero`, compression, optimizer offload and recomputation
-// says of a plan that asks for them, each reason led by `with` ("with cp 2, ").
-void refuse_memory_modes(const Plan& plan, const std::string& with, int max_zero,
-                         std::vector<std::string>& out);
-
 std::vector<std::string> live_cpu_limitations(const Plan& plan, const ModelSpec& model,
                                               const TrainingSpec& training);
 

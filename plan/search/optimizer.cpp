@@ -421,10 +421,11 @@ class Search {
     const Base& b = bases_[e.base];
     const int microbatches = static_cast<int>(s_.training.global_batch / b.dp / b.mb);
     long sequence = b.first_candidate;
+    VariantCosts& costs = variant_costs_[std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep}];
     for_each_variant(b, [&](const Variant& v, bool fits) {
       const long candidate = sequence++;
       if (!fits) return;
-      const double bound = std::max(b.free_bound, variant_bound(b, microbatches, v)) * b.scale;
+      const double bound = std::max(b.free_bound, variant_bound(b, microbatches, v, costs)) * b.scale;
       queue_.push_back({bound, candidate, e.base, v});
       std::push_heap(queue_.begin(), queue_.end(), later);
     });
@@ -885,22 +886,27 @@ class Search {
     return s_.model.layers * per_layer(t) + t.embedding() + t.head();
   }
 
+  // What a rank holding `params` parameters on `pool` spends beside its passes (rank_tails, per
+  // rank; variant_bound, all ranks' parameters at once).
+  struct StateCosts {
+    double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
+    double gradients = 0;  // the DP collective of all their gradients
+    double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
+  };
+  // By variant (ZeRO, offload, top-k, rank order; see variant_bound), for all of a layout's ranks.
+  using VariantCosts = std::array<std::optional<StateCosts>, 32>;
+
   // A variant's bound valid for every partition (one pool; 0 on several): every rank r ends after
   // m load_r + step_r and after gathers_r + gradients_r + step_r on its DP stream (partition_bound), so
   // the slowest rank after the average of either over the ranks. The ranks' loads add up to at
   // least m micro-batches through the model; their steps, copies and collectives to at least those of
   // all their parameters at once, as optimizer steps and copies are affine and collectives concave
   // in their size, all with non-negative intercepts (so f(x) + f(y) >= f(x + y)).
-  double variant_bound(const Base& b, int microbatches, const Variant& v) {
+  // `layout_costs`: what is worked out so far for the base's (tp, cp, dp, pp, ep).
+  double variant_bound(const Base& b, int microbatches, const Variant& v, VariantCosts& layout_costs) {
     if (s_.cluster.pools.size() > 1) return 0;
-    // A base's variants come one after another (expand): the layout is looked up once for them.
-    const auto layout = std::tuple{b.tp, b.cp, b.dp, b.pp, b.ep};
-    if (!last_costs_ || last_layout_ != layout) {
-      last_layout_ = layout;
-      last_costs_ = &variant_costs_[layout];
-    }
     const size_t index = ((size_t(v.zero) * 2 + v.offload) * 2 + v.topk) * orders_.size() + v.order;
-    std::optional<StateCosts>& costs = (*last_costs_)[index];
+    std::optional<StateCosts>& costs = layout_costs[index];
     if (!costs) {
       const ChunkMemory memory = chunk_memory(b);
       costs = state_costs(
@@ -910,13 +916,6 @@ class Search {
     const double m = microbatches;
     return std::max(m * microbatch_work(b) + t.step, t.gradients + 2 * m * t.gather + t.step) / b.pp;
   }
-  // What a rank holding `params` parameters on `pool` spends beside its passes (rank_tails, per
-  // rank; variant_bound, all ranks' parameters at once).
-  struct StateCosts {
-    double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
-    double gradients = 0;  // the DP collective of all their gradients
-    double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
-  };
   StateCosts state_costs(const Base& b, const Variant& v, int pool, double params) {
     const double shard = params / (v.zero >= 1 ? b.replicas() : 1);
     StateCosts out;
@@ -1555,10 +1554,7 @@ class Search {
   std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> pipeline_counts_;
   std::map<std::tuple<Schedule, int, int, int>, PassGraph> pass_graphs_;
   std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
-  // By (tp, cp, dp, pp, ep), then variant (ZeRO, offload, top-k, rank order): variant_bound's sums.
-  std::map<std::tuple<int, int, int, int, int>, std::array<std::optional<StateCosts>, 32>> variant_costs_;
-  std::tuple<int, int, int, int, int> last_layout_;
-  std::array<std::optional<StateCosts>, 32>* last_costs_ = nullptr;
+  std::map<std::tuple<int, int, int, int, int>, VariantCosts> variant_costs_;  // by (tp, cp, dp, pp, ep)
   // Where a pipeline rank's groups sit, by (group, tp, cp, dp, pp, ep, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placement_;
   std::vector<Candidate> best_;
