@@ -13,6 +13,7 @@
 #include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
+#include "exec/memory/memory_meter.hpp"
 
 namespace paratwin::exec {
 
@@ -129,7 +130,11 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
       head_ = tensors_.back().offset;
     }
   }
-  params_.assign(total_, 0.0f);
+  {
+    MemoryUseScope use(MemoryUse::Parameters);  // the memory report's make-up
+    params_.assign(total_, 0.0f);
+  }
+  MemoryUseScope use(MemoryUse::Gradients);
   grads_.assign(total_, 0.0f);
 }
 

@@ -32,20 +32,6 @@ ParameterRanges complement(const ParameterRanges& ranges, size_t begin, size_t e
 
 }  // namespace
 
-std::vector<std::string> expert_parallel_limitations(const Plan& p) {
-  std::vector<std::string> out;
-  // The data-parallel runner has EP with every memory mode; the tensor/pipeline/context-parallel
-  // runner sums the experts' gradients over their replicas apart, but neither shards nor compresses
-  // that part yet.
-  if (p.ep > 1 && p.tp * p.pp * p.cp > 1) {
-    const std::string with = "with ep " + std::to_string(p.ep) + " beside tp, pp or cp, ";
-    if (p.zero > 0) out.push_back(with + "ZeRO is not implemented live; use zero 0");
-    if (p.compression.kind != CompressionKind::None)
-      out.push_back(with + "gradient compression is not implemented live");
-  }
-  return out;
-}
-
 void attribute_expert_exchanges(const Role& role, const std::map<int, ExchangeTime>& times,
                                 std::vector<TaskSpan>& spans) {
   std::map<int, std::vector<int>> owned;  // compute task -> its EP tasks

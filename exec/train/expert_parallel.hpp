@@ -7,7 +7,6 @@
 
 #include <map>
 #include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,13 +15,8 @@
 #include "exec/optim/adamw.hpp"
 #include "exec/train/interpreter.hpp"
 #include "exec/train/zero3.hpp"
-#include "plan/ir/plan.hpp"
-#include "plan/spec/model.hpp"
 
 namespace paratwin::exec {
-
-// What the live CPU backend cannot run of this plan's expert parallelism, in words.
-std::vector<std::string> expert_parallel_limitations(const Plan& plan);
 
 // Time a compute task spent in all-to-alls: wall, and the thread's CPU (MPI's spinning).
 struct ExchangeTime {

@@ -1,6 +1,7 @@
 // The memory modes of the tensor/pipeline-parallel runner: ZeRO 3's parameter gathers, activation
 // recomputation's policy, optimizer offload's copies and top-k compressed DP buckets, each run where
 // the Program puts its tasks (see parallel_runner.hpp).
+#include <map>
 #include <stdexcept>
 
 #include "exec/train/parallel_runner.hpp"
@@ -14,14 +15,17 @@ constexpr int kNotMine = -2;  // start_memory_mode(): a task for start() itself
 void ParallelRunner::set_up_memory_modes() {
   const Plan& p = setup_.plan;
   if (p.zero == 3) {
-    // Gathers get a DP group of their own: they are issued as ranges become free, which need not keep
-    // their order with the gradient buckets' collectives. The same ranks as dp_ (dp x cp under CP),
-    // whose blocks the optimizer updates.
-    std::vector<Zero3Gathers::Range> buckets;
-    for (const auto& [index, range] : buckets_)
-      if (range.second > range.first) buckets.push_back(range);
-    auto group = setup_.world.split(at_.pp * p.tp + at_.tp);
-    zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(buckets), std::move(group));
+    // Gathers get groups of their own: they are issued as ranges become free, which need not keep
+    // their order with the gradient buckets' collectives. The same ranks as the buckets' parts (dp x cp
+    // under CP; an expert's replicas), whose blocks the optimizer updates.
+    std::vector<std::unique_ptr<Communicator>> groups;
+    std::map<Communicator*, Communicator*> own;  // a part's group -> the gathers' copy of it
+    for (Communicator* c : {dp_.get(), expert_replicas_.get()})
+      if (c) own[c] = groups.emplace_back(c->split(0)).get();
+    std::vector<ShardedRange> parts;
+    for (const auto& [index, bucket] : buckets_)
+      for (const auto& [range, comm] : bucket) parts.push_back({range, own.at(comm)});
+    zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(parts), std::move(groups));
   }
   if (p.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*adamw_);
   if (p.offload_activations) activations_ = std::make_unique<ActivationOffload>();
@@ -90,24 +94,38 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
     tickets_[handle] = zero3_->request(parameter_range(task));
     dp_bytes_ += zero3_->bytes() - before;
   } else if (compressor_ && buckets_.count(index)) {
-    const auto [begin, end] = buckets_.at(index);
-    float* g = model_.gradients().data() + begin;
-    const size_t n = end - begin;
-    if (n > 0 && compressor_->dense(step_)) {  // the warm-up: dense sums
-      comms.push_back(dp_.get());
-      requests.push_back(dp_->start_allreduce_sum(g, n));
-      dp_bytes_ += double(n) * sizeof(float);
-    } else if (n > 0) {
-      // Every replica's (value, index) pairs to every replica; each sums them into the bucket.
-      auto packed =
-          std::make_shared<Buffer<float>>(compressor_->compress(index, g, n, dp_->rank(), dp_->size()));
-      const size_t k = compressor_->pairs(n);
-      comms.push_back(dp_.get());
-      requests.push_back(
-          dp_->start_allgather(packed->data(), std::vector<size_t>(size_t(dp_->size()), 2 * k)));
-      dp_bytes_ += double(packed->size()) * sizeof(float);
-      on_done_[handle] = [this, packed, g, n] { compressor_->decompress(*packed, g, n, dp_->size()); };
+    // Each part's (value, index) pairs to the ranks that sum it (its residual keyed by where it begins);
+    // each rank sums every rank's pairs into the part. In the warm-up, dense sums.
+    const std::vector<ShardedRange>& parts = buckets_.at(index);
+    auto packed = std::make_shared<std::vector<Buffer<float>>>();
+    packed->reserve(parts.size());  // their data stay put while the gathers run
+    float* grads = model_.gradients().data();
+    for (const auto& [range, comm] : parts) {
+      float* g = grads + range.first;
+      const size_t n = range.second - range.first;
+      if (compressor_->dense(step_)) {
+        dp_bytes_ += double(n) * sizeof(float);
+        if (comm->size() == 1) continue;
+        comms.push_back(comm);
+        requests.push_back(comm->start_allreduce_sum(g, n));
+        continue;
+      }
+      Buffer<float>& pairs =
+          packed->emplace_back(compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
+      dp_bytes_ += double(pairs.size()) * sizeof(float);
+      if (comm->size() == 1) continue;
+      comms.push_back(comm);
+      requests.push_back(comm->start_allgather(
+          pairs.data(), std::vector<size_t>(size_t(comm->size()), 2 * compressor_->pairs(n))));
     }
+    if (!packed->empty())
+      on_done_[handle] = [this, packed, grads, &parts] {
+        for (size_t i = 0; i < parts.size(); ++i) {
+          const auto [range, comm] = parts[i];
+          compressor_->decompress((*packed)[i], grads + range.first, range.second - range.first,
+                                  comm->size());
+        }
+      };
   } else {
     return kNotMine;
   }

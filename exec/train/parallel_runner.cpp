@@ -83,11 +83,12 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
       model_(full.config(), shard_spec(setup.plan, at_), tp_.get()) {
   const Plan& p = setup.plan;
   const GptConfig& c = full.config();
-  // Tied embeddings over several stages: wte (first stage) and its copy (last stage) get the sum of
-  // both gradients over every DP replica, in one all-reduce of their own, outside the DP buckets.
+  // Tied embeddings over several stages: wte (first stage) and its copy (last stage), each summed over
+  // the DP replicas in its bucket, then summed between the two stages (the pair at this rank's tp, cp
+  // and dp) by the Program's "AR embedding grads".
   const bool tied = c.tied && p.pp > 1;
   const bool end_stage = at_.pp == 0 || at_.pp == p.pp - 1;
-  embedding_ = setup.world.split(tied && end_stage ? at_.tp : -1);  // over dp x cp x the two stages
+  embedding_ = setup.world.split(tied && end_stage ? (at_.dp * p.cp + at_.cp) * p.tp + at_.tp : -1);
   if (p.cp > 1) {
     cp_ = group(setup.world, (at_.pp * p.dp + at_.dp) * p.tp + at_.tp);
     context_ = std::make_unique<ContextParallel>(cp_.get(), p.cp, at_.cp, setup.scenario.training.seq_len);
@@ -147,25 +148,19 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     } else {
       range = {0, 0};
     }
-    // The tied embedding sits at one end of the buffer: cut it out.
-    if (tied_.second > tied_.first) {
-      if (range.first == tied_.first && range.second > tied_.first) range.first = tied_.second;
-      if (range.second == tied_.second && range.first < tied_.first) range.second = tied_.first;
-    }
-    buckets_[int(i)] = range;
+    // Under EP its experts' gradients are summed over the ranks that hold the same experts. The tied
+    // embedding is a part of its own, so that its blocks under ZeRO line up on the two stages.
+    std::vector<ShardedRange>& parts = buckets_[int(i)];
+    for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second))
+      for (const auto& sub : cut({tied_}, piece.first, piece.second))
+        parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
   }
   if (p.zero == 0 || buckets_.empty()) {
     owned_.push_back({0, model_.size()});
   } else {
-    for (const auto& [index, range] : buckets_) {
-      const std::vector<size_t> counts = blocks(range);
-      size_t begin = range.first;
-      for (int k = 0; k < replica(); ++k) begin += counts[k];
-      owned_.push_back({begin, begin + counts[replica()]});
-    }
-    if (tied_.second > tied_.first) owned_.push_back(tied_);  // every replica updates it whole
-    std::erase_if(owned_, [](const auto& r) { return r.second <= r.first; });
-    std::sort(owned_.begin(), owned_.end());
+    std::vector<ShardedRange> parts;
+    for (const auto& [index, bucket] : buckets_) parts.insert(parts.end(), bucket.begin(), bucket.end());
+    owned_ = owned_blocks(parts);
   }
   // Under ZeRO the moments of this rank's blocks only.
   adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay), p.zero == 0 ? ParameterRanges{} : owned_);
@@ -174,13 +169,6 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
 
 ParallelRunner::~ParallelRunner() {
   for (auto h : pending_sends_) pp_->wait(h);
-}
-
-std::vector<size_t> ParallelRunner::blocks(std::pair<size_t, size_t> range) const {
-  const size_t n = range.second - range.first, dp = size_t(dp_->size());
-  std::vector<size_t> counts(dp);
-  for (size_t r = 0; r < dp; ++r) counts[r] = n / dp + (r < n % dp ? 1 : 0);
-  return counts;
 }
 
 int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
@@ -328,41 +316,34 @@ int ParallelRunner::start(int index, const Task& task) {
              (task.group == GroupKind::Tp || task.group == GroupKind::Cp || task.group == GroupKind::Ep)) {
     return kDone;  // the compute task ran its TP, CP and EP collectives where they fall between the GEMMs
   } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Embedding) {
-    if (embedding_ && tied_.second > tied_.first)
-      add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + tied_.first,
-                                                            tied_.second - tied_.first));
+    // What this rank updates of the tied embedding: all of it, or under ZeRO its block.
+    for (const auto& [begin, end] : owned_) {
+      const size_t b = std::max(begin, tied_.first), e = std::min(end, tied_.second);
+      if (embedding_ && b < e)
+        add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + b, e - b));
+    }
   } else if (index == gather_params_task_) {
+    // ZeRO 1/2: every rank's updated blocks to the ranks that share its parts.
     float* w = model_.parameters().data();
-    for (const auto& [i, range] : buckets_)
-      if (range.second > range.first) {
-        add(dp_.get(), dp_->start_allgather(w + range.first, blocks(range)));
+    for (const auto& [i, parts] : buckets_)
+      for (const auto& [range, comm] : parts) {
         dp_bytes_ += double(range.second - range.first) * sizeof(float);
+        if (comm->size() > 1)
+          add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
       }
   } else {
     auto it = buckets_.find(index);
-    if (it == buckets_.end())
+    const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce;
+    if (it == buckets_.end() || (!all_reduce && task.collective != cost::CollectiveKind::ReduceScatter))
       throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-    const auto range = it->second;
     float* grads = model_.gradients().data();
-    float* g = grads + range.first;
-    if (range.second > range.first && task.collective == cost::CollectiveKind::AllReduce &&
-        !expert_ranges_.empty()) {
-      // The experts' gradients over the ranks that hold the same experts (if others do), the rest
-      // over the DP group.
-      for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second)) {
-        Communicator* c = expert ? expert_replicas_.get() : dp_.get();
-        if (c->size() == 1) continue;
-        add(c, c->start_allreduce_sum(grads + piece.first, piece.second - piece.first));
-        dp_bytes_ += double(piece.second - piece.first) * sizeof(float);
-      }
-    } else if (range.second > range.first) {
-      dp_bytes_ += double(range.second - range.first) * sizeof(float);
-      if (task.collective == cost::CollectiveKind::AllReduce)
-        add(dp_.get(), dp_->start_allreduce_sum(g, range.second - range.first));
-      else if (task.collective == cost::CollectiveKind::ReduceScatter)
-        add(dp_.get(), dp_->start_reduce_scatter_sum(g, blocks(range)));
-      else
-        throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+    for (const auto& [range, comm] : it->second) {
+      float* g = grads + range.first;
+      const size_t n = range.second - range.first;
+      dp_bytes_ += double(n) * sizeof(float);
+      if (comm->size() > 1)
+        add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
+                             : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
     }
   }
   in_flight_.push_back(std::move(requests));
@@ -432,10 +413,6 @@ void ParallelRunner::optimizer_step() {
   for (const auto& [begin, end] : owned_) {
     if (p.dp > 1)
       for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
-    // Whatever every DP replica holds whole counts on the first replica only (without ZeRO counted_
-    // says so).
-    const bool tied = begin == tied_.first && end == tied_.second && tied_.second > tied_.first;
-    if (tied && replica() != 0) continue;
     for (size_t i = begin; i < end; ++i)
       if (counted_[i]) squares += double(grads[i]) * grads[i];
   }
@@ -459,10 +436,9 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
   std::vector<float> own_m = adamw_->full_m(), own_v = adamw_->full_v();  // zeros outside its blocks
   for (const ShardTensor& t : model_.tensors()) {
     const bool tp_owner = !t.replicated || at_.tp == 0;
-    const bool tied = t.offset == tied_.first && tied_.second > tied_.first;
-    // Moments: every replica's ZeRO blocks (zeros outside them); without ZeRO, and for what every
-    // replica updates whole, the first replica's (an expert's: its EP rank's first replica's).
-    const bool moments_owner = tp_owner && (holder(t) == 0 || (setup_.plan.zero > 0 && !tied));
+    // Moments: every replica's ZeRO blocks (zeros outside them); without ZeRO the first replica's (an
+    // expert's: its EP rank's first replica's).
+    const bool moments_owner = tp_owner && (holder(t) == 0 || setup_.plan.zero > 0);
     for (size_t i = t.offset; i < t.offset + t.size() && i < n; ++i) {
       if (!(tp_owner && holder(t) == 0)) own_w[i] = 0;
       if (!moments_owner) own_m[i] = own_v[i] = 0;

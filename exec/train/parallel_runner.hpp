@@ -23,6 +23,7 @@
 #include "exec/train/parallel_zero3.hpp"
 #include "exec/train/step_runner.hpp"
 #include "exec/train/topk_compression.hpp"
+#include "exec/train/zero3.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/scenario.hpp"
 
@@ -85,7 +86,6 @@ class ParallelRunner final : public StepRunner {
   void release(int microbatch, int chunk);
   int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
   int tag(int microbatch, int boundary, Direction d) const;
-  std::vector<size_t> blocks(std::pair<size_t, size_t> range) const;
   void optimizer_step();
   // ZeRO 3, optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
   // the buckets; start() hands them the tasks they run (returns -2 for any other task); complete() ends what
@@ -100,12 +100,10 @@ class ParallelRunner final : public StepRunner {
   void pass_ended(const Task& task);
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
   ActivationPolicy activation_policy(int chunk) const;
-  // This rank's index in the DP group (dp x cp ranks: the gradient reduction's and ZeRO's replicas).
-  int replica() const { return dp_->rank(); }
-  // Of the ranks whose copies of a tensor are summed (its DP replicas; for an expert, the replicas of
-  // its EP rank), this rank's index: 0 counts the tensor once.
+  // Of the ranks whose copies of a tensor are summed (its DP replicas, dp x cp ranks; for an expert,
+  // the replicas of its EP rank), this rank's index: 0 counts the tensor once.
   int holder(const ShardTensor& t) const {
-    return t.expert && expert_replicas_ ? expert_replicas_->rank() : replica();
+    return t.expert && expert_replicas_ ? expert_replicas_->rank() : dp_->rank();
   }
 
   ParallelSetup setup_;
@@ -127,7 +125,9 @@ class ParallelRunner final : public StepRunner {
   std::set<std::pair<int, int>> released_;                 // slots whose kept buffers are freed
   // This step's forward sends, by (micro-batch, chunk): the activations they read stay until they end.
   std::map<std::pair<int, int>, Communicator::Handle> forward_sends_;
-  std::map<int, std::pair<size_t, size_t>> buckets_;  // DP bucket task -> gradient range
+  // DP bucket task -> its gradients' parts: the dense ones reduced (and under ZeRO sharded) over the DP
+  // group, this rank's experts over their replicas.
+  std::map<int, std::vector<ShardedRange>> buckets_;
   int gather_params_task_ = -1;
   std::set<int> zero3_gathers_;  // ZeRO 3's "AG dp params F|B ..." tasks
   std::unique_ptr<Zero3Gathers> zero3_;
@@ -142,7 +142,7 @@ class ParallelRunner final : public StepRunner {
   std::map<int, Buffer<float>> sending_;
   std::vector<Buffer<float>> sending_in_line_;
   std::unique_ptr<ActivationOffload> activations_;  // after slots_: its copies end before they go
-  std::pair<size_t, size_t> tied_;  // the tied embedding's range, reduced on its own (empty if none)
+  std::pair<size_t, size_t> tied_;  // the tied embedding's range: a part of its own (empty if none)
   std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
   std::vector<unsigned char> counted_;            // per parameter: counted in the gradient norm here
   std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): (communicator, handle)

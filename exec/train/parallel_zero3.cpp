@@ -23,11 +23,11 @@ bool overlap(Range a, Range b) {
   return std::max(a.first, b.first) < std::min(a.second, b.second);
 }
 
-// Of each rank's block of `bucket`, the values inside `part` (a sub-range): the blocks are laid out in
+// Of each rank's block of `whole`, the values inside `part` (a sub-range): the blocks are laid out in
 // rank order, so these counts are an all-gather of `part` in place.
-std::vector<size_t> counts_within(Range bucket, Range part, int ranks) {
-  std::vector<size_t> counts = dp_blocks(bucket, ranks);
-  size_t begin = bucket.first;
+std::vector<size_t> counts_within(Range whole, Range part, int ranks) {
+  std::vector<size_t> counts = dp_blocks(whole, ranks);
+  size_t begin = whole.first;
   for (size_t& c : counts) {
     const Range block = intersect({begin, begin + c}, part);
     begin += c;
@@ -38,17 +38,18 @@ std::vector<size_t> counts_within(Range bucket, Range part, int ranks) {
 
 }  // namespace
 
-Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<Range> buckets,
-                           std::unique_ptr<Communicator> comm)
-    : params_(params), total_(params.size()), buckets_(std::move(buckets)), comm_(std::move(comm)) {
-  if (!sharded()) return;
-  // Kept: everything but the other ranks' blocks of the buckets.
+Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> parts,
+                           std::vector<std::unique_ptr<Communicator>> groups)
+    : params_(params), total_(params.size()), parts_(std::move(parts)), groups_(std::move(groups)) {
+  for (const auto& [range, comm] : parts_) sharded_ = sharded_ || comm->size() > 1;
+  if (!sharded_) return;
+  // Kept: everything but the other ranks' blocks of the parts.
   std::vector<Range> others;
-  for (const Range& b : buckets_) {
-    const std::vector<size_t> counts = dp_blocks(b, comm_->size());
-    size_t begin = b.first;
-    for (int r = 0; r < comm_->size(); ++r) {
-      if (r != comm_->rank() && counts[size_t(r)] > 0) others.push_back({begin, begin + counts[size_t(r)]});
+  for (const auto& [range, comm] : parts_) {
+    const std::vector<size_t> counts = dp_blocks(range, comm->size());
+    size_t begin = range.first;
+    for (int r = 0; r < comm->size(); ++r) {
+      if (r != comm->rank() && counts[size_t(r)] > 0) others.push_back({begin, begin + counts[size_t(r)]});
       begin += counts[size_t(r)];
     }
   }
@@ -66,7 +67,7 @@ Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<Range> buckets,
 }
 
 void Zero3Gathers::allocate() {
-  if (!params_.empty() || !sharded()) return;
+  if (!params_.empty() || !sharded_) return;
   MemoryUseScope use(MemoryUse::Parameters);
   params_.assign(total_, std::numeric_limits<float>::quiet_NaN());
   const float* from = shard_.data();
@@ -77,7 +78,7 @@ void Zero3Gathers::allocate() {
 }
 
 float* Zero3Gathers::shard(size_t begin) {
-  if (!sharded()) return params_.data() + begin;
+  if (!sharded_) return params_.data() + begin;
   // The optimizer is about to change the kept values: a whole copy a checkpoint gathered would be stale.
   if (gathers_.empty()) Buffer<float>().swap(params_);
   size_t offset = 0;
@@ -89,7 +90,7 @@ float* Zero3Gathers::shard(size_t begin) {
 }
 
 void Zero3Gathers::assign(const float* whole) {
-  if (!sharded()) {
+  if (!sharded_) {
     std::copy(whole, whole + total_, params_.begin());
     return;
   }
@@ -104,8 +105,8 @@ int Zero3Gathers::request(Range range) {
   g.ticket = next_ticket_;
   g.range = range;
   gathers_.push_back(std::move(g));
-  for (const Range& b : buckets_) {
-    const Range part = intersect(b, range);
+  for (const auto& [whole, comm] : parts_) {
+    const Range part = intersect(whole, range);
     bytes_ += double(part.second - part.first) * sizeof(float);
   }
   issue();
@@ -119,13 +120,13 @@ void Zero3Gathers::issue() {
     for (auto held = gathers_.begin(); held != it; ++held)
       if (held->issued && overlap(held->range, it->range)) return;
     it->issued = true;
-    if (!sharded()) continue;
+    if (!sharded_) continue;
     allocate();
-    for (const Range& b : buckets_) {
-      const Range part = intersect(b, it->range);
-      if (part.second > part.first)
-        it->requests.push_back(
-            comm_->start_allgather(params_.data() + part.first, counts_within(b, part, comm_->size())));
+    for (const auto& [whole, comm] : parts_) {
+      const Range part = intersect(whole, it->range);
+      if (part.second > part.first && comm->size() > 1)
+        it->requests.push_back({comm, comm->start_allgather(params_.data() + part.first,
+                                                            counts_within(whole, part, comm->size()))});
     }
   }
 }
@@ -141,7 +142,7 @@ bool Zero3Gathers::ready(int ticket) {
   Gather* g = find(ticket);
   if (!g->issued) return false;
   bool done = true;
-  for (auto h : g->requests) done = comm_->test(h) && done;
+  for (auto [comm, h] : g->requests) done = comm->test(h) && done;
   return done;
 }
 
@@ -150,35 +151,35 @@ void Zero3Gathers::wait(int ticket) {
   Gather* g = find(ticket);
   if (!g->issued)
     throw std::logic_error("ZeRO-3: a pass waits for parameters that an earlier pass still holds");
-  for (auto h : g->requests) comm_->wait(h);
+  for (auto [comm, h] : g->requests) comm->wait(h);
 }
 
 void Zero3Gathers::release(Range done) {
   for (auto it = gathers_.begin(); it != gathers_.end();) {
     if (it->issued && it->range.first >= done.first && it->range.second <= done.second) {
-      for (auto h : it->requests) comm_->wait(h);  // (ended: the pass used them)
+      for (auto [comm, h] : it->requests) comm->wait(h);  // (ended: the pass used them)
       drop(it->range);
       it = gathers_.erase(it);
     } else {
       ++it;
     }
   }
-  if (gathers_.empty() && sharded()) Buffer<float>().swap(params_);  // no pass holds any: the shard only
+  if (gathers_.empty() && sharded_) Buffer<float>().swap(params_);  // no pass holds any: the shard only
   issue();
 }
 
 // What this rank does not own in `range` is no longer valid: NaN, so that a pass reading parameters
 // it did not gather fails loudly instead of training on stale values.
 void Zero3Gathers::drop(Range range) {
-  if (!sharded() || params_.empty()) return;
+  if (!sharded_ || params_.empty()) return;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (const Range& b : buckets_) {
-    const std::vector<size_t> counts = dp_blocks(b, comm_->size());
-    size_t begin = b.first;
-    for (int r = 0; r < comm_->size(); ++r) {
+  for (const auto& [whole, comm] : parts_) {
+    const std::vector<size_t> counts = dp_blocks(whole, comm->size());
+    size_t begin = whole.first;
+    for (int r = 0; r < comm->size(); ++r) {
       const Range block = intersect({begin, begin + counts[size_t(r)]}, range);
       begin += counts[size_t(r)];
-      if (r != comm_->rank())
+      if (r != comm->rank())
         std::fill(params_.begin() + long(block.first), params_.begin() + long(block.second), nan);
     }
   }
@@ -186,11 +187,11 @@ void Zero3Gathers::drop(Range range) {
 
 void Zero3Gathers::gather_everything() {
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: the whole shard is gathered while a pass runs");
-  if (!sharded()) return;
+  if (!sharded_) return;
   allocate();
-  for (const Range& b : buckets_)
-    if (b.second > b.first)
-      comm_->wait(comm_->start_allgather(params_.data() + b.first, dp_blocks(b, comm_->size())));
+  for (const auto& [whole, comm] : parts_)
+    if (whole.second > whole.first && comm->size() > 1)
+      comm->wait(comm->start_allgather(params_.data() + whole.first, dp_blocks(whole, comm->size())));
 }
 
 }  // namespace paratwin::exec

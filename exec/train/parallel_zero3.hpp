@@ -1,11 +1,12 @@
-// ZeRO stage 3 for one rank of a tensor/pipeline/context-parallel run: of each DP bucket of its shard
-// the rank owns one block, kept in a buffer of its own (with whatever no bucket covers); the rest of a
-// parameter range exists only while a pass that needs it runs, gathered by the Program's "AG dp
-// params ..." task of that range (a chunk, or whatever layers a task names) and dropped when the pass
-// has ended. The shard's whole parameter buffer is allocated while any range is gathered and freed
-// when none is (the gathered copy beside the shard that the Program allocates and frees). Gathers are
-// issued in the Program's order; a gather whose range overlaps one still in use waits until that pass
-// has dropped it.
+// ZeRO stage 3 for one rank of a tensor/pipeline/context-parallel run: of each part of a DP bucket of
+// its shard (the bucket itself; under expert parallelism its dense part, sharded over the DP group, and
+// its experts, over the ranks that hold the same experts) the rank owns one block, kept in a buffer of
+// its own with whatever no part covers. The rest of a parameter range exists only while a pass that
+// needs it runs, gathered by the Program's "AG dp params ..." task of that range (a chunk, or whatever
+// layers a task names) and dropped when the pass has ended. The shard's whole parameter buffer is
+// allocated while any range is gathered and freed when none is (the gathered copy beside the shard
+// that the Program allocates and frees). Gathers are issued in the Program's order; a gather whose
+// range overlaps one still in use waits until that pass has dropped it.
 #pragma once
 
 #include <deque>
@@ -16,17 +17,20 @@
 #include "exec/comm/communicator.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/tensor.hpp"
+#include "exec/train/zero3.hpp"
 
 namespace paratwin::exec {
 
 class Zero3Gathers {
  public:
   using Range = std::pair<size_t, size_t>;
-  // `params`: the shard's parameter buffer (whole at construction); `buckets`: the DP buckets over it,
-  // each split by dp_blocks over the ranks of `comm`, a DP group used for nothing else (its collectives
-  // are issued when a range becomes free, in the same order on every member). Keeps what this rank
-  // owns and frees `params` (on a group of one rank there is nothing to shard: it stays whole).
-  Zero3Gathers(Buffer<float>& params, std::vector<Range> buckets, std::unique_ptr<Communicator> comm);
+  // `params`: the shard's parameter buffer (whole at construction); `parts`: the DP buckets' parts over
+  // it, each split by dp_blocks over the ranks of its communicator, one of `groups`: groups used for
+  // nothing else (their collectives are issued when a range becomes free, in the same order on every
+  // member). Keeps what this rank owns and frees `params` (where every group has one rank there is
+  // nothing to shard: it stays whole).
+  Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> parts,
+               std::vector<std::unique_ptr<Communicator>> groups);
 
   // A pass needs parameters [begin, end): returns a ticket for ready()/wait(). Counts the bytes.
   int request(Range range);
@@ -50,20 +54,20 @@ class Zero3Gathers {
     int ticket;
     Range range;
     bool issued = false;
-    std::vector<Communicator::Handle> requests;
+    std::vector<std::pair<Communicator*, Communicator::Handle>> requests;
   };
   void issue();
   void drop(Range range);
   Gather* find(int ticket);
   void allocate();  // the whole buffer again: NaN but for the kept values
-  bool sharded() const { return comm_->size() > 1; }
 
   Buffer<float>& params_;
   size_t total_;
-  std::vector<Range> buckets_;
-  std::vector<Range> kept_;  // ascending: this rank's blocks and what no bucket covers
-  Buffer<float> shard_;      // their values, one after the other
-  std::unique_ptr<Communicator> comm_;
+  std::vector<ShardedRange> parts_;
+  std::vector<std::unique_ptr<Communicator>> groups_;  // the parts' communicators
+  bool sharded_ = false;                               // some part is over more than one rank
+  std::vector<Range> kept_;     // ascending: this rank's blocks and what no part covers
+  Buffer<float> shard_;         // their values, one after the other
   std::deque<Gather> gathers_;  // requested and not released, in request order
   int next_ticket_ = 0;
   double bytes_ = 0;

@@ -29,7 +29,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m,
     out.push_back("context parallelism " + std::to_string(p.cp) + " splits each sequence into " +
                   std::to_string(2 * p.cp) + " chunks (the load-balanced causal split): seq_len " +
                   std::to_string(t.seq_len) + " must be a multiple of " + std::to_string(2 * p.cp));
-  for (auto& problem : expert_parallel_limitations(p)) out.push_back(std::move(problem));
   for (auto [n, what] : {std::pair{m.heads, "heads"},
                          {m.kv_heads, "kv_heads"},
                          {m.ffn_hidden, "ffn_hidden"},

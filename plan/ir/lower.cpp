@@ -508,10 +508,13 @@ class RoleBuilder {
       }
     }
     if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
+      // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
+      // the last stage sum their two copies (Megatron-LM's order); under ZeRO only this rank's block.
       const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
+      const double shards = p_.zero > 0 ? replicas() : 1;
       step_deps.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_), 1,
-                                         StreamKind::Dp, "AR embedding grads", previous_compute_)));
+                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1,
+                                         StreamKind::Dp, "AR embedding grads", step_deps)));
     }
     // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
     const double shard = p_.zero >= 1

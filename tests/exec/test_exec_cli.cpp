@@ -143,17 +143,29 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
   const json r = read_json(dir.path / "r.json");
   BOOST_TEST(r["plan"]["ep"] == 2);
   BOOST_TEST(r["loss"].back().get<double>() < r["loss"].front().get<double>() - 0.5);
+  // Beside tp 2, with ZeRO 1 (the dense states sharded over dp 2, each rank's experts its own).
+  const Output tp =
+      run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) +
+                   "/scenarios/live-cpu-tiny-moe.yaml --set plan.tp=2 --set plan.zero=1 --ranks 2 "
+                   "--steps 2 --json " +
+                   (dir.path / "tp.json").string());
+  BOOST_TEST_INFO(tp.text);
+  BOOST_TEST_REQUIRE(tp.status == 0);
+  const json t = read_json(dir.path / "tp.json");
+  BOOST_TEST(t["plan"]["ep"] == 2);
+  BOOST_TEST(t["plan"]["tp"] == 2);
+  BOOST_TEST(t["plan"]["zero"] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
-  const std::string moe = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml";
-  const Output out = run_paratwin("run " + moe + " --set plan.tp=2 --set plan.zero=1 --ranks 2 --steps 1");
+  // Sequence parallelism splits a micro-batch's 33 tokens over tp 2: the plan is valid, the live
+  // backend cannot split them evenly.
+  const Output out =
+      run_paratwin("run " + kScenario +
+                   " --set plan.tp=2 --set plan.sequence_parallel=true --set plan.micro_batch=1"
+                   " --set training.seq_len=33 --ranks 2 --steps 1");
   BOOST_TEST(out.status == 2);
-  BOOST_TEST(out.text.find("with ep 2 beside tp, pp or cp, ZeRO is not implemented live") !=
-             std::string::npos);
-  const Output pp = run_paratwin("run " + moe + " --set plan.pp=2 --set plan.zero=3 --ranks 2 --steps 1");
-  BOOST_TEST(pp.status == 2);
-  BOOST_TEST(pp.text.find("with ep 2 beside tp, pp or cp, ZeRO is not implemented live") !=
+  BOOST_TEST(out.text.find("the plan cannot run live: sequence parallelism splits the 33 tokens") !=
              std::string::npos);
   // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
