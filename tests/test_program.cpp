@@ -231,6 +231,9 @@ BOOST_AUTO_TEST_CASE(verify_reports_every_problem_at_once) {
   p.stages[1].layer_begin = 13;  // a gap after stage 0
   p.num_microbatches = 3;        // 8 x 4 x 3 != 512
   p.stages[1].pool = "nowhere";
+  p.sequence_parallel = true;
+  s.model.ffn_hidden = 9001;  // tp 2 splits neither these FFN units
+  s.training.seq_len = 2047;  // nor a sequence under SP
   const auto problems = verify(p, s.model, s.cluster, s.training);
   BOOST_TEST(problems.size() >= 3u);
   std::string all;
@@ -238,6 +241,8 @@ BOOST_AUTO_TEST_CASE(verify_reports_every_problem_at_once) {
   BOOST_TEST(all.find("without gaps") != std::string::npos);
   BOOST_TEST(all.find("global batch is 512") != std::string::npos);
   BOOST_TEST(all.find("unknown pool 'nowhere'") != std::string::npos);
+  BOOST_TEST(all.find("tp=2 must divide the 9001 FFN units") != std::string::npos);
+  BOOST_TEST(all.find("sequence_parallel splits each sequence's 2047 tokens") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(sixteen_thousand_gpus_lower_to_one_role_per_stage) {

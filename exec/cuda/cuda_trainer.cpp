@@ -57,7 +57,7 @@ class CudaTrainer final : public LiveTrainer {
         options_(std::move(options)),
         choice_(select_device()) {
     std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
-    for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
+    for (auto& p : live_cpu_limitations(plan_, scenario.model)) problems.push_back(p);
     // What the CPU backend runs and this one does not yet.
     if (plan_.tp * plan_.pp * plan_.cp > 1)
       problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");

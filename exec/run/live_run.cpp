@@ -101,13 +101,25 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
                          o.scenario);
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
-  LiveRunSetup setup{load_live_scenario(o.scenario, overrides, o.ranks), {}};
+  int ranks = o.ranks;
+  if (!o.plan_file.empty()) {
+    // The plan file's degrees and micro-batch stand in for the scenario's before it loads, so that the
+    // scenario's own checks and the cluster's size follow the plan that runs (a plan the optimizer
+    // chose for a larger local-cpu node runs as it is).
+    const DocNode plan = load_yaml_file(o.plan_file);
+    for (const char* key : {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages"})
+      if (const DocNode* n = plan.is_mapping() ? plan.find(key) : nullptr; n && n->is_scalar())
+        overrides.push_back(parse_override(std::string("plan.") + key + "=" + n->scalar));
+    if (const DocNode* dp = plan.is_mapping() ? plan.find("dp") : nullptr;
+        ranks <= 0 && dp && dp->is_scalar())
+      ranks = std::max(0, std::atoi(dp->scalar.c_str()));
+  }
+  LiveRunSetup setup{load_live_scenario(o.scenario, overrides, ranks), {}};
   setup.plan =
       o.plan_file.empty() ? complete_plan(setup.scenario) : load_plan_file(o.plan_file, setup.scenario);
   std::vector<std::string> problems =
       verify(setup.plan, setup.scenario.model, setup.scenario.cluster, setup.scenario.training);
-  for (auto& p : live_cpu_limitations(setup.plan, setup.scenario.model, setup.scenario.training))
-    problems.push_back(p);
+  for (auto& p : live_cpu_limitations(setup.plan, setup.scenario.model)) problems.push_back(p);
   if (o.backend == "cuda")
     for (const PoolSpec& pool : setup.scenario.cluster.pools)
       if (pool.intra_node.kind == FabricKind::SharedMemory)

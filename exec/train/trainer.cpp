@@ -23,27 +23,13 @@
 
 namespace paratwin::exec {
 
-std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m, const TrainingSpec& t) {
+std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m) {
+  // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
+  // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
-  if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
-    out.push_back("context parallelism " + std::to_string(p.cp) + " splits each sequence into " +
-                  std::to_string(2 * p.cp) + " chunks (the load-balanced causal split): seq_len " +
-                  std::to_string(t.seq_len) + " must be a multiple of " + std::to_string(2 * p.cp));
-  for (auto [n, what] : {std::pair{m.heads, "heads"},
-                         {m.kv_heads, "kv_heads"},
-                         {m.ffn_hidden, "ffn_hidden"},
-                         {m.vocab, "vocab"}})
-    if (p.tp > 1 && n % p.tp != 0)
-      out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's " + what + " (" +
-                    std::to_string(n) +
-                    "): the live backend splits whole heads, FFN units and vocabulary rows");
-  if (p.tp > 1 && p.sequence_parallel && (int64_t(p.micro_batch) * t.seq_len / p.cp) % p.tp != 0)
-    out.push_back("sequence parallelism splits the " +
-                  std::to_string(int64_t(p.micro_batch) * t.seq_len / p.cp) +
-                  " tokens of a micro-batch over tp " + std::to_string(p.tp) + ": they must divide evenly");
-  if (t.seq_len > m.seq_len)
-    out.push_back("training.seq_len " + std::to_string(t.seq_len) + " exceeds the model's " +
-                  std::to_string(m.seq_len));
+  if (p.tp > 1 && m.vocab % p.tp != 0)
+    out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
+                  std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");
   return out;
 }
 
@@ -404,7 +390,7 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
       options_(std::move(options)),
       model_(gpt_config(scenario.model)) {
   std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
-  for (auto& p : live_cpu_limitations(plan_, scenario.model, scenario.training)) problems.push_back(p);
+  for (auto& p : live_cpu_limitations(plan_, scenario.model)) problems.push_back(p);
   if (plan_.dp * plan_.tp * plan_.pp * plan_.cp != comm_.size())
     problems.push_back(
         "the plan has dp x tp x pp x cp = " + std::to_string(plan_.dp * plan_.tp * plan_.pp * plan_.cp) +

@@ -69,8 +69,7 @@ struct RunResult {
 };
 
 // What the live CPU backend cannot run in this plan and model, in words; empty when it can.
-std::vector<std::string> live_cpu_limitations(const Plan& plan, const ModelSpec& model,
-                                              const TrainingSpec& training);
+std::vector<std::string> live_cpu_limitations(const Plan& plan, const ModelSpec& model);
 
 class Trainer {
  public:

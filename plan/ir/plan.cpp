@@ -25,9 +25,10 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   auto needs_optimizer = [&](const char* field) {
     const auto it = s.locations.find(std::string("plan.") + field);
     const Location where = it != s.locations.end() ? it->second : s.document.location;
-    throw InputError(where, std::string("plan.") + field +
-                                " is left to the optimizer (auto), which is not available yet; give plan." +
-                                field + " a value");
+    throw InputError(where, std::string("plan.") + field + " is left to the optimizer (auto); give plan." +
+                                field +
+                                " a value, or run the plan it chooses: paratwin plan SCENARIO -o plan.yaml, "
+                                "then --plan plan.yaml");
   };
   Plan p;
   if (!r.tp) needs_optimizer("tp");
@@ -78,6 +79,12 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.tp > 0 && (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0))
     add("tp=" + num(p.tp) + " must divide the " + num(m.heads) + " attention heads and " + num(m.kv_heads) +
         " key/value heads");
+  if (p.tp > 0 && m.ffn_hidden % p.tp != 0)
+    add("tp=" + num(p.tp) + " must divide the " + num(m.ffn_hidden) + " FFN units (ffn_hidden)");
+  // Megatron-LM's sequence parallelism splits each sequence (this CP rank's share of it) over tp.
+  if (p.sequence_parallel && p.tp > 1 && p.cp > 0 && (t.seq_len / p.cp) % p.tp != 0)
+    add("sequence_parallel splits each sequence's " + num(t.seq_len / p.cp) +
+        " tokens (per CP rank) over tp=" + num(p.tp) + ": they must divide evenly");
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
     add("cp=" + num(p.cp) + " needs the sequence length " + num(t.seq_len) + " divisible by " +
         num(2 * p.cp));

@@ -275,10 +275,10 @@ class Search {
         fits = true;
         for (const auto& p : c.pools) fits = fits && p.gpus_per_node % tp == 0;
       }
-      if (fits && m.heads % tp == 0 && m.kv_heads % tp == 0)
+      if (fits && m.heads % tp == 0 && m.kv_heads % tp == 0 && m.ffn_hidden % tp == 0)
         tps.push_back(tp);
       else
-        reject("tp does not divide the heads or the node");
+        reject("tp does not divide the heads, the FFN or the node");
     }
     std::vector<int> cps;
     for (int cp : fixed_or(req_.cp, std::vector<int>{1, 2, 4, 8}))
@@ -314,8 +314,10 @@ class Search {
               for (const auto& [schedule, v] : schedules(pp, microbatches)) {
                 for (Recompute rc :
                      fixed_or(req_.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
-                  for (bool sp : fixed_or(req_.sequence_parallel, tp > 1 ? std::vector<bool>{false, true}
-                                                                         : std::vector<bool>{false})) {
+                  for (bool sp :
+                       fixed_or(req_.sequence_parallel, tp > 1 && (s_.training.seq_len / cp) % tp == 0
+                                                            ? std::vector<bool>{false, true}
+                                                            : std::vector<bool>{false})) {
                     bases_.push_back({.tp = tp,
                                       .cp = cp,
                                       .ep = ep,

@@ -158,14 +158,18 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
 }
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
-  // Sequence parallelism splits a micro-batch's 33 tokens over tp 2: the plan is valid, the live
-  // backend cannot split them evenly.
-  const Output out =
+  // A plan no backend runs (sequence parallelism splitting 33 tokens over tp 2), and one the live
+  // backend does not (a vocabulary of 255 rows over tp 2): refused with the reason.
+  const Output sp =
       run_paratwin("run " + kScenario +
-                   " --set plan.tp=2 --set plan.sequence_parallel=true --set plan.micro_batch=1"
-                   " --set training.seq_len=33 --ranks 2 --steps 1");
-  BOOST_TEST(out.status == 2);
-  BOOST_TEST(out.text.find("the plan cannot run live: sequence parallelism splits the 33 tokens") !=
+                   " --set plan.tp=2 --set plan.sequence_parallel=true --set training.seq_len=33"
+                   " --ranks 1 --steps 1");
+  BOOST_TEST(sp.status == 2);
+  BOOST_TEST(sp.text.find("sequence_parallel splits each sequence's 33 tokens") != std::string::npos);
+  const Output vocab =
+      run_paratwin("run " + kScenario + " --set model.vocab=255 --set plan.tp=2 --ranks 1 --steps 1");
+  BOOST_TEST(vocab.status == 2);
+  BOOST_TEST(vocab.text.find("tp 2 does not divide the model's vocabulary (255 tokens)") !=
              std::string::npos);
   // --backend cuda: refused without the toolkit or a GPU, and on a GPU machine for a CPU cluster.
   const Output cuda = run_paratwin("run " + kScenario + " --backend cuda");
@@ -182,6 +186,26 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
       run_paratwin("run " + kScenario + " --set training.seq_len=32 --steps 2 --plan " + plan);
   BOOST_TEST_INFO(with.text);
   BOOST_TEST(with.status == 0);
+}
+
+// The optimizer's choice for a node of 4 cores runs from its plan file: the file's degrees size the
+// local node and stand in for the scenario's (dp 2, micro-batch 4) in the scenario's checks.
+BOOST_AUTO_TEST_CASE(the_optimizers_plan_for_a_larger_node_runs_from_its_file) {
+  TempDir dir;
+  const std::string moe = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml";
+  const std::string plan = (dir.path / "plan.yaml").string();
+  const Output chosen =
+      run_paratwin("plan " + moe + " --set plan=auto --set cluster.pools.local.gpus_per_node=4 -o " + plan);
+  BOOST_TEST_INFO(chosen.text);
+  BOOST_TEST_REQUIRE(chosen.status == 0);
+  const Output ran =
+      run_paratwin("run " + moe + " --steps 2 --plan " + plan + " --json " + (dir.path / "r.json").string());
+  BOOST_TEST_INFO(ran.text);
+  BOOST_TEST_REQUIRE(ran.status == 0);
+  const json r = read_json(dir.path / "r.json");
+  const int world = r["plan"]["dp"].get<int>() * r["plan"]["tp"].get<int>() * r["plan"]["pp"].get<int>() *
+                    r["plan"]["cp"].get<int>();
+  BOOST_TEST(world == 4);
 }
 
 // A tp 2 x pp 2 plan on one data-parallel rank: four processes, a report of the job's ranks, a

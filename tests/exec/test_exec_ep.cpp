@@ -16,12 +16,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "exec/comm/communicator.hpp"
 #include "exec/run/live_run.hpp"
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
 #include "plan/analytic/evaluate.hpp"
+#include "plan/search/optimizer.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -281,17 +283,31 @@ BOOST_AUTO_TEST_CASE(checkpoints_of_zero_3_under_expert_parallelism_resume_anywh
   if (mpi->world->rank() == 0) std::filesystem::remove_all(dir);
 }
 
-BOOST_AUTO_TEST_CASE(every_memory_mode_runs_live_beside_expert_parallelism) {
-  const ScenarioSpec s = scenario(2, 2);
-  Plan p = complete_plan(s);
-  p.zero = 3;
-  p.offload_optimizer = true;
-  p.offload_activations = true;
-  p.compression = {CompressionKind::TopK, 0.1, true, 0};
-  for (auto& st : p.stages) st.recompute = Recompute::Full;
-  BOOST_TEST(live_cpu_limitations(p, s.model, s.training).empty());  // on the data-parallel runner
-  p.tp = 2;                                                          // and beside tp
-  BOOST_TEST(live_cpu_limitations(p, s.model, s.training).empty());
+// Every plan the optimizer can emit for local-cpu (every candidate of an exhaustive search, on nodes of
+// 2 and 4 cores, for the dense and the MoE model) is one the live CPU backend runs.
+BOOST_AUTO_TEST_CASE(every_plan_the_optimizer_can_emit_for_local_cpu_runs_live) {
+  if (mpi->world->rank() != 0) return;
+  for (const char* path : {"live-cpu-tiny.yaml", "live-cpu-tiny-moe.yaml"})
+    for (int cores : {2, 4}) {
+      const ScenarioSpec s =
+          load_scenario(std::string(PARATWIN_SOURCE_DIR "/scenarios/") + path,
+                        {parse_override("plan=auto"),
+                         parse_override("cluster.pools.local.gpus_per_node=" + std::to_string(cores))});
+      const SearchResult r = search_plans(s, {.top = 1 << 20, .exhaustive = true});
+      std::set<std::string> layouts;  // what the candidates cover
+      for (const Candidate& c : r.top) {
+        const Plan& p = c.plan;
+        layouts.insert("tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " cp" +
+                       std::to_string(p.cp) + " ep" + std::to_string(p.ep) + " zero" +
+                       std::to_string(p.zero));
+        const auto problems = live_cpu_limitations(p, s.model);
+        BOOST_TEST_INFO(path << " on " << cores << " cores: " << to_yaml(p));
+        BOOST_TEST(problems.empty());
+      }
+      std::printf("%s on %d cores: %zu candidates, %zu layouts, every one runs live\n", path, cores,
+                  r.top.size(), layouts.size());
+      BOOST_TEST(r.top.size() > 100u);
+    }
 }
 
 namespace {
