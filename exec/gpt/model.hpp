@@ -73,18 +73,6 @@ class Gpt {
   // the forward computed it; the backward calls it for each layer it reaches that needs it.
   void recompute(Activations<T>& acts, int layer);
 
-  // Expert parallelism: the ranks of `group` (nullptr: this rank alone) share each MoE layer's experts,
-  // rank r running experts [r E/P, (r+1) E/P); tokens travel to their experts' rank and back by
-  // all-to-all (fp32 only). Every rank of the group must run the same passes in the same order.
-  // Throws std::invalid_argument when P does not divide the experts.
-  void set_expert_group(Communicator* group);
-  // The experts this rank runs: [first, first + count).
-  std::pair<int, int> local_experts() const { return experts_.local_experts(config_.experts); }
-  // Wall time, and this thread's CPU time (MPI spins while it waits), this model has spent in its
-  // all-to-alls so far.
-  double expert_exchange_seconds() const { return experts_.wall_s; }
-  double expert_exchange_cpu_seconds() const { return experts_.cpu_s; }
-
  private:
   const T* p(size_t offset) const;
   T* g(size_t offset);
@@ -106,7 +94,7 @@ class Gpt {
   size_t wte_, wpe_, lnf_w_, lnf_b_, head_;
   Buffer<T> params_, grads_;
   Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
-  ExpertGroup experts_;
+  ExpertGroup experts_;  // every expert on this rank (expert parallelism runs on ShardedGpt)
 };
 
 extern template class Gpt<float>;

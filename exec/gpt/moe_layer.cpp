@@ -240,16 +240,10 @@ void moe_mlp_backward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<
 }
 
 template <class T>
-void Gpt<T>::set_expert_group(Communicator* group) {
-  experts_.comm = checked_expert_group<T>(group, config_.experts);
-}
-
-template <class T>
 MoeWeights<T> Gpt<T>::moe_weights(int l) {
   const LayerOffsets& w = layers_[l];
   MoeWeights<T> out{p(w.router_w), g(w.router_w), {}};
-  const auto [first, count] = local_experts();
-  for (int e = first; e < first + count; ++e) {
+  for (int e = 0; e < config_.experts; ++e) {
     const MlpOffsets& x = w.experts[size_t(e)];
     out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), g(x.fc_w), g(x.fc_b),
                            g(x.fc_proj_w), g(x.fc_proj_b)});
@@ -280,8 +274,6 @@ template void moe_mlp_forward(MoeActivations<float>&, const MoeShape&, const Moe
 template void moe_mlp_backward(MoeActivations<float>&, const MoeShape&, const MoeWeights<float>&,
                                ExpertGroup&, const MoeTensorSplit<float>&, const float*, const float*,
                                float*);
-template void Gpt<float>::set_expert_group(Communicator*);
-template void Gpt<double>::set_expert_group(Communicator*);
 template MoeWeights<float> Gpt<float>::moe_weights(int);
 template MoeWeights<double> Gpt<double>::moe_weights(int);
 template MoeShape Gpt<float>::moe_shape(const Activations<float>&) const;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -14,7 +15,6 @@
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
 #include "exec/train/activation_offload.hpp"
-#include "exec/train/expert_parallel.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_runner.hpp"
 #include "exec/train/step_loop.hpp"
@@ -96,22 +96,14 @@ class Trainer::Runner final : public StepRunner {
                                    [](auto& a, auto& b) { return a.second.first < b.second.first; });
       last->second.first = 0;
     }
-    // Each bucket is reduced over the DP group; under EP its experts over their replicas instead.
-    if (plan.ep > 1) experts_ = std::make_unique<ExpertParallel>(t.model_, t.comm_, plan.ep);
+    // Each bucket is reduced (and under ZeRO sharded) over the DP group.
     std::vector<ShardedRange> sharded;
-    for (const auto& [index, range] : buckets) {
-      parts_[index] = experts_ ? experts_->parts(range.first, range.second)
-                               : std::vector<ShardedRange>{{range, &t.comm_}};
-      sharded.insert(sharded.end(), parts_[index].begin(), parts_[index].end());
-    }
+    for (const auto& [index, range] : buckets) sharded.push_back(buckets_[index] = {range, &t.comm_});
     // One rank has no DP buckets: its ZeRO "shard" is the whole model.
     if (sharded.empty()) sharded.push_back({{0, t.model_.layout().total}, &t.comm_});
-    // This rank updates everything it holds under ZeRO 0 (under EP: all but the other EP ranks'
-    // experts), its block of every bucket's part under ZeRO 1-3.
+    // This rank updates everything under ZeRO 0, its block of every bucket under ZeRO 1-3.
     if (plan.zero > 0)
       owned_ = owned_blocks(sharded);
-    else if (experts_)
-      owned_ = experts_->owned();
     else
       owned_.push_back({0, t.model_.layout().total});
     if (plan.zero == 3)
@@ -123,7 +115,6 @@ class Trainer::Runner final : public StepRunner {
   // The parameters this rank's optimizer updates: everything under ZeRO 0, its blocks under 1 to 3.
   const ParameterRanges& owned() const { return owned_; }
   Zero3Parameters* zero3() { return zero3_.get(); }
-  ExpertParallel* experts() { return experts_.get(); }
   OptimizerOffload* offload() { return offload_.get(); }
   // Once the optimizer exists: with offload, its state moves to host buffers.
   void optimizer_ready() {
@@ -133,7 +124,6 @@ class Trainer::Runner final : public StepRunner {
   void begin_step(int64_t step) override {
     step_ = step;
     in_flight_.clear();
-    exchange_s_.clear();
     losses_.clear();
     dp_bytes_ = 0;
     t_.model_.zero_gradients();
@@ -141,20 +131,8 @@ class Trainer::Runner final : public StepRunner {
   const std::vector<double>& losses() const override { return losses_; }
   double dp_bytes() const override { return dp_bytes_; }
 
-  void compute(int index, const Task& task) override {
+  void compute(int, const Task& task) override {
     const Plan& p = t_.plan_;
-    const double wall = t_.model_.expert_exchange_seconds(), cpu = t_.model_.expert_exchange_cpu_seconds();
-    run_compute(task, p);
-    if (experts_)
-      exchange_s_[index] = {t_.model_.expert_exchange_seconds() - wall,
-                            t_.model_.expert_exchange_cpu_seconds() - cpu};
-  }
-  // EP: the all-to-all time inside each compute task, moved to the Program's A2A ep tasks.
-  void attribute_exchanges(std::vector<TaskSpan>& spans) const {
-    if (experts_) attribute_expert_exchanges(t_.role(), exchange_s_, spans);
-  }
-
-  void run_compute(const Task& task, const Plan& p) {
     switch (task.kind) {
       case TaskKind::Forward: {
         Activations<float>& a = slot(task.microbatch, task.chunk);
@@ -192,52 +170,41 @@ class Trainer::Runner final : public StepRunner {
 
   int start(int index, const Task& task) override {
     InFlight f;
-    if (task.kind == TaskKind::Collective && task.group == GroupKind::Ep) {
-      // The tokens' all-to-alls run inside the passes (the model's MoE layers); nothing left to start.
-    } else if (task.kind == TaskKind::Copy) {
+    if (task.kind == TaskKind::Copy) {
       copy(task, f);
     } else if (zero3_gathers_.count(index)) {
       f.zero3_ticket = zero3_->request();
       dp_bytes_ += held_bytes();
     } else if (index == gather_params_task_) {
-      // ZeRO 1/2: every rank's updated blocks to the ranks that share them, bucket by bucket.
+      // ZeRO 1/2: every rank's updated blocks to every rank, bucket by bucket.
       float* w = t_.model_.parameters().data();
-      for (const auto& [i, parts] : parts_)
-        for (const auto& [range, comm] : parts)
-          if (comm->size() > 1)
-            f.requests.push_back(
-                {comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size()))});
+      for (const auto& [i, bucket] : buckets_)
+        f.requests.push_back(
+            t_.comm_.start_allgather(w + bucket.range.first, dp_blocks(bucket.range, t_.comm_.size())));
       dp_bytes_ += held_bytes();
     } else {
-      auto it = parts_.find(index);
-      if (it == parts_.end())
+      auto it = buckets_.find(index);
+      if (it == buckets_.end())
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-      float* grads = t_.model_.gradients().data();
       const bool sparse = compressor_ && !compressor_->dense(step_);
       const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce || compressor_;
       if (!sparse && !all_reduce && task.collective != cost::CollectiveKind::ReduceScatter)
         throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-      f.packed.reserve(it->second.size());
-      for (const auto& [range, comm] : it->second) {
-        float* g = grads + range.first;
-        const size_t n = range.second - range.first;
-        if (sparse) {
-          // Each part's pairs go to the ranks that sum it; its residual is keyed by where it begins.
-          Buffer<float>& packed = f.packed.emplace_back(
-              compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
-          if (comm->size() > 1)
-            f.requests.push_back(
-                {comm, comm->start_allgather(packed.data(), std::vector<size_t>(size_t(comm->size()),
-                                                                                2 * compressor_->pairs(n)))});
-          f.decode.push_back({range, comm});
-          dp_bytes_ += double(packed.size()) * sizeof(float);
-          continue;
-        }
+      const auto range = it->second.range;
+      float* g = t_.model_.gradients().data() + range.first;
+      const size_t n = range.second - range.first;
+      Communicator& comm = t_.comm_;
+      if (sparse) {
+        // This rank's pairs to every rank (the residual keyed by the bucket's task).
+        f.packed = compressor_->compress(index, g, n, comm.rank(), comm.size());
+        f.requests.push_back(comm.start_allgather(
+            f.packed.data(), std::vector<size_t>(size_t(comm.size()), 2 * compressor_->pairs(n))));
+        f.decode = it->second;
+        dp_bytes_ += double(f.packed.size()) * sizeof(float);
+      } else {
         dp_bytes_ += double(n) * sizeof(float);
-        if (comm->size() == 1) continue;
-        f.requests.push_back({comm, all_reduce
-                                        ? comm->start_allreduce_sum(g, n)
-                                        : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size()))});
+        f.requests.push_back(all_reduce ? comm.start_allreduce_sum(g, n)
+                                        : comm.start_reduce_scatter_sum(g, dp_blocks(range, comm.size())));
       }
     }
     in_flight_.push_back(std::move(f));
@@ -247,7 +214,7 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     bool done = (f.zero3_ticket < 0 || zero3_->ready(f.zero3_ticket)) &&
                 (f.copy_ticket < 0 || activations_->done(f.copy_ticket));
-    for (auto [comm, h] : f.requests) done = comm->test(h) && done;
+    for (auto h : f.requests) done = t_.comm_.test(h) && done;
     if (done) complete(f);
     return done;
   }
@@ -255,34 +222,33 @@ class Trainer::Runner final : public StepRunner {
     InFlight& f = in_flight_[size_t(handle)];
     if (f.zero3_ticket >= 0) zero3_->wait(f.zero3_ticket);
     if (f.copy_ticket >= 0) activations_->wait(f.copy_ticket);
-    for (auto [comm, h] : f.requests) comm->wait(h);
+    for (auto h : f.requests) t_.comm_.wait(h);
     complete(f);
   }
 
  private:
   // A communication or copy task under way: its requests, and what to do once they have ended.
   struct InFlight {
-    std::vector<std::pair<Communicator*, Communicator::Handle>> requests;
+    std::vector<Communicator::Handle> requests;  // over the DP group
     int zero3_ticket = -1;
-    int copy_ticket = -1;               // activation offload: on the copy stream
-    std::vector<Buffer<float>> packed;  // top-k: the gathered pairs of each part
-    std::vector<ShardedRange> decode;   // top-k: the part each of `packed` sums into
+    int copy_ticket = -1;                // activation offload: on the copy stream
+    Buffer<float> packed;                // top-k: every rank's pairs, gathered
+    std::optional<ShardedRange> decode;  // top-k: the bucket they sum into
   };
   void complete(InFlight& f) {
-    float* grads = t_.model_.gradients().data();
-    for (size_t i = 0; i < f.decode.size(); ++i) {
-      const auto [range, comm] = f.decode[i];
-      compressor_->decompress(f.packed[i], grads + range.first, range.second - range.first, comm->size());
+    if (f.decode) {
+      const auto [range, comm] = *f.decode;
+      compressor_->decompress(f.packed, t_.model_.gradients().data() + range.first,
+                              range.second - range.first, comm->size());
     }
-    f.decode.clear();
-    std::vector<Buffer<float>>().swap(f.packed);
+    f.decode.reset();
+    Buffer<float>().swap(f.packed);
   }
-  // Bytes of the parameters this rank holds and a gather brings whole (under EP: not the other EP
-  // ranks' experts), as the Program counts a ZeRO gather.
+  // Bytes of the parameters the buckets cover, which a gather brings whole, as the Program counts a
+  // ZeRO gather.
   double held_bytes() const {
     size_t n = 0;
-    for (const auto& [i, parts] : parts_)
-      for (const auto& [range, comm] : parts) n += range.second - range.first;
+    for (const auto& [i, bucket] : buckets_) n += bucket.range.second - bucket.range.first;
     return double(n) * sizeof(float);
   }
 
@@ -349,11 +315,8 @@ class Trainer::Runner final : public StepRunner {
       squares += sum_of_squares(grads.data(), begin, end);
     }
     // Under ZeRO each rank holds a block of the gradient, one rank each: the norm needs every rank's
-    // share. Under ZeRO 0 with EP each rank holds its experts' (the EP group sums them).
-    if (t_.plan_.zero > 0)
-      squares = t_.comm_.allreduce_sum(squares);
-    else if (experts_)
-      squares = experts_->gradient_squares(grads.data());
+    // share.
+    if (t_.plan_.zero > 0) squares = t_.comm_.allreduce_sum(squares);
     const float scale = clip_scale(std::sqrt(squares), t_.options_.max_grad_norm);
     for (const auto& [begin, end] : owned_) {
       if (scale != 1.0f)
@@ -367,13 +330,11 @@ class Trainer::Runner final : public StepRunner {
   int64_t step_ = 0;
   std::vector<double> losses_;
   double dp_bytes_ = 0;
-  std::map<int, std::vector<ShardedRange>> parts_;  // task index -> its range's parts and their ranks
-  int gather_params_task_ = -1;                     // ZeRO 1/2's "AG dp params"
-  std::set<int> zero3_gathers_;                     // ZeRO 3's "AG dp params F|B ..."
+  std::map<int, ShardedRange> buckets_;  // task index -> its gradients, over the DP group
+  int gather_params_task_ = -1;          // ZeRO 1/2's "AG dp params"
+  std::set<int> zero3_gathers_;          // ZeRO 3's "AG dp params F|B ..."
   ParameterRanges owned_;
   std::unique_ptr<Zero3Parameters> zero3_;
-  std::unique_ptr<ExpertParallel> experts_;
-  std::map<int, ExchangeTime> exchange_s_;  // compute task -> time in all-to-alls, this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
   std::vector<InFlight> in_flight_;      // per start(): its requests
@@ -413,7 +374,9 @@ Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& c
   lr_.max = options_.learning_rate;
   lr_.total_steps = total_steps_;
   lr_.warmup_steps = std::max<int64_t>(1, total_steps_ / 10);
-  if (plan_.tp * plan_.pp * plan_.cp == 1) {
+  // Data parallelism alone runs on the whole model; anything else (experts shared over EP ranks
+  // included) on this rank's shard.
+  if (plan_.tp * plan_.pp * plan_.cp * plan_.ep == 1) {
     runner_ = std::make_unique<Runner>(*this);  // (under ZeRO 3 it takes the shard of the weights)
     steps_ = runner_.get();
     adamw_ = std::make_unique<AdamW>(options_.adamw, std::move(decay), runner_->owned());
@@ -481,15 +444,7 @@ void Trainer::checkpoint(int64_t step, const std::vector<double>& losses, RunRes
     m = adamw_->full_m();
     v = adamw_->full_v();
     if (offload) offload->to_host();
-    Zero3Parameters* z = runner_->zero3();
-    if (z) weights = z->gather_all();
-    if (ExpertParallel* ep = runner_->experts()) {  // each EP rank holds its experts' state
-      if (!z) ep->gather_experts(model_.parameters().data());
-      if (plan_.zero == 0) {  // (under ZeRO the sum over the DP group below gathers them)
-        ep->gather_experts(m.data());
-        ep->gather_experts(v.data());
-      }
-    }
+    if (Zero3Parameters* z = runner_->zero3()) weights = z->gather_all();
   }
   if (!parallel_ && plan_.zero > 0 && comm_.size() > 1) {
     comm_.wait(comm_.start_allreduce_sum(m.data(), m.size()));
@@ -526,16 +481,12 @@ RunResult Trainer::run() {
       nullptr};
   if (parallel_)
     loop.after_iteration = [this](std::vector<TaskSpan>& spans) { parallel_->attribute_tp_time(spans); };
-  else
-    loop.after_iteration = [this](std::vector<TaskSpan>& spans) { runner_->attribute_exchanges(spans); };
   reset_memory_peak();  // what the steps hold, not the set-up's temporaries
   run_steps(loop, step_, result, run_start);
   result.memory = read_memory();
   finish_checkpoints(loop, step_, writer_.get(), result);  // the run ends with its checkpoints on disk
   if (Zero3Parameters* z = runner_ ? runner_->zero3() : nullptr)
-    z->materialize();  // the trained model, whole, on every rank (every expert too)
-  else if (ExpertParallel* ep = runner_ ? runner_->experts() : nullptr)
-    ep->gather_experts(model_.parameters().data());
+    z->materialize();  // the trained model, whole, on every rank
   result.seconds = seconds_since(run_start);
   return result;
 }

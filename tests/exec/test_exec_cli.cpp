@@ -253,33 +253,18 @@ BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
   BOOST_TEST(!fs::exists(out));
 }
 
-// The twin loop: calibrate on live runs of one plan, then predict a run of another plan on this
+// The twin loop: calibrate on a live run of one plan, then predict a run of another plan on this
 // machine. Compute is measured as thread CPU time (medians over steps), so other processes on a
 // shared machine taking the core do not stretch what is measured; what they leave behind in the
-// caches does, and it changes with the load, so the two plans run in turns (three short runs each)
-// and see the same load. See README, "Calibration".
+// caches does, and it changes with the load (and this VM's host), so each turn calibrates on a run
+// and predicts the run of the other plan right after it, and the median over five turns of
+// predicted / measured is what is checked. See README, "Calibration".
 BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_percent) {
   TempDir dir;
   const std::string base = kScenario + " --ranks 1 --set training.global_batch=8";
   // Calibration plan: micro-batch 4 x 2, sequences of 64. Other plan: micro-batch 2 x 4, sequences of
   // 128 (twice the attention per token).
   const std::string other = " --set plan.micro_batch=2 --set training.seq_len=128";
-  std::string profiles;
-  std::vector<double> busy;
-  for (int turn = 0; turn < 3; ++turn) {
-    const std::string profile = (dir.path / ("p" + std::to_string(turn) + ".json")).string();
-    BOOST_TEST_REQUIRE(run_paratwin("run " + base + " --steps 12 --profile " + profile).status == 0);
-    profiles += " " + profile;
-    const std::string report = (dir.path / ("r" + std::to_string(turn) + ".json")).string();
-    BOOST_TEST_REQUIRE(run_paratwin("run " + base + other + " --steps 12 --json " + report).status == 0);
-    const json r = read_json(report);
-    for (double b : r["iteration_busy_s"]) busy.push_back(b);
-  }
-  const std::string cal = (dir.path / "cal.yaml").string();
-  const Output fitted = run_paratwin("calibrate" + profiles + " --cluster local-cpu -o " + cal);
-  BOOST_TEST_INFO(fitted.text);
-  BOOST_TEST_REQUIRE(fitted.status == 0);
-  BOOST_TEST(fitted.text.find("dense GEMMs") != std::string::npos);
   // The twin's iteration time for the other plan on one core of a cluster file.
   const auto predict = [&](const std::string& cluster) {
     const std::string json = (dir.path / "predicted.json").string();
@@ -289,12 +274,27 @@ BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_
                            .status == 0);
     return read_json(json)["metrics"]["iteration_time_s"].get<double>();
   };
-  const double predicted_s = predict(cal), before_s = predict("local-cpu");
-  std::sort(busy.begin(), busy.end());
-  const double measured_s = busy[busy.size() / 2];
-  BOOST_TEST_MESSAGE("micro-batch 2 x 4 of 128 tokens: measured "
-                     << measured_s * 1e3 << " ms per iteration, "
-                     << "twin calibrated on 4 x 2 of 64: " << predicted_s * 1e3
-                     << " ms; uncalibrated: " << before_s * 1e3 << " ms");
-  BOOST_TEST(std::abs(predicted_s / measured_s - 1) < 0.10);
+  std::vector<double> ratios;
+  for (int turn = 0; turn < 5; ++turn) {
+    const std::string profile = (dir.path / ("p" + std::to_string(turn) + ".json")).string();
+    BOOST_TEST_REQUIRE(run_paratwin("run " + base + " --steps 12 --profile " + profile).status == 0);
+    const std::string report = (dir.path / ("r" + std::to_string(turn) + ".json")).string();
+    BOOST_TEST_REQUIRE(run_paratwin("run " + base + other + " --steps 12 --json " + report).status == 0);
+    std::vector<double> busy = read_json(report)["iteration_busy_s"].get<std::vector<double>>();
+    std::sort(busy.begin(), busy.end());
+    const double measured_s = busy[busy.size() / 2];
+    const std::string cal = (dir.path / "cal.yaml").string();
+    const Output fitted = run_paratwin("calibrate " + profile + " --cluster local-cpu -o " + cal);
+    BOOST_TEST_INFO(fitted.text);
+    BOOST_TEST_REQUIRE(fitted.status == 0);
+    BOOST_TEST(fitted.text.find("dense GEMMs") != std::string::npos);
+    const double predicted_s = predict(cal);
+    ratios.push_back(predicted_s / measured_s);
+    BOOST_TEST_MESSAGE("turn " << turn << ": micro-batch 2 x 4 of 128 tokens measured " << measured_s * 1e3
+                               << " ms per iteration, twin calibrated on 4 x 2 of 64: " << predicted_s * 1e3
+                               << " ms");
+  }
+  BOOST_TEST_MESSAGE("uncalibrated twin: " << predict("local-cpu") * 1e3 << " ms");
+  std::sort(ratios.begin(), ratios.end());
+  BOOST_TEST(std::abs(ratios[ratios.size() / 2] - 1) < 0.10);
 }

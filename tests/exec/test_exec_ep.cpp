@@ -69,9 +69,6 @@ ScenarioSpec scenario(const Layout& l) {
   for (const std::string& o : sets) overrides.push_back(parse_override(o));
   return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml", overrides, l.dp);
 }
-ScenarioSpec scenario(int dp, int ep) {
-  return scenario(Layout{dp, ep});
-}
 
 TrainOptions options(int64_t steps) {
   TrainOptions o;
@@ -92,8 +89,8 @@ struct Trained {
   int64_t resumed_from = -1;
 };
 
-// Trains on the first ranks of the job; every rank gets the result (the weights' spread: of a layout
-// on the data-parallel runner only, where every rank ends with the whole model).
+// Trains on the first ranks of the job; every rank gets the result (the weights' spread: of a
+// data-parallel layout without EP only, where every rank ends with the whole model; 0 otherwise).
 Trained train(const Layout& l, const TrainOptions& o) {
   Trained t;
   t.losses.assign(size_t(o.steps), 0.0);
@@ -110,11 +107,13 @@ Trained train(const Layout& l, const TrainOptions& o) {
       ++t.ep_tasks;
       for (const auto& step : r.spans) t.ep_seconds += step[i].end_s - step[i].start_s;
     }
-    // After the run every rank holds the whole model (the experts gathered from their EP ranks).
-    double sum = 0;
-    for (float w : trainer.model().parameters()) sum += double(w) * double(w);
-    const double most = group->allreduce_max(sum);
-    t.weights_spread = (most + group->allreduce_max(-sum)) / most;
+    // After a data-parallel run every rank holds the whole model.
+    if (l.world() == l.dp && l.ep == 1) {
+      double sum = 0;
+      for (float w : trainer.model().parameters()) sum += double(w) * double(w);
+      const double most = group->allreduce_max(sum);
+      t.weights_spread = (most + group->allreduce_max(-sum)) / most;
+    }
     t.peak_bytes = group->allreduce_max(double(r.memory.device_peak));
     t.predicted_peak = evaluate(trainer.program(), s.cluster, s.training).roles.front().peak_memory.value();
     if (!r.dp_bytes.empty()) t.dp_bytes = r.dp_bytes.back();
@@ -174,11 +173,12 @@ BOOST_AUTO_TEST_CASE(expert_parallel_runs_follow_the_single_rank_trajectory) {
     const Trained got = train(dp, ep, steps);
     const double error = worst_relative_error(one.losses, got.losses);
     if (mpi->world->rank() == 0)
-      std::printf("dp %d ep %d: worst relative error %.2e, weights spread %.1e\n", dp, ep, error,
-                  got.weights_spread);
+      std::printf(
+          "dp %d ep %d: worst relative error %.2e, weights spread %s\n", dp, ep, error,
+          ep == 1 ? std::to_string(got.weights_spread).c_str() : "(each rank holds its experts only)");
     BOOST_TEST_INFO("dp " << dp << " ep " << ep);
     BOOST_TEST(error < 1e-5);
-    BOOST_TEST(got.weights_spread < 1e-9);
+    BOOST_TEST(got.weights_spread < 1e-9);  // (without EP)
     BOOST_TEST((got.ep_tasks > 0) == (ep > 1));
     BOOST_TEST((got.ep_seconds > 0) == (ep > 1));  // the profile shows the all-to-alls' time
   }
@@ -197,12 +197,11 @@ BOOST_AUTO_TEST_CASE(memory_modes_under_expert_parallelism_follow_the_single_ran
     const double error = worst_relative_error(one.losses, got.losses);
     if (mpi->world->rank() == 0)
       std::printf(
-          "dp 4 ep 2 %s: worst relative error %.2e, weights spread %.1e, peak per rank measured %.0f B, "
+          "dp 4 ep 2 %s: worst relative error %.2e, peak per rank measured %.0f B, "
           "twin %.0f B\n",
-          mode, error, got.weights_spread, got.peak_bytes, got.predicted_peak);
+          mode, error, got.peak_bytes, got.predicted_peak);
     BOOST_TEST_INFO(mode);
     BOOST_TEST(error < 1e-5);
-    BOOST_TEST(got.weights_spread < 1e-9);
   }
   // Measured peaks follow the twin's order across ZeRO stages (ties included): ZeRO 1 and 2 hold the
   // same, ZeRO 3 its shard of the weights beside the gathered copy, ZeRO 0 the most.
@@ -278,7 +277,6 @@ BOOST_AUTO_TEST_CASE(checkpoints_of_zero_3_under_expert_parallelism_resume_anywh
   const Trained resumed = train(4, 4, 6, {"plan.zero=1"}, o);
   const Trained one = train(1, 1, 6);
   BOOST_TEST(worst_relative_error(one.losses, resumed.losses) < 1e-5);
-  BOOST_TEST(resumed.weights_spread < 1e-9);
   mpi->world->barrier();
   if (mpi->world->rank() == 0) std::filesystem::remove_all(dir);
 }
