@@ -86,6 +86,12 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
   return Bytes(bytes);
 }
 
+Bytes recompute_working_bytes(const ModelSpec& model, const ActivationConfig& c, bool moe_layer) {
+  ActivationConfig kept = c;
+  kept.recompute = Recompute::None;
+  return layer_activation_bytes(model, kept, moe_layer) - layer_activation_bytes(model, c, moe_layer);
+}
+
 Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
   const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
   return Bytes(element_bytes(c.precision) * tokens * model.hidden / (c.sequence_parallel ? c.tp : 1));

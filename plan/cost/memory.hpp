@@ -70,6 +70,12 @@ struct ActivationConfig {
 // MLP activations per token plus the router's.
 Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
 
+// What recomputing one layer holds beside the kept activations while its backward runs: the bytes
+// config.recompute drops from that layer (all but its input under full recomputation, the attention
+// core under selective; none without recomputation). Recomputation goes layer by layer (Megatron-LM,
+// the live engine), so one layer's worth exists at a time.
+Bytes recompute_working_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
+
 // The embedding's output kept for backward (s b h, split by SP) and, on the last stage, the logits in
 // 16 bits plus fp32 softmax for the loss: s b V (2 + 4) / t.
 Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig& config);

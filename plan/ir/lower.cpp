@@ -206,6 +206,17 @@ class RoleBuilder {
     return total;
   }
 
+  // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
+  Bytes recompute_working_set(int chunk) const {
+    const StagePlan& st = stage(chunk);
+    const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,       p_.cp,
+                                   p_.sequence_parallel, st.recompute, t_.precision};
+    Bytes most;
+    for (int l = st.layer_begin; l < st.layer_end; ++l)
+      most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));
+    return most;
+  }
+
   // One rank's share of an activation tensor of the micro-batch (b x s/cp x h), split by tp under SP.
   Bytes boundary_bytes() const {
     double tokens = double(p_.micro_batch) * t_.seq_len / p_.cp;
@@ -387,6 +398,7 @@ class RoleBuilder {
       deps.push_back(add(std::move(in)));
     }
     before_previous_backward_ = before_this;
+    Bytes working_set;
     if (st.recompute != Recompute::None) {
       Task r;
       r.kind = TaskKind::Recompute;
@@ -401,6 +413,8 @@ class RoleBuilder {
         r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
       }
       r.recompute_flops = r.work.gemm_flops;
+      // The layer being recomputed, until the backward's last segment has used it.
+      r.alloc = working_set = recompute_working_set(chunk);
       r.deps = deps;
       // Full recompute repeats the forward's collectives too.
       deps = st.recompute == Recompute::Full
@@ -424,7 +438,7 @@ class RoleBuilder {
       const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
       b.work = pass_work(lo, hi, false, embedding, head);
       if (i + 1 == segments.size())
-        b.free = activations(chunk) + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
+        b.free = activations(chunk) + working_set + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
       b.deps = deps;
       deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
       if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();

@@ -98,7 +98,8 @@ struct CostTable {
   std::vector<LayerTimes> ends;     // [pool]: embedding and head
   std::vector<double> activations;  // [l]: bytes of layers < l, one micro-batch
   double embedding_activations = 0, head_activations = 0;
-  std::vector<double> params;  // [l]: parameters of layers < l on one rank (tp, ep split)
+  double recompute_working = 0;  // the least one layer's recomputation holds (every rank runs one)
+  std::vector<double> params;    // [l]: parameters of layers < l on one rank (tp, ep split)
 };
 
 // How many forwards and backwards of each chunk of a pipeline rank its schedule runs before given
@@ -1062,8 +1063,11 @@ class Search {
     const double moe_params = s_.model.moe ? moe_layer_parameters(params_, b.ep) : 0;
     c.activations.assign(L + 1, 0);
     c.params.assign(L + 1, 0);
+    c.recompute_working = std::numeric_limits<double>::infinity();
     for (int l = 0; l < L; ++l) {
       const bool moe = s_.model.is_moe_layer(l);
+      c.recompute_working =
+          std::min(c.recompute_working, cost::recompute_working_bytes(s_.model, act, moe).value());
       c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
       c.params[l + 1] = c.params[l] + (moe ? moe_params : params_.per_dense_layer) / b.tp;
     }
@@ -1287,7 +1291,11 @@ class Search {
     return states + bytes * in_flight;
   }
 
-  double capacity(const Base& b, int rank) const { return devices_[b.rank_pool[rank]]->memory.value(); }
+  // A rank's memory for states and kept activations: its device's, less what recomputing a layer
+  // holds while the backward runs (the least any layer holds, so that no partition that fits is lost).
+  double capacity(const Base& b, int rank) const {
+    return devices_[b.rank_pool[rank]]->memory.value() - b.costs->recompute_working;
+  }
 
   bool partition_fits(const Base& b, const Variant& v, const std::vector<std::pair<int, int>>& ranges,
                       int microbatches) const {
