@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The twin against live tensor-, pipeline- and data-parallel runs on this machine: calibrate
-# local-cpu once per model on data-parallel runs (1 rank at micro-batch 4 and 1, which separates the
-# per-kernel cost from the GEMM rate, and 2 ranks for the all-reduce), then for several TP/PP/DP
-# plans print the calibrated twin's iteration time beside the measured one. Prints a Markdown table.
+# The twin against live tensor-, pipeline- and data-parallel runs on this machine: for each of several
+# TP/PP/DP plans, calibrate local-cpu for the model on data-parallel runs (1 rank at micro-batch 4
+# and 1, which separates the per-kernel cost from the GEMM rate, and 2 ranks for the all-reduce), then
+# print the calibrated twin's iteration time beside the plan's measured one. Prints a Markdown table.
 #   bench/parallel_bench.sh [BUILD_DIR]      (default build/; STEPS=12 steps per run, ROUNDS=3)
 # Models: tiny-gpt (4 layers, hidden 128) and a small GPT (tiny-gpt with 8 layers of hidden 256).
 # "measured (CPU)" is the median over steps of the most thread CPU time a rank of pipeline rank 0
@@ -39,6 +39,7 @@ calibrate() {  # "model flags"
 bench() {  # round name "model flags" dp tp pp "plan flags"
   local round=$1 name=$2 model=$3 dp=$4 tp=$5 pp=$6 flags=$7
   local world=$((dp * tp * pp))
+  calibrate "$model"
   # shellcheck disable=SC2086
   "$paratwin" plan $scenario --set cluster="$tmp/cal.yaml" --set cluster.pools.local.gpus_per_node=$world \
     --set plan.dp=$dp --set plan.tp=$tp --set plan.pp=$pp --set training.global_batch=8 $model $flags \
@@ -62,12 +63,13 @@ EOF2
 
 tiny=""
 small="--set model.layers=8 --set model.hidden=256 --set model.ffn_hidden=1024"
-# Rounds repeat the calibration and every plan, so that a burst of load on this shared machine
-# moves one round's figures and not the medians.
+# Rounds repeat every plan, so that a burst of load on this shared machine moves one round's
+# figures and not the medians. Each plan is calibrated for right before it runs: this VM's speed
+# drifts by 10-15% within minutes, and a calibration made at the start of a round put the round's
+# later plans off by that much.
 for round in $(seq 1 "$rounds"); do
   for model_name in tiny small; do
     model=${!model_name}
-    calibrate "$model"
     bench "$round" "$model_name" "$model" 2 1 1 ""
     bench "$round" "$model_name" "$model" 1 2 1 ""
     bench "$round" "$model_name" "$model" 1 1 2 "--set plan.schedule=1f1b --set plan.micro_batch=2"
@@ -84,7 +86,8 @@ python3 - "$tmp/rows.jsonl" "$rounds" << 'EOF3'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 keys = list(dict.fromkeys((r["model"], r["plan"]) for r in rows))
-print(f"{sys.argv[2]} rounds; medians over rounds of: the calibrated twin, the measured step (CPU, wall)")
+print(f"{sys.argv[2]} rounds; medians over rounds of: the calibrated twin, the measured step (CPU, wall), "
+      "and the error (each round's twin against the run right after its calibration)")
 print()
 print("| model | plan | twin (calibrated) | measured (CPU) | error | error per round | measured (wall) |")
 print("|---|---|---:|---:|---:|---|---:|")
@@ -93,8 +96,9 @@ for model, plan in keys:
     mine = [r for r in rows if (r["model"], r["plan"]) == (model, plan)]
     twin, busy = statistics.median(r["twin"] for r in mine), statistics.median(r["busy"] for r in mine)
     wall = statistics.median(r["wall"] for r in mine)
-    per_round = " ".join(f"{100 * (r['twin'] / r['busy'] - 1):+.0f}%" for r in mine)
-    print(f"| {model} | {plan} | {ms(twin)} | {ms(busy)} | {100 * (twin / busy - 1):+.1f}% | {per_round} | {ms(wall)} |")
+    errors = [r["twin"] / r["busy"] - 1 for r in mine]
+    per_round = " ".join(f"{100 * e:+.0f}%" for e in errors)
+    print(f"| {model} | {plan} | {ms(twin)} | {ms(busy)} | {100 * statistics.median(errors):+.1f}% | {per_round} | {ms(wall)} |")
 EOF3
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
