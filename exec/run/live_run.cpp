@@ -107,12 +107,13 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
     // scenario's own checks and the cluster's size follow the plan that runs (a plan the optimizer
     // chose for a larger local-cpu node runs as it is).
     const DocNode plan = load_yaml_file(o.plan_file);
-    for (const char* key : {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages"})
-      if (const DocNode* n = plan.is_mapping() ? plan.find(key) : nullptr; n && n->is_scalar())
-        overrides.push_back(parse_override(std::string("plan.") + key + "=" + n->scalar));
-    if (const DocNode* dp = plan.is_mapping() ? plan.find("dp") : nullptr;
-        ranks <= 0 && dp && dp->is_scalar())
-      ranks = std::max(0, std::atoi(dp->scalar.c_str()));
+    for (const std::string key :
+         {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages"}) {
+      const DocNode* n = plan.is_mapping() ? plan.find(key) : nullptr;
+      if (!n || !n->is_scalar()) continue;
+      overrides.push_back(parse_override("plan." + key + "=" + n->scalar));
+      if (key == "dp" && ranks <= 0) ranks = std::max(0, std::atoi(n->scalar.c_str()));  // its ranks
+    }
   }
   LiveRunSetup setup{load_live_scenario(o.scenario, overrides, ranks), {}};
   setup.plan =

@@ -135,23 +135,20 @@ BOOST_AUTO_TEST_CASE(a_killed_run_resumed_from_the_command_line_ends_bit_identic
 
 BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
   TempDir dir;
-  const Output out = run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) +
-                                  "/scenarios/live-cpu-tiny-moe.yaml --ranks 2 --steps 8 --json " +
-                                  (dir.path / "r.json").string());
-  BOOST_TEST_INFO(out.text);
-  BOOST_TEST_REQUIRE(out.status == 0);
-  const json r = read_json(dir.path / "r.json");
+  // Runs the MoE scenario with `flags`; its JSON report.
+  const auto run_moe = [&](const std::string& flags, const std::string& report) {
+    const Output out =
+        run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml " +
+                     flags + " --json " + (dir.path / report).string());
+    BOOST_TEST_INFO(out.text);
+    BOOST_TEST_REQUIRE(out.status == 0);
+    return read_json(dir.path / report);
+  };
+  const json r = run_moe("--ranks 2 --steps 8", "r.json");
   BOOST_TEST(r["plan"]["ep"] == 2);
   BOOST_TEST(r["loss"].back().get<double>() < r["loss"].front().get<double>() - 0.5);
   // Beside tp 2, with ZeRO 1 (the dense states sharded over dp 2, each rank's experts its own).
-  const Output tp =
-      run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) +
-                   "/scenarios/live-cpu-tiny-moe.yaml --set plan.tp=2 --set plan.zero=1 --ranks 2 "
-                   "--steps 2 --json " +
-                   (dir.path / "tp.json").string());
-  BOOST_TEST_INFO(tp.text);
-  BOOST_TEST_REQUIRE(tp.status == 0);
-  const json t = read_json(dir.path / "tp.json");
+  const json t = run_moe("--set plan.tp=2 --set plan.zero=1 --ranks 2 --steps 2", "tp.json");
   BOOST_TEST(t["plan"]["ep"] == 2);
   BOOST_TEST(t["plan"]["tp"] == 2);
   BOOST_TEST(t["plan"]["zero"] == 1);
