@@ -274,48 +274,155 @@ BOOST_AUTO_TEST_CASE(point_to_point_uses_the_fabric_inside_a_node_and_a_nic_shar
   BOOST_TEST(p2p_time(kGB, false, dgx.pools[0], dgx).value() == 4e-6 + 1.0 / 24, tt::tolerance(1e-12));
 }
 
-// ---- compute_time on an A100: 312 TFLOP/s x 0.87, 2039 GB/s x 0.8, 5 us per launch ----
+// ---- compute_time on an A100: 312 TFLOP/s x 0.87, 108 SMs, 2039 GB/s x 0.83, 5 us per launch ----
 
-BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency) {
+// One launch of an M x K by K x N GEMM.
+static KernelCost one_gemm(double m, double k, double n) {
+  KernelCost c;
+  c.gemm_flops = Flops(2 * m * n * k);
+  c.gemms.add(Gemm{m, n, k});
+  c.launches = 1;
+  return c;
+}
+
+BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency_and_its_waves) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
-  // 8192^3 bf16: 2 x 8192^3 FLOPs / 271.44 TFLOP/s = 4.0507 ms > 3 x 8192^2 x 2 B / 1631 GB/s = 0.247 ms.
-  KernelCost gemm;
-  gemm.gemm_flops = Flops(2.0 * 8192 * 8192 * 8192);
-  gemm.gemm_bytes = Bytes(2.0 * 3 * 8192 * 8192);
-  gemm.launches = 1;
-  BOOST_TEST(compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 0.004055661758679634,
+  const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
+  // 8192^3: 64 x 32 tiles of 128 x 256 (or 32 x 64 of 256 x 128) = 2048 tiles in 19 waves of 108 SMs:
+  // 2048 / 2052 of the waves do work.
+  const Gemm g{8192, 8192, 8192};
+  BOOST_TEST(wave_efficiency(g, 108) == 2048.0 / (19 * 108), tt::tolerance(1e-12));
+  const double math = 2.0 * 8192 * 8192 * 8192 / (312e12 * 0.87 * 2048 / (19 * 108));
+  BOOST_TEST(compute_time(one_gemm(8192, 8192, 8192), a100, Precision::Bf16).value() == math + 5e-6,
              tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_gemm_that_fills_one_wave_and_a_tile_more_loses_the_second_wave) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
+  // 128 x 128 tiles: 12 x 9 = 108 fill one wave; one row more needs a second wave for 9 tiles, and no
+  // other tile shape does better (1,664 rows over 128 x 64 tiles: 13 x 18 = 234 in 3 waves).
+  const double fits = wave_efficiency(Gemm{1536, 1152, 4096}, 108);
+  const double spills = wave_efficiency(Gemm{1664, 1152, 4096}, 108);
+  BOOST_TEST(fits == 1.0);
+  BOOST_TEST(spills < 0.75);
+  // So it takes far longer per FLOP, though it has 8% more of them.
+  const double t_fits = compute_time(one_gemm(1536, 4096, 1152), a100, Precision::Bf16).value();
+  const double t_spills = compute_time(one_gemm(1664, 4096, 1152), a100, Precision::Bf16).value();
+  BOOST_TEST(t_spills / t_fits > 1.3);
+  // A CPU (no SMs) has no waves.
+  BOOST_TEST(wave_efficiency(Gemm{1664, 1152, 4096}, 0) == 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
-  // 64^3: 1.9 ns of math, 24,576 B = 15 ns of traffic, 5 us of launch.
-  KernelCost gemm;
-  gemm.gemm_flops = Flops(2.0 * 64 * 64 * 64);
-  gemm.gemm_bytes = Bytes(2.0 * 3 * 64 * 64);
-  gemm.launches = 1;
-  const double t = compute_time(gemm, dgx.device_of(dgx.pools[0]), Precision::Bf16).value();
-  BOOST_TEST(t == 5e-6 + 24576 / (2039e9 * 0.8), tt::tolerance(1e-12));
+  // 256 batched 64^3 products: 256 tiles of 128 x 64, half idle, in 3 waves take 1.3 us of math; their
+  // 3 x 64^2 x 2 B x 256 = 6.3 MB of traffic take 3.7 us.
+  KernelCost batched;
+  batched.gemms.add(Gemm{64, 64, 64, 256});
+  batched.launches = 1;
+  const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
+  const double math = 2.0 * 64 * 64 * 64 * 256 / (312e12 * 0.87 * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
+  const double memory = 256 * 3 * 64 * 64 * 2 / (2039e9 * 0.83);
+  BOOST_TEST(compute_time(batched, a100, Precision::Bf16).value() == std::max(math, memory) + 5e-6,
+             tt::tolerance(1e-12));
+  // One small GEMM: 24,576 B = 15 ns of traffic and less math, 5 us of launch.
+  const double t = compute_time(one_gemm(64, 64, 64), a100, Precision::Bf16).value();
+  BOOST_TEST(t > 5e-6);
+  BOOST_TEST(t < 5.1e-6);
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_traffic_runs_at_memory_bandwidth_times_efficiency) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
   KernelCost copy;
   copy.elementwise_bytes = kGB;
-  BOOST_TEST(compute_time(copy, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 1 / (2039.0 * 0.8),
+  BOOST_TEST(compute_time(copy, dgx.device_of(dgx.pools[0]), Precision::Bf16).value() == 1 / (2039.0 * 0.83),
              tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(kernel_costs_add_and_repeat_per_layer) {
-  KernelCost c{Flops(1), Flops(0.5), Bytes(2), Bytes(3), Bytes(5), 4};
+  KernelCost c = one_gemm(4, 8, 2);
+  c.attention_flops = Flops(0.5);
+  c.elementwise_bytes = Bytes(5);
   c += c;
   const KernelCost layers = c * 3;
-  BOOST_TEST(layers.gemm_flops.value() == 6);
-  BOOST_TEST(layers.gemm_bytes.value() == 12);
+  BOOST_TEST(layers.gemm_flops.value() == 6 * 2 * 4 * 8 * 2);
   BOOST_TEST(layers.attention_flops.value() == 3);
-  BOOST_TEST(layers.elementwise_bytes.value() == 18);
-  BOOST_TEST(layers.optimizer_bytes.value() == 30);
-  BOOST_TEST(layers.launches == 24);
+  BOOST_TEST(layers.elementwise_bytes.value() == 30);
+  BOOST_TEST(layers.launches == 6);
+  // One shape, launched six times; the copies of `c` share their list of shapes.
+  BOOST_TEST(layers.gemms.size() == 1u);
+  BOOST_TEST(layers.gemms.begin()->count == 6);
+  BOOST_TEST(c.gemms.begin()->count == 2);
+}
+
+BOOST_AUTO_TEST_CASE(fused_attention_runs_at_its_kernels_measured_rate) {
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  const ModelSpec m = model("llama3-8b");
+  LayerWork w;
+  w.seq_len = 8192;
+  w.attention = AttentionKind::Flash2;
+  const KernelCost f2 = attention_core_forward(m, w);
+  // A causal mask halves the square: 2 x 2 b a s^2 d / 2.
+  BOOST_TEST(f2.flash_forward_flops.value() == 2.0 * 32 * 8192.0 * 8192 * 128, tt::tolerance(1e-12));
+  BOOST_TEST(f2.gemm_flops.value() == 2 * f2.flash_forward_flops.value(), tt::tolerance(1e-12));
+  BOOST_TEST(compute_time(f2, d, Precision::Bf16).value() ==
+                 f2.flash_forward_flops.value() / (989e12 * 0.287) + 5e-6,
+             tt::tolerance(1e-9));
+  // FlashAttention 3 on the same H100 is faster; `flash` takes the newest kernel the device has.
+  w.attention = AttentionKind::Flash3;
+  const double t3 = compute_time(attention_core_forward(m, w), d, Precision::Bf16).value();
+  w.attention = AttentionKind::Flash;
+  BOOST_TEST(compute_time(attention_core_forward(m, w), d, Precision::Bf16).value() == t3);
+  BOOST_TEST(t3 < compute_time(f2, d, Precision::Bf16).value() / 2);
+  // The backward recomputes the scores: 2.5x the forward's FLOPs, at the backward's rate.
+  w.attention = AttentionKind::Flash2;
+  const KernelCost b = layer_backward(m, w, false);
+  BOOST_TEST(b.flash_backward_flops.value() == 2.5 * f2.flash_forward_flops.value(), tt::tolerance(1e-12));
+  // Under fp8 training the attention kernel stays at the 16-bit peak.
+  BOOST_TEST(compute_time(f2, d, Precision::Fp8).value() == compute_time(f2, d, Precision::Bf16).value());
+}
+
+BOOST_AUTO_TEST_CASE(unfused_attention_writes_the_scores_and_costs_more_than_flash_at_long_sequences) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const DeviceSpec& d = dgx.device_of(dgx.pools[0]);
+  const ModelSpec m = model("gpt3-175b");
+  LayerWork w;
+  w.seq_len = 8192;
+  w.tp = 8;
+  w.attention = AttentionKind::Unfused;
+  const KernelCost unfused = attention_core_forward(m, w);
+  BOOST_TEST(unfused.elementwise_bytes.value() > 0);  // softmax and dropout over the s x s scores
+  BOOST_TEST(unfused.gemms.size() == 2u);             // QK^T and softmax(.) V, batched over heads
+  w.attention = AttentionKind::Flash2;
+  const KernelCost flash = attention_core_forward(m, w);
+  BOOST_TEST(flash.elementwise_bytes.value() == 0);
+  BOOST_TEST(compute_time(unfused, d, Precision::Bf16).value() > compute_time(flash, d, Precision::Bf16).value());
+  // Both count the same model FLOPs (MFU's numerator).
+  BOOST_TEST(unfused.gemm_flops.value() == flash.gemm_flops.value(), tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(backward_gemms_are_the_input_and_weight_gradients_of_each_forward_gemm) {
+  // For C = A B: dA = dC B^T and dB = A^T dC.
+  const ModelSpec m = model("gpt3-1.7b");
+  LayerWork w;
+  w.seq_len = 2048;
+  const KernelCost b = layer_backward(m, w, false);
+  const KernelCost fw = layer_forward(m, w, false);
+  BOOST_TEST(b.gemm_flops.value() == 2 * fw.gemm_flops.value(), tt::tolerance(1e-12));
+  double listed = 0;
+  for (const Gemm& g : b.gemms) listed += g.flops();
+  // Fused attention is no GEMM: the listed shapes are the rest of the FLOPs.
+  BOOST_TEST(listed == (b.gemm_flops - b.attention_flops).value(), tt::tolerance(1e-12));
+  // The QKV projection (2048 x 2304 by 2304 x 6912) appears as its two gradients.
+  bool input_gradient = false, weight_gradient = false;
+  for (const Gemm& g : b.gemms) {
+    input_gradient |= g.m == 2048 && g.n == 2304 && g.k == 6912;
+    weight_gradient |= g.m == 2304 && g.n == 6912 && g.k == 2048;
+  }
+  BOOST_TEST(input_gradient);
+  BOOST_TEST(weight_gradient);
 }
 
 // ---- FLOPs: per-rank kernels add up to the model's training FLOPs ----

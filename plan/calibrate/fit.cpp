@@ -145,7 +145,12 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
       const ProfiledTask& m = run.profile.tasks[i];
       const cost::KernelCost& w = t.work;
       if (t.stream == StreamKind::Compute) {
-        dense.push_back({(w.gemm_flops - w.attention_flops).value(), 0, m.gemm_s});
+        // The dense GEMMs' FLOPs as the device runs them: divided by their wave efficiency.
+        const DeviceSpec& run_device = run.scenario.cluster.device_of(run_pool);
+        const Precision precision = run.scenario.training.precision;
+        dense.push_back({cost::dense_gemm_seconds_at_full_efficiency(w, run_device, precision) *
+                             run_device.peak.at(precision).value(),
+                         0, m.gemm_s});
         attention.push_back({w.attention_flops.value(), 0, m.attention_s});
         const double rest = m.cpu_s - m.gemm_s - m.attention_s;
         if (w.optimizer_bytes.value() > 0) {

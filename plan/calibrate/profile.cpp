@@ -19,7 +19,8 @@ std::string profile_inputs_yaml(const ScenarioSpec& s, const Plan& plan) {
          "training:\n  global_batch: " + std::to_string(s.training.global_batch) +
          "\n  seq_len: " + std::to_string(s.training.seq_len) +
          "\n  precision: " + enum_name(s.training.precision, kPrecisionNames) +
-         "\n  optimizer: " + enum_name(s.training.optimizer, kOptimizerNames) + "\nplan:\n" +
+         "\n  optimizer: " + enum_name(s.training.optimizer, kOptimizerNames) +
+         "\n  attention: " + enum_name(s.training.attention, kAttentionNames) + "\nplan:\n" +
          indent(to_yaml(plan));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <optional>
 
 namespace paratwin::cost {
 
@@ -39,12 +40,48 @@ Seconds broadcast_time(Bytes n, int p, BytesPerSecond b, Seconds alpha) {
 
 namespace {
 
-// One level of links: p ranks, each with bandwidth b per direction and step latency alpha.
+// One level of links: p ranks, each with bandwidth b per direction and step latency alpha; inside a
+// node, the fabric's measured curves where it has them.
 struct Level {
   int p;
   BytesPerSecond b;
   Seconds alpha;
+  const IntraNodeSpec* measured = nullptr;
 };
+
+// A collective of `p` GPUs of one node on n bytes from the fabric's nccl-tests curve: n x 2(p-1)/p
+// / busbw(n) for an all-reduce, n x (p-1)/p / busbw(n) for the others. An all-to-all moves what an
+// all-gather does; a collective without a curve of its own takes the all-reduce curve (the one most
+// often measured). nullopt without any curve (or for a broadcast).
+std::optional<Seconds> measured_time(CollectiveKind kind, Bytes n, int p, const IntraNodeSpec& fabric) {
+  if (p <= 1) return Seconds(0);
+  const std::optional<BusbwCurve>* curve = nullptr;
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      curve = &fabric.all_reduce_curve;
+      break;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::AllToAll:
+      curve = fabric.all_gather_curve ? &fabric.all_gather_curve : &fabric.reduce_scatter_curve;
+      break;
+    case CollectiveKind::ReduceScatter:
+      curve = fabric.reduce_scatter_curve ? &fabric.reduce_scatter_curve : &fabric.all_gather_curve;
+      break;
+    case CollectiveKind::Broadcast:
+      return std::nullopt;
+  }
+  if (!*curve) curve = &fabric.all_reduce_curve;
+  if (!*curve) return std::nullopt;
+  const double factor = (kind == CollectiveKind::AllReduce ? 2.0 : 1.0) * (p - 1) / p;
+  return (n * factor) / (*curve)->at(n);
+}
+
+// An all-gather or reduce-scatter inside a node: measured where the fabric has a curve.
+Seconds intra_gather_time(CollectiveKind kind, Bytes n, const Level& l) {
+  if (l.measured)
+    if (auto t = measured_time(kind, n, l.p, *l.measured)) return *t;
+  return ring_gather_time(n, l.p, l.b, l.alpha);
+}
 
 // Ring and (for all-reduce) tree on one level: the faster one.
 CollectiveCost flat(CollectiveKind kind, Bytes n, const Level& l) {
@@ -71,11 +108,11 @@ Seconds hierarchical(CollectiveKind kind, Bytes n, const Level& intra, const Lev
   const Bytes shard = n / intra.p;
   switch (kind) {
     case CollectiveKind::AllReduce:  // reduce-scatter, all-reduce across nodes, all-gather
-      return ring_gather_time(n, intra.p, intra.b, intra.alpha) * 2 + flat(kind, shard, inter).time;
+      return intra_gather_time(CollectiveKind::ReduceScatter, n, intra) +
+             intra_gather_time(CollectiveKind::AllGather, n, intra) + flat(kind, shard, inter).time;
     case CollectiveKind::AllGather:  // gather across nodes, then inside (reduce-scatter: the mirror)
     case CollectiveKind::ReduceScatter:
-      return ring_gather_time(shard, inter.p, inter.b, inter.alpha) +
-             ring_gather_time(n, intra.p, intra.b, intra.alpha);
+      return ring_gather_time(shard, inter.p, inter.b, inter.alpha) + intra_gather_time(kind, n, intra);
     case CollectiveKind::Broadcast:  // to one member per node, then inside each node
       return broadcast_time(n, inter.p, inter.b, inter.alpha) +
              broadcast_time(n, intra.p, intra.b, intra.alpha);
@@ -96,8 +133,10 @@ CollectiveCost collective_time(CollectiveKind kind, Bytes n, const GroupPlacemen
   if (group.size == 1) return {Seconds(0), Algorithm::Ring};
 
   const IntraNodeSpec& fabric = pool.intra_node;
-  const Level intra{group.per_node, fabric.allreduce_busbw.value_or(fabric.bandwidth), fabric.latency};
+  const Level intra{group.per_node, fabric.allreduce_busbw.value_or(fabric.bandwidth), fabric.latency, &fabric};
   if (group.size == group.per_node) {
+    // A measured curve already holds the algorithm NCCL chose at each size (NVLink SHARP included).
+    if (auto t = measured_time(kind, n, group.size, fabric)) return {*t, Algorithm::Ring};
     CollectiveCost best = flat(kind, n, intra);
     if (kind == CollectiveKind::AllReduce && fabric.sharp) {
       // NVLink SHARP: each rank sends its vector to the switch and receives the sum once.

@@ -3,15 +3,44 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "plan/cost/memory.hpp"
 
 namespace paratwin::cost {
 
+void GemmList::add(const Gemm& g) {
+  auto v = v_ ? std::make_shared<std::vector<Gemm>>(*v_) : std::make_shared<std::vector<Gemm>>();
+  for (Gemm& known : *v)
+    if (known.same_shape(g)) {
+      known.count += g.count;
+      v_ = std::move(v);
+      return;
+    }
+  v->push_back(g);
+  v_ = std::move(v);
+}
+
+GemmList GemmList::times(double k) const {
+  if (!v_ || k == 1) return *this;
+  auto v = std::make_shared<std::vector<Gemm>>(*v_);
+  for (Gemm& g : *v) g.count *= k;
+  GemmList out;
+  out.v_ = std::move(v);
+  return out;
+}
+
 KernelCost& KernelCost::operator+=(const KernelCost& o) {
   gemm_flops += o.gemm_flops;
   attention_flops += o.attention_flops;
   gemm_bytes += o.gemm_bytes;
+  if (gemms.size() == 0)
+    gemms = o.gemms;
+  else
+    for (const Gemm& g : o.gemms) gemms.add(g);
+  flash_forward_flops += o.flash_forward_flops;
+  flash_backward_flops += o.flash_backward_flops;
+  if (o.flash_forward_flops.value() > 0 || o.flash_backward_flops.value() > 0) fused_kernel = o.fused_kernel;
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
@@ -19,41 +48,103 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
 }
 
 KernelCost KernelCost::operator*(int k) const {
-  return {gemm_flops * k,        attention_flops * k, gemm_bytes * k,
-          elementwise_bytes * k, optimizer_bytes * k, launches * k};
+  KernelCost c = *this;
+  c.gemm_flops = gemm_flops * k;
+  c.attention_flops = attention_flops * k;
+  c.gemm_bytes = gemm_bytes * k;
+  c.gemms = gemms.times(k);
+  c.flash_forward_flops = flash_forward_flops * k;
+  c.flash_backward_flops = flash_backward_flops * k;
+  c.elementwise_bytes = elementwise_bytes * k;
+  c.optimizer_bytes = optimizer_bytes * k;
+  c.launches = launches * k;
+  return c;
 }
 
 namespace {
 
-// The terms of the roofline that add up in any case: GEMMs at their compute rates, memory-bound
-// kernels at theirs, launches.
-struct Rates {
-  Seconds gemm_math, gemm_memory, rest;
-};
-
-Rates rates(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+double peak_of(const DeviceSpec& device, Precision precision) {
   const auto peak = device.peak.find(precision);
   assert(peak != device.peak.end() && peak->second.value() > 0 && "device has no peak at this precision");
+  return peak->second.value();
+}
+
+// Fused attention stays in 16 bits under fp8 training (Transformer Engine's default).
+double attention_peak(const DeviceSpec& device, Precision precision) {
+  if (precision == Precision::Fp8)
+    for (Precision p : {Precision::Bf16, Precision::Fp16})
+      if (auto it = device.peak.find(p); it != device.peak.end()) return it->second.value();
+  return peak_of(device, precision);
+}
+
+// GEMM math time at the given share of the peak, wave quantization included.
+double gemm_math_s(const Gemm& g, const DeviceSpec& device, double peak, double efficiency) {
+  const bool measured_attention = g.attention && device.efficiency.attention;
+  const double share = measured_attention ? *device.efficiency.attention : efficiency;
+  const double waves = measured_attention ? 1 : wave_efficiency(g, device.sms);
+  return 2 * g.m * g.n * g.k * g.batch / (peak * share * waves);
+}
+
+// The terms of compute_time other than the GEMMs.
+double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
   const EfficiencySpec& e = device.efficiency;
-  const BytesPerSecond memory = device.memory_bandwidth * e.memory;
-  return {(cost.gemm_flops - cost.attention_flops) / (peak->second * e.gemm) +
-              cost.attention_flops / (peak->second * e.attention_or_gemm()),
-          cost.gemm_bytes / memory,
-          cost.elementwise_bytes / memory +
-              cost.optimizer_bytes / (device.memory_bandwidth * e.optimizer_or_memory()) +
-              e.kernel_launch * cost.launches};
+  double s = cost.elementwise_bytes.value() / (device.memory_bandwidth.value() * e.memory) +
+             cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
+             e.kernel_launch.value() * cost.launches;
+  if (cost.flash_forward_flops.value() > 0 || cost.flash_backward_flops.value() > 0) {
+    const auto& figures = cost.fused_kernel == AttentionKind::Flash3   ? e.flash3
+                          : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
+                          : e.flash3                                   ? e.flash3
+                                                                       : e.flash2;
+    const EfficiencySpec::FusedAttention rates = figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
+    const double peak = attention_peak(device, precision);
+    s += cost.flash_forward_flops.value() / (peak * rates.forward) +
+         cost.flash_backward_flops.value() / (peak * rates.backward);
+  }
+  return s;
 }
 
 }  // namespace
 
+double wave_efficiency(const Gemm& g, int sms) {
+  if (sms <= 0) return 1;
+  static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
+  double best = 0;
+  for (const auto& [tm, tn] : kTiles) {
+    const double tiles = std::ceil(g.m / tm) * std::ceil(g.n / tn) * g.batch;
+    const double waves = std::ceil(tiles / sms);
+    best = std::max(best, g.m * g.n * g.batch / (waves * sms * tm * tn));
+  }
+  return best;
+}
+
+Seconds gemm_time(const Gemm& g, const DeviceSpec& device, Precision precision) {
+  const double math = gemm_math_s(g, device, peak_of(device, precision), device.efficiency.gemm);
+  const double memory =
+      g.bytes(element_bytes(precision)) / (device.memory_bandwidth.value() * device.efficiency.memory);
+  return Seconds(std::max(math, memory));
+}
+
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  const Rates r = rates(cost, device, precision);
-  return std::max(r.gemm_math, r.gemm_memory) + r.rest;
+  double s = other_terms_s(cost, device, precision);
+  for (const Gemm& g : cost.gemms) s += g.count * gemm_time(g, device, precision).value();
+  return Seconds(s);
 }
 
 Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  const Rates r = rates(cost, device, precision);
-  return r.gemm_math + r.rest;
+  const double peak = peak_of(device, precision);
+  double s = other_terms_s(cost, device, precision);
+  for (const Gemm& g : cost.gemms) s += g.count * gemm_math_s(g, device, peak, device.efficiency.gemm);
+  return Seconds(s);
+}
+
+double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,
+                                             Precision precision) {
+  const double peak = peak_of(device, precision);
+  double s = 0;
+  for (const Gemm& g : cost.gemms)
+    if (!g.attention) s += g.count * gemm_math_s(g, device, peak, 1.0);
+  return s;
 }
 
 namespace {
@@ -62,8 +153,10 @@ namespace {
 // `weight_copies` distinct K x N matrices are read (grouped expert GEMMs read several).
 KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1) {
   KernelCost c;
-  c.gemm_flops = Flops(2 * M * K * N);
-  c.gemm_bytes = Bytes(e * (M * K + weight_copies * K * N + M * N));
+  const Gemm g{M, N, K, 1, weight_copies};
+  c.gemm_flops = Flops(g.flops());
+  c.gemm_bytes = Bytes(g.bytes(e));
+  c.gemms.add(g);
   c.launches = 1;
   return c;
 }
@@ -75,11 +168,14 @@ KernelCost elementwise(double bytes, int launches = 1) {
   return c;
 }
 
-// A batch of attention's per-head products (scores or values): GEMM FLOPs of their own class.
-KernelCost attention_gemm(double flops, double bytes) {
+// One batched launch of attention's per-head products (scores or values): `batch` (M x K) by (K x N)
+// products, GEMM FLOPs of their own class.
+KernelCost attention_gemm(double batch, double M, double K, double N, double e) {
   KernelCost c;
-  c.gemm_flops = c.attention_flops = Flops(flops);
-  c.gemm_bytes = Bytes(bytes);
+  const Gemm g{M, N, K, batch, 1, true};
+  c.gemm_flops = c.attention_flops = Flops(g.flops());
+  c.gemm_bytes = Bytes(g.bytes(e));
+  c.gemms.add(g);
   c.launches = 1;
   return c;
 }
@@ -118,15 +214,23 @@ KernelCost residual(const Shape& s, double h, bool dropout) {
 
 KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
-  const double q_heads = m.heads / s.t, kv_heads = m.kv_heads / s.t, d = m.head_dim;
+  const double q_heads = m.heads / s.t, d = m.head_dim;
   const double scores = s.b * q_heads * s.sq * s.sk;  // elements of QK^T on this rank
-  // QK^T and softmax(.) V: 2 s_q s_k d FLOPs per head each; K and V are read once per kv head (GQA).
-  const double flops = 2 * scores * d;
-  const double q_bytes = s.e * s.b * q_heads * s.sq * d, kv_bytes = s.e * s.b * kv_heads * s.sk * d;
-  KernelCost c = attention_gemm(flops, q_bytes + kv_bytes + s.e * scores);  // QK^T
-  c += elementwise(2 * s.e * scores);                                       // scaled masked softmax
-  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);                  // attention dropout
-  c += attention_gemm(flops, s.e * scores + kv_bytes + q_bytes);            // (.) V
+  if (w.attention != AttentionKind::Unfused) {
+    // One kernel; its model FLOPs are the full square (QK^T and softmax(.) V: 2 s_q s_k d per head
+    // each), of which a causal mask leaves half to execute, in blocks that skip the masked ones.
+    KernelCost c;
+    c.gemm_flops = c.attention_flops = Flops(2 * 2 * scores * d);
+    c.flash_forward_flops = Flops(2 * scores * d);
+    c.fused_kernel = w.attention;
+    c.launches = 1;
+    return c;
+  }
+  // QK^T, a batch of (s_q x d) by (d x s_k) per head; softmax(.) V, (s_q x s_k) by (s_k x d).
+  KernelCost c = attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
+  c += elementwise(2 * s.e * scores);                           // scaled masked softmax
+  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);      // attention dropout
+  c += attention_gemm(s.b * q_heads, s.sq, s.sk, d, s.e);
   return c;
 }
 
@@ -166,10 +270,35 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   return c;
 }
 
+namespace {
+
+// The backward of a forward's kernels: each GEMM C = A B (m x k by k x n) becomes dA = dC B^T
+// (m x n by n x k) and dB = A^T dC (k x m by m x n); fused attention runs its backward kernel (2.5x
+// the forward's FLOPs: it recomputes the scores); each memory-bound kernel reads what the forward read
+// plus the incoming gradient and writes the outgoing one: about twice the forward's traffic.
+KernelCost backward_of(const KernelCost& f) {
+  KernelCost b;
+  b.gemm_flops = f.gemm_flops * 2;
+  b.attention_flops = f.attention_flops * 2;
+  b.gemm_bytes = f.gemm_bytes * 2;
+  for (Gemm g : f.gemms) {
+    const Gemm forward = g;
+    g.n = forward.k, g.k = forward.n;  // input gradient
+    b.gemms.add(g);
+    g.m = forward.k, g.n = forward.n, g.k = forward.m;  // weight gradient
+    b.gemms.add(g);
+  }
+  b.flash_backward_flops = f.flash_forward_flops * 2.5;
+  b.fused_kernel = f.fused_kernel;
+  b.elementwise_bytes = f.elementwise_bytes * 2;
+  b.launches = f.launches * 2;
+  return b;
+}
+
+}  // namespace
+
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
-  // Each GEMM becomes two (input and weight gradients); each elementwise kernel reads what the forward
-  // read plus the incoming gradient and writes the outgoing one: about twice the forward's traffic.
-  return layer_forward(m, w, moe_layer) * 2;
+  return backward_of(layer_forward(m, w, moe_layer));
 }
 
 KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {
@@ -193,7 +322,7 @@ KernelCost head_forward(const ModelSpec& m, const LayerWork& w) {
 }
 
 KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
-  return head_forward(m, w) * 2;
+  return backward_of(head_forward(m, w));
 }
 
 KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision) {

@@ -1,6 +1,11 @@
 // Compute cost of the kernels of one transformer layer (and of the embedding, head and optimizer),
-// and their duration on a device by a roofline with measured efficiencies.
+// and their duration on a device: every GEMM by its shape (tile and wave quantization over the
+// device's SMs, then a roofline), fused attention at its measured kernel rate, memory-bound kernels
+// at a share of the memory bandwidth.
 #pragma once
+
+#include <memory>
+#include <vector>
 
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/model.hpp"
@@ -9,35 +14,92 @@
 
 namespace paratwin::cost {
 
-// What a group of kernels does: math, memory traffic, and how many kernels it launches. GEMM FLOPs
-// and elementwise (memory-bound) traffic are kept apart because they run at different rates.
+// `count` launches of one GEMM shape: each runs `batch` independent (m x k) by (k x n) products
+// (attention's per-head products are batched) and reads `weight_copies` distinct k x n operands per
+// product (a grouped expert GEMM reads several).
+struct Gemm {
+  double m = 0, n = 0, k = 0;
+  double batch = 1;
+  double weight_copies = 1;
+  bool attention = false;  // an unfused attention score or value product (efficiency.attention)
+  double count = 1;
+
+  bool same_shape(const Gemm& o) const {
+    return m == o.m && n == o.n && k == o.k && batch == o.batch && weight_copies == o.weight_copies &&
+           attention == o.attention;
+  }
+  double flops() const { return 2 * m * n * k * batch * count; }
+  // Operands read and the result written by one launch, at `element` bytes each.
+  double bytes(double element) const { return element * batch * (m * k + weight_copies * k * n + m * n); }
+};
+
+// The GEMM shapes of a group of kernels, shared between the copies of one pass's cost (lowering
+// gives every micro-batch's pass the same cost; copying it must not copy the shapes).
+class GemmList {
+ public:
+  const Gemm* begin() const { return v_ ? v_->data() : nullptr; }
+  const Gemm* end() const { return v_ ? v_->data() + v_->size() : nullptr; }
+  size_t size() const { return v_ ? v_->size() : 0; }
+  // Adds `count` more launches of g's shape (merged with an equal shape already listed).
+  void add(const Gemm& g);
+  GemmList times(double k) const;  // every count times k
+
+ private:
+  std::shared_ptr<const std::vector<Gemm>> v_;
+};
+
+// What a group of kernels does: math, memory traffic, and how many kernels it launches.
 struct KernelCost {
-  Flops gemm_flops;         // matrix multiplications (including attention scores and values)
-  Flops attention_flops;    // of gemm_flops, attention's score and value products (many small GEMMs)
-  Bytes gemm_bytes;         // operand and result traffic of those GEMMs
-  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax
-  Bytes optimizer_bytes;    // the optimizer step's update kernel
+  Flops gemm_flops;       // model FLOPs of matrix multiplications (attention's at the full s x s square)
+  Flops attention_flops;  // of gemm_flops, attention's score and value products
+  Bytes gemm_bytes;       // operand and result traffic of the GEMMs listed in `gemms`
+  GemmList gemms;         // the GEMMs launched, by shape (the unfused attention products among them)
+  Flops flash_forward_flops;   // executed by fused attention forward kernels (causal: half the square)
+  Flops flash_backward_flops;  // and by their backward (2.5x the forward: it recomputes the scores)
+  AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
+  Bytes elementwise_bytes;     // norms, activations, residuals, dropout, softmax
+  Bytes optimizer_bytes;       // the optimizer step's update kernel
   int launches = 0;
 
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
-// Roofline per kernel group:
-//   time = max((gemm_flops - attention_flops) / (peak x efficiency.gemm)
-//                + attention_flops / (peak x efficiency.attention),
-//              gemm_bytes / (memory_bandwidth x efficiency.memory))
-//        + elementwise_bytes / (memory_bandwidth x efficiency.memory)
-//        + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
-//        + launches x efficiency.kernel_launch
-// (efficiency.attention defaults to .gemm, efficiency.optimizer to .memory).
-// A device without a peak at `precision` is a programming error (checked when scenarios load).
+// Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
+// tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
+// best of the tensor-core tile shapes cuBLAS and CUTLASS use for large GEMMs (256x128, 128x256,
+// 128x128, 128x64, 64x128) is taken, as cuBLAS's heuristics choose among them. 1 for sms = 0.
+// NVIDIA's "Matrix Multiplication Background User's Guide" (tile and wave quantization).
+double wave_efficiency(const Gemm& gemm, int sms);
+
+// One launch of `gemm` (count ignored):
+//   max(2 m n k batch / (peak x efficiency x wave_efficiency), bytes / (memory_bandwidth x efficiency.memory))
+// with efficiency.gemm (efficiency.attention for unfused attention products, when given, without
+// wave quantization: a measured rate of those products). fp8 GEMMs run at the fp8 peak.
+Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precision);
+
+// Sum of every kernel's time:
+//   sum over GEMMs of count x gemm_time
+//   + flash_forward_flops / (attention peak x efficiency.<fused_kernel>.forward)
+//   + flash_backward_flops / (attention peak x efficiency.<fused_kernel>.backward)
+//   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
+//   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
+//   + launches x efficiency.kernel_launch
+// Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16).
+// `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
+// kernel runs it at efficiency.gemm. A device without a peak at `precision`
+// is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 
 // A lower bound of compute_time that adds up over kernel groups: GEMMs at their compute rate only,
-// plus elementwise traffic and launches. compute_time(a + b) >= bound(a) + bound(b) for any groups,
-// which is what the optimizer's branch and bound needs.
+// plus the other terms. compute_time(a + b) >= bound(a) + bound(b) for any groups, which is what the
+// optimizer's branch and bound needs.
 Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision);
+
+// The GEMM time of `cost` at efficiency.gemm = 1 (wave quantization and the attention products'
+// own rate included): what calibration divides by a measured GEMM time to fit efficiency.gemm.
+double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,
+                                             Precision precision);
 
 struct LayerWork {
   int micro_batch = 1;  // b
@@ -46,6 +108,7 @@ struct LayerWork {
   int cp = 1;
   bool sequence_parallel = false;
   Precision precision = Precision::Bf16;
+  AttentionKind attention = AttentionKind::Flash;
 };
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
@@ -53,7 +116,8 @@ struct LayerWork {
 // divided by 3 and by tp, per token of the micro-batch on this rank: their sum over layers, ranks and
 // passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router).
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
-// Backward: twice the forward GEMM FLOPs (input and weight gradients), about twice the traffic.
+// Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
+// fused attention runs its backward kernel, memory-bound kernels move about twice the traffic.
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
@@ -61,7 +125,7 @@ KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work)
 // Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the
 // gradient.
 KernelCost embedding_forward(const ModelSpec& model, const LayerWork& work);
-// Final norm, logits GEMM (2 b s h V / tp FLOPs) and cross-entropy, forward; backward is 2x GEMMs.
+// Final norm, logits GEMM (2 b s h V / tp FLOPs) and cross-entropy, forward and backward.
 KernelCost head_forward(const ModelSpec& model, const LayerWork& work);
 KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 

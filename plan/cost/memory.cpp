@@ -79,7 +79,9 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
     inside += (k - 1) * mlp_inner;
   }
   double bytes = tokens * (outside / sp + inside / t);
-  if (c.recompute == Recompute::None) {
+  if (c.attention != AttentionKind::Unfused) {
+    bytes += 4.0 * model.heads * tokens / t;  // log-sum-exp
+  } else if (c.recompute == Recompute::None) {
     const double per_score = e + (model.dropout ? 1 + e : 0);
     bytes += model.heads * tokens * c.seq_len * per_score / t;
   }

@@ -57,6 +57,7 @@ struct ActivationConfig {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16;
+  AttentionKind attention = AttentionKind::Flash;
 };
 
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h
@@ -67,7 +68,9 @@ struct ActivationConfig {
 //   selective, SP:      s b h (34/t)
 //   full:               2 s b h (no SP) or 2 s b h / t (SP): the layer input only
 // where a is the number of heads. Context parallelism divides s by cp. MoE layers keep top_k expert
-// MLP activations per token plus the router's.
+// MLP activations per token plus the router's. Fused (flash) attention keeps no s x s term: it
+// recomputes the scores in its backward from Q, K, V and one fp32 log-sum-exp per query and head
+// (4 a s b / t bytes), which selective recomputation does not drop.
 Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
 
 // What recomputing one layer holds beside the kept activations while its backward runs: the bytes

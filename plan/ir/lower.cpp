@@ -158,7 +158,7 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision};
+    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision, t_.attention};
   }
 
   int moe_layers(int begin, int end) const {
@@ -196,8 +196,8 @@ class RoleBuilder {
   }
   Bytes chunk_activations(int chunk) const {
     const StagePlan& st = stage(chunk);
-    cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,       p_.cp,
-                             p_.sequence_parallel, st.recompute, t_.precision};
+    const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+                                   p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
     Bytes total;
     for (int l = st.layer_begin; l < st.layer_end; ++l)
       total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
@@ -209,8 +209,8 @@ class RoleBuilder {
   // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
   Bytes recompute_working_set(int chunk) const {
     const StagePlan& st = stage(chunk);
-    const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,       p_.cp,
-                                   p_.sequence_parallel, st.recompute, t_.precision};
+    const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+                                   p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
     Bytes most;
     for (int l = st.layer_begin; l < st.layer_end; ++l)
       most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));

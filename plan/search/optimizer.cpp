@@ -777,7 +777,7 @@ class Search {
     const PoolSpec& p = s_.cluster.pools[pool];
     const DeviceSpec& d = s_.cluster.device_of(p);
     const Precision prec = s_.training.precision;
-    const cost::LayerWork w{b.mb, s_.training.seq_len, b.tp, b.cp, b.sp, prec};
+    const cost::LayerWork w{b.mb, s_.training.seq_len, b.tp, b.cp, b.sp, prec, s_.training.attention};
     // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
     // evaluator's time for the aggregated work of a chunk.
     auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
@@ -1056,8 +1056,8 @@ class Search {
       }
       c.ends[pool] = t;
     }
-    const cost::ActivationConfig act{b.mb,        s_.training.seq_len,  b.tp, b.cp, b.sp,
-                                     b.recompute, s_.training.precision};
+    const cost::ActivationConfig act{b.mb,        s_.training.seq_len,   b.tp, b.cp, b.sp,
+                                     b.recompute, s_.training.precision, s_.training.attention};
     const double dense_act = cost::layer_activation_bytes(s_.model, act, false).value();
     const double moe_act = s_.model.moe ? cost::layer_activation_bytes(s_.model, act, true).value() : 0;
     const double moe_params = s_.model.moe ? moe_layer_parameters(params_, b.ep) : 0;

@@ -1,7 +1,9 @@
 // Cluster file parsing.
 #include "plan/spec/cluster.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace paratwin {
 
@@ -36,6 +38,21 @@ FlopsPerSecond ClusterSpec::peak(Precision precision) const {
   return total;
 }
 
+BytesPerSecond BusbwCurve::at(Bytes size) const {
+  if (points.empty()) return BytesPerSecond(0);
+  const auto& first = points.front();
+  // Below the smallest size measured the collective is latency-bound: its time stays that size's.
+  if (size <= first.first) return first.second * (size / first.first);
+  for (size_t i = 1; i < points.size(); ++i) {
+    const auto& [s1, b1] = points[i];
+    if (size > s1) continue;
+    const auto& [s0, b0] = points[i - 1];
+    const double x = std::log(size / s0) / std::log(s1 / s0);
+    return BytesPerSecond(std::exp(std::log(b0.value()) + x * std::log(b1 / b0)));
+  }
+  return points.back().second;
+}
+
 Bytes ClusterSpec::device_memory() const {
   Bytes total;
   for (const auto& p : pools) total += device_of(p).memory * p.gpus();
@@ -43,6 +60,33 @@ Bytes ClusterSpec::device_memory() const {
 }
 
 namespace {
+
+// A busbw curve written as a mapping of message size to bus bandwidth: {1MiB: 36GBps, 1GiB: 228GBps}.
+std::optional<BusbwCurve> read_curve(MapReader& parent, std::string_view key) {
+  const DocNode* node = parent.get(key);
+  if (!node) return std::nullopt;
+  Diagnostics& diag = parent.diagnostics();
+  const std::string field = parent.field(key);
+  if (!node->is_mapping() || node->entries.size() < 2) {
+    diag.error(node->location, field + " should map at least two message sizes to bus bandwidths, e.g. "
+                                       "{1MiB: 36GBps, 1GiB: 228GBps}; got " + describe(*node));
+    return std::nullopt;
+  }
+  BusbwCurve curve;
+  for (const DocEntry& e : node->entries) {
+    const auto size = read_quantity(DocNode::scalar_node(e.key, e.key_location), field + " size", Dimension::DataSize,
+                                    diag);
+    const auto busbw = read_quantity(e.value.front(), field + "." + e.key, Dimension::Bandwidth, diag);
+    if (size && busbw) curve.points.push_back({Bytes(*size), BytesPerSecond(*busbw)});
+  }
+  if (curve.points.size() != node->entries.size()) return std::nullopt;
+  if (!std::is_sorted(curve.points.begin(), curve.points.end(),
+                      [](const auto& a, const auto& b) { return a.first <= b.first; })) {
+    diag.error(node->location, field + " should list its message sizes in increasing order");
+    return std::nullopt;
+  }
+  return curve;
+}
 
 // "7:1" or "7" as 7; nullopt unless both sides are positive numbers.
 std::optional<double> parse_ratio(const DocNode& node) {
@@ -81,11 +125,20 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
   r.read_quantity("memory", d.memory, true);
   r.read_quantity("memory_bandwidth", d.memory_bandwidth, true);
   r.read_quantity("power", d.power);
+  r.read("sms", d.sms, 1, 1 << 16);
   if (const DocNode* eff = r.get("efficiency")) {
     MapReader er(*eff, r.field("efficiency"), diag, locations);
     er.read("gemm", d.efficiency.gemm, 0.01, 1.0);
     double share = 0;
     if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
+    for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2}, {"flash3", &d.efficiency.flash3}})
+      if (const DocNode* k = er.get(key)) {
+        MapReader kr(*k, er.field(key), diag, locations);
+        EfficiencySpec::FusedAttention f;
+        if (kr.read("forward", f.forward, 0.001, 1.0, true) && kr.read("backward", f.backward, 0.001, 1.0, true))
+          *rates = f;
+        kr.finish();
+      }
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
     if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
@@ -115,6 +168,13 @@ PoolSpec parse_pool(const std::string& name, const DocNode& node, const std::str
     fr.read_quantity("latency", p.intra_node.latency, false, true);
     fr.read_quantity("allreduce_busbw", p.intra_node.allreduce_busbw);
     fr.read("sharp", p.intra_node.sharp);
+    if (const DocNode* curves = fr.get("busbw")) {
+      MapReader cr(*curves, fr.field("busbw"), diag, locations);
+      p.intra_node.all_reduce_curve = read_curve(cr, "all_reduce");
+      p.intra_node.all_gather_curve = read_curve(cr, "all_gather");
+      p.intra_node.reduce_scatter_curve = read_curve(cr, "reduce_scatter");
+      cr.finish();
+    }
     fr.finish();
   }
   if (const DocNode* nic = r.get("nic")) {

@@ -19,8 +19,16 @@ extern const EnumNames<Precision> kPrecisionNames;
 
 // What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
 struct EfficiencySpec {
-  double gemm = 0.8;                // largest GEMM throughput / dense peak
-  std::optional<double> attention;  // attention's score and value products / dense peak; gemm if absent
+  double gemm = 0.8;                // largest GEMM throughput / dense peak: the cap of every GEMM
+  std::optional<double> attention;  // unfused attention's score and value products / dense peak;
+                                    // costed by shape as other GEMMs if absent
+  // Fused attention kernels, by generation (flash2, flash3): executed FLOPs / dense 16-bit peak, in
+  // FlashAttention's benchmark convention (causal masks halve the FLOPs; the backward does 2.5x the
+  // forward's).
+  struct FusedAttention {
+    double forward = 0, backward = 0;
+  };
+  std::optional<FusedAttention> flash2, flash3;
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth
   std::optional<double> optimizer;  // the optimizer step's share of memory bandwidth; memory if absent
   Seconds kernel_launch{5e-6};      // fixed cost per kernel
@@ -35,11 +43,23 @@ struct DeviceSpec {
   Bytes memory;
   BytesPerSecond memory_bandwidth;
   Watts power;
+  // Streaming multiprocessors (compute units): GEMMs run in waves of one tile per SM, so a GEMM whose
+  // tiles do not fill the last wave wastes the rest of it. 0: no wave quantization (CPU cores).
+  int sms = 0;
   EfficiencySpec efficiency;
 };
 
 enum class FabricKind { NvSwitch, NvLink, Pcie, InfinityFabric, SharedMemory };
 extern const EnumNames<FabricKind> kFabricKindNames;
+
+// Bus bandwidth a collective reaches by message size, as nccl-tests measures it (busbw: algbw x
+// 2(n-1)/n for all-reduce, x (n-1)/n for all-gather and reduce-scatter, whose size is the whole
+// buffer). Points sorted by size; between them busbw is interpolated on log-log axes, below the
+// first the time stays the first point's (latency-bound), above the last busbw stays the last's.
+struct BusbwCurve {
+  std::vector<std::pair<Bytes, BytesPerSecond>> points;
+  BytesPerSecond at(Bytes size) const;
+};
 
 // The GPU-to-GPU fabric inside a node; bandwidth is per GPU and direction.
 struct IntraNodeSpec {
@@ -48,6 +68,9 @@ struct IntraNodeSpec {
   Seconds latency{1e-6};
   std::optional<BytesPerSecond> allreduce_busbw;  // measured (nccl-tests busbw), when known
   bool sharp = false;                             // in-switch reduction (NVLink SHARP)
+  // Measured curves of the node's GPUs (all of them in one group), by collective; where one is
+  // given, it sets the time of that collective inside a node at every size.
+  std::optional<BusbwCurve> all_reduce_curve, all_gather_curve, reduce_scatter_curve;
 };
 
 enum class NicKind { InfiniBand, RoCE, Ethernet };

@@ -92,10 +92,15 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     w.line(4, "memory", q(d.memory), dp + ".memory");
     w.line(4, "memory_bandwidth", q(d.memory_bandwidth), dp + ".memory_bandwidth");
     if (d.power.value() > 0) w.line(4, "power", q(d.power), dp + ".power");
+    if (d.sms > 0) w.line(4, "sms", std::to_string(d.sms), dp + ".sms");
     const EfficiencySpec& e = d.efficiency;
     w.line(4, "efficiency", "", dp + ".efficiency");
     w.line(6, "gemm", number(e.gemm), dp + ".efficiency.gemm");
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
+    for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
+      if (*rates)
+        w.line(6, key, "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) + "}",
+               dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");
     w.line(6, "kernel_launch", q(e.kernel_launch), dp + ".efficiency.kernel_launch");
@@ -117,6 +122,18 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     if (f.allreduce_busbw)
       w.line(6, "allreduce_busbw", q(*f.allreduce_busbw), pp + ".intra_node.allreduce_busbw");
     if (f.sharp) w.line(6, "sharp", b(f.sharp), pp + ".intra_node.sharp");
+    if (f.all_reduce_curve || f.all_gather_curve || f.reduce_scatter_curve) {
+      w.line(6, "busbw", "", pp + ".intra_node.busbw");
+      for (auto [key, curve] : {std::pair{"all_reduce", &f.all_reduce_curve},
+                                {"all_gather", &f.all_gather_curve},
+                                {"reduce_scatter", &f.reduce_scatter_curve}}) {
+        if (!*curve) continue;
+        std::string flow;
+        for (const auto& [size, busbw] : (*curve)->points)
+          flow += (flow.empty() ? "" : ", ") + q(size) + ": " + q(busbw);
+        w.line(8, key, "{" + flow + "}", pp + ".intra_node.busbw." + key);
+      }
+    }
     if (p.nic.bandwidth.value() > 0) {
       w.line(4, "nic", "", pp + ".nic");
       w.line(6, "kind", enum_name(p.nic.kind, kNicKindNames), pp + ".nic.kind");

@@ -12,6 +12,10 @@ namespace paratwin {
 
 const EnumNames<OptimizerKind> kOptimizerNames = {
     {"adamw", OptimizerKind::AdamW}, {"adam", OptimizerKind::Adam}, {"sgd", OptimizerKind::Sgd}};
+const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash},
+                                                  {"flash2", AttentionKind::Flash2},
+                                                  {"flash3", AttentionKind::Flash3},
+                                                  {"unfused", AttentionKind::Unfused}};
 const EnumNames<Schedule> kScheduleNames = {
     {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
 const EnumNames<Recompute> kRecomputeNames = {
@@ -87,6 +91,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read("seq_len", t.seq_len, 1, 1 << 24);
   r.read_enum("precision", t.precision, kPrecisionNames);
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
+  r.read_enum("attention", t.attention, kAttentionNames);
   if (const DocNode* tokens = r.get("tokens"))
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
   std::int64_t steps = 0;

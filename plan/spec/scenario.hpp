@@ -17,13 +17,21 @@
 namespace paratwin {
 
 enum class OptimizerKind { AdamW, Adam, Sgd };
+// How the framework computes attention's scores and values: one fused kernel that never writes the
+// s x s scores, or batched GEMMs with the softmax, mask and dropout between them as kernels of their
+// own (Megatron-LM before 2022, the live CPU engine). Fused kernels by generation: flash2
+// (FlashAttention 2, PyTorch SDPA's flash backend), flash3 (FlashAttention 3, cuDNN / Transformer
+// Engine fused attention on Hopper); flash: the newest the device file has figures for.
+enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
+extern const EnumNames<AttentionKind> kAttentionNames;
 
 struct TrainingSpec {
   std::int64_t global_batch = 0;  // sequences per iteration
   int seq_len = 0;                // the model's seq_len unless given
   Precision precision = Precision::Bf16;
   OptimizerKind optimizer = OptimizerKind::AdamW;
+  AttentionKind attention = AttentionKind::Flash;
   std::optional<double> tokens;       // training budget in tokens
   std::optional<std::int64_t> steps;  // or in iterations
 };
