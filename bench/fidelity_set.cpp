@@ -12,7 +12,7 @@
 #include "plan/ir/program.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/spec/model.hpp"
-#include "plan/sweep/grid.hpp"
+#include "plan/sweep/point.hpp"
 
 namespace fs = std::filesystem;
 
@@ -135,14 +135,12 @@ class SweepFiles {
             return s.path == "name" && s.value.is_scalar() && s.value.scalar == run.id;
           });
       if (!named) continue;
-      DocNode document = file.document;
-      std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
       std::string settings;
       for (const SweepSetting& s : point.settings)
         if (s.path != "name")
           settings += (settings.empty() ? "" : " ") + std::string("--set '") + s.path + "=" +
                       to_flow_yaml(s.value) + "'";
-      return {load_scenario(std::move(document), sweep_overrides(point.settings), catalog_), settings};
+      return {point_scenario(file, point, catalog_), settings};
     }
     throw InputError(run.where,
                      run.id + ": " + run.scenario + " has no sweep.list entry with name: " + run.id);
