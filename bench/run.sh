@@ -11,3 +11,4 @@ here=$(dirname "$0")
 bash "$here/sim_bench.sh" "$build"
 bash "$here/live_bench.sh" "$build"
 bash "$here/sweep_bench.sh" "$build"
+bash "$here/fidelity.sh" "$build"

@@ -32,6 +32,47 @@ BOOST_AUTO_TEST_CASE(published_parameter_counts_are_reproduced_exactly) {
   BOOST_TEST(count_parameters(catalog_model("mixtral-8x7b")).total == 46702792704.0);
 }
 
+BOOST_AUTO_TEST_CASE(mpt_models_match_the_benchmark_readmes_parameter_counts) {
+  // llm-foundry scripts/train/benchmarking/README.md, NumParams column: the learned positions make the
+  // count depend on the benchmark's sequence length (V d + seq d + L 12 d^2 + (13 L + 2) d).
+  struct Row {
+    const char* model;
+    int seq;
+    double published;
+  };
+  const Row rows[] = {
+      {"mpt-70b", 2048, 64862437376.0}, {"mpt-30b", 2048, 29975214080.0}, {"mpt-30b", 8192, 30019254272.0},
+      {"mpt-13b", 2048, 12853954560.0}, {"mpt-13b", 4096, 12864440320.0}, {"mpt-13b", 8192, 12885411840.0},
+      {"mpt-7b", 2048, 6658859008.0},   {"mpt-7b", 8192, 6684024832.0},   {"mpt-3b", 2048, 2651837440.0},
+      {"mpt-3b", 8192, 2667566080.0},   {"mpt-1b", 2048, 1315950592.0},   {"mpt-1b", 8192, 1328533504.0},
+      {"mpt-760m", 2048, 760470528.0},  {"mpt-125m", 2048, 125311488.0}};
+  for (const Row& r : rows) {
+    ModelSpec m = catalog_model(r.model);
+    m.seq_len = r.seq;  // what the scenarios' model.seq_len does for the longer rows
+    BOOST_TEST(count_parameters(m).total == r.published, r.model << " at " << r.seq);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(validation_set_models_match_their_published_parameter_counts) {
+  // Released checkpoints: Llama 2 13B (Hugging Face), BLOOM 176B (its embedding LayerNorm, 2 x 14336,
+  // is not in the model language), Qwen3 30B-A3B (nor are its 48 layers' query and key norms, 2 x 128).
+  BOOST_TEST(count_parameters(catalog_model("llama2-13b")).total == 13015864320.0);
+  BOOST_TEST(count_parameters(catalog_model("bloom-176b")).total + 2 * 14336 == 176247271424.0);
+  BOOST_TEST(count_parameters(catalog_model("qwen3-30b-a3b")).total + 48 * 2 * 128 == 30532122624.0);
+  // Nemotron-4 340B technical report: 9.4B embedding and 331.6B non-embedding parameters.
+  const ParameterCount nemotron = count_parameters(catalog_model("nemotron4-340b"));
+  BOOST_TEST(nemotron.embedding == 9.4e9, boost::test_tools::tolerance(0.005));
+  BOOST_TEST(nemotron.total - nemotron.embedding == 331.6e9, boost::test_tools::tolerance(0.0005));
+  // Model cards' rounded totals: Llama 2 34B, GPT-OSS 120B (117B; 5.1B active, counted without the
+  // input embedding), Qwen3 30B-A3B (3.3B active).
+  BOOST_TEST(count_parameters(catalog_model("llama2-34b")).total == 34e9, boost::test_tools::tolerance(0.01));
+  const ParameterCount oss = count_parameters(catalog_model("gpt-oss-120b"));
+  BOOST_TEST(oss.total == 117e9, boost::test_tools::tolerance(0.01));
+  BOOST_TEST(oss.active - 201088.0 * 2880 == 5.1e9, boost::test_tools::tolerance(0.02));
+  BOOST_TEST(count_parameters(catalog_model("qwen3-30b-a3b")).active == 3.3e9,
+             boost::test_tools::tolerance(0.03));
+}
+
 BOOST_AUTO_TEST_CASE(megatron_family_matches_its_parameter_formula) {
   // Narayanan et al. 2021: P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)).
   for (const char* name : {"gpt3-1.7b", "gpt3-18.4b", "gpt3-175b", "gpt3-1t"}) {

@@ -16,10 +16,11 @@ enum class Marker { None, Circle, Square, Triangle, Diamond };
 
 struct Series {
   std::string label;
-  std::vector<XY> points;  // joined by a line in this order
+  std::vector<XY> points;  // joined by a line in this order, unless `joined` is false
   int color = 0;           // index into the palette (10 colours, repeating)
   bool dashed = false;
   Marker marker = Marker::Circle;
+  bool joined = true;  // false: markers only (a scatter)
 };
 
 struct Axis {

@@ -155,7 +155,7 @@ void draw_chart(QPainter& p, const Chart& chart, const QRect& area) {
     }
     p.setBrush(Qt::NoBrush);
     p.setPen(QPen(palette(s.color), 2, s.dashed ? Qt::DashLine : Qt::SolidLine));
-    p.drawPath(path);
+    if (s.joined) p.drawPath(path);
     p.setPen(QPen(palette(s.color), 1));
     p.setBrush(palette(s.color));
     for (const auto& pt : s.points)
@@ -200,7 +200,7 @@ void draw_chart(QPainter& p, const Chart& chart, const QRect& area) {
       for (size_t k = 0; k < s.points.size(); ++k) {
         if (!drawable(sx, s.points[k].x) || !drawable(sy, s.points[k].y)) continue;
         covered += 10 * candidate.contains(at(s.points[k]));  // a marker counts as much as a segment
-        if (k > 0 && drawable(sx, s.points[k - 1].x) && drawable(sy, s.points[k - 1].y))
+        if (s.joined && k > 0 && drawable(sx, s.points[k - 1].x) && drawable(sy, s.points[k - 1].y))
           for (int t = 1; t < 10; ++t)
             covered += candidate.contains(at(s.points[k - 1]) +
                                           (at(s.points[k]) - at(s.points[k - 1])) * (t / 10.0));
@@ -216,7 +216,7 @@ void draw_chart(QPainter& p, const Chart& chart, const QRect& area) {
     const QPointF mid(box.left() + 20, y);
     if (e.series) {
       p.setPen(QPen(palette(e.series->color), 2, e.series->dashed ? Qt::DashLine : Qt::SolidLine));
-      p.drawLine(QPointF(box.left() + 6, y), QPointF(box.left() + 34, y));
+      if (e.series->joined) p.drawLine(QPointF(box.left() + 6, y), QPointF(box.left() + 34, y));
       p.setPen(QPen(palette(e.series->color), 1));
       p.setBrush(palette(e.series->color));
       draw_marker(p, e.series->marker, mid, 4);

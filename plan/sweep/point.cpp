@@ -46,14 +46,19 @@ PointResult failed_point(const SweepPoint& point, const std::string& why) {
   return with_status(named(point), PointStatus::Failed, why);
 }
 
+ScenarioSpec point_scenario(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
+                            const Catalog& catalog) {
+  DocNode document = sweep_scenario.document;
+  std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
+  return load_scenario(std::move(document), sweep_overrides(point.settings), catalog);
+}
+
 PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
                            const PointSimulator& simulate, const Catalog& catalog) {
   PointResult r = named(point);
-  DocNode document = sweep_scenario.document;
-  std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
   ScenarioSpec s;
   try {
-    s = load_scenario(std::move(document), sweep_overrides(point.settings), catalog);
+    s = point_scenario(sweep_scenario, point, catalog);
   } catch (const InputError& e) {
     return with_status(r, PointStatus::Invalid, messages_of(e));
   }

@@ -58,6 +58,11 @@ struct SimulatedPoint {
 using PointSimulator = std::function<SimulatedPoint(const ScenarioSpec& scenario, const Plan& plan,
                                                     std::optional<Seconds> horizon)>;
 
+// The scenario of one point: `sweep_scenario`'s document without its `sweep:` section, with the point's
+// settings applied as --set overrides. Throws InputError when they make an invalid scenario.
+ScenarioSpec point_scenario(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
+                            const Catalog& catalog = Catalog::installed());
+
 // Evaluates one point of `sweep_scenario` (loaded with its overrides; its `sweep:` section is not part
 // of the points). With `simulate` (for sweeps with sweep.simulate), the plan is also simulated, over a
 // horizon of the analytic time to train when the scenario has failures. Problems of the point are its

@@ -1,0 +1,199 @@
+// bench_fidelity: how accurate the twin is on published training runs (bench/fidelity/manifest.yaml).
+// Per checked run the measured and predicted iteration time and the signed error; mean, P90 and max
+// absolute error per source, per kind of run and overall; the runs that are not expressible apart; and
+// the test_fidelity guard. Markdown on standard output; --json and --png write the data and the picture.
+//   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/fidelity_figure.hpp"
+#include "bench/fidelity_png.hpp"
+#include "bench/fidelity_set.hpp"
+#include "plan/io/atomic_file.hpp"
+
+using namespace paratwin;
+using namespace paratwin::fidelity;
+
+namespace {
+
+std::string percent(double v, bool sign = false) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, sign ? "%+.1f%%" : "%.1f%%", 100 * v);
+  return buf;
+}
+
+std::string seconds(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.3f" : v < 100 ? "%.2f" : "%.1f", v);
+  return buf;
+}
+
+std::string published(const Figure& f) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g %s", f.value, enum_name(f.kind, kFigureKindNames).c_str());
+  return buf;
+}
+
+void print_runs(const std::vector<Outcome>& outcomes) {
+  std::printf("## Checked runs\n\n");
+  std::printf(
+      "| id | source | model | GPUs | device | precision | plan | measured s | predicted s | error | fits "
+      "|\n");
+  std::printf("|---|---|---|---:|---|---|---|---:|---:|---:|---|\n");
+  for (const Outcome& o : outcomes)
+    std::printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", o.id.c_str(), o.source.c_str(),
+                o.model.c_str(), o.gpus, o.device.c_str(), o.precision.c_str(), o.plan.c_str(),
+                seconds(o.measured_s).c_str(), seconds(o.predicted_s).c_str(),
+                percent(o.error(), true).c_str(), o.report.metrics.fits ? "yes" : "no");
+}
+
+void stats_row(const std::string& label, const Stats& s, const std::string& extra = "") {
+  if (s.runs == 0) return;
+  std::printf("| %s | %d | %s | %s | %s | %s |%s\n", label.c_str(), s.runs, percent(s.mean_abs).c_str(),
+              percent(s.p90_abs).c_str(), percent(s.max_abs).c_str(), percent(s.mean_signed, true).c_str(),
+              extra.c_str());
+}
+
+void print_sources(const Manifest& m, const std::vector<Outcome>& outcomes) {
+  std::printf("\n## Per source\n\n");
+  std::printf("| source | checked | mean abs | P90 abs | max abs | mean signed | not expressible |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Source& source : m.sources) {
+    int left_out = 0;
+    for (const Run& r : m.runs) left_out += r.source == source.name && !r.checked();
+    const Stats s = stats(outcomes, [&](const Outcome& o) { return o.source == source.name; });
+    if (s.runs == 0)
+      std::printf("| %s | 0 | | | | | %d |\n", source.name.c_str(), left_out);
+    else
+      stats_row(source.name, s, " " + std::to_string(left_out) + " |");
+  }
+  int left_out = 0;
+  for (const Run& r : m.runs) left_out += !r.checked();
+  stats_row("**all**", stats(outcomes), " " + std::to_string(left_out) + " |");
+}
+
+void print_kinds(const std::vector<Outcome>& outcomes) {
+  struct Kind {
+    const char* label;
+    std::function<bool(const Outcome&)> keep;
+  };
+  const Kind kinds[] = {
+      {"ZeRO-3 / FSDP", [](const Outcome& o) { return o.zero3; }},
+      {"ZeRO 0-1", [](const Outcome& o) { return !o.zero3; }},
+      {"H100", [](const Outcome& o) { return o.h100; }},
+      {"A100", [](const Outcome& o) { return o.device.find("a100") != std::string::npos; }},
+      {"fp8", [](const Outcome& o) { return o.precision == "fp8"; }},
+      {"bf16 / fp16", [](const Outcome& o) { return o.precision != "fp8"; }},
+      {"tp > 1", [](const Outcome& o) { return o.report.plan.tp > 1; }},
+      {"pp > 1", [](const Outcome& o) { return o.report.plan.pp > 1; }},
+      {"cp > 1", [](const Outcome& o) { return o.report.plan.cp > 1; }},
+      {"MoE", [](const Outcome& o) { return o.moe; }},
+      {"recompute full", [](const Outcome& o) { return o.plan.find("full") != std::string::npos; }},
+      {"recompute none", [](const Outcome& o) { return o.plan.find("none") != std::string::npos; }},
+      {"under 5B parameters", [](const Outcome& o) { return o.parameters < 5e9; }},
+      {"100B parameters and more", [](const Outcome& o) { return o.parameters >= 100e9; }},
+      {"sequence of 16K and more", [](const Outcome& o) { return o.seq_len >= 16384; }},
+  };
+  std::printf("\n## By kind of run (a run counts in every row it matches)\n\n");
+  std::printf("| kind | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  for (const Kind& k : kinds) stats_row(k.label, stats(outcomes, k.keep));
+}
+
+void print_not_expressible(const Manifest& m) {
+  std::printf("\n## Not expressible (out of the statistics)\n\n");
+  std::printf("| id | source | published | why |\n|---|---|---|---|\n");
+  for (const Run& r : m.runs)
+    if (!r.checked())
+      std::printf("| %s | %s | %s | %s |\n", r.id.c_str(), r.source.c_str(), published(r.published).c_str(),
+                  r.not_expressible.c_str());
+}
+
+nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes) {
+  nlohmann::json runs = nlohmann::json::array(), left_out = nlohmann::json::array();
+  for (const Outcome& o : outcomes)
+    runs.push_back({{"id", o.id},
+                    {"source", o.source},
+                    {"model", o.model},
+                    {"device", o.device},
+                    {"precision", o.precision},
+                    {"gpus", o.gpus},
+                    {"seq_len", o.seq_len},
+                    {"plan", o.plan},
+                    {"settings", o.settings},
+                    {"zero3", o.zero3},
+                    {"h100", o.h100},
+                    {"moe", o.moe},
+                    {"measured_s", o.measured_s},
+                    {"predicted_s", o.predicted_s},
+                    {"error", o.error()},
+                    {"report", paratwin::to_json(o.report)}});
+  for (const Run& r : m.runs)
+    if (!r.checked())
+      left_out.push_back({{"id", r.id},
+                          {"source", r.source},
+                          {"published", {{enum_name(r.published.kind, kFigureKindNames), r.published.value}}},
+                          {"why", r.not_expressible}});
+  const Stats all = stats(outcomes);
+  return {{"manifest", m.file},
+          {"guard", {{"mean_abs_error", m.guard.mean_abs_error}, {"max_abs_error", m.guard.max_abs_error}}},
+          {"overall",
+           {{"runs", all.runs},
+            {"mean_abs", all.mean_abs},
+            {"p90_abs", all.p90_abs},
+            {"max_abs", all.max_abs},
+            {"mean_signed", all.mean_signed}}},
+          {"runs", runs},
+          {"not_expressible", left_out}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"the twin's accuracy on published training runs", "bench_fidelity"};
+  std::string manifest_path = std::string(PARATWIN_SOURCE_DIR) + "/bench/fidelity/manifest.yaml";
+  std::string json_path, png_path;
+  app.add_option("--manifest", manifest_path, "the validation set")->type_name("FILE");
+  app.add_option("--json", json_path, "write every run, its prediction and the statistics as JSON")
+      ->type_name("FILE");
+  app.add_option("--png", png_path, "draw predicted against measured")->type_name("FILE");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const Catalog catalog(PARATWIN_SOURCE_DIR);
+    const Manifest manifest = load_manifest(manifest_path);
+    const std::vector<Outcome> outcomes = evaluate_checked(manifest, catalog);
+    const Stats all = stats(outcomes);
+    std::printf("# The twin against %zu published runs (%d checked), analytic evaluator\n\n",
+                manifest.runs.size(), all.runs);
+    print_runs(outcomes);
+    print_sources(manifest, outcomes);
+    print_kinds(outcomes);
+    print_not_expressible(manifest);
+    const bool within =
+        all.mean_abs <= manifest.guard.mean_abs_error && all.max_abs <= manifest.guard.max_abs_error;
+    std::printf(
+        "\ntest_fidelity guard (bench/fidelity/manifest.yaml): mean abs %s <= %s, max abs %s <= %s: %s "
+        "(issue 19's targets: 5.0%%, 12.0%%)\n",
+        percent(all.mean_abs).c_str(), percent(manifest.guard.mean_abs_error).c_str(),
+        percent(all.max_abs).c_str(), percent(manifest.guard.max_abs_error).c_str(),
+        within ? "within" : "EXCEEDED");
+    if (!json_path.empty()) write_file_atomically(json_path, to_json(manifest, outcomes).dump(2) + "\n");
+    if (!png_path.empty()) {
+      char headline[160];
+      std::snprintf(headline, sizeof headline,
+                    "ParaTwin (analytic) against %d published runs: mean |error| %.1f%%, max %.1f%%",
+                    all.runs, 100 * all.mean_abs, 100 * all.max_abs);
+      write_figure_png(fidelity_figure(outcomes, manifest.sources, headline), png_path);
+    }
+    return 0;
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << d.where.str() << ": error: " << d.message << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_fidelity: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# How accurate the twin is on published training runs (bench/fidelity/, issue 19): per checked run the
+# measured and predicted iteration time and the signed error; mean, P90 and max absolute error per
+# source, per kind of run and overall; the runs that are not expressible, apart; the test_fidelity
+# guard; and the picture of predicted against measured. The analytic evaluator, well under a minute.
+#   bench/fidelity.sh [BUILD] [OUT]     writes OUT/fidelity.{md,json,png} (OUT: BUILD/fidelity)
+# docs/fidelity.md shows OUT/fidelity.png as docs/fidelity.png and the tables of OUT/fidelity.md.
+set -euo pipefail
+build=${1:-build}
+out=${2:-$build/fidelity}
+mkdir -p "$out"
+cmake --build "$build" --target bench_fidelity >/dev/null
+"$build/bin/bench_fidelity" --json "$out/fidelity.json" --png "$out/fidelity.png" | tee "$out/fidelity.md"
+echo
+echo "wrote $out/fidelity.md, $out/fidelity.json and $out/fidelity.png"

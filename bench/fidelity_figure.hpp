@@ -1,0 +1,16 @@
+// The validation set's picture as charts for paratwin_viz: predicted against measured iteration time
+// with the y = x line, and each run's error against its measured time.
+#pragma once
+
+#include <vector>
+
+#include "bench/fidelity_set.hpp"
+#include "viz/chart.hpp"
+
+namespace paratwin::fidelity {
+
+// One colour and marker per source, in the order of `sources`; `headline` is the figure's title.
+viz::Figure fidelity_figure(const std::vector<Outcome>& outcomes, const std::vector<Source>& sources,
+                            const std::string& headline);
+
+}  // namespace paratwin::fidelity

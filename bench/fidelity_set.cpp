@@ -1,0 +1,278 @@
+// The validation set: reading the manifest, rebuilding each run from its sweep file, converting the
+// published figure and evaluating the plan as `paratwin plan` does.
+#include "bench/fidelity_set.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "plan/analytic/evaluate.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/search/choose.hpp"
+#include "plan/spec/model.hpp"
+#include "plan/sweep/point.hpp"
+
+namespace fs = std::filesystem;
+
+namespace paratwin::fidelity {
+
+const EnumNames<FigureKind> kFigureKindNames = {{"step_time_s", FigureKind::StepTime},
+                                                {"tokens_per_s", FigureKind::TokensPerSecond},
+                                                {"tokens_per_s_per_gpu", FigureKind::TokensPerSecondPerGpu},
+                                                {"model_tflops_per_gpu", FigureKind::ModelTflopsPerGpu}};
+
+namespace {
+
+const std::string kNotExpressible = "not expressible: ";
+
+Guard read_guard(MapReader& top) {
+  Guard g;
+  if (const DocNode* node = top.require("guard")) {
+    MapReader r(*node, "guard", top.diagnostics());
+    r.read("mean_abs_error", g.mean_abs_error, 0.0, 10.0, true);
+    r.read("max_abs_error", g.max_abs_error, 0.0, 10.0, true);
+    r.finish();
+  }
+  return g;
+}
+
+std::vector<Source> read_sources(MapReader& top) {
+  std::vector<Source> sources;
+  const DocNode* node = top.require("sources");
+  if (!node) return sources;
+  if (!node->is_mapping()) {
+    top.diagnostics().error(node->location,
+                            "expected a mapping of source names for sources, got " + describe(*node));
+    return sources;
+  }
+  for (const auto& e : node->entries) {
+    Source s;
+    s.name = e.key;
+    MapReader r(e.value.front(), "sources." + e.key, top.diagnostics());
+    r.read("title", s.title, true);
+    r.read("where", s.where, true);
+    r.read("choices", s.choices, true);
+    r.finish();
+    sources.push_back(std::move(s));
+  }
+  return sources;
+}
+
+Run read_run(const DocNode& node, const std::string& path, const std::string& directory,
+             const std::set<std::string>& source_names, Diagnostics& diag) {
+  Run run;
+  run.where = node.location;
+  MapReader r(node, path, diag);
+  if (!r.is_mapping()) {
+    diag.error(node.location, "expected a mapping for " + path + ", got " + describe(node));
+    return run;
+  }
+  r.read("id", run.id, true);
+  if (r.read("source", run.source, true) && !source_names.contains(run.source))
+    diag.error(
+        node.find("source")->location,
+        "unknown source '" + run.source + "' in " + path +
+            did_you_mean(run.source, std::vector<std::string>(source_names.begin(), source_names.end())));
+  if (r.read("scenario", run.scenario))
+    run.scenario = (fs::path(directory) / run.scenario).lexically_normal().string();
+  int figures = 0;
+  for (const auto& [key, kind] : kFigureKindNames)
+    if (r.read(key, run.published.value, 0.0, 1e15)) {
+      run.published.kind = kind;
+      ++figures;
+    }
+  if (figures != 1)
+    diag.error(node.location, path + " needs exactly one published figure, one of " +
+                                  join(enum_choices(kFigureKindNames)) + "; got " + std::to_string(figures));
+  std::string status;
+  if (r.read("status", status, true)) {
+    if (status.rfind(kNotExpressible, 0) == 0 && status.size() > kNotExpressible.size())
+      run.not_expressible = status.substr(kNotExpressible.size());
+    else if (status != "checked")
+      diag.error(node.find("status")->location,
+                 path + ".status must be `checked` or `not expressible: WHY`, got '" + status + "'");
+  }
+  if (status == "checked" && run.scenario.empty())
+    diag.error(node.location, path + " (" + run.id + ") is checked but names no scenario");
+  if (!run.checked() && !run.scenario.empty())
+    diag.error(node.find("scenario")->location,
+               path + " (" + run.id + ") is not expressible, so it has no scenario to evaluate");
+  r.read("notes", run.notes);
+  r.finish();
+  return run;
+}
+
+// "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3"
+std::string describe_plan(const Plan& p) {
+  auto n = [](int v) { return std::to_string(v); };
+  std::set<Recompute> modes;
+  for (const auto& st : p.stages) modes.insert(st.recompute);
+  std::string recompute;
+  for (Recompute m : modes) recompute += (recompute.empty() ? "" : "/") + enum_name(m, kRecomputeNames);
+  return "tp " + n(p.tp) + ", pp " + n(p.pp) +
+         (p.virtual_stages > 1 ? " (v " + n(p.virtual_stages) + ")" : "") + ", cp " + n(p.cp) + ", dp " +
+         n(p.dp) + ", ep " + n(p.ep) + ", mb " + n(p.micro_batch) + ", " +
+         enum_name(p.schedule, kScheduleNames) + ", " + recompute + (p.sequence_parallel ? ", SP" : "") +
+         ", zero " + n(p.zero);
+}
+
+// A sweep file, loaded once and checked as a whole (every list entry).
+class SweepFiles {
+ public:
+  explicit SweepFiles(const Catalog& catalog) : catalog_(catalog) {}
+
+  // The run's scenario and its list entry as --set arguments.
+  std::pair<ScenarioSpec, std::string> run_scenario(const Run& run) {
+    auto it = files_.find(run.scenario);
+    if (it == files_.end())
+      it = files_.emplace(run.scenario, load_scenario(run.scenario, {}, catalog_)).first;
+    const ScenarioSpec& file = it->second;
+    for (const SweepPoint& point : expand_sweep(file.sweep)) {
+      const bool named =
+          std::any_of(point.settings.begin(), point.settings.end(), [&](const SweepSetting& s) {
+            return s.path == "name" && s.value.is_scalar() && s.value.scalar == run.id;
+          });
+      if (!named) continue;
+      std::string settings;
+      for (const SweepSetting& s : point.settings)
+        if (s.path != "name")
+          settings += (settings.empty() ? "" : " ") + std::string("--set '") + s.path + "=" +
+                      to_flow_yaml(s.value) + "'";
+      return {point_scenario(file, point, catalog_), settings};
+    }
+    throw InputError(run.where,
+                     run.id + ": " + run.scenario + " has no sweep.list entry with name: " + run.id);
+  }
+
+ private:
+  const Catalog& catalog_;
+  std::map<std::string, ScenarioSpec> files_;
+};
+
+Outcome evaluate_loaded(const Run& run, const ScenarioSpec& s, const std::string& settings) {
+  const ChosenPlan chosen = choose_plan(s, "", SearchOptions{});
+  if (chosen.search)
+    throw InputError(run.where, run.id +
+                                    ": its scenario leaves the plan to the optimizer; a published run has "
+                                    "a fixed plan (tp, pp and micro_batch)");
+  const Plan& plan = chosen.plan;
+  const Program program = lower(plan, s.model, s.cluster, s.training);
+  Outcome o;
+  o.report = make_report(s.name, program, evaluate(program, s.cluster, s.training));
+  o.id = run.id;
+  o.source = run.source;
+  o.model = s.model.name;
+  const PoolSpec* pool = &s.cluster.pools.front();
+  for (const auto& p : s.cluster.pools)
+    if (!plan.stages.empty() && p.name == plan.stages.front().pool) pool = &p;
+  o.device = s.cluster.device_of(*pool).name;
+  o.plan = describe_plan(plan);
+  o.settings = settings;
+  o.precision = enum_name(s.training.precision, kPrecisionNames);
+  o.gpus = plan.gpus();
+  o.seq_len = s.training.seq_len;
+  o.parameters = count_parameters(s.model).total;
+  o.zero3 = plan.zero == 3;
+  o.h100 = o.device.find("h100") != std::string::npos;
+  o.moe = s.model.moe.has_value();
+  o.measured_s = measured_iteration_time(run.published, s);
+  o.predicted_s = o.report.metrics.iteration_time_s;
+  return o;
+}
+
+}  // namespace
+
+Manifest load_manifest(const std::string& path) {
+  Manifest m;
+  m.file = path;
+  const DocNode document = load_yaml_file(path);
+  Diagnostics diag;
+  MapReader top(document, "", diag);
+  if (!top.is_mapping()) throw InputError(document.location, "expected a mapping (guard, sources, runs)");
+  m.guard = read_guard(top);
+  m.sources = read_sources(top);
+  std::set<std::string> names;
+  for (const auto& s : m.sources) names.insert(s.name);
+  if (const DocNode* runs = top.require("runs")) {
+    if (!runs->is_sequence()) {
+      diag.error(runs->location, "expected a list of runs, got " + describe(*runs));
+    } else {
+      const std::string directory = fs::path(path).parent_path().string();
+      std::set<std::string> ids;
+      for (size_t i = 0; i < runs->items.size(); ++i) {
+        Run run = read_run(runs->items[i], "runs[" + std::to_string(i) + "]", directory, names, diag);
+        if (!run.id.empty() && !ids.insert(run.id).second)
+          diag.error(run.where, "run " + run.id + " appears twice");
+        m.runs.push_back(std::move(run));
+      }
+    }
+  }
+  top.finish();
+  diag.throw_if_errors();
+  return m;
+}
+
+double measured_iteration_time(const Figure& published, const ScenarioSpec& s) {
+  const double tokens = double(s.training.global_batch) * s.training.seq_len;
+  const double gpus = s.cluster.gpus();
+  switch (published.kind) {
+    case FigureKind::StepTime:
+      return published.value;
+    case FigureKind::TokensPerSecond:
+      return tokens / published.value;
+    case FigureKind::TokensPerSecondPerGpu:
+      return tokens / (published.value * gpus);
+    case FigureKind::ModelTflopsPerGpu:
+      return tokens * training_flops_per_token(s.model, s.training.seq_len) / (published.value * 1e12 * gpus);
+  }
+  return 0;
+}
+
+ScenarioSpec load_run_scenario(const Run& run, const Catalog& catalog) {
+  SweepFiles files(catalog);
+  return files.run_scenario(run).first;
+}
+
+Outcome evaluate_run(const Run& run, const Catalog& catalog) {
+  SweepFiles files(catalog);
+  const auto [scenario, settings] = files.run_scenario(run);
+  return evaluate_loaded(run, scenario, settings);
+}
+
+std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& catalog,
+                                      const std::function<void(const std::string&)>& progress) {
+  SweepFiles files(catalog);
+  std::vector<Outcome> out;
+  for (const Run& run : manifest.runs) {
+    if (!run.checked()) continue;
+    if (progress) progress(run.id);
+    const auto [scenario, settings] = files.run_scenario(run);
+    out.push_back(evaluate_loaded(run, scenario, settings));
+  }
+  return out;
+}
+
+Stats stats(const std::vector<Outcome>& outcomes, const std::function<bool(const Outcome&)>& keep) {
+  std::vector<double> abs_errors;
+  double signed_sum = 0;
+  for (const Outcome& o : outcomes) {
+    if (keep && !keep(o)) continue;
+    abs_errors.push_back(std::fabs(o.error()));
+    signed_sum += o.error();
+  }
+  Stats s;
+  s.runs = int(abs_errors.size());
+  if (abs_errors.empty()) return s;
+  std::sort(abs_errors.begin(), abs_errors.end());
+  double sum = 0;
+  for (double e : abs_errors) sum += e;
+  s.mean_abs = sum / s.runs;
+  s.max_abs = abs_errors.back();
+  s.p90_abs = abs_errors[size_t(std::ceil(0.9 * s.runs)) - 1];
+  s.mean_signed = signed_sum / s.runs;
+  return s;
+}
+
+}  // namespace paratwin::fidelity

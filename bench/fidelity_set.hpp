@@ -1,0 +1,109 @@
+// The validation set of issue 19 (bench/fidelity/manifest.yaml): published training runs, the scenario
+// that rebuilds each, its published figure as an iteration time, the twin's prediction of that time by
+// the analytic evaluator (the path of `paratwin plan`), and the error statistics. bench_fidelity prints
+// them; tests/test_fidelity guards them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/report/report.hpp"
+#include "plan/spec/catalog.hpp"
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin::fidelity {
+
+// What a source published, and how it becomes an iteration time (the manifest's header has the formulas).
+enum class FigureKind { StepTime, TokensPerSecond, TokensPerSecondPerGpu, ModelTflopsPerGpu };
+extern const EnumNames<FigureKind> kFigureKindNames;  // step_time_s, tokens_per_s, ...
+
+struct Figure {
+  FigureKind kind = FigureKind::StepTime;
+  double value = 0;
+};
+
+struct Source {
+  std::string name;  // the manifest's key: llm-foundry, torchtitan, ...
+  std::string title, where, choices;
+};
+
+struct Run {
+  std::string id;        // as in published-runs.md: MF-H01
+  std::string source;    // a key of Manifest::sources
+  std::string scenario;  // path of the sweep file holding the run (sweep.list entry `name: id`); empty
+                         // for runs that are not expressible
+  Figure published;
+  std::string not_expressible;  // why; empty for a checked run
+  std::string notes;
+  Location where;  // of the run in the manifest
+
+  bool checked() const { return not_expressible.empty(); }
+};
+
+// The error guard of test_fidelity.
+struct Guard {
+  double mean_abs_error = 0;
+  double max_abs_error = 0;
+};
+
+struct Manifest {
+  std::string file;
+  Guard guard;
+  std::vector<Source> sources;
+  std::vector<Run> runs;  // in file order
+};
+
+// Reads a manifest. Throws InputError listing every problem with its line and column: unknown keys,
+// a run without a figure or with two, a status other than `checked` or `not expressible: why`, a
+// checked run without a scenario, an unknown source, a repeated id.
+Manifest load_manifest(const std::string& path);
+
+// One checked run, evaluated.
+struct Outcome {
+  std::string id, source;
+  std::string model;      // the model's name
+  std::string device;     // the device the plan runs on
+  std::string plan;       // "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3"
+  std::string settings;   // the run's sweep.list entry as --set arguments, to reproduce it
+  std::string precision;  // training.precision
+  int gpus = 0;
+  int seq_len = 0;
+  double parameters = 0;  // the model's, all experts counted
+  bool zero3 = false, h100 = false, moe = false;
+  double measured_s = 0;   // the published figure as an iteration time
+  double predicted_s = 0;  // the analytic evaluator's iteration time
+  Report report;           // the whole prediction (breakdown, memory)
+
+  // predicted / measured - 1: negative when the twin is too fast.
+  double error() const { return predicted_s / measured_s - 1; }
+};
+
+// The published figure of `run` as an iteration time for the scenario that rebuilds it.
+double measured_iteration_time(const Figure& published, const ScenarioSpec& scenario);
+
+// The scenario of a checked run: its sweep file with the run's list entry applied. Throws InputError
+// when the file has no entry named after the run, or the entry makes an invalid scenario.
+ScenarioSpec load_run_scenario(const Run& run, const Catalog& catalog);
+
+// Evaluates a checked run as `paratwin plan` does: the fixed plan, verified, lowered, evaluated.
+// Throws InputError when the plan cannot run.
+Outcome evaluate_run(const Run& run, const Catalog& catalog);
+
+// Every checked run, in manifest order; `progress` (optional) hears each id before it is evaluated.
+std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& catalog,
+                                      const std::function<void(const std::string&)>& progress = {});
+
+struct Stats {
+  int runs = 0;
+  double mean_abs = 0;  // mean of |error|
+  double p90_abs = 0;   // 90th percentile of |error| (nearest rank)
+  double max_abs = 0;
+  double mean_signed = 0;  // mean error: its sign says which way the twin leans
+};
+
+// Statistics over the outcomes that `keep` selects (all when empty).
+Stats stats(const std::vector<Outcome>& outcomes, const std::function<bool(const Outcome&)>& keep = {});
+
+}  // namespace paratwin::fidelity

@@ -1,0 +1,154 @@
+// The validation set of published runs (bench/fidelity/): every checked run evaluated as bench_fidelity
+// evaluates it (the analytic evaluator, the path of `paratwin plan`); the errors stay within the guard
+// that bench/fidelity/manifest.yaml sets, and the set keeps the coverage issue 19 asks for.
+#define BOOST_TEST_MODULE fidelity
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+#include "bench/fidelity_set.hpp"
+#include "plan/sweep/grid.hpp"
+
+using namespace paratwin;
+using namespace paratwin::fidelity;
+namespace fs = std::filesystem;
+
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c(PARATWIN_SOURCE_DIR);
+  return c;
+}
+
+const std::string kFidelityDir = std::string(PARATWIN_SOURCE_DIR) + "/bench/fidelity";
+
+const Manifest& manifest() {
+  static const Manifest m = load_manifest(kFidelityDir + "/manifest.yaml");
+  return m;
+}
+
+// Evaluated once for every case.
+const std::vector<Outcome>& outcomes() {
+  static const std::vector<Outcome> o = evaluate_checked(manifest(), catalog());
+  return o;
+}
+
+const Run& run(const std::string& id) {
+  for (const Run& r : manifest().runs)
+    if (r.id == id) return r;
+  BOOST_FAIL("no run " << id << " in the manifest");
+  throw std::logic_error("unreachable");
+}
+
+Outcome synthetic(double measured, double predicted) {
+  Outcome o;
+  o.measured_s = measured;
+  o.predicted_s = predicted;
+  return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_set_has_the_coverage_issue_19_asks_for) {
+  int zero3 = 0, h100 = 0, moe = 0;
+  for (const Outcome& o : outcomes()) zero3 += o.zero3, h100 += o.h100, moe += o.moe;
+  BOOST_TEST(outcomes().size() >= 40u);
+  BOOST_TEST(zero3 >= 8);
+  BOOST_TEST(h100 >= 8);
+  BOOST_TEST(moe >= 2);
+}
+
+BOOST_AUTO_TEST_CASE(mean_absolute_error_stays_within_the_guard) {
+  const Stats all = stats(outcomes());
+  BOOST_TEST_MESSAGE("mean |error| " << all.mean_abs << ", max " << all.max_abs << " over " << all.runs
+                                     << " runs");
+  BOOST_TEST(all.mean_abs <= manifest().guard.mean_abs_error);
+}
+
+BOOST_AUTO_TEST_CASE(no_run_errs_more_than_the_guard) {
+  for (const Outcome& o : outcomes()) {
+    BOOST_TEST_CONTEXT(o.id << ": measured " << o.measured_s << " s, predicted " << o.predicted_s << " s") {
+      BOOST_TEST(std::fabs(o.error()) <= manifest().guard.max_abs_error);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(published_figures_become_the_iteration_times_of_published_runs) {
+  // The step times that ../shared/reference/published-runs.md derives for these rows ([D] column), and
+  // BLOOM's logged one.
+  const std::pair<const char*, double> derived[] = {{"MF-H01", 63.05}, {"MF-B07", 1.10}, {"TT-05", 12.90},
+                                                    {"TT-13", 40.96},  {"NM-05", 3.87},  {"FS-08", 10.24},
+                                                    {"BL-01", 104.70}};
+  for (const auto& [id, seconds] : derived) {
+    BOOST_TEST_CONTEXT(id) {
+      const Run& r = run(id);
+      BOOST_TEST(measured_iteration_time(r.published, load_run_scenario(r, catalog())) == seconds,
+                 boost::test_tools::tolerance(0.005));
+    }
+  }
+  // TFLOP/s per GPU (MG-01: 408.8 on 48 GPUs, batch 192 x 4096) through Megatron-LM's FLOP count,
+  // 72 L h^2 (1 + s/6h + V/12Lh) per token for its GPT (L 24, h 2048, V 131072).
+  const double L = 24, h = 2048, s = 4096, V = 131072;
+  const double per_token = 72 * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+  const Run& mg = run("MG-01");
+  BOOST_TEST(measured_iteration_time(mg.published, load_run_scenario(mg, catalog())) ==
+                 192 * 4096 * per_token / (408.8e12 * 48),
+             boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(every_sweep_entry_is_a_checked_run_and_every_checked_run_has_one) {
+  std::set<std::pair<std::string, std::string>> entries, checked;  // (file, id)
+  for (const auto& e : fs::directory_iterator(kFidelityDir)) {
+    if (e.path().extension() != ".yaml" || e.path().filename() == "manifest.yaml") continue;
+    const std::string file = e.path().lexically_normal().string();
+    const ScenarioSpec s = load_scenario(file, {}, catalog());
+    for (const SweepPoint& point : expand_sweep(s.sweep))
+      for (const SweepSetting& setting : point.settings)
+        if (setting.path == "name") entries.insert({file, setting.value.scalar});
+  }
+  for (const Run& r : manifest().runs)
+    if (r.checked()) checked.insert({r.scenario, r.id});
+  BOOST_TEST(entries.size() == checked.size());
+  for (const auto& [file, id] : entries) BOOST_TEST(checked.contains({file, id}), id << " in " << file);
+}
+
+BOOST_AUTO_TEST_CASE(statistics_are_mean_p90_and_max_of_absolute_errors) {
+  // Errors -10%, +20%, +5%, -5%, 0 x 6: mean |e| 4%, P90 (9th of 10) 10%, max 20%, mean +1%.
+  std::vector<Outcome> o = {synthetic(10, 9), synthetic(10, 12), synthetic(10, 10.5), synthetic(10, 9.5)};
+  for (int i = 0; i < 6; ++i) o.push_back(synthetic(2, 2));
+  const Stats s = stats(o);
+  BOOST_TEST(s.runs == 10);
+  BOOST_TEST(s.mean_abs == 0.04, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(s.p90_abs == 0.10, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(s.max_abs == 0.20, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(s.mean_signed == 0.01, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_manifest_names_every_problem_with_its_line) {
+  const fs::path path =
+      fs::temp_directory_path() / ("fidelity-malformed-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path)
+      << "guard: {mean_abs_error: 0.2, max_abs_error: 0.5}\n"
+         "sources: {a: {title: t, where: w, choices: c}}\n"
+         "runs:\n"
+         "  - {id: X-01, source: a, step_time_s: 1, status: done}\n"
+         "  - {id: X-02, source: b, scenario: x.yaml, step_time_s: 1, status: checked}\n"
+         "  - {id: X-03, source: a, step_time_s: 1, tokens_per_s: 5, status: checked, scenario: x.yaml}\n";
+  try {
+    load_manifest(path.string());
+    BOOST_FAIL("a malformed manifest loaded");
+  } catch (const InputError& e) {
+    std::string all;
+    for (const auto& d : e.diagnostics()) all += d.where.str() + ": " + d.message + "\n";
+    BOOST_TEST_MESSAGE(all);
+    BOOST_TEST(all.find(":4:") != std::string::npos);  // status: done
+    BOOST_TEST(all.find("`checked` or `not expressible: WHY`") != std::string::npos);
+    BOOST_TEST(all.find("unknown source 'b'") != std::string::npos);
+    BOOST_TEST(all.find("exactly one published figure") != std::string::npos);
+  }
+  fs::remove(path);
+}
