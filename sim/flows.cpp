@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace paratwin::sim {
 namespace {
@@ -120,7 +121,16 @@ std::vector<Phase> collective_phases(const Task& t, const std::vector<int>& memb
   const double intra_alpha = fabric.latency.value();
   const double hop = (pool.nic.latency + cluster.network.switch_latency * 2).value();
 
+  // A measured curve sets a one-node collective's rate at its size, latency included: its ring's
+  // NVLink flows carry bandwidth / busbw(n) bytes per byte of algorithm volume.
+  auto measured_ring = [&](CollectiveKind kind, double bytes) -> std::optional<Ring> {
+    const auto busbw = cost::measured_busbw(kind, Bytes(bytes), fabric);
+    if (!busbw) return std::nullopt;
+    return Ring{member_gpus, layout, fabric.bandwidth.value() / busbw->value()};
+  };
   if (g.size == g.per_node) {  // one node
+    if (const auto measured = measured_ring(t.collective, n))
+      return {flat_phase(*measured, member_gpus, t.collective, Algorithm::Ring, n, 0, c, false)};
     if (chosen.algorithm == Algorithm::Sharp) {
       // Each member sends its vector into the switch and receives the sum: one vector per link.
       Phase ph;
@@ -149,9 +159,11 @@ std::vector<Phase> collective_phases(const Task& t, const std::vector<int>& memb
     return all;
   };
   auto intra = [&](CollectiveKind kind, double bytes) {
+    const auto measured = measured_ring(kind, bytes);
     std::vector<Phase> parts;
     for (const auto& [node, gpus] : by_node)
-      parts.push_back(flat_phase(ring, gpus, kind, Algorithm::Ring, bytes, intra_alpha, c, false));
+      parts.push_back(flat_phase(measured ? *measured : ring, gpus, kind, Algorithm::Ring, bytes,
+                                 measured ? 0 : intra_alpha, c, false));
     return merge(parts);
   };
   // Across nodes, ring or tree as the cost model's flat level would choose.

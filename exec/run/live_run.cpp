@@ -245,6 +245,10 @@ int run_live_rank(const LiveRunOptions& opts) {
           << enum_name(scenario.training.precision, kPrecisionNames)
           << "; the CPU backend computes in fp32 (the twin's prediction keeps " +
                  enum_name(scenario.training.precision, kPrecisionNames) + ")\n";
+    if (scenario.training.attention != AttentionKind::Unfused)
+      out << "paratwin run: the scenario's attention is "
+          << enum_name(scenario.training.attention, kAttentionNames)
+          << "; the live engines compute it unfused (the twin's prediction keeps the fused kernel)\n";
   }
   const RunResult result = trainer.run();
   // The profile is of pipeline rank 0's role (world rank 0's): its ranks have the same tasks.

@@ -38,23 +38,7 @@ Seconds broadcast_time(Bytes n, int p, BytesPerSecond b, Seconds alpha) {
   return alpha * (p - 1.0) + n / b;
 }
 
-namespace {
-
-// One level of links: p ranks, each with bandwidth b per direction and step latency alpha; inside a
-// node, the fabric's measured curves where it has them.
-struct Level {
-  int p;
-  BytesPerSecond b;
-  Seconds alpha;
-  const IntraNodeSpec* measured = nullptr;
-};
-
-// A collective of `p` GPUs of one node on n bytes from the fabric's nccl-tests curve: n x 2(p-1)/p
-// / busbw(n) for an all-reduce, n x (p-1)/p / busbw(n) for the others. An all-to-all moves what an
-// all-gather does; a collective without a curve of its own takes the all-reduce curve (the one most
-// often measured). nullopt without any curve (or for a broadcast).
-std::optional<Seconds> measured_time(CollectiveKind kind, Bytes n, int p, const IntraNodeSpec& fabric) {
-  if (p <= 1) return Seconds(0);
+std::optional<BytesPerSecond> measured_busbw(CollectiveKind kind, Bytes n, const IntraNodeSpec& fabric) {
   const std::optional<BusbwCurve>* curve = nullptr;
   switch (kind) {
     case CollectiveKind::AllReduce:
@@ -72,8 +56,28 @@ std::optional<Seconds> measured_time(CollectiveKind kind, Bytes n, int p, const 
   }
   if (!*curve) curve = &fabric.all_reduce_curve;
   if (!*curve) return std::nullopt;
+  return (*curve)->at(n);
+}
+
+namespace {
+
+// One level of links: p ranks, each with bandwidth b per direction and step latency alpha; inside a
+// node, the fabric's measured curves where it has them.
+struct Level {
+  int p;
+  BytesPerSecond b;
+  Seconds alpha;
+  const IntraNodeSpec* measured = nullptr;
+};
+
+// A collective of `p` GPUs of one node on n bytes from the fabric's nccl-tests curve: n x 2(p-1)/p
+// / busbw(n) for an all-reduce, n x (p-1)/p / busbw(n) for the others.
+std::optional<Seconds> measured_time(CollectiveKind kind, Bytes n, int p, const IntraNodeSpec& fabric) {
+  if (p <= 1) return Seconds(0);
+  const auto busbw = measured_busbw(kind, n, fabric);
+  if (!busbw) return std::nullopt;
   const double factor = (kind == CollectiveKind::AllReduce ? 2.0 : 1.0) * (p - 1) / p;
-  return (n * factor) / (*curve)->at(n);
+  return (n * factor) / *busbw;
 }
 
 // An all-gather or reduce-scatter inside a node: measured where the fabric has a curve.

@@ -2,6 +2,8 @@
 // algorithm (Thakur et al. 2005; NCCL's ring and double binary tree), on the links a group spans.
 #pragma once
 
+#include <optional>
+
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/units.hpp"
 
@@ -40,7 +42,9 @@ struct CollectiveCost {
 };
 
 // Link figures used:
-//   inside a node: intra_node.allreduce_busbw when given (a measured all-reduce bus bandwidth),
+//   inside a node: the fabric's measured busbw curve at n when it has one (measured_busbw: it holds
+//     the latency and the algorithm NCCL chose at each size), n x 2(p-1)/p / busbw(n) for an
+//     all-reduce and n x (p-1)/p / busbw(n) for the others; else intra_node.allreduce_busbw when given (a measured all-reduce bus bandwidth),
 //     else intra_node.bandwidth; latency intra_node.latency. With intra_node.sharp, an all-reduce
 //     inside a node may use in-switch reduction: 2 alpha + n / busbw.
 //   between nodes: per GPU, nic.count x (nic.achievable or nic.bandwidth) / gpus_per_node shared by
@@ -52,6 +56,11 @@ struct CollectiveCost {
 // all-gather inside the node. The fastest applicable algorithm is chosen, as NCCL's tuner does.
 CollectiveCost collective_time(CollectiveKind kind, Bytes n, const GroupPlacement& group,
                                const PoolSpec& pool, const ClusterSpec& cluster);
+
+// The bus bandwidth a collective of one node's GPUs reaches on n bytes, from the fabric's measured
+// curves: its own kind's, else (all-gather, reduce-scatter and all-to-all, which move the same volume)
+// the other's, else the all-reduce curve. nullopt without curves, and for a broadcast.
+std::optional<BytesPerSecond> measured_busbw(CollectiveKind kind, Bytes n, const IntraNodeSpec& fabric);
 
 // A point-to-point transfer of n bytes between two ranks of a pool: latency + n / bandwidth over the
 // intra-node fabric when `same_node`, else over the node's NICs (one GPU's share).

@@ -42,6 +42,9 @@ static std::string describe_task(const Task& t) {
       s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " +
           to_string(t.work.gemm_bytes + t.work.elementwise_bytes + t.work.optimizer_bytes) + ", " +
           std::to_string(t.work.launches) + " kernels";
+      if (t.work.flash_forward_flops.value() > 0 || t.work.flash_backward_flops.value() > 0)
+        s += ", " + enum_name(t.work.fused_kernel, kAttentionNames) + " " +
+             to_string(t.work.flash_forward_flops + t.work.flash_backward_flops);
       break;
     case TaskKind::Collective:
       s = enum_name(t.collective, kCollectiveKindNames) + " " + enum_name(t.group, kGroupKindNames) + "(" +
