@@ -10,6 +10,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "plan/cost/layer_collectives.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 
@@ -247,11 +248,12 @@ class RoleBuilder {
     };
     const int layers = end - begin;
     const StreamKind stream = StreamKind::Tp;
+    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
     if (p_.tp > 1 && layers > 0) {
       // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
       // the vocabulary-parallel embedding.
       const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      const Bytes full(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.hidden * elem_);
+      const Bytes full = bytes.tp;
       if (p_.sequence_parallel) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
                                      what("AG tp "), {after})));
@@ -264,8 +266,7 @@ class RoleBuilder {
     }
     if (p_.cp > 1 && layers > 0) {
       // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
-      const double kv_dim = double(m_.kv_heads) * m_.head_dim / p_.tp;
-      const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
+      const Bytes kv = bytes.cp;
       ids.push_back(
           add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
                          cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
@@ -273,7 +274,7 @@ class RoleBuilder {
     const int moe = moe_layers(begin, end);
     if (m_.moe && p_.ep > 1 && moe > 0) {
       // Dispatch and combine: each token's hidden state to its top_k experts and back.
-      const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
+      const Bytes sent = bytes.ep;
       ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
                                    stream, what("A2A ep "), {after})));
     }
