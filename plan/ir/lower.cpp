@@ -13,35 +13,13 @@
 #include "plan/cost/layer_collectives.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
 
 using cost::CollectiveKind;
 
 namespace {
-
-struct Dimensions {
-  int size = 1;
-  long long stride = 1;  // distance in global ranks between consecutive members
-};
-
-// Sizes and strides of each parallel dimension under the plan's rank order.
-std::map<std::string, Dimensions> rank_layout(const Plan& p) {
-  const std::map<std::string, int> size = {{"tp", p.tp}, {"cp", p.cp}, {"dp", p.dp}, {"pp", p.pp}};
-  std::map<std::string, Dimensions> out;
-  long long stride = 1;
-  size_t start = 0;
-  while (start < p.order.size()) {
-    const size_t dash = p.order.find('-', start);
-    const std::string dim =
-        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    out[dim] = {size.at(dim), stride};
-    stride *= size.at(dim);
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  return out;
-}
 
 // Where `n` members `stride` ranks apart sit on nodes of `gpus_per_node`.
 cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster) {
@@ -65,20 +43,18 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 
 cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& c) {
-  const auto layout = rank_layout(p);
+  const RankStrides stride = rank_strides(p);
   switch (kind) {
     case GroupKind::Tp:
-      return place(p.tp, layout.at("tp").stride, pool, c);
+      return place(p.tp, stride.tp, pool, c);
     case GroupKind::Cp:
-      return place(p.cp, layout.at("cp").stride, pool, c);
+      return place(p.cp, stride.cp, pool, c);
     case GroupKind::Ep:
-      return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
+      return place(p.ep, stride.dp, pool, c);  // carved out of dp
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens.
-      const long long stride =
-          p.cp > 1 ? std::min(layout.at("dp").stride, layout.at("cp").stride) : layout.at("dp").stride;
-      return place(p.dp * p.cp, stride, pool, c);
+      return place(p.dp * p.cp, p.cp > 1 ? std::min(stride.dp, stride.cp) : stride.dp, pool, c);
     }
   }
 }
@@ -99,7 +75,7 @@ class RoleBuilder {
     cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
     dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
-    pp_stride_ = rank_layout(p).at("pp").stride;
+    pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
   }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plan/ir/plan.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin::search {
 
@@ -204,12 +205,9 @@ inline double in_flight(const ParallelLayout& layout, int r, int microbatches) {
   return std::ceil(steps / layout.v);
 }
 
-// Ranks between pipeline neighbours: the product of the sizes of the dimensions before pp in the order.
+// Ranks between pipeline neighbours under rank order `order`.
 inline long long pp_stride(const ParallelLayout& layout, const std::string& order) {
-  long long stride = 1;
-  for (const auto& [name, size] : {std::pair{"tp", layout.tp}, {"cp", layout.cp}, {"dp", layout.dp}})
-    if (order.find(name) < order.find("pp")) stride *= size;
-  return stride;
+  return rank_strides(order, layout.tp, layout.cp, layout.dp, layout.pp).pp;
 }
 
 }  // namespace paratwin::search

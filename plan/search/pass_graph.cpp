@@ -157,12 +157,13 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
       comm[pool] = costs_.comm(
           layout, [&](GroupKind group, int) { return costs_.placement(layout, group, pool, order); },
           ctx_.s.cluster.pools[pool]);
+  const long long stride = pp_stride(layout, ctx_.orders[order]);  // ranks between pipeline neighbours
   for (int c = 0; c < chunks; ++c) {
     passes[c] =
         chunk_passes(layout, c, ranges[c].first, ranges[c].second, comm[layout.rank_pool[c % layout.pp]]);
     if (!gathers.empty()) passes[c].gather = gathers[c];
-    if (c + 1 < chunks) passes[c].forward_send = transfer_time(layout, order, c, c + 1);
-    if (c > 0) passes[c].backward_send = transfer_time(layout, order, c, c - 1);
+    if (c + 1 < chunks) passes[c].forward_send = transfer_time(layout, stride, c, c + 1);
+    if (c > 0) passes[c].backward_send = transfer_time(layout, stride, c, c - 1);
   }
   const bool overlap = ctx_.req.overlap_tp.value_or(false);
   std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size()), sent(g.nodes.size());
@@ -206,13 +207,13 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
 
 // A micro-batch's activations (or their gradients) sent from chunk `from` to chunk `to`, as lowering
 // costs the send.
-double PassGraphBounds::transfer_time(const ParallelLayout& layout, int order, int from, int to) const {
+double PassGraphBounds::transfer_time(const ParallelLayout& layout, long long pp_stride, int from,
+                                      int to) const {
   const int sender = from % layout.pp, receiver = to % layout.pp;
   if (sender == receiver) return 0;
   const PoolSpec& pool = ctx_.s.cluster.pools[layout.rank_pool[sender]];
-  const bool same_node =
-      pp_stride(layout, ctx_.orders[order]) * std::abs(receiver - sender) < pool.gpus_per_node &&
-      layout.rank_pool[receiver] == layout.rank_pool[sender];
+  const bool same_node = pp_stride * std::abs(receiver - sender) < pool.gpus_per_node &&
+                         layout.rank_pool[receiver] == layout.rank_pool[sender];
   double tokens = double(layout.mb) * ctx_.s.training.seq_len / layout.cp;
   if (layout.sp) tokens /= layout.tp;
   return cost::p2p_time(Bytes(tokens * ctx_.s.model.hidden * ctx_.elem), same_node, pool, ctx_.s.cluster)

@@ -63,7 +63,8 @@ class PassGraphBounds {
                                   const LayerComm& comm);
   PassBounds pass_bounds(const ParallelLayout& layout, const PassGraph& g, const Ranges& ranges, int order,
                          const std::vector<double>& gathers);
-  double transfer_time(const ParallelLayout& layout, int order, int from, int to) const;
+  // `pp_stride`: ranks between pipeline neighbours under the rank order.
+  double transfer_time(const ParallelLayout& layout, long long pp_stride, int from, int to) const;
 
   const SearchContext& ctx_;
   LayerCosts& costs_;
