@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "cli/sweep/child_process.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::cli {
 
@@ -17,7 +17,8 @@ bool png_available() {
 
 void write_sweep_png(const SweepResults& results, const std::string& path) {
   const std::string text = to_json(results).dump();
-  const ChildProcess plotter = spawn_child({sibling_executable("paratwin-plot"), "sweep", "-", path}, false);
+  const ChildProcess plotter =
+      spawn_process({sibling_executable("paratwin-plot"), "sweep", "-", path}, {.input = ChildStream::Pipe});
   for (size_t sent = 0; sent < text.size();) {
     const ssize_t n = ::write(plotter.to, text.data() + sent, text.size() - sent);
     if (n < 0 && errno == EINTR) continue;
@@ -25,7 +26,7 @@ void write_sweep_png(const SweepResults& results, const std::string& path) {
     sent += size_t(n);
   }
   ::close(plotter.to);
-  const int status = wait_child(plotter.pid);
+  const int status = wait_for_process(plotter.pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("paratwin-plot could not draw " + path + " (see its message above)");
 }

@@ -11,12 +11,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/sweep/child_process.hpp"
 #include "cli/sweep/plotter.hpp"
 #include "cli/sweep/progress.hpp"
 #include "cli/sweep/worker_pool.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/sweep/results.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::cli {
 namespace {
@@ -131,7 +131,7 @@ LoadedSweep load_sweep(const SweepOptions& o) {
 }
 
 std::vector<std::string> worker_command(const SweepOptions& o) {
-  std::vector<std::string> argv = {paratwin_executable(), "sweep", o.scenario};
+  std::vector<std::string> argv = {sibling_executable("paratwin"), "sweep", o.scenario};
   for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
   for (const auto& g : o.grids) argv.insert(argv.end(), {"--grid", g});
   argv.push_back("--worker");

@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "exec/backend_info.hpp"
@@ -17,6 +16,7 @@
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::exec {
 
@@ -279,7 +279,7 @@ int run_live_rank(const LiveRunOptions& opts) {
 }
 
 std::string rank_executable() {
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "paratwin-rank").string();
+  return sibling_executable("paratwin-rank");
 }
 
 }  // namespace paratwin::exec

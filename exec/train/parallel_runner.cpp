@@ -12,22 +12,7 @@
 namespace paratwin::exec {
 
 RankCoordinates rank_coordinates(const Plan& p, int world_rank) {
-  RankCoordinates at;
-  const std::map<std::string, std::pair<int, int*>> dims = {
-      {"tp", {p.tp, &at.tp}}, {"cp", {p.cp, &at.cp}}, {"dp", {p.dp, &at.dp}}, {"pp", {p.pp, &at.pp}}};
-  int rest = world_rank;
-  size_t start = 0;
-  while (start <= p.order.size()) {
-    const size_t dash = p.order.find('-', start);
-    const std::string dim =
-        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    const auto& [size, coordinate] = dims.at(dim);
-    *coordinate = rest % size;
-    rest /= size;
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  return at;
+  return rank_coords(p, world_rank);
 }
 
 namespace {

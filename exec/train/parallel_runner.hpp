@@ -26,15 +26,14 @@
 #include "exec/train/zero3.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/scenario.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin::exec {
 
 class DataLoader;
 
 // Where a world rank sits under the plan's rank order (plan.order, fastest-varying first).
-struct RankCoordinates {
-  int tp = 0, cp = 0, dp = 0, pp = 0;
-};
+using RankCoordinates = RankCoords;
 RankCoordinates rank_coordinates(const Plan& plan, int world_rank);
 
 struct ParallelSetup {

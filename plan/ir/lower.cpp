@@ -10,37 +10,16 @@
 #include <string_view>
 #include <tuple>
 
+#include "plan/cost/layer_collectives.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
 
 using cost::CollectiveKind;
 
 namespace {
-
-struct Dimensions {
-  int size = 1;
-  long long stride = 1;  // distance in global ranks between consecutive members
-};
-
-// Sizes and strides of each parallel dimension under the plan's rank order.
-std::map<std::string, Dimensions> rank_layout(const Plan& p) {
-  const std::map<std::string, int> size = {{"tp", p.tp}, {"cp", p.cp}, {"dp", p.dp}, {"pp", p.pp}};
-  std::map<std::string, Dimensions> out;
-  long long stride = 1;
-  size_t start = 0;
-  while (start < p.order.size()) {
-    const size_t dash = p.order.find('-', start);
-    const std::string dim =
-        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    out[dim] = {size.at(dim), stride};
-    stride *= size.at(dim);
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  return out;
-}
 
 // Where `n` members `stride` ranks apart sit on nodes of `gpus_per_node`.
 cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster) {
@@ -64,20 +43,18 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 
 cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& c) {
-  const auto layout = rank_layout(p);
+  const RankStrides stride = rank_strides(p);
   switch (kind) {
     case GroupKind::Tp:
-      return place(p.tp, layout.at("tp").stride, pool, c);
+      return place(p.tp, stride.tp, pool, c);
     case GroupKind::Cp:
-      return place(p.cp, layout.at("cp").stride, pool, c);
+      return place(p.cp, stride.cp, pool, c);
     case GroupKind::Ep:
-      return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
+      return place(p.ep, stride.dp, pool, c);  // carved out of dp
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens.
-      const long long stride =
-          p.cp > 1 ? std::min(layout.at("dp").stride, layout.at("cp").stride) : layout.at("dp").stride;
-      return place(p.dp * p.cp, stride, pool, c);
+      return place(p.dp * p.cp, p.cp > 1 ? std::min(stride.dp, stride.cp) : stride.dp, pool, c);
     }
   }
 }
@@ -98,7 +75,7 @@ class RoleBuilder {
     cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
     dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
-    pp_stride_ = rank_layout(p).at("pp").stride;
+    pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
   }
 
@@ -247,11 +224,12 @@ class RoleBuilder {
     };
     const int layers = end - begin;
     const StreamKind stream = StreamKind::Tp;
+    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
     if (p_.tp > 1 && layers > 0) {
       // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
       // the vocabulary-parallel embedding.
       const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      const Bytes full(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.hidden * elem_);
+      const Bytes full = bytes.tp;
       if (p_.sequence_parallel) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
                                      what("AG tp "), {after})));
@@ -264,8 +242,7 @@ class RoleBuilder {
     }
     if (p_.cp > 1 && layers > 0) {
       // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
-      const double kv_dim = double(m_.kv_heads) * m_.head_dim / p_.tp;
-      const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
+      const Bytes kv = bytes.cp;
       ids.push_back(
           add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
                          cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
@@ -273,7 +250,7 @@ class RoleBuilder {
     const int moe = moe_layers(begin, end);
     if (m_.moe && p_.ep > 1 && moe > 0) {
       // Dispatch and combine: each token's hidden state to its top_k experts and back.
-      const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
+      const Bytes sent = bytes.ep;
       ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
                                    stream, what("A2A ep "), {after})));
     }
