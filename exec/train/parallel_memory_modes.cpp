@@ -40,16 +40,6 @@ ActivationPolicy ParallelRunner::activation_policy(int chunk) const {
   }
 }
 
-// The local parameters a task names: its layers, else its chunk's, else the whole shard.
-std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
-  if (task.layer_begin >= 0) return model_.range(task.layer_begin, task.layer_end);
-  if (task.chunk >= 0) {
-    const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
-    return model_.range(st.layer_begin, st.layer_end);
-  }
-  return {0, model_.size()};
-}
-
 void ParallelRunner::keep_output(const Task& forward) {
   if (!activations_ || forward.chunk == setup_.plan.chunks() - 1) return;
   const ChunkActivations& a = slot(forward.microbatch, forward.chunk);

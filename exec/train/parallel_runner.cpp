@@ -145,6 +145,15 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   set_up_memory_modes();
 }
 
+std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
+  if (task.layer_begin >= 0) return model_.range(task.layer_begin, task.layer_end);
+  if (task.chunk >= 0) {
+    const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
+    return model_.range(st.layer_begin, st.layer_end);
+  }
+  return {0, model_.size()};
+}
+
 ParallelRunner::~ParallelRunner() {
   for (auto h : pending_sends_) pp_->wait(h);
 }
