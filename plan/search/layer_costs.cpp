@@ -21,21 +21,33 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
   auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
-  // Each group packed into as few nodes as it can be: no rank order places it better.
-  const auto [tp_pass, cp_f, cp_b, ep] = comm(
-      layout,
-      [&](GroupKind, int size) {
-        return cost::GroupPlacement{size, std::min(size, p.gpus_per_node), false};
-      },
-      p);
+  // Each group at its cheapest feasible placement: no rank order places it better. Packed into as few
+  // nodes as it can be is not always that one: a node's measured curves hold a latency that a spread
+  // group's NIC alpha-beta form may undercut on small messages.
+  LayerComm best;
+  bool first = true;
+  for (int per_node = 1; per_node <= p.gpus_per_node; ++per_node) {
+    const LayerComm c = comm(
+        layout,
+        [&](GroupKind, int size) {
+          // `per_node` members a node where the group divides so; packed otherwise.
+          const bool fits = size % per_node == 0 && size / per_node <= p.nodes;
+          return fits ? cost::GroupPlacement{size, per_node, false}
+                      : cost::GroupPlacement{size, std::min(size, p.gpus_per_node), false};
+        },
+        p);
+    best = first ? c : LayerComm{std::min(best.tp, c.tp), std::min(best.cp_forward, c.cp_forward),
+                                 std::min(best.cp_backward, c.cp_backward), std::min(best.ep, c.ep)};
+    first = false;
+  }
+  const auto [tp_pass, cp_f, cp_b, ep] = best;
   // A pass's collectives follow its GEMMs and the next pass waits for them; with TP overlap they run
-  // beside the GEMMs, so a pass takes the longer of the two (on a model with one layer kind; mixed
-  // layer kinds keep only the GEMMs, as the maximum of sums is not a sum of maxima).
+  // beside the GEMMs, so a chunk's pass takes the longer of its GEMMs and its collectives. That maximum
+  // of sums is no sum of per-layer maxima (the embedding's and head's GEMMs join the GEMMs' side, its
+  // collective the other), so the per-layer bound keeps the GEMMs alone; the pass graph's bound takes
+  // the maximum chunk by chunk.
   const bool overlap = ctx_.req.overlap_tp.value_or(false);
-  auto pass = [&](double gemms, double comm) {
-    if (!overlap) return gemms + comm;
-    return ctx_.s.model.moe ? gemms : std::max(gemms, comm);
-  };
+  auto pass = [&](double gemms, double comm) { return overlap ? gemms : gemms + comm; };
   LayerTimes t;
   t.forward_compute = compute(cost::layer_forward(ctx_.s.model, w, false));
   t.backward_compute = compute(cost::layer_backward(ctx_.s.model, w, false));

@@ -253,7 +253,9 @@ class Search {
       for (const TaskTiming& t : role_timings) end = std::max(end, t.end_s);
     // The brute force (tests) checks every bound against the exact figure it bounds.
     if (o_.exhaustive && objective_value(s_, plan, end) < e.bound * (1 - 1e-12))
-      throw std::logic_error("search: the lower bound of a plan is above its evaluated objective:\n" +
+      throw std::logic_error("search: the lower bound of a plan (" + std::to_string(e.bound) +
+                             ") is above its evaluated objective (" +
+                             std::to_string(objective_value(s_, plan, end)) + "):\n" +
                              to_yaml(plan));
     // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
     // and only the others are summarized into a report (the same figures, by the same functions).
