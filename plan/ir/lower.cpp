@@ -11,8 +11,7 @@
 #include <tuple>
 
 #include "plan/cost/layer_collectives.hpp"
-#include "plan/ir/buckets.hpp"
-#include "plan/ir/program.hpp"
+#include "plan/ir/role_builder.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/topology/rank_order.hpp"
 
@@ -20,9 +19,8 @@ namespace paratwin {
 
 using cost::CollectiveKind;
 
-namespace {
+namespace lowering {
 
-// Where `n` members `stride` ranks apart sit on nodes of `gpus_per_node`.
 cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster) {
   cost::GroupPlacement g;
   g.size = n;
@@ -40,7 +38,9 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
   return g;
 }
 
-}  // namespace
+}  // namespace lowering
+
+using lowering::place;
 
 cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& c) {
@@ -60,519 +60,399 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
   }
 }
 
-namespace {
+namespace lowering {
 
-class RoleBuilder {
- public:
-  RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank,
-              bool names)
-      : p_(p), m_(m), c_(c), t_(t), rank_(rank), names_(names) {
-    role_.pipeline_rank = rank;
-    role_.pool = p.stages[rank].pool;
-    role_.instances = p.dp * p.tp * p.cp;
-    for (const auto& pool : c.pools)
-      if (pool.name == role_.pool) pool_ = &pool;
-    tp_ = group_placement(p, GroupKind::Tp, *pool_, c);
-    cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
-    dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
-    ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
-    pp_stride_ = rank_strides(p).pp;
-    elem_ = cost::element_bytes(t.precision);
+Role RoleBuilder::build() {
+  parameters_and_buckets();
+  forward_done_.resize(static_cast<size_t>(p_.num_microbatches) * p_.chunks());
+  // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
+  // copies, bucket segments); growing the vector would move them all.
+  role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers + 64);
+  const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
+  // The last backward of each chunk finalizes its gradients.
+  std::map<int, int> last_backward;
+  for (const auto& s : order)
+    if (!s.forward) last_backward[s.chunk] = s.microbatch;
+  for (const auto& s : order) {
+    if (s.forward)
+      forward(s.microbatch, s.chunk);
+    else
+      backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
   }
+  optimizer();
+  return std::move(role_);
+}
 
-  Role build() {
-    parameters_and_buckets();
-    forward_done_.resize(static_cast<size_t>(p_.num_microbatches) * p_.chunks());
-    // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
-    // copies, bucket segments); growing the vector would move them all.
-    role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers +
-                        64);
-    const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
-    // The last backward of each chunk finalizes its gradients.
-    std::map<int, int> last_backward;
-    for (const auto& s : order)
-      if (!s.forward) last_backward[s.chunk] = s.microbatch;
-    for (const auto& s : order) {
-      if (s.forward)
-        forward(s.microbatch, s.chunk);
-      else
-        backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
+cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool with_embedding,
+                                          bool with_head) const {
+  const auto w = layer_work();
+  const int moe = moe_layers(begin, end), dense = end - begin - moe;
+  cost::KernelCost k;
+  if (dense) k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
+  if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
+  if (with_embedding) k += cost::embedding_forward(m_, w);
+  if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
+  return k;
+}
+
+Bytes RoleBuilder::chunk_activations(int chunk) const {
+  const StagePlan& st = stage(chunk);
+  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
+                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  Bytes total;
+  for (int l = st.layer_begin; l < st.layer_end; ++l)
+    total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
+  if (chunk == 0) total += cost::embedding_activation_bytes(m_, a);
+  if (last_chunk(chunk)) total += cost::head_activation_bytes(m_, a);
+  return total;
+}
+
+Bytes RoleBuilder::recompute_working_set(int chunk) const {
+  const StagePlan& st = stage(chunk);
+  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
+                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  Bytes most;
+  for (int l = st.layer_begin; l < st.layer_end; ++l)
+    most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));
+  return most;
+}
+
+Task RoleBuilder::collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where,
+                             Bytes bytes, int count, StreamKind stream, std::string name, TaskDeps deps) {
+  Task t;
+  t.kind = TaskKind::Collective;
+  t.stream = stream;
+  t.collective = kind;
+  t.group = group;
+  t.placement = where;
+  t.bytes = bytes;
+  t.count = count;
+  t.name = std::move(name);
+  t.deps = std::move(deps);
+  return t;
+}
+
+TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after,
+                                          int passes) {
+  TaskDeps ids;
+  auto what = [&](std::string_view kind) {
+    return names_ ? named(std::string(kind) + (forward ? "F " : "B "), mb, chunk) : std::string();
+  };
+  const int layers = end - begin;
+  const StreamKind stream = StreamKind::Tp;
+  const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
+  if (p_.tp > 1 && layers > 0) {
+    // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
+    // the vocabulary-parallel embedding.
+    const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
+    const Bytes full = bytes.tp;
+    if (p_.sequence_parallel) {
+      ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
+                                   what("AG tp "), {after})));
+      ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
+                                   what("RS tp "), {ids.back()})));
+    } else {
+      ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
+                                   what("AR tp "), {after})));
     }
-    optimizer();
-    return std::move(role_);
   }
+  if (p_.cp > 1 && layers > 0) {
+    // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
+    const Bytes kv = bytes.cp;
+    ids.push_back(
+        add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
+                       cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
+  }
+  const int moe = moe_layers(begin, end);
+  if (m_.moe && p_.ep > 1 && moe > 0) {
+    // Dispatch and combine: each token's hidden state to its top_k experts and back.
+    const Bytes sent = bytes.ep;
+    ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes, stream,
+                                 what("A2A ep "), {after})));
+  }
+  return ids;
+}
 
- private:
-  int add(Task task) {
-    role_.tasks.push_back(std::move(task));
-    return static_cast<int>(role_.tasks.size()) - 1;
+TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
+                                        int passes) {
+  for (int d : previous_compute_)
+    if (!compute.deps.contains(d)) compute.deps.push_back(d);
+  TaskDeps deps;
+  if (p_.overlap_tp) deps = compute.deps;
+  const int id = add(std::move(compute));
+  // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
+  const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
+  for (int c : comm) {
+    auto& d = role_.tasks[c].deps;
+    d.remove(-1);
+    if (p_.overlap_tp && c == comm.front()) d = deps;
   }
+  TaskDeps done{id};
+  if (!comm.empty()) done.push_back(comm.back());
+  if (p_.overlap_tp)
+    for (size_t i = 0; i + 1 < comm.size(); ++i) done.push_back(comm[i]);
+  previous_compute_ = done;
+  return done;
+}
 
-  // "mb<mb> c<chunk>", written in place: lowering names every task, and the temporaries of string
-  // concatenation were a tenth of its time.
-  static std::string tag(int mb, int chunk) {
-    // Two ints take at most 22 characters: the space left is never short.
-    char buf[32] = {'m', 'b'};
-    char* p = std::to_chars(buf + 2, buf + 14, mb).ptr;
-    p[0] = ' ', p[1] = 'c';
-    p = std::to_chars(p + 2, buf + sizeof buf, chunk).ptr;
-    return std::string(buf, p);
-  }
-  // prefix + tag(mb, chunk), with one allocation at most; empty when the caller wants no names.
-  std::string named(std::string_view prefix, int mb, int chunk) const {
-    if (!names_) return {};
-    const std::string t = tag(mb, chunk);
-    std::string out;
-    out.reserve(prefix.size() + t.size());
-    out.append(prefix).append(t);
-    return out;
-  }
-  // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the DP ranks that hold
-  // it (EP is carved out of dp).
-  int replicas() const { return p_.dp * p_.cp; }
-  int expert_replicas() const { return replicas() / p_.ep; }
-  bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
-  size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
-  const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
+int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {
+  Task t;
+  t.kind = kind;
+  t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
+  t.direction = dir;
+  t.microbatch = mb;
+  t.chunk = chunk;
+  t.bytes = boundary_bytes();
+  const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
+  t.peer = other_chunk % p_.pp;
+  t.peer_same_node =
+      pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
+  t.name = named(kind == TaskKind::Send ? (dir == Direction::Forward ? "send F " : "send B ")
+                                        : (dir == Direction::Forward ? "recv F " : "recv B "),
+                 mb, chunk);
+  t.deps = std::move(deps);
+  return add(std::move(t));
+}
 
-  cost::LayerWork layer_work() const {
-    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision, t_.attention};
-  }
+int RoleBuilder::zero3_gather(int mb, int chunk, bool forward) {
+  TaskDeps deps;
+  if (!previous_compute_.empty()) deps.push_back(previous_compute_.front());
+  Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, chunk_weights(chunk), 1, StreamKind::Dp,
+                      named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), std::move(deps));
+  t.alloc = t.bytes;
+  // The parameters it gathers, for which pass: the live engine gathers them.
+  t.purpose = Purpose::PassGather;
+  t.direction = forward ? Direction::Forward : Direction::Backward;
+  t.microbatch = mb;
+  t.chunk = chunk;
+  t.layer_begin = stage(chunk).layer_begin;
+  t.layer_end = stage(chunk).layer_end;
+  return add(std::move(t));
+}
 
-  int moe_layers(int begin, int end) const {
-    int n = 0;
-    for (int l = begin; l < end; ++l) n += m_.is_moe_layer(l) ? 1 : 0;
-    return n;
+void RoleBuilder::forward(int mb, int chunk) {
+  const StagePlan& st = stage(chunk);
+  TaskDeps deps;
+  if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
+  if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
+  Task f;
+  f.kind = TaskKind::Forward;
+  f.name = named("F ", mb, chunk);
+  f.microbatch = mb;
+  f.chunk = chunk;
+  f.layer_begin = st.layer_begin;
+  f.layer_end = st.layer_end;
+  f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
+  f.alloc = activations(chunk);
+  if (p_.zero == 3) f.free = chunk_weights(chunk);
+  f.deps = deps;
+  const TaskDeps done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
+  forward_done_[forward_slot(mb, chunk)] = done;
+  if (p_.offload_activations) {
+    Task out;
+    out.kind = TaskKind::Copy;
+    out.stream = StreamKind::Copy;
+    out.to_host = true;
+    out.bytes = activations(chunk);
+    out.free = out.bytes;
+    out.name = named("copy d2h act ", mb, chunk);
+    out.purpose = Purpose::ActivationOffload;
+    out.microbatch = mb;  // whose activations: the live engine moves them
+    out.chunk = chunk;
+    out.deps = {done.front()};
+    add(std::move(out));
   }
+  if (!last_chunk(chunk)) p2p(TaskKind::Send, Direction::Forward, mb, chunk, done);
+}
 
-  // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
-  // every micro-batch's pass through a chunk does the same work, so it is costed once.
-  cost::KernelCost pass_work(int begin, int end, bool forward, bool with_embedding, bool with_head) {
-    const auto key = std::tuple{begin, end, forward, with_embedding, with_head};
-    auto known = pass_work_.find(key);
-    if (known == pass_work_.end())
-      known = pass_work_.emplace(key, layers_work(begin, end, forward, with_embedding, with_head)).first;
-    return known->second;
+void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
+  const StagePlan& st = stage(chunk);
+  const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
+  TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
+  if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
+  if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
+  if (p_.offload_activations) {
+    Task in;
+    in.kind = TaskKind::Copy;
+    in.stream = StreamKind::Copy;
+    in.bytes = activations(chunk);
+    in.alloc = in.bytes;
+    in.name = named("copy h2d act ", mb, chunk);
+    in.purpose = Purpose::ActivationOffload;
+    in.microbatch = mb;
+    in.chunk = chunk;
+    // Prefetched one backward ahead: the copy starts once the compute stream has reached the backward
+    // before this one (and runs beside it), not with every other h2d copy after the last forward's d2h,
+    // which would bring all offloaded activations back at once.
+    if (before_previous_backward_ >= 0) in.deps = {before_previous_backward_};
+    deps.push_back(add(std::move(in)));
   }
-  cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const {
-    const auto w = layer_work();
-    const int moe = moe_layers(begin, end), dense = end - begin - moe;
-    cost::KernelCost k;
-    if (dense)
-      k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
-    if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
-    if (with_embedding) k += cost::embedding_forward(m_, w);
-    if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
-    return k;
+  before_previous_backward_ = before_this;
+  Bytes working_set;
+  if (st.recompute != Recompute::None) {
+    Task r;
+    r.kind = TaskKind::Recompute;
+    r.name = named("R ", mb, chunk);
+    r.microbatch = mb;
+    r.chunk = chunk;
+    r.layer_begin = st.layer_begin;
+    r.layer_end = st.layer_end;
+    if (st.recompute == Recompute::Full) {
+      r.work = pass_work(st.layer_begin, st.layer_end, true, false, false);
+    } else {
+      r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
+    }
+    r.recompute_flops = r.work.gemm_flops;
+    // The layer being recomputed, until the backward's last segment has used it.
+    r.alloc = working_set = recompute_working_set(chunk);
+    r.deps = deps;
+    // Full recompute repeats the forward's collectives too.
+    deps = st.recompute == Recompute::Full
+               ? compute_with_comm(std::move(r), chunk, st.layer_begin, st.layer_end, true, mb, 1)
+               : TaskDeps{add(std::move(r))};
   }
+  // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
+  // its layers are done (when DP overlap is on).
+  std::vector<std::pair<int, int>> segments{{st.layer_end, st.layer_begin}};
+  if (final_microbatch && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const auto [hi, lo] = segments[i];
+    Task b;
+    b.kind = TaskKind::Backward;
+    b.microbatch = mb;
+    b.chunk = chunk;
+    b.layer_begin = lo;
+    b.layer_end = hi;
+    b.name = named("B ", mb, chunk) +
+             (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
+    const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
+    b.work = pass_work(lo, hi, false, embedding, head);
+    if (i + 1 == segments.size())
+      b.free = activations(chunk) + working_set + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
+    b.deps = deps;
+    deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
+    if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
+  }
+  if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
+}
 
-  // One micro-batch's activations held by a chunk (worked out once per chunk).
-  Bytes activations(int chunk) {
-    if (activations_.empty()) activations_.resize(p_.chunks());
-    if (!activations_[chunk]) activations_[chunk] = chunk_activations(chunk);
-    return *activations_[chunk];
-  }
-  Bytes chunk_activations(int chunk) const {
-    const StagePlan& st = stage(chunk);
-    const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
-                                   p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
-    Bytes total;
-    for (int l = st.layer_begin; l < st.layer_end; ++l)
-      total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
-    if (chunk == 0) total += cost::embedding_activation_bytes(m_, a);
-    if (last_chunk(chunk)) total += cost::head_activation_bytes(m_, a);
-    return total;
-  }
+void RoleBuilder::parameters_and_buckets() {
+  RankParameters held = plan_rank_parameters(p_, m_, t_.precision, rank_);
+  chunk_params_ = std::move(held.per_chunk);
+  role_.parameters = held.total;
+  experts_ = held.experts;
+  buckets_ = std::move(held.buckets);
+  for (const GradientBucket& b : buckets_) bucket_segments_[b.chunk].push_back({b.layer_end, b.layer_begin});
+}
 
-  // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
-  Bytes recompute_working_set(int chunk) const {
-    const StagePlan& st = stage(chunk);
-    const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
-                                   p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
-    Bytes most;
-    for (int l = st.layer_begin; l < st.layer_end; ++l)
-      most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));
-    return most;
-  }
-
-  // One rank's share of an activation tensor of the micro-batch (b x s/cp x h), split by tp under SP.
-  Bytes boundary_bytes() const {
-    double tokens = double(p_.micro_batch) * t_.seq_len / p_.cp;
-    if (p_.sequence_parallel) tokens /= p_.tp;
-    return Bytes(tokens * m_.hidden * elem_);
-  }
-
-  Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
-                  int count, StreamKind stream, std::string name, TaskDeps deps) {
+TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
+  TaskDeps ids;
+  int index = 0;
+  for (const GradientBucket& b : buckets_) {
+    const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.layer_begin}) : last_compute;
     Task t;
-    t.kind = TaskKind::Collective;
-    t.stream = stream;
-    t.collective = kind;
-    t.group = group;
-    t.placement = where;
-    t.bytes = bytes;
-    t.count = count;
-    t.name = std::move(name);
-    t.deps = std::move(deps);
-    return t;
+    if (p_.compression.kind == CompressionKind::TopK) {
+      // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
+      // (the pairs of its experts, the ranks that hold them).
+      const double pairs = p_.compression.ratio * (b.elements - b.expert_elements);
+      const double expert_pairs = p_.compression.ratio * b.expert_elements;
+      t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
+                     Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
+                     StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
+      // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
+      t.alloc = t.free = t.bytes;
+      t.purpose = Purpose::GradientTopK;
+    } else {
+      t = collective(
+          p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
+          Bytes(b.elements * elem_), 1, StreamKind::Dp,
+          names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
+          {ready});
+      t.purpose = Purpose::GradientReduce;
+    }
+    t.chunk = b.chunk;  // the layers it reduces, once a step
+    t.layer_begin = b.layer_begin;
+    t.layer_end = b.layer_end;
+    ids.push_back(add(std::move(t)));
+    ++index;
+  }
+  return ids;
+}
+
+void RoleBuilder::optimizer() {
+  // Everything the backward passes left running ends before the step.
+  TaskDeps step_deps = previous_compute_;
+  if (replicas() > 1)
+    for (int id : gradient_buckets(previous_compute_.front())) step_deps.push_back(id);
+  if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
+    // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
+    // the last stage sum their two copies (Megatron-LM's order); under ZeRO only this rank's block.
+    const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
+    const double shards = p_.zero > 0 ? replicas() : 1;
+    Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
+                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1, StreamKind::Dp,
+                          "AR embedding grads", step_deps);
+    sum.purpose = Purpose::TiedEmbeddingSum;
+    step_deps.push_back(add(std::move(sum)));
+  }
+  // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
+  const double shard = p_.zero >= 1
+                           ? (role_.parameters - experts_) / replicas() + experts_ / expert_replicas()
+                           : role_.parameters;
+  const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
+  if (p_.offload_optimizer) {
+    Task in;
+    in.kind = TaskKind::Copy;
+    in.stream = StreamKind::Copy;
+    in.bytes = Bytes(shard * k_bytes);
+    in.alloc = in.bytes;  // the step runs on the device: its state is there until the copy back
+    in.name = "copy h2d optimizer";
+    in.purpose = Purpose::OptimizerOffload;
+    in.deps = step_deps;
+    step_deps = {add(std::move(in))};
+  }
+  Task step;
+  step.kind = TaskKind::Optimizer;
+  step.name = "optimizer step";
+  step.work = cost::optimizer_step(shard, t_.optimizer, t_.precision);
+  step.deps = step_deps;
+  const int step_id = add(std::move(step));
+  if (p_.offload_optimizer) {
+    Task out;
+    out.kind = TaskKind::Copy;
+    out.stream = StreamKind::Copy;
+    out.to_host = true;
+    out.bytes = Bytes(shard * k_bytes);
+    out.free = out.bytes;
+    out.name = "copy d2h optimizer";
+    out.purpose = Purpose::OptimizerOffload;
+    out.deps = {step_id};
+    add(std::move(out));
+  }
+  if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1) {
+    Task gather = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_),
+                             1, StreamKind::Dp, "AG dp params", {step_id});
+    gather.purpose = Purpose::ParameterGather;  // every parameter of the rank (chunk -1)
+    add(std::move(gather));
   }
 
-  // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
-  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after, int passes) {
-    TaskDeps ids;
-    auto what = [&](std::string_view kind) {
-      return names_ ? named(std::string(kind) + (forward ? "F " : "B "), mb, chunk) : std::string();
-    };
-    const int layers = end - begin;
-    const StreamKind stream = StreamKind::Tp;
-    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
-    if (p_.tp > 1 && layers > 0) {
-      // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
-      // the vocabulary-parallel embedding.
-      const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      const Bytes full = bytes.tp;
-      if (p_.sequence_parallel) {
-        ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
-                                     what("AG tp "), {after})));
-        ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
-                                     what("RS tp "), {ids.back()})));
-      } else {
-        ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
-                                     what("AR tp "), {after})));
-      }
-    }
-    if (p_.cp > 1 && layers > 0) {
-      // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
-      const Bytes kv = bytes.cp;
-      ids.push_back(
-          add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
-                         cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
-    }
-    const int moe = moe_layers(begin, end);
-    if (m_.moe && p_.ep > 1 && moe > 0) {
-      // Dispatch and combine: each token's hidden state to its top_k experts and back.
-      const Bytes sent = bytes.ep;
-      ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
-                                   stream, what("A2A ep "), {after})));
-    }
-    return ids;
+  const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
+                                                                   p_.zero, t_.optimizer, t_.precision);
+  const cost::ModelStateBytes experts =
+      cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, t_.optimizer, t_.precision);
+  role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
+                 dense.optimizer + experts.optimizer};
+  if (p_.offload_optimizer) {
+    role_.host_state = role_.state.optimizer;
+    role_.state.optimizer = Bytes(0);
   }
+  // A PP send and receive buffer each way. The DP buckets reduce in place, in the gradient buffer
+  // (as Megatron-LM's and PyTorch DDP's do); top-k's error feedback keeps a residual per gradient.
+  role_.buffers = (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0)) +
+                  cost::compression_buffer_bytes(p_.compression, role_.parameters, replicas());
+}
 
-  // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
-  // Every compute task also waits for the previous one's collectives: a layer needs its input reduced.
-  TaskDeps compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb, int passes) {
-    for (int d : previous_compute_)
-      if (!compute.deps.contains(d)) compute.deps.push_back(d);
-    TaskDeps deps;
-    if (p_.overlap_tp) deps = compute.deps;
-    const int id = add(std::move(compute));
-    // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
-    const TaskDeps comm =
-        model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
-    for (int c : comm) {
-      auto& d = role_.tasks[c].deps;
-      d.remove(-1);
-      if (p_.overlap_tp && c == comm.front()) d = deps;
-    }
-    TaskDeps done{id};
-    if (!comm.empty()) done.push_back(comm.back());
-    if (p_.overlap_tp)
-      for (size_t i = 0; i + 1 < comm.size(); ++i) done.push_back(comm[i]);
-    previous_compute_ = done;
-    return done;
-  }
-
-  int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {
-    Task t;
-    t.kind = kind;
-    t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
-    t.direction = dir;
-    t.microbatch = mb;
-    t.chunk = chunk;
-    t.bytes = boundary_bytes();
-    const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
-    t.peer = other_chunk % p_.pp;
-    t.peer_same_node =
-        pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
-    t.name = named(kind == TaskKind::Send ? (dir == Direction::Forward ? "send F " : "send B ")
-                                          : (dir == Direction::Forward ? "recv F " : "recv B "),
-                   mb, chunk);
-    t.deps = std::move(deps);
-    return add(std::move(t));
-  }
-
-  // ZeRO 3: the chunk's whole weights, gathered into a copy beside the rank's shard (alloc) that the
-  // pass frees when it ends. One copy at a time: the gather waits for the pass before it, whose copy
-  // it replaces (the live engine holds no second one).
-  Bytes chunk_weights(int chunk) { return Bytes(chunk_params_[chunk] * elem_); }
-  int zero3_gather(int mb, int chunk, bool forward) {
-    TaskDeps deps;
-    if (!previous_compute_.empty()) deps.push_back(previous_compute_.front());
-    Task t =
-        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, chunk_weights(chunk), 1, StreamKind::Dp,
-                   named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), std::move(deps));
-    t.alloc = t.bytes;
-    // The parameters it gathers, for which pass: the live engine gathers them.
-    t.purpose = Purpose::PassGather;
-    t.direction = forward ? Direction::Forward : Direction::Backward;
-    t.microbatch = mb;
-    t.chunk = chunk;
-    t.layer_begin = stage(chunk).layer_begin;
-    t.layer_end = stage(chunk).layer_end;
-    return add(std::move(t));
-  }
-
-  void forward(int mb, int chunk) {
-    const StagePlan& st = stage(chunk);
-    TaskDeps deps;
-    if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
-    if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
-    Task f;
-    f.kind = TaskKind::Forward;
-    f.name = named("F ", mb, chunk);
-    f.microbatch = mb;
-    f.chunk = chunk;
-    f.layer_begin = st.layer_begin;
-    f.layer_end = st.layer_end;
-    f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
-    f.alloc = activations(chunk);
-    if (p_.zero == 3) f.free = chunk_weights(chunk);
-    f.deps = deps;
-    const TaskDeps done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
-    forward_done_[forward_slot(mb, chunk)] = done;
-    if (p_.offload_activations) {
-      Task out;
-      out.kind = TaskKind::Copy;
-      out.stream = StreamKind::Copy;
-      out.to_host = true;
-      out.bytes = activations(chunk);
-      out.free = out.bytes;
-      out.name = named("copy d2h act ", mb, chunk);
-      out.purpose = Purpose::ActivationOffload;
-      out.microbatch = mb;  // whose activations: the live engine moves them
-      out.chunk = chunk;
-      out.deps = {done.front()};
-      add(std::move(out));
-    }
-    if (!last_chunk(chunk)) p2p(TaskKind::Send, Direction::Forward, mb, chunk, done);
-  }
-
-  void backward(int mb, int chunk, bool final_microbatch) {
-    const StagePlan& st = stage(chunk);
-    const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
-    TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
-    if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
-    if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
-    if (p_.offload_activations) {
-      Task in;
-      in.kind = TaskKind::Copy;
-      in.stream = StreamKind::Copy;
-      in.bytes = activations(chunk);
-      in.alloc = in.bytes;
-      in.name = named("copy h2d act ", mb, chunk);
-      in.purpose = Purpose::ActivationOffload;
-      in.microbatch = mb;
-      in.chunk = chunk;
-      // Prefetched one backward ahead: the copy starts once the compute stream has reached the backward
-      // before this one (and runs beside it), not with every other h2d copy after the last forward's d2h,
-      // which would bring all offloaded activations back at once.
-      if (before_previous_backward_ >= 0) in.deps = {before_previous_backward_};
-      deps.push_back(add(std::move(in)));
-    }
-    before_previous_backward_ = before_this;
-    Bytes working_set;
-    if (st.recompute != Recompute::None) {
-      Task r;
-      r.kind = TaskKind::Recompute;
-      r.name = named("R ", mb, chunk);
-      r.microbatch = mb;
-      r.chunk = chunk;
-      r.layer_begin = st.layer_begin;
-      r.layer_end = st.layer_end;
-      if (st.recompute == Recompute::Full) {
-        r.work = pass_work(st.layer_begin, st.layer_end, true, false, false);
-      } else {
-        r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
-      }
-      r.recompute_flops = r.work.gemm_flops;
-      // The layer being recomputed, until the backward's last segment has used it.
-      r.alloc = working_set = recompute_working_set(chunk);
-      r.deps = deps;
-      // Full recompute repeats the forward's collectives too.
-      deps = st.recompute == Recompute::Full
-                 ? compute_with_comm(std::move(r), chunk, st.layer_begin, st.layer_end, true, mb, 1)
-                 : TaskDeps{add(std::move(r))};
-    }
-    // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
-    // its layers are done (when DP overlap is on).
-    std::vector<std::pair<int, int>> segments{{st.layer_end, st.layer_begin}};
-    if (final_microbatch && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
-    for (size_t i = 0; i < segments.size(); ++i) {
-      const auto [hi, lo] = segments[i];
-      Task b;
-      b.kind = TaskKind::Backward;
-      b.microbatch = mb;
-      b.chunk = chunk;
-      b.layer_begin = lo;
-      b.layer_end = hi;
-      b.name = named("B ", mb, chunk) +
-               (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
-      const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
-      b.work = pass_work(lo, hi, false, embedding, head);
-      if (i + 1 == segments.size())
-        b.free = activations(chunk) + working_set + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
-      b.deps = deps;
-      deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
-      if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
-    }
-    if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
-  }
-
-  // Parameters per chunk on this rank and its DP buckets (plan/ir/buckets.hpp); each chunk's final
-  // backward is cut where its buckets end.
-  void parameters_and_buckets() {
-    RankParameters held = plan_rank_parameters(p_, m_, t_.precision, rank_);
-    chunk_params_ = std::move(held.per_chunk);
-    role_.parameters = held.total;
-    experts_ = held.experts;
-    buckets_ = std::move(held.buckets);
-    for (const GradientBucket& b : buckets_)
-      bucket_segments_[b.chunk].push_back({b.layer_end, b.layer_begin});
-  }
-
-  // One task per DP bucket, each as soon as its layers' gradients are final (with DP overlap; else
-  // after the last backward): returns their ids.
-  TaskDeps gradient_buckets(int last_compute) {
-    TaskDeps ids;
-    int index = 0;
-    for (const GradientBucket& b : buckets_) {
-      const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.layer_begin}) : last_compute;
-      Task t;
-      if (p_.compression.kind == CompressionKind::TopK) {
-        // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
-        // (the pairs of its experts, the ranks that hold them).
-        const double pairs = p_.compression.ratio * (b.elements - b.expert_elements);
-        const double expert_pairs = p_.compression.ratio * b.expert_elements;
-        t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
-                       Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
-                       StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
-        // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
-        t.alloc = t.free = t.bytes;
-        t.purpose = Purpose::GradientTopK;
-      } else {
-        t = collective(
-            p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
-            Bytes(b.elements * elem_), 1, StreamKind::Dp,
-            names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
-            {ready});
-        t.purpose = Purpose::GradientReduce;
-      }
-      t.chunk = b.chunk;  // the layers it reduces, once a step
-      t.layer_begin = b.layer_begin;
-      t.layer_end = b.layer_end;
-      ids.push_back(add(std::move(t)));
-      ++index;
-    }
-    return ids;
-  }
-
-  void optimizer() {
-    // Everything the backward passes left running ends before the step.
-    TaskDeps step_deps = previous_compute_;
-    if (replicas() > 1)
-      for (int id : gradient_buckets(previous_compute_.front())) step_deps.push_back(id);
-    if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
-      // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
-      // the last stage sum their two copies (Megatron-LM's order); under ZeRO only this rank's block.
-      const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
-      const double shards = p_.zero > 0 ? replicas() : 1;
-      Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                            Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1, StreamKind::Dp,
-                            "AR embedding grads", step_deps);
-      sum.purpose = Purpose::TiedEmbeddingSum;
-      step_deps.push_back(add(std::move(sum)));
-    }
-    // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
-    const double shard = p_.zero >= 1
-                             ? (role_.parameters - experts_) / replicas() + experts_ / expert_replicas()
-                             : role_.parameters;
-    const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
-    if (p_.offload_optimizer) {
-      Task in;
-      in.kind = TaskKind::Copy;
-      in.stream = StreamKind::Copy;
-      in.bytes = Bytes(shard * k_bytes);
-      in.alloc = in.bytes;  // the step runs on the device: its state is there until the copy back
-      in.name = "copy h2d optimizer";
-      in.purpose = Purpose::OptimizerOffload;
-      in.deps = step_deps;
-      step_deps = {add(std::move(in))};
-    }
-    Task step;
-    step.kind = TaskKind::Optimizer;
-    step.name = "optimizer step";
-    step.work = cost::optimizer_step(shard, t_.optimizer, t_.precision);
-    step.deps = step_deps;
-    const int step_id = add(std::move(step));
-    if (p_.offload_optimizer) {
-      Task out;
-      out.kind = TaskKind::Copy;
-      out.stream = StreamKind::Copy;
-      out.to_host = true;
-      out.bytes = Bytes(shard * k_bytes);
-      out.free = out.bytes;
-      out.name = "copy d2h optimizer";
-      out.purpose = Purpose::OptimizerOffload;
-      out.deps = {step_id};
-      add(std::move(out));
-    }
-    if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1) {
-      Task gather = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_),
-                               1, StreamKind::Dp, "AG dp params", {step_id});
-      gather.purpose = Purpose::ParameterGather;  // every parameter of the rank (chunk -1)
-      add(std::move(gather));
-    }
-
-    const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
-                                                                     p_.zero, t_.optimizer, t_.precision);
-    const cost::ModelStateBytes experts =
-        cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, t_.optimizer, t_.precision);
-    role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
-                   dense.optimizer + experts.optimizer};
-    if (p_.offload_optimizer) {
-      role_.host_state = role_.state.optimizer;
-      role_.state.optimizer = Bytes(0);
-    }
-    // A PP send and receive buffer each way. The DP buckets reduce in place, in the gradient buffer
-    // (as Megatron-LM's and PyTorch DDP's do); top-k's error feedback keeps a residual per gradient.
-    role_.buffers = (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0)) +
-                    cost::compression_buffer_bytes(p_.compression, role_.parameters, replicas());
-  }
-
-  const Plan& p_;
-  const ModelSpec& m_;
-  const ClusterSpec& c_;
-  const TrainingSpec& t_;
-  const int rank_;
-  const bool names_;
-  const PoolSpec* pool_ = nullptr;
-  cost::GroupPlacement tp_, cp_, dp_, ep_;
-  long long pp_stride_ = 1;
-  double elem_ = 2;
-  Role role_;
-  std::map<int, double> chunk_params_;
-  double experts_ = 0;  // of role_.parameters, experts' under EP
-  std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
-  std::map<std::pair<int, int>, int> segment_done_;
-  std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
-  std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
-  std::vector<std::optional<Bytes>> activations_;  // by chunk
-  TaskDeps previous_compute_;
-  int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
-  std::vector<GradientBucket> buckets_;
-};
-
-}  // namespace
+}  // namespace lowering
 
 size_t Program::task_count() const {
   size_t n = 0;
@@ -593,7 +473,8 @@ Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& clust
   program.model_flops_per_iteration =
       Flops(training_flops_per_token(model, training.seq_len) * program.tokens_per_iteration);
   for (int r = 0; r < plan.pp; ++r)
-    program.roles.push_back(RoleBuilder(plan, model, cluster, training, r, options.task_names).build());
+    program.roles.push_back(
+        lowering::RoleBuilder(plan, model, cluster, training, r, options.task_names).build());
   return program;
 }
 

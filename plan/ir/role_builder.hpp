@@ -1,0 +1,171 @@
+// The builder of one Program role, shared by lowering's files (lower.cpp: the passes, the collectives and
+// the step; lower_sharded.cpp: ZeRO 2 and 3 as they run per layer and per micro-batch). Internal to
+// plan/ir: lower() in program.hpp is the interface.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "plan/ir/buckets.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/topology/rank_order.hpp"
+
+namespace paratwin::lowering {
+
+using cost::CollectiveKind;
+
+// Where `n` members `stride` ranks apart sit on nodes of the pool.
+cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster);
+
+class RoleBuilder {
+ public:
+  RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank,
+              bool names)
+      : p_(p), m_(m), c_(c), t_(t), rank_(rank), names_(names) {
+    role_.pipeline_rank = rank;
+    role_.pool = p.stages[rank].pool;
+    role_.instances = p.dp * p.tp * p.cp;
+    for (const auto& pool : c.pools)
+      if (pool.name == role_.pool) pool_ = &pool;
+    tp_ = group_placement(p, GroupKind::Tp, *pool_, c);
+    cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
+    dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
+    ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
+    pp_stride_ = rank_strides(p).pp;
+    elem_ = cost::element_bytes(t.precision);
+  }
+
+  Role build();
+
+ private:
+  int add(Task task) {
+    role_.tasks.push_back(std::move(task));
+    return static_cast<int>(role_.tasks.size()) - 1;
+  }
+
+  // "mb<mb> c<chunk>", written in place: lowering names every task, and the temporaries of string
+  // concatenation were a tenth of its time.
+  static std::string tag(int mb, int chunk) {
+    // Two ints take at most 22 characters: the space left is never short.
+    char buf[32] = {'m', 'b'};
+    char* p = std::to_chars(buf + 2, buf + 14, mb).ptr;
+    p[0] = ' ', p[1] = 'c';
+    p = std::to_chars(p + 2, buf + sizeof buf, chunk).ptr;
+    return std::string(buf, p);
+  }
+  // prefix + tag(mb, chunk), with one allocation at most; empty when the caller wants no names.
+  std::string named(std::string_view prefix, int mb, int chunk) const {
+    if (!names_) return {};
+    const std::string t = tag(mb, chunk);
+    std::string out;
+    out.reserve(prefix.size() + t.size());
+    out.append(prefix).append(t);
+    return out;
+  }
+  // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the DP ranks that hold
+  // it (EP is carved out of dp).
+  int replicas() const { return p_.dp * p_.cp; }
+  int expert_replicas() const { return replicas() / p_.ep; }
+  bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
+  size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
+  const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
+
+  cost::LayerWork layer_work() const {
+    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision, t_.attention};
+  }
+
+  int moe_layers(int begin, int end) const {
+    int n = 0;
+    for (int l = begin; l < end; ++l) n += m_.is_moe_layer(l) ? 1 : 0;
+    return n;
+  }
+
+  // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
+  // every micro-batch's pass through a chunk does the same work, so it is costed once.
+  cost::KernelCost pass_work(int begin, int end, bool forward, bool with_embedding, bool with_head) {
+    const auto key = std::tuple{begin, end, forward, with_embedding, with_head};
+    auto known = pass_work_.find(key);
+    if (known == pass_work_.end())
+      known = pass_work_.emplace(key, layers_work(begin, end, forward, with_embedding, with_head)).first;
+    return known->second;
+  }
+  cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const;
+
+  // One micro-batch's activations held by a chunk (worked out once per chunk).
+  Bytes activations(int chunk) {
+    if (activations_.empty()) activations_.resize(p_.chunks());
+    if (!activations_[chunk]) activations_[chunk] = chunk_activations(chunk);
+    return *activations_[chunk];
+  }
+  Bytes chunk_activations(int chunk) const;
+
+  // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
+  Bytes recompute_working_set(int chunk) const;
+
+  // One rank's share of an activation tensor of the micro-batch (b x s/cp x h), split by tp under SP.
+  Bytes boundary_bytes() const {
+    double tokens = double(p_.micro_batch) * t_.seq_len / p_.cp;
+    if (p_.sequence_parallel) tokens /= p_.tp;
+    return Bytes(tokens * m_.hidden * elem_);
+  }
+
+  Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
+                  int count, StreamKind stream, std::string name, TaskDeps deps);
+
+  // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
+  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after, int passes);
+
+  // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
+  // Every compute task also waits for the previous one's collectives: a layer needs its input reduced.
+  TaskDeps compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb, int passes);
+
+  int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps);
+
+  // ZeRO 3: the chunk's whole weights, gathered into a copy beside the rank's shard (alloc) that the
+  // pass frees when it ends. One copy at a time: the gather waits for the pass before it, whose copy
+  // it replaces (the live engine holds no second one).
+  Bytes chunk_weights(int chunk) { return Bytes(chunk_params_[chunk] * elem_); }
+  int zero3_gather(int mb, int chunk, bool forward);
+
+  void forward(int mb, int chunk);
+
+  void backward(int mb, int chunk, bool final_microbatch);
+
+  // Parameters per chunk on this rank and its DP buckets (plan/ir/buckets.hpp); each chunk's final
+  // backward is cut where its buckets end.
+  void parameters_and_buckets();
+
+  // One task per DP bucket, each as soon as its layers' gradients are final (with DP overlap; else
+  // after the last backward): returns their ids.
+  TaskDeps gradient_buckets(int last_compute);
+
+  void optimizer();
+
+  const Plan& p_;
+  const ModelSpec& m_;
+  const ClusterSpec& c_;
+  const TrainingSpec& t_;
+  const int rank_;
+  const bool names_;
+  const PoolSpec* pool_ = nullptr;
+  cost::GroupPlacement tp_, cp_, dp_, ep_;
+  long long pp_stride_ = 1;
+  double elem_ = 2;
+  Role role_;
+  std::map<int, double> chunk_params_;
+  double experts_ = 0;  // of role_.parameters, experts' under EP
+  std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
+  std::map<std::pair<int, int>, int> segment_done_;
+  std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
+  std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
+  std::vector<std::optional<Bytes>> activations_;  // by chunk
+  TaskDeps previous_compute_;
+  int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
+  std::vector<GradientBucket> buckets_;
+};
+
+}  // namespace paratwin::lowering
