@@ -199,12 +199,12 @@ BOOST_AUTO_TEST_CASE(groups_on_a_one_node_pool_never_cross_nodes) {
   BOOST_TEST(r.eval.iteration_time_s < 1.0);
 }
 
-// ZeRO 1 shards the optimizer state and 3 the weights; the Program reduce-scatters the gradients once,
-// after the last backward, so ZeRO 2 and 3 hold the whole gradient buffer as ZeRO 1 does. ZeRO 3's
-// passes each hold a gathered copy of the chunk's weights (the gather allocates it, the pass frees
-// it), one at a time.
+// ZeRO 1 shards the optimizer state, 2 the gradients too (reduce-scattered every micro-batch) and 3
+// the weights as well. ZeRO 3 gathers one layer at a time (the gather allocates it, the pass frees it),
+// the next one prefetched: beside the activations it holds at most two gathered layers and one layer's
+// unsharded gradients, never the whole model.
 BOOST_AUTO_TEST_CASE(zero_stages_shrink_model_state_memory_in_order) {
-  double previous = 1e300, previous_peak = 0;
+  double previous = 1e300, zero1_peak = 0;
   for (int zero = 0; zero <= 3; ++zero) {
     const Run r = run(std::string("model: gpt3-7.5b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
                           "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 16, micro_batch: 1}\n",
@@ -212,12 +212,15 @@ BOOST_AUTO_TEST_CASE(zero_stages_shrink_model_state_memory_in_order) {
     const Role& role = r.program.roles[0];
     const double state = role.state.total().value();
     BOOST_TEST_INFO("ZeRO " << zero);
-    BOOST_TEST((zero == 2 ? state == previous : state < previous));
+    BOOST_TEST(state < previous);
     previous = state;
-    // Beside the activations of ZeRO 0-2, ZeRO 3 holds the bf16 weights of the whole chunk (pp = 1).
     const double peak = r.eval.roles[0].activations_peak.value();
-    if (zero == 3) BOOST_TEST(peak >= previous_peak + role.parameters * 2);
-    previous_peak = peak;
+    if (zero == 1) zero1_peak = peak;
+    if (zero == 3) {  // ZeRO 1 holds no gathered layer (ZeRO 2 holds a bucket's gradients instead)
+      const double layer = role.parameters / 32 * 2;  // one of gpt3-7.5b's 32 layers, bf16 (about)
+      BOOST_TEST(peak > zero1_peak + layer / 2);
+      BOOST_TEST(peak < zero1_peak + 4 * layer);
+    }
   }
 }
 
@@ -335,23 +338,28 @@ BOOST_AUTO_TEST_CASE(every_lowered_layout_verifies_and_its_buckets_cover_each_la
     BOOST_TEST_CONTEXT(plan) {
       BOOST_TEST(joined(verify(r.program)) == "");
       for (const Role& role : r.program.roles) {
-        // The buckets' spans, laid side by side, are the role's layers, each once.
+        // The buckets' spans, laid side by side, are the role's layers, each once a step, or once a
+        // micro-batch where ZeRO 2 and 3 reduce-scatter every micro-batch's gradients.
+        const bool every = (r.plan.zero == 2 || r.plan.zero == 3) &&
+                           r.plan.compression.kind == CompressionKind::None;
         std::vector<int> reduced;
         for (Purpose p : {Purpose::GradientReduce, Purpose::GradientTopK})
           for (size_t i : tasks_for(role, p))
             for (int l = role.tasks[i].layer_begin; l < role.tasks[i].layer_end; ++l) reduced.push_back(l);
         std::sort(reduced.begin(), reduced.end());
         std::vector<int> layers;
-        for (int c = role.pipeline_rank; c < r.plan.chunks(); c += r.plan.pp)
-          for (int l = r.plan.stages[size_t(c)].layer_begin; l < r.plan.stages[size_t(c)].layer_end; ++l)
-            layers.push_back(l);
+        for (int mb = 0; mb < (every ? r.plan.num_microbatches : 1); ++mb)
+          for (int c = role.pipeline_rank; c < r.plan.chunks(); c += r.plan.pp)
+            for (int l = r.plan.stages[size_t(c)].layer_begin; l < r.plan.stages[size_t(c)].layer_end; ++l)
+              layers.push_back(l);
         std::sort(layers.begin(), layers.end());
         BOOST_TEST(reduced == layers);
         BOOST_TEST(tasks_for(role, Purpose::ParameterGather).size() ==
                    (r.plan.zero == 1 || r.plan.zero == 2 ? 1u : 0u));
-        // ZeRO 3: one gather before each forward and each backward of every micro-batch's chunk.
+        // ZeRO 3: one gather of each layer before each forward and each backward of every micro-batch.
         BOOST_TEST(tasks_for(role, Purpose::PassGather).size() ==
-                   (r.plan.zero == 3 ? size_t(2 * r.plan.num_microbatches * r.plan.virtual_stages) : 0u));
+                   (r.plan.zero == 3 ? size_t(2 * r.plan.num_microbatches) * layers.size() / r.plan.num_microbatches
+                                     : 0u));
       }
     }
   }
@@ -391,6 +399,6 @@ BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
   const std::string zero3 = joined(verify(z.program));
   BOOST_TEST_MESSAGE(zero3);
   BOOST_TEST(zero3.find("has no purpose") != std::string::npos);
-  BOOST_TEST(zero3.find("'F mb0 c0': runs layer 0 without a ZeRO-3 gather of it before") !=
+  BOOST_TEST(zero3.find("'F mb0 c0 L0': runs layer 0 without a ZeRO-3 gather of it before") !=
              std::string::npos);
 }

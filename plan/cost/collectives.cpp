@@ -73,7 +73,7 @@ struct Level {
 // A collective of `p` GPUs of one node on n bytes from the fabric's nccl-tests curve: n x 2(p-1)/p
 // / busbw(n) for an all-reduce, n x (p-1)/p / busbw(n) for the others.
 std::optional<Seconds> measured_time(CollectiveKind kind, Bytes n, int p, const IntraNodeSpec& fabric) {
-  if (p <= 1) return Seconds(0);
+  if (p <= 1 || n.value() <= 0) return Seconds(0);
   const auto busbw = measured_busbw(kind, n, fabric);
   if (!busbw) return std::nullopt;
   const double factor = (kind == CollectiveKind::AllReduce ? 2.0 : 1.0) * (p - 1) / p;

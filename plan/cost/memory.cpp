@@ -34,10 +34,10 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
   return m;
 }
 
-ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
-                                       Precision precision) {
+ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
+                                       OptimizerKind optimizer, Precision precision) {
   ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision);
-  m.gradients = model_state_bytes(parameters, dp, 0, optimizer, precision).gradients;
+  if (!gradients_sharded) m.gradients = model_state_bytes(parameters, dp, 0, optimizer, precision).gradients;
   return m;
 }
 

@@ -36,14 +36,13 @@ double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precisio
 ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
                                   Precision precision);
 
-// What a rank of the lowered Program holds: model_state_bytes, except that under ZeRO 2 and 3 it
-// keeps the whole gradient buffer. The Program reduce-scatters each bucket once a step, after the
-// last micro-batch's backward (as Megatron-LM's distributed optimizer does, and FSDP under no_sync
-// accumulation), so every backward accumulates into the whole buffer. DeepSpeed's ZeRO 2, which holds
-// 1/dp, reduce-scatters after every micro-batch's backward instead, for num_microbatches times the DP
-// traffic.
-ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
-                                       Precision precision);
+// What a rank of the lowered Program holds: model_state_bytes, except that the gradient buffer is
+// whole unless `gradients_sharded`. ZeRO 2 and 3 reduce-scatter every micro-batch's gradients into the
+// rank's partition (DeepSpeed, FSDP; gradients_sharded), but with compression they are exchanged once a
+// step, as under ZeRO 1 (Megatron-LM's distributed optimizer), after the last micro-batch's backward,
+// so every backward accumulates into the whole buffer.
+ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
+                                       OptimizerKind optimizer, Precision precision);
 
 // Device bytes a rank keeps for gradient compression over `parameters` gradients: top-k with error
 // feedback keeps the residual not sent yet, one fp32 value per gradient; otherwise none.

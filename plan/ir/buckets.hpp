@@ -28,6 +28,9 @@ struct RankParameters {
   double total = 0;
   double experts = 0;  // of total, experts' under EP
   std::vector<GradientBucket> buckets;
+  // Per layer of the rank's chunks: its parameters, the model's first layer with the embedding (and
+  // learned positions) and the last with the head; of them, experts' under EP. ZeRO 3's units.
+  std::map<int, double> per_layer, per_layer_experts;
 };
 
 // `plan` must be verified (verify() in plan/ir/plan.hpp); bucket sizes count elements of `precision`.

@@ -214,40 +214,27 @@ int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps d
   return add(std::move(t));
 }
 
-int RoleBuilder::zero3_gather(int mb, int chunk, bool forward) {
-  TaskDeps deps;
-  if (!previous_compute_.empty()) deps.push_back(previous_compute_.front());
-  Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, chunk_weights(chunk), 1, StreamKind::Dp,
-                      named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), std::move(deps));
-  t.alloc = t.bytes;
-  // The parameters it gathers, for which pass: the live engine gathers them.
-  t.purpose = Purpose::PassGather;
-  t.direction = forward ? Direction::Forward : Direction::Backward;
-  t.microbatch = mb;
-  t.chunk = chunk;
-  t.layer_begin = stage(chunk).layer_begin;
-  t.layer_end = stage(chunk).layer_end;
-  return add(std::move(t));
-}
-
 void RoleBuilder::forward(int mb, int chunk) {
   const StagePlan& st = stage(chunk);
   TaskDeps deps;
   if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
-  if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, true));
-  Task f;
-  f.kind = TaskKind::Forward;
-  f.name = named("F ", mb, chunk);
-  f.microbatch = mb;
-  f.chunk = chunk;
-  f.layer_begin = st.layer_begin;
-  f.layer_end = st.layer_end;
-  f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
-  f.alloc = activations(chunk);
-  if (p_.zero == 3) f.free = chunk_weights(chunk);
-  f.deps = deps;
-  const TaskDeps done = compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
-  forward_done_[forward_slot(mb, chunk)] = done;
+  if (p_.zero == 3) {
+    sharded_forward(mb, chunk, std::move(deps));
+  } else {
+    Task f;
+    f.kind = TaskKind::Forward;
+    f.name = named("F ", mb, chunk);
+    f.microbatch = mb;
+    f.chunk = chunk;
+    f.layer_begin = st.layer_begin;
+    f.layer_end = st.layer_end;
+    f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
+    f.alloc = activations(chunk);
+    f.deps = deps;
+    forward_done_[forward_slot(mb, chunk)] =
+        compute_with_comm(std::move(f), chunk, st.layer_begin, st.layer_end, true, mb, 1);
+  }
+  const TaskDeps& done = forward_done_[forward_slot(mb, chunk)];
   if (p_.offload_activations) {
     Task out;
     out.kind = TaskKind::Copy;
@@ -270,7 +257,6 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
   TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
   if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
-  if (p_.zero == 3) deps.push_back(zero3_gather(mb, chunk, false));
   if (p_.offload_activations) {
     Task in;
     in.kind = TaskKind::Copy;
@@ -288,6 +274,11 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
     deps.push_back(add(std::move(in)));
   }
   before_previous_backward_ = before_this;
+  if (p_.zero == 3) {
+    deps = sharded_backward(mb, chunk, std::move(deps));
+    if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
+    return;
+  }
   Bytes working_set;
   if (st.recompute != Recompute::None) {
     Task r;
@@ -312,9 +303,11 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
                : TaskDeps{add(std::move(r))};
   }
   // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
-  // its layers are done (when DP overlap is on).
+  // its layers are done (when DP overlap is on); under ZeRO 2 every micro-batch's is, and each bucket
+  // is reduce-scattered then.
   std::vector<std::pair<int, int>> segments{{st.layer_end, st.layer_begin}};
-  if (final_microbatch && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
+  const bool every = reduces_every_microbatch();
+  if ((final_microbatch || every) && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto [hi, lo] = segments[i];
     Task b;
@@ -327,12 +320,15 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
              (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
     const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
     b.work = pass_work(lo, hi, false, embedding, head);
-    if (i + 1 == segments.size())
-      b.free = activations(chunk) + working_set + (p_.zero == 3 ? chunk_weights(chunk) : Bytes(0));
+    if (i + 1 == segments.size()) b.free = activations(chunk) + working_set;
+    if (every) b.alloc = segment_gradients(chunk, lo, hi);  // until their reduce-scatter
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
     if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
+    if (every && p_.overlap_dp) unit_reduce(mb, chunk, lo, hi, deps.front());
   }
+  if (every && !p_.overlap_dp)  // the whole pass's buckets, after it
+    for (const auto& [hi, lo] : bucket_segments_[chunk]) unit_reduce(mb, chunk, lo, hi, deps.front());
   if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
 }
 
@@ -342,6 +338,8 @@ void RoleBuilder::parameters_and_buckets() {
   role_.parameters = held.total;
   experts_ = held.experts;
   buckets_ = std::move(held.buckets);
+  unit_params_ = std::move(held.per_layer);
+  unit_experts_ = std::move(held.per_layer_experts);
   for (const GradientBucket& b : buckets_) bucket_segments_[b.chunk].push_back({b.layer_end, b.layer_begin});
 }
 
@@ -349,7 +347,8 @@ TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
   TaskDeps ids;
   int index = 0;
   for (const GradientBucket& b : buckets_) {
-    const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.layer_begin}) : last_compute;
+    const auto segment = segment_done_.find({b.chunk, b.layer_begin});  // none under ZeRO 3
+    const int ready = p_.overlap_dp && segment != segment_done_.end() ? segment->second : last_compute;
     Task t;
     if (p_.compression.kind == CompressionKind::TopK) {
       // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
@@ -382,7 +381,9 @@ TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
 void RoleBuilder::optimizer() {
   // Everything the backward passes left running ends before the step.
   TaskDeps step_deps = previous_compute_;
-  if (replicas() > 1)
+  if (reduces_every_microbatch())
+    for (int id : reduce_ids_) step_deps.push_back(id);
+  else if (replicas() > 1)
     for (int id : gradient_buckets(previous_compute_.front())) step_deps.push_back(id);
   if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
     // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
@@ -436,10 +437,12 @@ void RoleBuilder::optimizer() {
     add(std::move(gather));
   }
 
+  // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
+  const bool sharded = reduces_every_microbatch();
   const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
-                                                                   p_.zero, t_.optimizer, t_.precision);
-  const cost::ModelStateBytes experts =
-      cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, t_.optimizer, t_.precision);
+                                                                   p_.zero, sharded, t_.optimizer, t_.precision);
+  const cost::ModelStateBytes experts = cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero,
+                                                                     sharded, t_.optimizer, t_.precision);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
                  dense.optimizer + experts.optimizer};
   if (p_.offload_optimizer) {

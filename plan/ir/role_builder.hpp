@@ -3,6 +3,7 @@
 // plan/ir: lower() in program.hpp is the interface.
 #pragma once
 
+#include <charconv>
 #include <map>
 #include <optional>
 #include <string>
@@ -125,11 +126,24 @@ class RoleBuilder {
 
   int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps);
 
-  // ZeRO 3: the chunk's whole weights, gathered into a copy beside the rank's shard (alloc) that the
-  // pass frees when it ends. One copy at a time: the gather waits for the pass before it, whose copy
-  // it replaces (the live engine holds no second one).
-  Bytes chunk_weights(int chunk) { return Bytes(chunk_params_[chunk] * elem_); }
-  int zero3_gather(int mb, int chunk, bool forward);
+  // ZeRO 2 and 3 per layer and per micro-batch (lower_sharded.cpp).
+  // Whether gradients are reduce-scattered every micro-batch (ZeRO 2 and 3 without compression, which
+  // keeps its once-a-step exchange).
+  bool reduces_every_microbatch() const;
+  // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, in the training precision.
+  Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * elem_); }
+  Bytes unit_activations(int chunk, int layer) const;
+  // ZeRO 3's gather of one unit before a pass (its copy freed by the pass), after `deps`.
+  int unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
+  // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live).
+  Bytes segment_gradients(int chunk, int begin, int end) const;
+  // The reduce-scatter of layers [begin, end)'s gradients of micro-batch mb, after task `after`; it
+  // frees those gradients.
+  int unit_reduce(int mb, int chunk, int begin, int end, int after);
+  // ZeRO 3's passes, unit by unit; the forward records its tasks in forward_done_, the backward returns
+  // what the next step waits for.
+  void sharded_forward(int mb, int chunk, TaskDeps deps);
+  TaskDeps sharded_backward(int mb, int chunk, TaskDeps deps);
 
   void forward(int mb, int chunk);
 
@@ -166,6 +180,8 @@ class RoleBuilder {
   TaskDeps previous_compute_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;
+  std::map<int, double> unit_params_, unit_experts_;  // by layer (RankParameters::per_layer)
+  std::vector<int> reduce_ids_;                       // the reduce-scatters issued every micro-batch
 };
 
 }  // namespace paratwin::lowering

@@ -303,14 +303,13 @@ class Search {
   // A candidate whose simpler twin on the same partition was evaluated and fits cannot beat it (nor
   // can it enter the top list when that twin's time was past the cutoff): with
   // offload its Program has the twin's tasks plus copies the step waits for (list scheduling only gets
-  // later when tasks are added), and ZeRO-2 runs ZeRO-1's very tasks (it only holds fewer gradients),
-  // a tie that the simpler plan wins. The twin's bound is never above this one's, so it came first.
+  // later when tasks are added), a tie that the simpler plan wins. The twin's bound is never above this
+  // one's, so it came first.
   bool dominated(const Entry& e) {
     if (o_.exhaustive) return false;
     const Variant& v = e.variant;
     const bool by_offload = v.offload && cannot_win_.count(twin_key(e, {v.zero, false, v.topk, v.order}));
-    const bool by_zero1 = v.zero == 2 && cannot_win_.count(twin_key(e, {1, v.offload, v.topk, v.order}));
-    if (!by_offload && !by_zero1) return false;
+    if (!by_offload) return false;
     ++result_.dominated;
     return true;
   }

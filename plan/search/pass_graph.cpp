@@ -3,6 +3,7 @@
 #include "plan/search/pass_graph.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <utility>
@@ -106,8 +107,13 @@ const PassBounds& PassGraphBounds::bounds(ParallelLayout& layout, int microbatch
     if (graph == graphs_.end()) graph = graphs_.emplace(order_key, pass_graph(layout, microbatches)).first;
     std::vector<double> gathers;
     for (int c = 0; zero3 && c < layout.pp * layout.v; ++c) {
+      // A pass waits for its first unit's gather (one layer's; the rest are prefetched beside its
+      // compute): at least the smallest unit's.
       const int pool = layout.rank_pool[c % layout.pp];
-      const double bytes = costs_.chunk_params(layout, c, ranges[c].first, ranges[c].second) * ctx_.elem;
+      double params = std::numeric_limits<double>::infinity();
+      const std::vector<double>& prefix = layout.costs->params;  // layers only: embedding and head left out
+      for (int l = ranges[c].first; l < ranges[c].second; ++l) params = std::min(params, prefix[l + 1] - prefix[l]);
+      const double bytes = ranges[c].second > ranges[c].first ? params * ctx_.elem : 0;
       gathers.push_back(cost::collective_time(CollectiveKind::AllGather, Bytes(bytes),
                                               costs_.dp_placement(layout, pool, order),
                                               ctx_.s.cluster.pools[pool], ctx_.s.cluster)

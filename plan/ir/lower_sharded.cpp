@@ -1,0 +1,159 @@
+// ZeRO 2 and 3 as DeepSpeed and PyTorch FSDP run them.
+//
+// ZeRO 3 (FSDP full sharding): the unit is one transformer layer, the chunk's first layer with the
+// embedding and its last with the head. A unit's parameters are all-gathered right before its forward
+// and freed after it, all-gathered again before its backward, and its gradients reduce-scattered as
+// soon as its backward ends, every micro-batch: no gradient is held whole. The next unit's gather is
+// issued on the DP stream once the unit two before it has ended (FSDP's forward and backward
+// prefetch), so it overlaps the current unit's compute and at most two gathered units exist at a time.
+//
+// ZeRO 2 (DeepSpeed): every micro-batch's backward is cut where the DP buckets end, and each bucket is
+// reduce-scattered into the rank's partition as soon as its layers are done: a rank holds 1/dp of the
+// gradients. Megatron-LM's distributed optimizer (one reduce-scatter after the last micro-batch) is
+// ZeRO 1.
+#include "plan/ir/role_builder.hpp"
+
+namespace paratwin::lowering {
+
+bool RoleBuilder::reduces_every_microbatch() const {
+  return (p_.zero == 2 || p_.zero == 3) && replicas() > 1 && p_.compression.kind == CompressionKind::None;
+}
+
+Bytes RoleBuilder::unit_activations(int chunk, int layer) const {
+  const StagePlan& st = stage(chunk);
+  const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  Bytes bytes = cost::layer_activation_bytes(m_, a, m_.is_moe_layer(layer));
+  if (chunk == 0 && layer == st.layer_begin) bytes += cost::embedding_activation_bytes(m_, a);
+  if (last_chunk(chunk) && layer == st.layer_end - 1) bytes += cost::head_activation_bytes(m_, a);
+  return bytes;
+}
+
+Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
+  double elements = 0;
+  for (int l = begin; l < end; ++l) elements += unit_params_.at(l);
+  return Bytes(elements * elem_);
+}
+
+int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
+  Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, unit_bytes(layer), 1, StreamKind::Dp,
+                      names_ ? named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk) + " L" +
+                                   std::to_string(layer)
+                             : std::string(),
+                      std::move(deps));
+  t.alloc = t.bytes;  // freed by the pass that used it
+  t.purpose = Purpose::PassGather;
+  t.direction = forward ? Direction::Forward : Direction::Backward;
+  t.microbatch = mb;
+  t.chunk = chunk;
+  t.layer_begin = layer;
+  t.layer_end = layer + 1;
+  return add(std::move(t));
+}
+
+int RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
+  // Expert gradients are reduced over their replicas only; the task carries the dense and expert
+  // bytes together on the DP group, as the once-a-step buckets do.
+  Task t = collective(CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end), 1,
+                      StreamKind::Dp,
+                      names_ ? named("RS dp grads ", mb, chunk) + " L" + std::to_string(begin) + "-" +
+                                   std::to_string(end)
+                             : std::string(),
+                      {after});
+  t.free = t.bytes;  // the unsharded gradients the backward left, now in the rank's partition
+  t.purpose = Purpose::GradientReduce;
+  t.microbatch = mb;
+  t.chunk = chunk;
+  t.layer_begin = begin;
+  t.layer_end = end;
+  const int id = add(std::move(t));
+  reduce_ids_.push_back(id);
+  return id;
+}
+
+void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
+  const StagePlan& st = stage(chunk);
+  std::vector<int> unit_compute;  // this pass's units, in order
+  TaskDeps done;
+  for (int l = st.layer_begin; l < st.layer_end; ++l) {
+    // The first unit's gather follows the previous pass's compute; each next one, the unit two before.
+    TaskDeps after;
+    if (l == st.layer_begin) {
+      if (!previous_compute_.empty()) after.push_back(previous_compute_.front());
+    } else if (unit_compute.size() >= 2) {
+      after.push_back(unit_compute[unit_compute.size() - 2]);
+    }
+    const int gather = unit_gather(mb, chunk, l, true, std::move(after));
+    Task f;
+    f.kind = TaskKind::Forward;
+    f.name = names_ ? named("F ", mb, chunk) + " L" + std::to_string(l) : std::string();
+    f.microbatch = mb;
+    f.chunk = chunk;
+    f.layer_begin = l;
+    f.layer_end = l + 1;
+    const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
+    f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
+    f.alloc = unit_activations(chunk, l);
+    f.free = unit_bytes(l);
+    f.deps = first ? deps : TaskDeps{};
+    f.deps.push_back(gather);
+    done = compute_with_comm(std::move(f), chunk, l, l + 1, true, mb, 1);
+    unit_compute.push_back(done.front());
+  }
+  forward_done_[forward_slot(mb, chunk)] = done;
+}
+
+TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
+  const StagePlan& st = stage(chunk);
+  std::vector<int> unit_compute;
+  for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
+    TaskDeps after;
+    if (l == st.layer_end - 1) {
+      if (!previous_compute_.empty()) after.push_back(previous_compute_.front());
+    } else if (unit_compute.size() >= 2) {
+      after.push_back(unit_compute[unit_compute.size() - 2]);
+    }
+    deps.push_back(unit_gather(mb, chunk, l, false, std::move(after)));
+    Bytes working;
+    if (st.recompute != Recompute::None) {
+      // Activation checkpointing per unit: the layer's forward again, right before its backward.
+      Task r;
+      r.kind = TaskKind::Recompute;
+      r.name = names_ ? named("R ", mb, chunk) + " L" + std::to_string(l) : std::string();
+      r.microbatch = mb;
+      r.chunk = chunk;
+      r.layer_begin = l;
+      r.layer_end = l + 1;
+      r.work = st.recompute == Recompute::Full ? pass_work(l, l + 1, true, false, false)
+                                               : cost::attention_core_forward(m_, layer_work());
+      r.recompute_flops = r.work.gemm_flops;
+      const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+                                     p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+      r.alloc = working = cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l));
+      r.deps = deps;
+      deps = st.recompute == Recompute::Full ? compute_with_comm(std::move(r), chunk, l, l + 1, true, mb, 1)
+                                             : TaskDeps{add(std::move(r))};
+    }
+    Task b;
+    b.kind = TaskKind::Backward;
+    b.microbatch = mb;
+    b.chunk = chunk;
+    b.layer_begin = l;
+    b.layer_end = l + 1;
+    b.name = names_ ? named("B ", mb, chunk) + " L" + std::to_string(l) : std::string();
+    const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
+    b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
+    // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
+    // accumulates into the whole gradient buffer instead, exchanged once a step).
+    const bool reduce = reduces_every_microbatch();
+    b.alloc = reduce ? unit_bytes(l) : Bytes(0);
+    b.free = unit_activations(chunk, l) + working + unit_bytes(l);
+    b.deps = deps;
+    deps = compute_with_comm(std::move(b), chunk, l, l + 1, false, mb, 1);
+    unit_compute.push_back(deps.front());
+    if (reduce) unit_reduce(mb, chunk, l, l + 1, deps.front());
+  }
+  return deps;
+}
+
+}  // namespace paratwin::lowering
