@@ -92,6 +92,17 @@ double duration_on(const Task& t, const PoolSpec& pool, const DeviceSpec& device
   return 0;
 }
 
+bool is_compute(TaskKind k) {
+  return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute ||
+         k == TaskKind::Optimizer;
+}
+
+// A task whose kernels hold SMs beside the compute: collectives and sends (NCCL), not host copies
+// (copy engines) nor receives (their time is the send's).
+bool uses_sms_for_comm(const Task& t) {
+  return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
+}
+
 }  // namespace
 
 double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision) {
@@ -123,8 +134,11 @@ Bytes peak_memory(const Role& role, Bytes activations_peak) {
   return role.state.total() + role.buffers + activations_peak;
 }
 
-std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
-                                                    const TrainingSpec& training) {
+namespace {
+
+// One list schedule of every role at once with the given task durations ([role][task]).
+std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
+                                                   const std::vector<std::vector<double>>& durations) {
   const size_t roles = program.roles.size();
   constexpr int kStreams = 5;
   constexpr int kWaitsForSend = -2;
@@ -158,8 +172,6 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
 
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
-    const PoolSpec& pool = pool_named(cluster, role.pool);
-    const DeviceSpec& device = cluster.device_of(pool);
     Flat& f = flat[r];
     const size_t n = role.tasks.size();
     timing[r].resize(n);
@@ -169,7 +181,7 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
     f.dep_offset.push_back(0);
     for (size_t i = 0; i < n; ++i) {
       const Task& t = role.tasks[i];
-      f.duration.push_back(duration_on(t, pool, device, cluster, training.precision));
+      f.duration.push_back(durations[r][i]);
       f.kind.push_back(t.kind);
       f.deps.insert(f.deps.end(), t.deps.begin(), t.deps.end());
       f.dep_offset.push_back(static_cast<int>(f.deps.size()));
@@ -232,6 +244,69 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
     }
     if (!progress)
       throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
+  }
+  return timing;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
+                                                 const TrainingSpec& training) {
+  std::vector<std::vector<double>> out(program.roles.size());
+  for (size_t r = 0; r < program.roles.size(); ++r) {
+    const Role& role = program.roles[r];
+    const PoolSpec& pool = pool_named(cluster, role.pool);
+    const DeviceSpec& device = cluster.device_of(pool);
+    out[r].reserve(role.tasks.size());
+    for (const Task& t : role.tasks) out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
+  }
+  return out;
+}
+
+double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
+  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms ? double(pool.comm_sms) / device.sms
+                                                                           : 0;
+}
+
+std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
+                                                    const TrainingSpec& training) {
+  const std::vector<std::vector<double>> nominal = task_durations(program, cluster, training);
+  std::vector<std::vector<TaskTiming>> timing = list_schedule(program, nominal);
+  // Compute beside communication runs on the SMs the communication kernels leave: a task of d seconds
+  // alone that overlaps them for o seconds takes d + o x share (share = comm_sms / sms), its progress
+  // slowed from 1 to 1 - share while they run. The overlaps depend on the durations: iterate the list
+  // schedule to the fixed point (it settles in a few rounds; durations only grow, so neither do the
+  // ends shrink, and the optimizer's bounds of the nominal schedule stay bounds).
+  std::vector<double> shares(program.roles.size(), 0);
+  bool contended = false;
+  for (size_t r = 0; r < program.roles.size(); ++r) {
+    const PoolSpec& pool = pool_named(cluster, program.roles[r].pool);
+    shares[r] = comm_sm_share(pool, cluster.device_of(pool));
+    contended |= shares[r] > 0;
+  }
+  if (!contended) return timing;
+  std::vector<std::vector<double>> durations = nominal;
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    double change = 0;
+    for (size_t r = 0; r < program.roles.size(); ++r) {
+      if (shares[r] == 0) continue;
+      const Role& role = program.roles[r];
+      Intervals comm;
+      for (size_t i = 0; i < role.tasks.size(); ++i)
+        if (uses_sms_for_comm(role.tasks[i])) comm.push_back({timing[r][i].start_s, timing[r][i].end_s});
+      comm = merged(std::move(comm));
+      for (size_t i = 0; i < role.tasks.size(); ++i) {
+        if (!is_compute(role.tasks[i].kind) || nominal[r][i] <= 0) continue;
+        const double span = timing[r][i].end_s - timing[r][i].start_s;
+        const double overlap = span - uncovered({{timing[r][i].start_s, timing[r][i].end_s}}, comm);
+        const double d = nominal[r][i] + overlap * shares[r];
+        change = std::max(change, std::abs(d - durations[r][i]));
+        durations[r][i] = d;
+      }
+    }
+    if (change <= 1e-9) break;
+    timing = list_schedule(program, durations);
   }
   return timing;
 }

@@ -52,7 +52,16 @@ double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
 
-// The list schedule alone, timings[role][task]: what evaluate() summarizes. The optimizer reads the
+// Every task's duration on its role's hardware, alone (no communication beside it): [role][task].
+std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
+                                                const TrainingSpec& training);
+
+// The share of a device's SMs its pool's communication kernels hold while they run (PoolSpec::comm_sms
+// of DeviceSpec::sms; 0 when either is not given): compute beside them progresses at 1 - share.
+double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device);
+
+// The list schedule alone, timings[role][task]: what evaluate() summarizes. Compute that overlaps its
+// rank's communication is slowed by comm_sm_share while it does (iterated to a fixed point). The optimizer reads the
 // iteration time and memory from it and summarizes only the plans that can still enter its top list.
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
                                                     const TrainingSpec& training);

@@ -194,6 +194,7 @@ PoolSpec parse_pool(const std::string& name, const DocNode& node, const std::str
   }
   r.read_quantity("pcie_bandwidth", p.pcie_bandwidth, true);
   r.read_quantity("host_memory", p.host_memory, true);
+  r.read("comm_sms", p.comm_sms, 0, 1 << 16);
   r.read_quantity("price_per_gpu_hour", p.price_per_gpu_hour, true);
   r.read_quantity("node_power", p.node_power, false, true);
   r.finish();

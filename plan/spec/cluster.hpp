@@ -93,6 +93,10 @@ struct PoolSpec {
   NicSpec nic;
   BytesPerSecond pcie_bandwidth;  // GPU to host, per GPU and direction
   Bytes host_memory;
+  // SMs a GPU's communication kernels hold while they run (NCCL runs one CTA per channel and never
+  // shares an SM with a compute kernel): compute beside a collective gets the device's other SMs.
+  // 0: communication takes no compute from the GPU.
+  int comm_sms = 0;
   std::optional<Dollars> price_per_gpu_hour;
   Watts node_power;  // beyond the GPUs: CPUs, NICs, fans
 

@@ -144,6 +144,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     }
     w.line(4, "pcie_bandwidth", q(p.pcie_bandwidth), pp + ".pcie_bandwidth");
     w.line(4, "host_memory", q(p.host_memory), pp + ".host_memory");
+    if (p.comm_sms > 0) w.line(4, "comm_sms", std::to_string(p.comm_sms), pp + ".comm_sms");
     if (p.price_per_gpu_hour)
       w.line(4, "price_per_gpu_hour", "$" + number(p.price_per_gpu_hour->value()),
              pp + ".price_per_gpu_hour");
