@@ -99,9 +99,6 @@ bool is_compute(TaskKind k) {
 
 // A task whose kernels hold SMs beside the compute: collectives and sends (NCCL), not host copies
 // (copy engines) nor receives (their time is the send's).
-bool uses_sms_for_comm(const Task& t) {
-  return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
-}
 
 }  // namespace
 
@@ -251,21 +248,27 @@ std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
 }  // namespace
 
 std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
-                                                 const TrainingSpec& training) {
+                                                const TrainingSpec& training) {
   std::vector<std::vector<double>> out(program.roles.size());
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = pool_named(cluster, role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
     out[r].reserve(role.tasks.size());
-    for (const Task& t : role.tasks) out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
+    for (const Task& t : role.tasks)
+      out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
   }
   return out;
 }
 
+bool uses_sms_for_comm(const Task& t) {
+  return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
+}
+
 double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
-  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms ? double(pool.comm_sms) / device.sms
-                                                                           : 0;
+  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms
+             ? double(pool.comm_sms) / device.sms
+             : 0;
 }
 
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
