@@ -94,6 +94,10 @@ class ShardedGpt {
   Buffer<float>& parameters() { return params_; }
   Buffer<float>& gradients() { return grads_; }
 
+  // GPT-2's initial weights of this shard (exec/gpt/init.hpp): the values the whole model, initialized
+  // with `seed`, holds there, computed here alone on the rank's threads.
+  void initialize(uint64_t seed);
+
   // This rank's values out of a buffer laid out as parameter_layout(full) (weights or optimizer
   // moments), and back into one (the rest of `full` untouched).
   void take_shard(const float* full, float* shard) const;
@@ -159,6 +163,8 @@ class ShardedGpt {
   const float* whole(const float* rows, int N);
   void norm_backward(float* dinp, size_t dweight, size_t dbias, const float* dout, const float* inp,
                      size_t weight, const float* mean, const float* rstd, int rows);
+  // out (rows,C) = sum + bias (C; may be null) + residual, on the rank's threads.
+  void residual_add(float* out, const float* sum, const float* bias, const float* residual, int rows) const;
 
   static constexpr size_t kNone = size_t(-1);
   GptConfig full_;
@@ -174,7 +180,7 @@ class ShardedGpt {
   size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
   size_t tail_begin_ = 0;  // where the final norm starts
   Buffer<float> params_, grads_;
-  Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, dlogits_, row_, norm_grads_;
+  Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, row_, norm_grads_;
 };
 
 }  // namespace paratwin::exec

@@ -10,6 +10,7 @@
 #include "exec/comm/communicator.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
+#include "exec/threads.hpp"
 #include "exec/train/live_limits.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
@@ -28,6 +29,9 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
       ->type_name("KEY=VALUE");
   cmd.add_option("--backend", o.backend, "cpu (Eigen + MPI) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd.add_option("--ranks", o.ranks, "data-parallel ranks (default: the plan's dp)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--threads", o.threads,
+                 "threads per rank for the CPU kernels and GEMMs (default: the cores divided by the ranks)")
       ->check(CLI::PositiveNumber);
   cmd.add_option("--steps", o.steps, "total steps of the run (default: the scenario's)")
       ->check(CLI::PositiveNumber);
@@ -49,8 +53,9 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
 
 std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
                                              const std::vector<Override>& overrides) {
-  // The cluster as written (the --set overrides may not validate against it before dp changes too).
-  const ScenarioSpec as_written = load_scenario(path);
+  // The cluster as written (the --set overrides may not validate against it before dp changes too),
+  // whatever dp the file gives: --ranks replaces it (a dp 1 scenario on a 2-core local-cpu included).
+  const ScenarioSpec as_written = load_scenario(path, {parse_override("plan.dp=auto")});
   const ClusterSpec& c = as_written.cluster;
   // `ranks` data-parallel replicas of tp x pp x cp ranks each (the degrees as the overrides set them).
   int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1),
@@ -143,6 +148,12 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
 
 namespace {
 
+// Open MPI says how many of the job's ranks share this node; a one-node job otherwise.
+int ranks_on_this_node(const Communicator& world) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return local && std::atoi(local) > 0 ? std::atoi(local) : world.size();
+}
+
 std::string duration_text(double s) {
   char buf[32];
   if (s < 60)
@@ -163,6 +174,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   MpiSession session;
   auto comm = mpi_world();
   const bool lead = comm->rank() == 0;
+  set_rank_threads(opts.threads > 0 ? opts.threads : default_rank_threads(ranks_on_this_node(*comm)));
   std::ostream& out = opts.json == "-" ? std::cerr : std::cout;
   TrainOptions o;
   o.steps = opts.steps;
@@ -215,6 +227,10 @@ int run_live_rank(const LiveRunOptions& opts) {
         plan.num_microbatches, plan.micro_batch, scenario.training.seq_len,
         static_cast<long long>(trainer.total_steps()));
     out << buf << std::flush;
+    if (opts.backend == "cpu")
+      out << "paratwin run: " << rank_threads() << (rank_threads() == 1 ? " thread" : " threads")
+          << " per rank\n"
+          << std::flush;
     if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
           << plan.pp << (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : std::string()) << " processes ("

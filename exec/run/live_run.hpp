@@ -17,6 +17,7 @@ struct LiveRunOptions {
   std::string scenario, plan_file, backend = "cpu", data, checkpoint_dir, profile, trace, json;
   std::vector<std::string> sets;
   int ranks = 0;
+  int threads = 0;  // per rank; 0: the node's cores divided by its ranks
   long long steps = 0, checkpoint_every = 0, stop_after = -1;
   long long kill_after = -1;  // tests: rank 0 dies by SIGKILL after this step (a real crash)
   bool resume = false;

@@ -59,15 +59,15 @@ std::unique_ptr<Communicator> group(Communicator& world, int color) {
 
 }  // namespace
 
-ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& full)
+ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& config)
     : setup_(setup),
       at_(rank_coordinates(setup.plan, setup.world.rank())),
       tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
       dp_(group(setup.world, at_.pp * setup.plan.tp + at_.tp)),  // over dp x cp, as Megatron-LM
       pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
-      model_(full.config(), shard_spec(setup.plan, at_), tp_.get()) {
+      model_(config, shard_spec(setup.plan, at_), tp_.get()) {
   const Plan& p = setup.plan;
-  const GptConfig& c = full.config();
+  const GptConfig& c = config;
   // Tied embeddings over several stages: wte (first stage) and its copy (last stage), each summed over
   // the DP replicas in its bucket, then summed between the two stages (the pair at this rank's tp, cp
   // and dp) by the Program's "AR embedding grads".
@@ -92,16 +92,19 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
       }
   }
   if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
-  model_.take_shard(full.parameters().data(), model_.parameters().data());
-  std::vector<bool> decay(model_.size(), false);
-  counted_.assign(model_.size(), 0);
+  model_.initialize(setup.seed);
+  ParameterRanges decayed;
+  const auto append = [](ParameterRanges& ranges, const ShardTensor& t) {
+    if (!ranges.empty() && ranges.back().second == t.offset)
+      ranges.back().second += t.size();
+    else
+      ranges.push_back({t.offset, t.offset + t.size()});
+  };
   for (const ShardTensor& t : model_.tensors()) {
-    if (t.full_rows > 1 && t.name != "wpe")
-      std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
+    if (t.full_rows > 1 && t.name != "wpe") append(decayed, t);
     // Each value once over the TP group (replicated tensors on its first rank) and the stages, and
     // without ZeRO (every replica holding all of its gradients) over the replicas.
-    if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0))
-      std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
+    if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0)) append(counted_, t);
   }
 
   // DP buckets: each reduces the gradients of the layers its task names (the Program's bucket plan,
@@ -126,7 +129,8 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     owned_ = owned_blocks(parts);
   }
   // Under ZeRO the moments of this rank's blocks only.
-  adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay), p.zero == 0 ? ParameterRanges{} : owned_);
+  adamw_ = std::make_unique<AdamW>(setup.adamw, model_.size(), std::move(decayed),
+                                   p.zero == 0 ? ParameterRanges{} : owned_);
   set_up_memory_modes();
 }
 
@@ -404,24 +408,22 @@ void ParallelRunner::optimizer_step() {
   pending_sends_.clear();
   sending_in_line_.clear();
   const Plan& p = setup_.plan;
-  float* grads = model_.gradients().data();
+  const float* grads = model_.gradients().data();
   float* params = model_.parameters().data();
-  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean.
-  const float inverse_dp = 1.0f / float(p.dp);
+  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean, whose norm
+  // is clipped. Both factors scale the gradients inside the fused AdamW pass (grads stay as reduced).
+  const double inverse_dp = 1.0 / double(p.dp);
   double squares = 0;
-  for (const auto& [begin, end] : owned_) {
-    if (p.dp > 1)
-      for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
-    for (size_t i = begin; i < end; ++i)
-      if (counted_[i]) squares += double(grads[i]) * grads[i];
-  }
-  squares = setup_.world.allreduce_sum(squares);
+  for (const auto& [begin, end] : owned_)
+    for (const auto& [counted_begin, counted_end] : counted_) {
+      const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
+      if (b < e) squares += sum_of_squares(grads, b, e);
+    }
+  squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp);
   const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {
-    if (scale != 1.0f)
-      for (size_t i = begin; i < end; ++i) grads[i] *= scale;
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;
-    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
+    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1, float(inverse_dp * scale));
   }
 }
 

@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(a_run_killed_between_checkpoints_resumes_bit_identical) {
   BOOST_TEST(resumed.resumed_from == 4);
   BOOST_TEST(resumed.lost_steps == 1);
   BOOST_TEST(resumed.losses == expected.losses);  // exact: the same computation in the same order
-  BOOST_TEST(second.model().parameters() == uninterrupted.model().parameters());
+  BOOST_TEST(second.weights() == uninterrupted.weights());
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reason) {
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reaso
   o.checkpoint_every = 1;
   Trainer trainer(s, complete_plan(s), comm, o);
   trainer.run();
-  const size_t n = trainer.model().parameters().size();
+  const size_t n = trainer.weights().size();
   BOOST_TEST(load_latest_checkpoint(dir.path.string(), n).state->step == 3);
 
   // Flip one bit of the newest weights: it is skipped, the one before is taken.
