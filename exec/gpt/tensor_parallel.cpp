@@ -248,7 +248,39 @@ MoeTensorSplit<float> ShardedGpt::moe_split() {
 }
 
 void ShardedGpt::zero_gradients() {
-  parallel_for(long(grads_.size()), 1L << 18, [&](long b, long e) { std::fill(grads_.data() + b, grads_.data() + e, 0.0f); });
+  parallel_for(long(grads_.size()), 1L << 18,
+               [&](long b, long e) { std::fill(grads_.data() + b, grads_.data() + e, 0.0f); });
+  for (int32_t row : lookup_rows_) lookup_slot_[size_t(row)] = -1;
+  lookup_rows_.clear();
+  lookup_gradients_.clear();
+}
+
+void ShardedGpt::add_lookup_gradient(const ChunkActivations& a, const float* d) {
+  // d (N,C): every token's gradient; this rank's vocabulary rows get slots in order of first use.
+  const int N = a.B * a.Tn, C = full_.hidden, v0 = spec_.tp_rank * Vl_;
+  if (lookup_slot_.empty()) lookup_slot_.assign(size_t(Vl_), -1);
+  std::vector<int32_t> slot(size_t(N), -1);
+  for (int i = 0; i < N; ++i) {
+    const int row = a.tokens[size_t(i)] - v0;
+    if (row < 0 || row >= Vl_) continue;
+    if (lookup_slot_[size_t(row)] < 0) {
+      lookup_slot_[size_t(row)] = int32_t(lookup_rows_.size());
+      lookup_rows_.push_back(row);
+    }
+    slot[size_t(i)] = lookup_slot_[size_t(row)];
+  }
+  {
+    MemoryUseScope use(MemoryUse::Gradients);
+    lookup_gradients_.resize(lookup_rows_.size() * C, 0.0f);
+  }
+  parallel_for(C, 64, [&](long j0, long j1) {
+    for (int i = 0; i < N; ++i) {
+      if (slot[size_t(i)] < 0) continue;
+      float* de = lookup_gradients_.data() + size_t(slot[size_t(i)]) * C;
+      const float* dy = d + size_t(i) * C;
+      for (long j = j0; j < j1; ++j) de[j] += dy[j];
+    }
+  });
 }
 
 void ShardedGpt::allreduce(float* data, size_t count) {
@@ -658,12 +690,13 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     // positions'.
     const float* d = whole(dres, N);
     const int v0 = spec_.tp_rank * Vl_;
+    if (lookup_apart_) add_lookup_gradient(a, d);
     // Columns apart on the threads (two tokens may share a row), each adding the tokens in order.
     parallel_for(C, 64, [&](long j0, long j1) {
       for (int i = 0; i < N; ++i) {
         const float* dy = d + size_t(i) * C;
         const int row = a.tokens[size_t(i)] - v0;
-        if (row >= 0 && row < Vl_) {
+        if (!lookup_apart_ && row >= 0 && row < Vl_) {
           float* de = g(wte_) + size_t(row) * C;
           for (long j = j0; j < j1; ++j) de[j] += dy[j];
         }

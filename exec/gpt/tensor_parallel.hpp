@@ -110,7 +110,16 @@ class ShardedGpt {
   std::pair<size_t, size_t> head_range() const;
   std::pair<size_t, size_t> wte_range() const;
 
+  // Zeroes the gradients (and the lookup's rows kept apart).
   void zero_gradients();
+
+  // A tied embedding reduced early (plan/ir/buckets.hpp): the lookup's gradient goes to rows kept apart,
+  // so wte's gradient holds the head's part alone, final once the head's backward has run. The rows
+  // (local vocabulary rows, in order of first use since zero_gradients()) and their gradients (rows x C).
+  void keep_lookup_gradient_apart() { lookup_apart_ = true; }
+  const std::vector<int32_t>& lookup_rows() const { return lookup_rows_; }
+  const Buffer<float>& lookup_gradients() const { return lookup_gradients_; }
+
   void allocate(ChunkActivations& a, int chunk, int B, int Tn,
                 ActivationPolicy policy = ActivationPolicy::KeepAll) const;
   // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
@@ -181,6 +190,10 @@ class ShardedGpt {
   size_t tail_begin_ = 0;  // where the final norm starts
   Buffer<float> params_, grads_;
   Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, row_, norm_grads_;
+  bool lookup_apart_ = false;
+  std::vector<int32_t> lookup_rows_, lookup_slot_;  // the rows kept apart; per local row, its slot or -1
+  Buffer<float> lookup_gradients_;
+  void add_lookup_gradient(const ChunkActivations& a, const float* d);
 };
 
 }  // namespace paratwin::exec

@@ -8,6 +8,7 @@
 
 #include "exec/backend_info.hpp"
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/gemm.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/threads.hpp"
@@ -229,7 +230,7 @@ int run_live_rank(const LiveRunOptions& opts) {
     out << buf << std::flush;
     if (opts.backend == "cpu")
       out << "paratwin run: " << rank_threads() << (rank_threads() == 1 ? " thread" : " threads")
-          << " per rank\n"
+          << " per rank; GEMMs on " << kernels::gemm_library() << "\n"
           << std::flush;
     if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "

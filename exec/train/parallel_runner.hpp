@@ -164,6 +164,14 @@ class ParallelRunner final : public StepRunner {
   std::vector<Buffer<float>> sending_in_line_;
   std::unique_ptr<ActivationOffload> activations_;  // after slots_: its copies end before they go
   std::pair<size_t, size_t> tied_;  // the tied embedding's range: a part of its own (empty if none)
+  // A tied embedding reduced early (plan/ir/buckets.hpp): wte's range (the head's part, in the first
+  // bucket), the bucket that gathers every replica's lookup rows, and what it gathered: per row, the
+  // local vocabulary row, then its C gradients.
+  std::pair<size_t, size_t> early_head_{0, 0};
+  int lookup_bucket_ = -1;
+  Buffer<float> gathered_lookup_;
+  void gather_lookup_rows(Requests& requests);
+  void add_gathered_lookup_rows();
   std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
   ParameterRanges counted_;                       // ranges counted in the gradient norm here
   std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): (communicator, handle)
