@@ -141,10 +141,10 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   }
   {
     MemoryUseScope use(MemoryUse::Parameters);  // the memory report's make-up
-    params_.assign(total_, 0.0f);
+    params_.resize(total_);  // zero (exec/tensor.hpp), untouched until initialized
   }
   MemoryUseScope use(MemoryUse::Gradients);
-  grads_.assign(total_, 0.0f);
+  grads_.resize(total_);  // zero, untouched until the first step zeroes it on the rank's threads
 }
 
 void ShardedGpt::add(const std::string& name, size_t full_offset, size_t full_rows, size_t full_cols,

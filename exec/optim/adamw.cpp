@@ -57,8 +57,8 @@ AdamW::AdamW(AdamWSettings settings, size_t parameters, ParameterRanges decayed,
     : s_(settings), parameters_(parameters), decayed_(std::move(decayed)), owned_(std::move(owned)) {
   if (owned_.empty()) owned_.push_back({0, parameters_});
   MemoryUseScope use(MemoryUse::Optimizer);
-  m_.assign(total(owned_), 0.0f);
-  v_.assign(total(owned_), 0.0f);
+  m_.resize(total(owned_));  // zero (exec/tensor.hpp): its pages are touched by the first step
+  v_.resize(total(owned_));
 }
 
 size_t AdamW::state_index(size_t begin, size_t end) const {

@@ -1,6 +1,7 @@
 // One rank of a live run: set-up, the training loop, progress, and rank 0's output files.
 #include "exec/run/live_run.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -214,9 +215,12 @@ int run_live_rank(const LiveRunOptions& opts) {
       std::raise(SIGKILL);
     }
   };
+  const auto set_up_start = std::chrono::steady_clock::now();
   const std::unique_ptr<TrainingSession> chosen = opts.backend == "cuda"
                                                       ? make_cuda_trainer(scenario, plan, *comm, o)
                                                       : std::make_unique<Trainer>(scenario, plan, *comm, o);
+  const double set_up_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - set_up_start).count();
   TrainingSession& trainer = *chosen;
   trainer_of_hooks = &trainer;
   if (lead) {
@@ -232,6 +236,9 @@ int run_live_rank(const LiveRunOptions& opts) {
       out << "paratwin run: " << rank_threads() << (rank_threads() == 1 ? " thread" : " threads")
           << " per rank; GEMMs on " << kernels::gemm_library() << "\n"
           << std::flush;
+    char set_up[96];
+    std::snprintf(set_up, sizeof set_up, "paratwin run: model and optimizer set up in %.2fs\n", set_up_s);
+    out << set_up << std::flush;
     if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
           << plan.pp << (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : std::string()) << " processes ("
