@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>

@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include <Eigen/Core>
 #include <omp.h>
+#include <Eigen/Core>
 
 namespace paratwin::exec {
 

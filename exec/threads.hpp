@@ -40,7 +40,8 @@ template <class Piece>
 double parallel_sum(long n, long grain, Piece&& piece) {
   grain = std::max(1L, grain);
   std::vector<double> sums(size_t((n + grain - 1) / grain), 0.0);
-  parallel_for(long(sums.size()), 1, [&](long p, long) { sums[size_t(p)] = piece(p * grain, std::min(n, (p + 1) * grain)); });
+  parallel_for(long(sums.size()), 1,
+               [&](long p, long) { sums[size_t(p)] = piece(p * grain, std::min(n, (p + 1) * grain)); });
   double total = 0;
   for (double s : sums) total += s;
   return total;

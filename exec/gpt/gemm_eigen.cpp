@@ -17,7 +17,8 @@ void gemm(bool trans_a, bool trans_b, long M, long N, long K, double alpha, cons
 
 const char* gemm_library() {
   static const std::string name = "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
-                                  std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION);
+                                  std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                                  std::to_string(EIGEN_MINOR_VERSION);
   return name.c_str();
 }
 

@@ -10,7 +10,7 @@ namespace paratwin::exec::kernels {
 
 namespace {
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr long kElements = 16384;                 // values of a piece (pointwise: any cut gives the same bits)
+constexpr long kElements = 16384;  // values of a piece (pointwise: any cut gives the same bits)
 constexpr long kRows = 16;
 }  // namespace
 

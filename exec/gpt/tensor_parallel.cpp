@@ -141,7 +141,7 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   }
   {
     MemoryUseScope use(MemoryUse::Parameters);  // the memory report's make-up
-    params_.resize(total_);  // zero (exec/tensor.hpp), untouched until initialized
+    params_.resize(total_);                     // zero (exec/tensor.hpp), untouched until initialized
   }
   MemoryUseScope use(MemoryUse::Gradients);
   grads_.resize(total_);  // zero, untouched until the first step zeroes it on the rank's threads
@@ -504,7 +504,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     else
       k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
-                      C);  // row-parallel
+                      C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
     k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid,
                     p(w.ln2_w), p(w.ln2_b), n, C);

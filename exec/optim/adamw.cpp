@@ -28,8 +28,8 @@ struct Step {
 
 // Parameters [0, n) of one run, decayed or not.
 template <bool kDecayed>
-void update_run(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, long n,
-                const Step& s) {
+void update_run(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                long n, const Step& s) {
   for (long j = 0; j < n; ++j) {
     const float grad = g[j] * s.grad_scale;
     m[j] = s.beta1 * m[j] + s.one_minus_beta1 * grad;
@@ -95,7 +95,8 @@ void AdamW::update(float* params, const float* grads, size_t begin, size_t end, 
     if (d != decayed_.begin() && std::prev(d)->second > at) --d;
     while (at < stop) {
       const bool decayed = d != decayed_.end() && d->first <= at;
-      const size_t next = decayed ? std::min(stop, d->second) : std::min(stop, d == decayed_.end() ? stop : d->first);
+      const size_t next =
+          decayed ? std::min(stop, d->second) : std::min(stop, d == decayed_.end() ? stop : d->first);
       const size_t j = at - begin;
       if (decayed)
         update_run<true>(params + j, grads + j, m + j, v + j, long(next - at), s);

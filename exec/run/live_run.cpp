@@ -19,6 +19,7 @@
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
+#include "plan/topology/rank_threads.hpp"
 #include "plan/util/child_process.hpp"
 
 namespace paratwin::exec {
@@ -145,16 +146,15 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
       errors.push_back({Severity::Error, Location{o.scenario}, "the plan cannot run live: " + p});
     throw InputError(std::move(errors));
   }
+  if (o.backend == "cpu") {
+    // The ranks of this one-node job share its cores (as run_live_rank counts them).
+    setup.threads = o.threads > 0 ? o.threads : default_rank_threads(setup.plan.gpus());
+    scale_cpu_devices(setup.scenario.cluster, setup.threads);
+  }
   return setup;
 }
 
 namespace {
-
-// Open MPI says how many of the job's ranks share this node; a one-node job otherwise.
-int ranks_on_this_node(const Communicator& world) {
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  return local && std::atoi(local) > 0 ? std::atoi(local) : world.size();
-}
 
 std::string duration_text(double s) {
   char buf[32];
@@ -176,7 +176,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   MpiSession session;
   auto comm = mpi_world();
   const bool lead = comm->rank() == 0;
-  set_rank_threads(opts.threads > 0 ? opts.threads : default_rank_threads(ranks_on_this_node(*comm)));
+  if (opts.backend == "cpu") set_rank_threads(setup.threads);
   std::ostream& out = opts.json == "-" ? std::cerr : std::cout;
   TrainOptions o;
   o.steps = opts.steps;

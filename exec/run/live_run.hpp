@@ -41,10 +41,14 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
 struct LiveRunSetup {
   ScenarioSpec scenario;
   Plan plan;
+  // Threads per rank (CPU backend): --threads, else the cores divided by the ranks. The scenario's CPU
+  // devices are sized to them (plan/topology/rank_threads.hpp), so the twin predicts the run as it goes.
+  int threads = 1;
 };
 
-// Loads the scenario (with --set and --ranks as plan.dp), completes and verifies the plan and checks
-// that the live CPU backend can run it. Throws InputError listing every problem.
+// Loads the scenario (with --set and --ranks as plan.dp), completes and verifies the plan, checks that
+// the backend can run it and sizes CPU devices to the threads of a rank. Throws InputError listing every
+// problem.
 LiveRunSetup prepare_live_run(const LiveRunOptions& options);
 
 // Runs this process as one rank of the job (MPI initialized here); rank 0 prints progress and writes

@@ -172,8 +172,8 @@ class ParallelRunner final : public StepRunner {
   Buffer<float> gathered_lookup_;
   void gather_lookup_rows(Requests& requests);
   void add_gathered_lookup_rows();
-  std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
-  ParameterRanges counted_;                       // ranges counted in the gradient norm here
+  std::vector<std::pair<size_t, size_t>> owned_;              // ranges this rank's optimizer updates
+  ParameterRanges counted_;                                   // ranges counted in the gradient norm here
   std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): (communicator, handle)
   std::vector<std::vector<Communicator*>> in_flight_comm_;
   std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream

@@ -16,7 +16,8 @@ double tied_lookup_rows(const Plan& p, const ModelSpec& m, const TrainingSpec& t
   return std::min(double(m.vocab) / p.tp, tokens);
 }
 
-RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const TrainingSpec& training, int rank) {
+RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const TrainingSpec& training,
+                                    int rank) {
   RankParameters out;
   const Precision precision = training.precision;
   const ParameterCount pc = count_parameters(m);
@@ -56,7 +57,8 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
       filled += layer_params[size_t(l - st.layer_begin)];
       filled_experts += layer_experts[size_t(l - st.layer_begin)];
       if (filled >= bucket_elements || l == st.layer_begin) {
-        out.buckets.push_back({chunk, l, hi, filled + (l == st.layer_begin ? first_bucket : 0), filled_experts});
+        out.buckets.push_back(
+            {chunk, l, hi, filled + (l == st.layer_begin ? first_bucket : 0), filled_experts});
         hi = l;
         filled = filled_experts = 0;
       }

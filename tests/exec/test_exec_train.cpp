@@ -15,8 +15,8 @@
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
 #include "exec/run/live_run.hpp"
-#include "exec/train/interpreter.hpp"
 #include "exec/threads.hpp"
+#include "exec/train/interpreter.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/spec/scenario.hpp"
 
