@@ -258,7 +258,8 @@ BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
 // predicted / measured is what is checked. See docs/calibration.md.
 BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_percent) {
   TempDir dir;
-  const std::string base = kScenario + " --ranks 1 --set training.global_batch=8";
+  // One rank on one thread: the plan predicted is one core's.
+  const std::string base = kScenario + " --ranks 1 --threads 1 --set training.global_batch=8";
   // Calibration plan: micro-batch 4 x 2, sequences of 64. Other plan: micro-batch 2 x 4, sequences of
   // 128 (twice the attention per token).
   const std::string other = " --set plan.micro_batch=2 --set training.seq_len=128";
