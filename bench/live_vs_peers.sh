@@ -58,7 +58,7 @@ fi
 # One run; prints "TOKENS_PER_S PEAK_MIB FINAL_LOSS".
 run_paratwin() {  # cores ranks threads batch
   local json=$tmp/report.json
-  taskset -c "$(seq -s, 0 $(($1 - 1)))" /usr/bin/python3 bench/peak_rss.py \
+  /usr/bin/python3 bench/peak_rss.py taskset -c "$(seq -s, 0 $(($1 - 1)))" \
     "$build/bin/paratwin" run scenarios/live-cpu-gpt2.yaml --ranks "$2" --threads "$3" --steps "$steps" \
     --set training.global_batch="$4" --set plan.micro_batch=$(($4 / $2)) --json "$json" \
     > "$tmp/out.txt" 2> "$tmp/err.txt"
@@ -68,7 +68,7 @@ run_paratwin() {  # cores ranks threads batch
   /usr/bin/python3 -c "import json; print(round(json.load(open('$json'))['loss'][-1], 4))"
 }
 run_torch() {  # cores batch
-  taskset -c "$(seq -s, 0 $(($1 - 1)))" /usr/bin/python3 bench/peak_rss.py /usr/bin/python3 bench/live_torch_gpt.py \
+  /usr/bin/python3 bench/peak_rss.py taskset -c "$(seq -s, 0 $(($1 - 1)))" /usr/bin/python3 bench/live_torch_gpt.py \
     "$2" 64 "$steps" "$corpus" --model gpt2 --threads "$1" > "$tmp/out.txt" 2> "$tmp/err.txt"
   grep -q '^blas ' "$tmp/out.txt" && sed -n 's/^blas //p' "$tmp/out.txt" > "$tmp/torch_blas.txt"
   read -r _ version _ tps _ _ _ loss < <(grep '^torch ' "$tmp/out.txt")
@@ -76,8 +76,8 @@ run_torch() {  # cores batch
   echo "$tps $(sed -n 's/^peak_rss_mib //p' "$tmp/err.txt") $loss"
 }
 run_llmc() {  # cores batch
-  (cd "$llmc" && OMP_NUM_THREADS=$1 taskset -c "$(seq -s, 0 $(($1 - 1)))" /usr/bin/python3 \
-    "$OLDPWD/bench/peak_rss.py" "./train_gpt2_b$2" > "$tmp/out.txt" 2> "$tmp/err.txt")
+  (cd "$llmc" && OMP_NUM_THREADS=$1 /usr/bin/python3 "$OLDPWD/bench/peak_rss.py" \
+    taskset -c "$(seq -s, 0 $(($1 - 1)))" "./train_gpt2_b$2" > "$tmp/out.txt" 2> "$tmp/err.txt")
   /usr/bin/python3 - "$tmp/out.txt" "$2" "$(sed -n 's/^peak_rss_mib //p' "$tmp/err.txt")" << 'PY'
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -128,8 +128,8 @@ for c in "${configs[@]}"; do
     torch_mem[$cores]=$(median <<< "${mem[$name]}")
   fi
 done
-for c in "${configs[@]}"; do
-  IFS='|' read -r cores name _ <<< "$c"
+for c in $(for i in "${!configs[@]}"; do echo "${configs[$i]%%|*} $i"; done | sort -n -s -k1,1 | cut -d' ' -f2); do
+  IFS='|' read -r cores name _ <<< "${configs[$c]}"
   t=$(median <<< "${tps[$name]}")
   m=$(median <<< "${mem[$name]}")
   echo "| $cores | $name | ${tps[$name]% } | $t | $(awk "BEGIN {printf \"%.2fx\", $t / ${torch_tps[$cores]}}") | $m | $(awk "BEGIN {printf \"%.2fx\", $m / ${torch_mem[$cores]}}") | ${loss[$name]} |"

@@ -20,7 +20,8 @@ int available_cores();
 int default_rank_threads(int ranks_on_node);
 
 // Runs body(begin, end) over [0, n) cut into pieces of `grain` (the last one shorter), on the rank's
-// threads; one piece, or one thread, runs inline.
+// threads, each taking the next piece when it is free (on shared cores a thread that loses its core
+// leaves its pieces to the others); one piece, or one thread, runs inline.
 template <class Body>
 void parallel_for(long n, long grain, Body&& body) {
   grain = std::max(1L, grain);
@@ -30,7 +31,7 @@ void parallel_for(long n, long grain, Body&& body) {
     for (long p = 0; p < pieces; ++p) body(p * grain, std::min(n, (p + 1) * grain));
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (long p = 0; p < pieces; ++p) body(p * grain, std::min(n, (p + 1) * grain));
 }
 
