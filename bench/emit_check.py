@@ -57,7 +57,7 @@ def megatron_gpu_kernels():
     if rope_utils.fused_apply_rotary_pos_emb is None:
         rope_utils.fused_apply_rotary_pos_emb = emit_stubs.stub('fused_apply_rotary_pos_emb')
         rope_utils.fused_apply_rotary_pos_emb_thd = emit_stubs.stub('fused_apply_rotary_pos_emb_thd')
-        emit_stubs.record('rope_utils.fused_apply_rotary_pos_emb(_thd) (Transformer Engine GPU kernels)')
+        emit_stubs.record('rope_utils.fused_apply_rotary_pos_emb(_thd)', 'Transformer Engine GPU kernels')
 
 
 def megatron_case(case_dir, plan):
@@ -204,9 +204,9 @@ def deepspeed_case(case_dir, plan):
     from deepspeed.accelerator import get_accelerator
     accelerator = get_accelerator()  # a GPU query: the CPU accelerator here, a Hopper GPU there
     accelerator.is_bf16_supported = accelerator.is_fp16_supported = lambda: True
-    emit_stubs.record('get_accelerator().is_bf16_supported, is_fp16_supported (GPU query: True on A100/H100)')
+    emit_stubs.record('get_accelerator().is_bf16_supported, is_fp16_supported (True)', 'GPU query')
     dist.get_rank = lambda group=None: 0  # rank 0 of a launched job (no process group here)
-    emit_stubs.record('deepspeed.comm.get_rank (rank 0 of a launched job: no process group)')
+    emit_stubs.record('deepspeed.comm.get_rank (0)', 'process group of a launched job')
     moe = '--num-experts' in open(os.path.join(case_dir, 'megatron.sh')).read()
     mpu = FakeMpu(plan['dp'], plan['tp'], plan['pp'])
     rc = int(open(os.path.join(case_dir, 'deepspeed.rc')).read())
@@ -253,8 +253,8 @@ def main():
             problems = ['%s: %s (%s:%d)' % (type(error).__name__, str(error).strip().splitlines()[0] if str(error)
                                              else '', os.path.basename(where.filename), where.lineno)]
         print('%s\t%s\t%s' % (case, verdict, '; '.join(problems)), flush=True)
-    for entry in emit_stubs.STUBS:
-        print('stub\t%s' % entry)
+    for name, why in emit_stubs.STUBS:
+        print('stub\t%s\t%s' % (why, name))
 
 
 main()

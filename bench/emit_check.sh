@@ -101,7 +101,7 @@ def table(name):
     rows, stubs = {}, []
     for line in open('%s/%s.tsv' % (tmp, name)):
         case, verdict, problems = (line.rstrip('\n').split('\t') + [''])[:3]
-        (stubs.append(verdict) if case == 'stub' else rows.__setitem__(case, (verdict, problems)))
+        (stubs.append((verdict, problems)) if case == 'stub' else rows.__setitem__(case, (verdict, problems)))
     return rows, stubs
 megatron, megatron_stubs = table('megatron')
 deepspeed, deepspeed_stubs = table('deepspeed')
@@ -116,7 +116,12 @@ for case in sorted(megatron):
 print('\n%d cases: %d accepted by Megatron-LM; %d accepted by DeepSpeed, %d refused by ParaTwin and DeepSpeed alike'
       % (len(megatron), sum(v[0] == 'accepted' for v in megatron.values()),
          sum(v[0] == 'accepted' for v in deepspeed.values()), sum(v[0] == 'refused' for v in deepspeed.values())))
-print('\nstubs (Megatron-LM):\n' + '\n'.join('- ' + s for s in megatron_stubs))
-print('\nstubs (DeepSpeed):\n' + '\n'.join('- ' + s for s in deepspeed_stubs))
+def grouped(title, stubs):
+    print('\nstubs (%s), by what they stand for:' % title)
+    for why in dict.fromkeys(w for w, _ in stubs):
+        names = [n for w, n in stubs if w == why]
+        print('- %s (%d): %s' % (why, len(names), ', '.join(names)))
+grouped('Megatron-LM', megatron_stubs)
+grouped('DeepSpeed', deepspeed_stubs)
 sys.exit(1 if bad else 0)
 PY

@@ -12,12 +12,12 @@ import types
 
 sys.path.append('/usr/lib/python3/dist-packages')  # Debian's torch, numpy, yaml, msgpack beside pyenv's pydantic 2
 
-STUBS = []  # 'name (why)', in the order first used
+STUBS = []  # (name, why), in the order first used
 
 
-def record(entry):
-    if entry not in STUBS:
-        STUBS.append(entry)
+def record(name, why):
+    if (name, why) not in STUBS:
+        STUBS.append((name, why))
 
 
 class _StubMeta(type):
@@ -76,7 +76,7 @@ def _missing_attributes_are_stubs(module):
     def __getattr__(name):
         if name.startswith('__'):
             raise AttributeError(name)
-        record(module.__name__ + '.' + name + ' (torch >= 2)')
+        record(module.__name__ + '.' + name, 'torch >= 2')
         return stub(module.__name__ + '.' + name)
 
     try:
@@ -112,7 +112,7 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             for key in [k for k in sys.modules if k == name or k.startswith(name + '.')]:
                 del sys.modules[key]
             top = next(p for p in self.prefixes if name.startswith(p))
-            record('%s (%s: %s)' % (name, self.why.get(top, 'torch >= 2'), str(error).splitlines()[0][:70]))
+            record(name, self.why.get(top, 'torch >= 2') if 'tensorboard' not in str(error) else 'tensorboard, not installed')
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         finally:
             self.trying.discard(name)
@@ -140,10 +140,11 @@ def install(framework):
         if name.startswith('torch') and isinstance(module, types.ModuleType):
             _missing_attributes_are_stubs(module)
 
-    # TorchScript of 1.13 rejects code written for torch 2; scripting only compiles, it checks nothing.
+    # TorchScript of 1.13 rejects code written for torch 2 (Megatron's norms); scripting only compiles.
     import torch.jit
-    torch.jit.script = lambda fn=None, *a, **k: fn if fn is not None else (lambda f: f)
-    record('torch.jit.script (identity: TorchScript 1.13 rejects torch 2 code)')
+    if framework == 'megatron':
+        torch.jit.script = lambda fn=None, *a, **k: fn if fn is not None else (lambda f: f)
+        record('torch.jit.script (identity)', 'TorchScript 1.13 rejects torch 2 code')
 
     # A GPU query: a Hopper GPU (H100, H200), compute capability 9.0, where Megatron's
     # CUDA_DEVICE_MAX_CONNECTIONS rule holds (it is lifted from Blackwell, 10.0, on).
@@ -152,7 +153,7 @@ def install(framework):
 
     torch.cuda.get_device_properties = lambda *a, **k: _Hopper()
     torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-    record('torch.cuda.get_device_properties, get_device_capability (GPU query: compute capability 9.0)')
+    record('torch.cuda.get_device_properties, get_device_capability (9.0)', 'GPU query')
 
     # Custom operators that torch.library.custom_op (torch >= 2.4) would have registered.
     import torch._ops
@@ -162,16 +163,16 @@ def install(framework):
         try:
             return real(namespace, name)
         except (AttributeError, RuntimeError):
-            record('torch.ops.%s.%s (custom op of torch >= 2.4)' % (namespace.name, name))
+            record('torch.ops.%s.%s' % (namespace.name, name), 'torch >= 2.4 custom op')
             return stub('torch.ops.%s.%s' % (namespace.name, name))
 
     torch._ops._OpNamespace.__getattr__ = op
 
     import typing
-    if not hasattr(typing, 'override'):  # Megatron-LM needs Python 3.12; Debian's torch is built for 3.11
+    if framework == 'megatron' and not hasattr(typing, 'override'):  # Megatron-LM needs Python 3.12; Debian's torch is built for 3.11
         import typing_extensions
         typing.override = typing_extensions.override
-        record('typing.override (Python 3.12: typing_extensions.override)')
+        record('typing.override (typing_extensions.override)', 'Python 3.12')
 
     if framework == 'deepspeed':
         try:
@@ -181,5 +182,5 @@ def install(framework):
             hjson = types.ModuleType('hjson')
             hjson.load, hjson.loads, hjson.dumps = json.load, json.loads, json.dumps
             sys.modules['hjson'] = hjson
-            record('hjson (not in Debian: json reads the emitted plain JSON the same)')
+            record('hjson (json reads the emitted plain JSON the same)', 'not in Debian')
     os.environ.setdefault('RANK', '0')

@@ -80,6 +80,27 @@ ScenarioSpec load(const Case& c) {
                        catalog);
 }
 
+// The golden plans and the others, each loaded once.
+struct Loaded {
+  std::string name;
+  ScenarioSpec scenario;
+  Plan plan;
+};
+
+const std::vector<Loaded>& every_plan() {
+  static const std::vector<Loaded> all = [] {
+    std::vector<Loaded> out;
+    for (const auto* cases : {&kGolden, &kMore})
+      for (const Case& c : *cases) {
+        ScenarioSpec s = load(c);
+        Plan p = complete_plan(s);
+        out.push_back({c.name, std::move(s), std::move(p)});
+      }
+    return out;
+  }();
+  return all;
+}
+
 // The launch read back: environment, world size and pretrain_gpt.py's arguments (flag -> value).
 struct Launch {
   std::map<std::string, std::string> env, args;
@@ -180,12 +201,8 @@ BOOST_AUTO_TEST_CASE(emitted_texts_match_golden_files) {
 }
 
 BOOST_AUTO_TEST_CASE(megatron_launches_hold_the_arithmetic_megatron_asserts) {
-  std::vector<Case> cases = kGolden;
-  cases.insert(cases.end(), kMore.begin(), kMore.end());
-  for (const Case& c : cases) {
-    const ScenarioSpec s = load(c);
-    const Plan p = complete_plan(s);
-    BOOST_TEST_CONTEXT(c.name) {
+  for (const auto& [name, s, p] : every_plan()) {
+    BOOST_TEST_CONTEXT(name) {
       const Launch l = read_launch(megatron_launch(p, s).text);
       const long long tp = l.arg("tensor-model-parallel-size", 1),
                       pp = l.arg("pipeline-model-parallel-size", 1), cp = l.arg("context-parallel-size", 1),
@@ -235,12 +252,8 @@ BOOST_AUTO_TEST_CASE(megatron_launches_hold_the_arithmetic_megatron_asserts) {
 }
 
 BOOST_AUTO_TEST_CASE(deepspeed_configs_hold_the_arithmetic_deepspeed_asserts_or_are_refused) {
-  std::vector<Case> cases = kGolden;
-  cases.insert(cases.end(), kMore.begin(), kMore.end());
-  for (const Case& c : cases) {
-    const ScenarioSpec s = load(c);
-    const Plan p = complete_plan(s);
-    BOOST_TEST_CONTEXT(c.name) {
+  for (const auto& [name, s, p] : every_plan()) {
+    BOOST_TEST_CONTEXT(name) {
       const bool refused = (p.pp > 1 && p.zero >= 2) || (s.model.moe && p.zero == 3);
       BOOST_TEST(deepspeed_refusals(p, s).empty() == !refused);
       if (refused) {
