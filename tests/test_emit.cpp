@@ -293,3 +293,18 @@ BOOST_AUTO_TEST_CASE(deepspeed_refusals_name_the_combination_and_where_it_is_wri
     BOOST_TEST(m.find("ZeRO 2 with pipeline parallelism (pp=4)") != std::string::npos);
   }
 }
+
+BOOST_AUTO_TEST_CASE(megatron_attention_backend_follows_the_scenarios_attention_kernel) {
+  const std::map<std::string, std::string> want = {
+      {"flash", ""}, {"flash2", "flash"}, {"flash3", "flash"}, {"unfused", "unfused"}};
+  for (const auto& [kind, backend] : want) {
+    const ScenarioSpec s = load({"", "quickstart", {"training.attention=" + kind}});
+    const std::string text = megatron_launch(complete_plan(s), s).text;
+    BOOST_TEST_CONTEXT(kind) {
+      if (backend.empty())
+        BOOST_TEST(text.find("--attention-backend") == std::string::npos);
+      else
+        BOOST_TEST(text.find("--attention-backend " + backend + " ") != std::string::npos);
+    }
+  }
+}

@@ -167,6 +167,11 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
   if (precision == Precision::Bf16 || precision == Precision::Fp8) a.add("bf16");
   if (precision == Precision::Fp16) a.add("fp16");
   if (precision == Precision::Fp8) a.add("fp8-format", "hybrid");
+  // Megatron-Core's attention backends: TE's flash (FlashAttention 2/3), unfused (scores in memory);
+  // the twin's default `flash` is its `auto` (TE picks cuDNN's fused kernel or flash), the default.
+  if (s.training.attention == AttentionKind::Unfused) a.add("attention-backend", "unfused");
+  if (s.training.attention == AttentionKind::Flash2 || s.training.attention == AttentionKind::Flash3)
+    a.add("attention-backend", "flash");
   a.add("optimizer", s.training.optimizer == OptimizerKind::Sgd ? "sgd" : "adam");
   if (s.training.optimizer == OptimizerKind::Adam)
     notes.push_back("optimizer adam: Megatron-LM's adam decouples weight decay (AdamW)");
