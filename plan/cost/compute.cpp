@@ -354,15 +354,18 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
 }
 
 KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision) {
-  // Reads and writes every optimizer-state byte (mixed precision: fp32 master and moments; fp32: the
-  // weights and moments), reads the gradient, and under mixed precision writes the new 16-bit copy.
-  // AdamW: 2 x 12 + 2 + 2 = 28 bytes per parameter in bf16, 2 x (8 + 4) + 4 = 28 in fp32.
+  // Gradient clipping first reads every gradient for the global norm (its own multi-tensor kernel;
+  // Megatron-LM, DeepSpeed, FSDP's clip_grad_norm_ and the live engines all clip by default). The
+  // update then reads and writes every optimizer-state byte (mixed precision: fp32 master and
+  // moments; fp32: the weights and moments), reads the gradient, and under mixed precision writes the
+  // new 16-bit copy. AdamW: 2 + 2 x 12 + 2 + 2 = 30 bytes per parameter in bf16, 4 + 2 x (8 + 4) + 4
+  // = 32 in fp32.
   const double e = element_bytes(precision), K = optimizer_bytes_per_parameter(optimizer, precision);
   const bool mixed = e < 4;
   const double state = K + (mixed ? 0 : 4);
-  KernelCost c;  // one fused multi-tensor kernel
-  c.optimizer_bytes = Bytes(parameters * (2 * state + e + (mixed ? e : 0)));
-  c.launches = 1;
+  KernelCost c;
+  c.optimizer_bytes = Bytes(parameters * (e + 2 * state + e + (mixed ? e : 0)));
+  c.launches = 2;
   return c;
 }
 

@@ -142,7 +142,8 @@ KernelCost head_forward(const ModelSpec& model, const LayerWork& work);
 KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 
 // One optimizer step over `parameters` parameters held by this rank (its ZeRO shard): memory-bound,
-// reading and writing master weights, moments, gradients and the working copy.
+// the clipping norm's read of the gradients, then reading and writing master weights, moments,
+// gradients and the working copy.
 KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision);
 
 }  // namespace paratwin::cost
