@@ -5,6 +5,10 @@
 
 namespace paratwin {
 
+bool reduces_every_microbatch(const Plan& p) {
+  return (p.zero == 2 || p.zero == 3) && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None;
+}
+
 RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, Precision precision, int rank) {
   RankParameters out;
   const ParameterCount pc = count_parameters(m);

@@ -33,6 +33,11 @@ struct RankParameters {
   std::map<int, double> per_layer, per_layer_experts;
 };
 
+// Whether the buckets are reduce-scattered every micro-batch into each rank's partition of the
+// gradients, as DeepSpeed and FSDP run ZeRO 2 and 3 over several replicas (dp x cp), rather than
+// reduced once a step: not under gradient compression, which keeps its once-a-step exchange.
+bool reduces_every_microbatch(const Plan& plan);
+
 // `plan` must be verified (verify() in plan/ir/plan.hpp); bucket sizes count elements of `precision`.
 RankParameters plan_rank_parameters(const Plan& plan, const ModelSpec& model, Precision precision, int rank);
 
