@@ -8,8 +8,8 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
-#include "plan/report/report.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/report.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/search/search_report.hpp"
@@ -40,9 +40,12 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
   cmd->add_option("--emit", opts->emit,
-                  "print the plan as a plan file, Megatron-LM arguments or a DeepSpeed config instead of the report")
+                  "print the plan as a plan file, a Megatron-LM launch (environment, torchrun, "
+                  "pretrain_gpt.py arguments) "
+                  "or a DeepSpeed config instead of the report; exit 2 when DeepSpeed cannot run the plan")
       ->check(CLI::IsMember({"plan", "megatron", "deepspeed"}));
-  cmd->add_option("--top", opts->top, "show the N best plans of the search (default: the scenario's search.top)")
+  cmd->add_option("--top", opts->top,
+                  "show the N best plans of the search (default: the scenario's search.top)")
       ->check(CLI::Range(1, 1000));
   cmd->callback([opts, &exit_status] {
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
@@ -52,10 +55,19 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     const ChosenPlan chosen = choose_plan(scenario, opts->plan_file, options);
     const Plan& plan = chosen.plan;
     const std::optional<SearchResult>& search = chosen.search;
+    if (opts->emit == "plan") {
+      std::cout << to_yaml(plan);
+      exit_status = kExitOk;
+      return;
+    }
     if (!opts->emit.empty()) {
-      std::cout << (opts->emit == "plan"       ? to_yaml(plan)
-                    : opts->emit == "megatron" ? megatron_arguments(plan, scenario)
-                                               : deepspeed_config(plan, scenario));
+      // Megatron's notes are comments in its launch text; DeepSpeed's JSON stays clean on standard output.
+      const EmittedConfig emitted =
+          opts->emit == "megatron" ? megatron_launch(plan, scenario) : deepspeed_config(plan, scenario);
+      std::cout << emitted.text;
+      if (opts->emit == "deepspeed")
+        for (const auto& note : emitted.notes)
+          std::cerr << "note: not in the DeepSpeed config: " << note << "\n";
       exit_status = kExitOk;
       return;
     }

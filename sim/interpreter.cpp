@@ -53,6 +53,10 @@ struct RankState {
   std::vector<TaskTiming> timings;  // observed ranks, last iteration
   double iteration_start_s = 0;
   double end_s = 0;
+  // Communication kernels running on this rank and, while any runs, the activity that holds their
+  // SMs: it shares the GPU host with compute at the weight that leaves compute 1 - share of it.
+  int comm_kernels = 0;
+  sg4::ExecPtr comm_sms;
 };
 
 class Interpreter {
@@ -67,6 +71,7 @@ class Interpreter {
       const Role& role = program.roles[r];
       const PoolSpec& pool = pool_named(cluster, role.pool);
       pools_.push_back(&pool);
+      sm_shares_.push_back(comm_sm_share(pool, cluster.device_of(pool)));
       for (size_t i = 0; i < role.tasks.size(); ++i) {
         queues_[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
         durations_[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
@@ -254,7 +259,38 @@ class Interpreter {
     iteration_end_[it] = std::max(iteration_end_[it], end);
   }
 
+  // Compute beside a collective or a send off the compute stream progresses on the SMs NCCL leaves,
+  // as in the analytic evaluator (comm_sm_share): an activity of endless work at priority
+  // share / (1 - share) runs on the rank's GPU from the first such kernel's start to the last one's end.
+  void comm_kernel_begins(int rank) {
+    RankState& rs = ranks_[rank];
+    const double share = sm_shares_[rs.role];
+    if (share <= 0 || rs.comm_kernels++ > 0) return;
+    rs.comm_sms = sg4::Exec::init()
+                      ->set_flops_amount(1e300)
+                      ->set_host(platform_.gpus[layout_.gpu_of(rank)])
+                      ->set_priority(share / (1 - share));
+    rs.comm_sms->start();
+  }
+
+  void comm_kernel_ends(int rank) {
+    RankState& rs = ranks_[rank];
+    if (sm_shares_[rs.role] <= 0 || --rs.comm_kernels > 0) return;
+    rs.comm_sms->cancel();
+    rs.comm_sms = nullptr;
+  }
+
   void run_task(int rank, int i, const Task& t, int it, double& start) {
+    if (uses_sms_for_comm(t)) {
+      comm_kernel_begins(rank);
+      run_task_alone(rank, i, t, it, start);
+      comm_kernel_ends(rank);
+    } else {
+      run_task_alone(rank, i, t, it, start);
+    }
+  }
+
+  void run_task_alone(int rank, int i, const Task& t, int it, double& start) {
     RankState& rs = ranks_[rank];
     const double duration = durations_[rs.role][i];
     switch (t.kind) {
@@ -311,6 +347,7 @@ class Interpreter {
   std::vector<std::array<std::vector<int>, kStreams>> queues_;  // per role and stream: task indices
   std::vector<std::vector<double>> durations_;                  // per role and task: cost-model time
   std::vector<const PoolSpec*> pools_;
+  std::vector<double> sm_shares_;  // per role: comm_sm_share of its pool's device
   std::map<std::pair<int, int>, int> embedding_index_;
   std::vector<int> role_of_pp_;
   std::vector<RankState> ranks_;  // simulated ranks only are set up

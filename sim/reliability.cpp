@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "plan/util/seeded_random.hpp"
 
@@ -61,199 +63,229 @@ struct Timeline {
   bool record_events;
 };
 
-// Replays the horizon with one checkpoint interval.
-Reliability replay_once(const Timeline& tl, double interval_s) {
-  const FailureSpec& fs = tl.scenario.failures;
-  const ElasticitySpec& el = tl.scenario.elasticity;
-  const JobShape& job = tl.job;
-  const double detection = fs.detection.value(), restart = fs.restart.value(), repair = fs.repair.value();
-  const double cost = job.checkpoint_cost_s;
-  const int spare_nodes = el.spares / std::max(1, job.gpus_per_node);
-  const int min_gpus = el.min_gpus ? *el.min_gpus : job.replica_gpus;
+// Replays the horizon with one checkpoint interval: the job trains, snapshots every interval (written
+// behind the training when the job says so), fails, waits for detection and enough repaired nodes
+// for its elastic policy, restarts, and under `shrink` grows back at a checkpoint.
+class Replay {
+ public:
+  Replay(const Timeline& tl, double interval_s)
+      : tl_(tl),
+        fs_(tl.scenario.failures),
+        el_(tl.scenario.elasticity),
+        job_(tl.job),
+        interval_s_(interval_s),
+        spare_nodes_(el_.spares / std::max(1, job_.gpus_per_node)),
+        min_gpus_(el_.min_gpus ? *el_.min_gpus : job_.replica_gpus),
+        full_rate_(tl.throughput(job_.dp)),
+        dp_(job_.dp),
+        rate_(full_rate_) {
+    r_.horizon_s = tl.horizon_s;
+    r_.checkpoint_interval_s = interval_s;
+    r_.checkpoint_cost_s = job_.checkpoint_cost_s;
+    r_.min_gpus = job_.dp * job_.replica_gpus;
+  }
 
-  Reliability r;
-  r.horizon_s = tl.horizon_s;
-  r.checkpoint_interval_s = interval_s;
-  r.checkpoint_cost_s = cost;
-  const double full_rate = tl.throughput(job.dp);
-  int dp = job.dp;
-  double rate = full_rate;
-  r.min_gpus = job.dp * job.replica_gpus;
+  Reliability run() {
+    for (const Failure& f : tl_.failures) {
+      if (f.at_s >= tl_.horizon_s) break;
+      if (auto it = repaired_at_.find(f.node); it != repaired_at_.end() && it->second > f.at_s)
+        continue;                                                  // already out
+      if (!running_ && resume_at_ <= f.at_s) restart(resume_at_);  // back before this failure
+      fail(f);
+    }
+    if (!running_ && resume_at_ < tl_.horizon_s) restart(resume_at_);
+    if (running_)
+      advance(tl_.horizon_s);
+    else
+      r_.downtime_s += tl_.horizon_s - t_;
+    return summary();
+  }
 
-  std::map<int, double> repaired_at;  // failed node -> when it is back
-  auto failed_at = [&](double x) {
+ private:
+  int failed_at(double x) const {
     int n = 0;
-    for (const auto& [node, back] : repaired_at) n += back > x ? 1 : 0;
+    for (const auto& [node, back] : repaired_at_) n += back > x ? 1 : 0;
     return n;
-  };
+  }
+
   // Replicas the job can run at time x under its policy (0: it cannot run).
-  auto runnable_dp = [&](double x) {
+  int runnable_dp(double x) const {
     const int failed = failed_at(x);
-    switch (el.policy) {
+    switch (el_.policy) {
       case ElasticPolicy::Restart:
-        return failed == 0 ? job.dp : 0;
+        return failed == 0 ? job_.dp : 0;
       case ElasticPolicy::Spares:
-        return failed <= spare_nodes ? job.dp : 0;
+        return failed <= spare_nodes_ ? job_.dp : 0;
       case ElasticPolicy::Shrink: {
-        const long long healthy = static_cast<long long>(job.nodes - failed) * job.gpus_per_node;
-        const int d = static_cast<int>(std::min<long long>(job.dp, healthy / job.replica_gpus));
-        return d * job.replica_gpus >= min_gpus ? d : 0;
+        const long long healthy = static_cast<long long>(job_.nodes - failed) * job_.gpus_per_node;
+        const int d = static_cast<int>(std::min<long long>(job_.dp, healthy / job_.replica_gpus));
+        return d * job_.replica_gpus >= min_gpus_ ? d : 0;
       }
     }
     return 0;
-  };
+  }
+
   // The earliest time from `x` on when the job can run: now, or when enough repairs are done.
-  auto earliest_run = [&](double x) {
+  double earliest_run(double x) const {
     if (runnable_dp(x) > 0) return x;
     std::vector<double> backs;
-    for (const auto& [node, back] : repaired_at)
+    for (const auto& [node, back] : repaired_at_)
       if (back > x) backs.push_back(back);
     std::sort(backs.begin(), backs.end());
     for (double b : backs)
       if (runnable_dp(b) > 0) return b;
     return std::numeric_limits<double>::infinity();
-  };
+  }
 
-  double t = 0;
-  bool running = true, checkpointing = false;
-  double checkpoint_end = 0, resume_at = 0, since_checkpoint = 0, uncommitted = 0, committed = 0, trained = 0;
-  // A snapshot being written behind the training: its work (tokens, training time) counts at write_end.
-  bool writing = false;
-  double write_end = 0, writing_tokens = 0, writing_s = 0;
-  const double write_behind = job.checkpoint_write_behind_s;
-  bool regrowing = false;  // stopped to grow back, until resume_at
+  void note(double at, std::string what) {
+    if (tl_.record_events && r_.events.size() < kMaxEvents)
+      r_.events.push_back({at, std::move(what), committed_ + uncommitted_});
+  }
 
-  double next_checkpoint_note = 0;
-  auto note = [&](double at, std::string what) {
-    if (tl.record_events && r.events.size() < kMaxEvents)
-      r.events.push_back({at, std::move(what), committed + uncommitted});
-  };
-  // A checkpoint is on disk; the training since its snapshot is `since_checkpoint`.
-  auto committed_checkpoint = [&](double tokens) {
-    committed += tokens;
+  std::string gpus_now() const { return std::to_string(dp_ * job_.replica_gpus) + " GPUs"; }
+
+  void restart(double at) {
+    r_.downtime_s += at - t_;
+    t_ = at;
+    running_ = true;
+    ++r_.restarts;
+    note(t_, "restart on " + gpus_now());
+  }
+
+  // A checkpoint is on disk; the training since its snapshot is `since_checkpoint_`.
+  void committed_checkpoint(double tokens) {
+    committed_ += tokens;
     // At most kCheckpointNotes over the horizon (samples of the progress, not every one).
-    if (t >= next_checkpoint_note) {
-      note(t, "checkpoint");
-      next_checkpoint_note = t + tl.horizon_s / kCheckpointNotes;
+    if (t_ >= next_checkpoint_note_) {
+      note(t_, "checkpoint");
+      next_checkpoint_note_ = t_ + tl_.horizon_s / kCheckpointNotes;
     }
-    if (!job.regrow_at_checkpoint || el.policy != ElasticPolicy::Shrink || runnable_dp(t) <= dp) return;
-    r.lost_work_s += since_checkpoint;  // stopping to grow loses what came after the snapshot
-    since_checkpoint = uncommitted = 0;
-    checkpointing = false;
-    dp = runnable_dp(t);
-    rate = tl.throughput(dp);
-    regrowing = true;
-    resume_at = t + restart;
-    note(t, "stop to grow back to " + std::to_string(dp * job.replica_gpus) + " GPUs");
-  };
+    if (!job_.regrow_at_checkpoint || el_.policy != ElasticPolicy::Shrink || runnable_dp(t_) <= dp_) return;
+    r_.lost_work_s += since_checkpoint_;  // stopping to grow loses what came after the snapshot
+    since_checkpoint_ = uncommitted_ = 0;
+    checkpointing_ = false;
+    dp_ = runnable_dp(t_);
+    rate_ = tl_.throughput(dp_);
+    regrowing_ = true;
+    resume_at_ = t_ + fs_.restart.value();
+    note(t_, "stop to grow back to " + gpus_now());
+  }
 
-  auto advance = [&](double to) {
-    while (t < to) {
-      if (regrowing) {
-        const double end = std::min(to, resume_at);
-        r.downtime_s += end - t;
-        t = end;
-        if (t >= resume_at) {
-          regrowing = false;
-          ++r.restarts;
-          note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
-        }
-        continue;
-      }
-      if (writing && t >= write_end) {
-        writing = false;
-        committed_checkpoint(writing_tokens);
-        continue;
-      }
-      const double until_written = writing ? write_end - t : to - t;
-      if (checkpointing) {
-        const double end = std::min({to, checkpoint_end, t + until_written});
-        r.checkpoint_overhead_s += end - t;
-        t = end;
-        if (t >= checkpoint_end) {
-          checkpointing = false;
-          if (write_behind > 0) {
-            writing = true;
-            write_end = t + write_behind;
-            writing_tokens = uncommitted;
-            writing_s = since_checkpoint;
-            uncommitted = 0;
-            since_checkpoint = 0;
-          } else {
-            const double tokens = uncommitted;
-            uncommitted = 0;
-            since_checkpoint = 0;
-            committed_checkpoint(tokens);
-          }
-        }
-        continue;
-      }
-      const double step = std::min({to - t, interval_s - since_checkpoint, until_written});
-      t += step;
-      since_checkpoint += step;
-      trained += step;
-      uncommitted += step * rate;
-      if (since_checkpoint >= interval_s) {
-        checkpointing = true;
-        // The snapshot waits for the write before it (one write at a time).
-        checkpoint_end = (writing ? std::max(t, write_end) : t) + cost;
-      }
-    }
-  };
-  for (const Failure& f : tl.failures) {
-    if (f.at_s >= tl.horizon_s) break;
-    if (auto it = repaired_at.find(f.node); it != repaired_at.end() && it->second > f.at_s)
-      continue;  // already out
-    // Resume first if the job came back before this failure.
-    if (!running && resume_at <= f.at_s) {
-      r.downtime_s += resume_at - t;
-      t = resume_at;
-      running = true;
-      ++r.restarts;
-      note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
-    }
-    if (running) {
-      advance(f.at_s);
-      r.lost_work_s += since_checkpoint + (writing ? writing_s : 0);
-      since_checkpoint = 0;
-      uncommitted = 0;
-      checkpointing = writing = regrowing = false;
-      running = false;
+  // The snapshot is taken: written behind the training, or on disk now.
+  void snapshot_taken() {
+    checkpointing_ = false;
+    if (job_.checkpoint_write_behind_s > 0) {
+      writing_ = true;
+      write_end_ = t_ + job_.checkpoint_write_behind_s;
+      writing_tokens_ = uncommitted_;
+      writing_s_ = since_checkpoint_;
+      uncommitted_ = since_checkpoint_ = 0;
     } else {
-      r.downtime_s += f.at_s - t;
-      t = f.at_s;
+      const double tokens = uncommitted_;
+      uncommitted_ = since_checkpoint_ = 0;
+      committed_checkpoint(tokens);
     }
-    ++r.failures;
-    repaired_at[f.node] = f.at_s + repair;
+  }
+
+  // Runs the job from t_ to `to` with no failure in between.
+  void advance(double to) {
+    while (t_ < to) {
+      if (regrowing_) {
+        const double end = std::min(to, resume_at_);
+        r_.downtime_s += end - t_;
+        t_ = end;
+        if (t_ >= resume_at_) {
+          regrowing_ = false;
+          ++r_.restarts;
+          note(t_, "restart on " + gpus_now());
+        }
+        continue;
+      }
+      if (writing_ && t_ >= write_end_) {
+        writing_ = false;
+        committed_checkpoint(writing_tokens_);
+        continue;
+      }
+      const double until_written = writing_ ? write_end_ - t_ : to - t_;
+      if (checkpointing_) {
+        const double end = std::min({to, checkpoint_end_, t_ + until_written});
+        r_.checkpoint_overhead_s += end - t_;
+        t_ = end;
+        if (t_ >= checkpoint_end_) snapshot_taken();
+        continue;
+      }
+      const double step = std::min({to - t_, interval_s_ - since_checkpoint_, until_written});
+      t_ += step;
+      since_checkpoint_ += step;
+      trained_ += step;
+      uncommitted_ += step * rate_;
+      if (since_checkpoint_ >= interval_s_) {
+        checkpointing_ = true;
+        // The snapshot waits for the write before it (one write at a time).
+        checkpoint_end_ = (writing_ ? std::max(t_, write_end_) : t_) + job_.checkpoint_cost_s;
+      }
+    }
+  }
+
+  // A node fails: the work since the last snapshot on disk is lost; the job waits for detection and
+  // for enough nodes for its policy, then restarts.
+  void fail(const Failure& f) {
+    if (running_) {
+      advance(f.at_s);
+      r_.lost_work_s += since_checkpoint_ + (writing_ ? writing_s_ : 0);
+      since_checkpoint_ = uncommitted_ = 0;
+      checkpointing_ = writing_ = regrowing_ = false;
+      running_ = false;
+    } else {
+      r_.downtime_s += f.at_s - t_;
+      t_ = f.at_s;
+    }
+    ++r_.failures;
+    repaired_at_[f.node] = f.at_s + fs_.repair.value();
     note(f.at_s, "failure " + enum_name(f.component, kComponentNames) + " " + std::to_string(f.index) +
                      " (node " + std::to_string(f.node) + ")");
-    const double can_run = earliest_run(f.at_s + detection);
-    resume_at = can_run + restart;
+    const double can_run = earliest_run(f.at_s + fs_.detection.value());
+    resume_at_ = can_run + fs_.restart.value();
     if (std::isfinite(can_run)) {
-      dp = runnable_dp(can_run);
-      rate = tl.throughput(dp);
-      r.min_gpus = std::min(r.min_gpus, dp * job.replica_gpus);
+      dp_ = runnable_dp(can_run);
+      rate_ = tl_.throughput(dp_);
+      r_.min_gpus = std::min(r_.min_gpus, dp_ * job_.replica_gpus);
     }
   }
-  if (!running && resume_at < tl.horizon_s) {
-    r.downtime_s += resume_at - t;
-    t = resume_at;
-    running = true;
-    ++r.restarts;
-    note(t, "restart on " + std::to_string(dp * job.replica_gpus) + " GPUs");
-  }
-  if (running)
-    advance(tl.horizon_s);
-  else
-    r.downtime_s += tl.horizon_s - t;
 
-  r.useful_tokens = committed + uncommitted + (writing ? writing_tokens : 0);
-  r.productive_s = trained - r.lost_work_s;
-  r.effective_training_time_ratio = r.productive_s / tl.horizon_s;
-  r.goodput = full_rate > 0 ? r.useful_tokens / (tl.horizon_s * full_rate) : 0;
-  if (job.tokens_to_train > 0 && r.goodput > 0)
-    r.time_to_train_s = job.tokens_to_train / (r.goodput * full_rate);
-  return r;
+  Reliability summary() {
+    r_.useful_tokens = committed_ + uncommitted_ + (writing_ ? writing_tokens_ : 0);
+    r_.productive_s = trained_ - r_.lost_work_s;
+    r_.effective_training_time_ratio = r_.productive_s / tl_.horizon_s;
+    r_.goodput = full_rate_ > 0 ? r_.useful_tokens / (tl_.horizon_s * full_rate_) : 0;
+    if (job_.tokens_to_train > 0 && r_.goodput > 0)
+      r_.time_to_train_s = job_.tokens_to_train / (r_.goodput * full_rate_);
+    return std::move(r_);
+  }
+
+  const Timeline& tl_;
+  const FailureSpec& fs_;
+  const ElasticitySpec& el_;
+  const JobShape& job_;
+  const double interval_s_;
+  const int spare_nodes_, min_gpus_;
+  const double full_rate_;
+  Reliability r_;
+  int dp_;
+  double rate_;
+  std::map<int, double> repaired_at_;  // failed node -> when it is back
+  double t_ = 0;
+  bool running_ = true, checkpointing_ = false, regrowing_ = false;  // regrowing: stopped to grow back
+  double checkpoint_end_ = 0, resume_at_ = 0, since_checkpoint_ = 0, uncommitted_ = 0, committed_ = 0,
+         trained_ = 0;
+  // A snapshot being written behind the training: its work (tokens, training time) counts at write_end_.
+  bool writing_ = false;
+  double write_end_ = 0, writing_tokens_ = 0, writing_s_ = 0;
+  double next_checkpoint_note_ = 0;
+};
+
+Reliability replay_once(const Timeline& tl, double interval_s) {
+  return Replay(tl, interval_s).run();
 }
 
 }  // namespace

@@ -65,6 +65,15 @@ double uncovered(const Intervals& a, const Intervals& b) {
   return s;
 }
 
+// How much of [lo, hi) the merged (sorted, disjoint) intervals `b` cover: a binary search to the first
+// that ends after lo, so that a role's compute tasks against its communication cost n log n.
+double covered(double lo, double hi, const Intervals& b) {
+  auto it = std::upper_bound(b.begin(), b.end(), lo, [](double x, const auto& iv) { return x < iv.second; });
+  double s = 0;
+  for (; it != b.end() && it->first < hi; ++it) s += std::min(hi, it->second) - std::max(lo, it->first);
+  return s;
+}
+
 Intervals united(const Intervals& a, const Intervals& b) {
   Intervals all = a;
   all.insert(all.end(), b.begin(), b.end());
@@ -99,9 +108,6 @@ bool is_compute(TaskKind k) {
 
 // A task whose kernels hold SMs beside the compute: collectives and sends (NCCL), not host copies
 // (copy engines) nor receives (their time is the send's).
-bool uses_sms_for_comm(const Task& t) {
-  return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
-}
 
 }  // namespace
 
@@ -251,22 +257,39 @@ std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
 }  // namespace
 
 std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
-                                                 const TrainingSpec& training) {
+                                                const TrainingSpec& training) {
   std::vector<std::vector<double>> out(program.roles.size());
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = pool_named(cluster, role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
     out[r].reserve(role.tasks.size());
-    for (const Task& t : role.tasks) out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
+    for (const Task& t : role.tasks)
+      out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
   }
   return out;
 }
 
-double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
-  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms ? double(pool.comm_sms) / device.sms
-                                                                           : 0;
+bool uses_sms_for_comm(const Task& t) {
+  return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
 }
+
+double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
+  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms
+             ? double(pool.comm_sms) / device.sms
+             : 0;
+}
+
+namespace {
+
+double span_of(const std::vector<std::vector<TaskTiming>>& timing) {
+  double end = 0;
+  for (const auto& role : timing)
+    for (const TaskTiming& t : role) end = std::max(end, t.end_s);
+  return end;
+}
+
+}  // namespace
 
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
                                                     const TrainingSpec& training) {
@@ -286,7 +309,10 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   }
   if (!contended) return timing;
   std::vector<std::vector<double>> durations = nominal;
+  // Settled when no task moves by more than a millionth of the step (the ends shrink by about 10x
+  // a round).
   constexpr int kRounds = 6;
+  constexpr double kSettled = 1e-6;
   for (int round = 0; round < kRounds; ++round) {
     double change = 0;
     for (size_t r = 0; r < program.roles.size(); ++r) {
@@ -298,14 +324,13 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
       comm = merged(std::move(comm));
       for (size_t i = 0; i < role.tasks.size(); ++i) {
         if (!is_compute(role.tasks[i].kind) || nominal[r][i] <= 0) continue;
-        const double span = timing[r][i].end_s - timing[r][i].start_s;
-        const double overlap = span - uncovered({{timing[r][i].start_s, timing[r][i].end_s}}, comm);
+        const double overlap = covered(timing[r][i].start_s, timing[r][i].end_s, comm);
         const double d = nominal[r][i] + overlap * shares[r];
         change = std::max(change, std::abs(d - durations[r][i]));
         durations[r][i] = d;
       }
     }
-    if (change <= 1e-9) break;
+    if (change <= kSettled * span_of(timing)) break;
     timing = list_schedule(program, durations);
   }
   return timing;

@@ -59,10 +59,14 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
 // The share of a device's SMs its pool's communication kernels hold while they run (PoolSpec::comm_sms
 // of DeviceSpec::sms; 0 when either is not given): compute beside them progresses at 1 - share.
 double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device);
+// Whether a task runs communication kernels on its rank's SMs: collectives, and sends off the compute
+// stream (a send on the compute stream is the compute kernel's own copy).
+bool uses_sms_for_comm(const Task& t);
 
 // The list schedule alone, timings[role][task]: what evaluate() summarizes. Compute that overlaps its
-// rank's communication is slowed by comm_sm_share while it does (iterated to a fixed point). The optimizer reads the
-// iteration time and memory from it and summarizes only the plans that can still enter its top list.
+// rank's communication is slowed by comm_sm_share while it does (iterated to a fixed point). The optimizer
+// reads the iteration time and memory from it and summarizes only the plans that can still enter its top
+// list.
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
                                                     const TrainingSpec& training);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include "plan/cost/memory.hpp"
 
@@ -81,8 +82,16 @@ double attention_peak(const DeviceSpec& device, Precision precision) {
 double gemm_math_s(const Gemm& g, const DeviceSpec& device, double peak, double efficiency) {
   const bool measured_attention = g.attention && device.efficiency.attention;
   const double share = measured_attention ? *device.efficiency.attention : efficiency;
-  const double waves = measured_attention ? 1 : wave_efficiency(g, device.sms);
-  return 2 * g.m * g.n * g.k * g.batch / (peak * share * waves);
+  return 2 * g.m * g.n * g.k * g.batch /
+         (peak * share * (measured_attention ? 1 : wave_efficiency(g, device.sms)));
+}
+
+// The peak a GEMM runs at and the share of it its largest shape reaches: under fp8 training the
+// GEMMs that stay in 16 bits (output layer, router) run at the 16-bit peak and efficiency.
+std::pair<double, double> gemm_peak_and_share(const Gemm& g, const DeviceSpec& device, Precision precision) {
+  if (precision != Precision::Fp8) return {peak_of(device, precision), device.efficiency.gemm};
+  if (!g.fp8) return {attention_peak(device, precision), device.efficiency.gemm};
+  return {peak_of(device, precision), device.efficiency.gemm_fp8.value_or(device.efficiency.gemm)};
 }
 
 // The terms of compute_time other than the GEMMs.
@@ -96,7 +105,8 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
                           : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
                           : e.flash3                                   ? e.flash3
                                                                        : e.flash2;
-    const EfficiencySpec::FusedAttention rates = figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
+    const EfficiencySpec::FusedAttention rates =
+        figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
     const double peak = attention_peak(device, precision);
     s += cost.flash_forward_flops.value() / (peak * rates.forward) +
          cost.flash_backward_flops.value() / (peak * rates.backward);
@@ -111,15 +121,17 @@ double wave_efficiency(const Gemm& g, int sms) {
   static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
   double best = 0;
   for (const auto& [tm, tn] : kTiles) {
-    const double tiles = std::ceil(g.m / tm) * std::ceil(g.n / tn) * g.batch;
+    const double outputs = g.batch * (g.copies_are_results ? g.weight_copies : 1);
+    const double tiles = std::ceil(g.m / tm) * std::ceil(g.n / tn) * outputs;
     const double waves = std::ceil(tiles / sms);
-    best = std::max(best, g.m * g.n * g.batch / (waves * sms * tm * tn));
+    best = std::max(best, g.m * g.n * outputs / (waves * sms * tm * tn));
   }
   return best;
 }
 
 Seconds gemm_time(const Gemm& g, const DeviceSpec& device, Precision precision) {
-  const double math = gemm_math_s(g, device, peak_of(device, precision), device.efficiency.gemm);
+  const auto [peak, share] = gemm_peak_and_share(g, device, precision);
+  const double math = gemm_math_s(g, device, peak, share);
   const double memory =
       g.bytes(element_bytes(precision)) / (device.memory_bandwidth.value() * device.efficiency.memory);
   return Seconds(std::max(math, memory));
@@ -132,32 +144,45 @@ Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision
 }
 
 Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  const double peak = peak_of(device, precision);
   double s = other_terms_s(cost, device, precision);
-  for (const Gemm& g : cost.gemms) s += g.count * gemm_math_s(g, device, peak, device.efficiency.gemm);
+  for (const Gemm& g : cost.gemms) {
+    const auto [peak, share] = gemm_peak_and_share(g, device, precision);
+    s += g.count * gemm_math_s(g, device, peak, share);
+  }
   return Seconds(s);
 }
 
 double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,
                                              Precision precision) {
-  const double peak = peak_of(device, precision);
   double s = 0;
   for (const Gemm& g : cost.gemms)
-    if (!g.attention) s += g.count * gemm_math_s(g, device, peak, 1.0);
+    if (!g.attention)
+      s += g.count * gemm_math_s(g, device, gemm_peak_and_share(g, device, precision).first, 1.0);
   return s;
 }
 
 namespace {
 
 // One launch of an (M x K) by (K x N) GEMM: 2 M K N FLOPs; reads both operands, writes the result.
-// `weight_copies` distinct K x N matrices are read (grouped expert GEMMs read several).
-KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1) {
+// `weight_copies` distinct K x N matrices are read (grouped expert GEMMs read several). `fp8`: under
+// fp8 training it runs in fp8 (a transformer layer's linear layers under Transformer Engine), which
+// first casts its input to fp8 (reads 2 bytes, writes 1 per element) and keeps its scale (amax) on
+// the side; the weights' fp8 copies are cast once per step and reused by every micro-batch
+// (Transformer Engine's is_first_microbatch), not costed here. The output layer and the router stay
+// in 16 bits.
+KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1, bool fp8 = true,
+                Precision precision = Precision::Bf16) {
   KernelCost c;
-  const Gemm g{M, N, K, 1, weight_copies};
+  Gemm g{M, N, K, 1, weight_copies};
+  g.fp8 = fp8;
+  if (fp8 && precision == Precision::Fp8) {
+    c.elementwise_bytes = Bytes(3 * M * K);
+    c.launches = 1;
+  }
   c.gemm_flops = Flops(g.flops());
   c.gemm_bytes = Bytes(g.bytes(e));
   c.gemms.add(g);
-  c.launches = 1;
+  c.launches += 1;
   return c;
 }
 
@@ -172,7 +197,7 @@ KernelCost elementwise(double bytes, int launches = 1) {
 // products, GEMM FLOPs of their own class.
 KernelCost attention_gemm(double batch, double M, double K, double N, double e) {
   KernelCost c;
-  const Gemm g{M, N, K, batch, 1, true};
+  const Gemm g{.m = M, .n = N, .k = K, .batch = batch, .attention = true};
   c.gemm_flops = c.attention_flops = Flops(g.flops());
   c.gemm_bytes = Bytes(g.bytes(e));
   c.gemms.add(g);
@@ -182,6 +207,7 @@ KernelCost attention_gemm(double batch, double M, double K, double N, double e) 
 
 // The shapes one rank sees of a micro-batch.
 struct Shape {
+  Precision precision;
   double e, t, b, sq, sk;  // element bytes, tp, micro-batch, queries (s / cp) and keys (s) per sequence
   double tokens;           // b s / cp: the rows of every GEMM (SP all-gathers before them)
   double sp_tokens;        // rows of norms, dropout and residuals: 1/tp of the tokens with SP
@@ -190,6 +216,7 @@ struct Shape {
 Shape shape_of(const LayerWork& w) {
   assert(w.tp >= 1 && w.cp >= 1 && w.micro_batch >= 1 && w.seq_len >= 1 && "bad layer work");
   Shape s;
+  s.precision = w.precision;
   s.e = element_bytes(w.precision);
   s.t = w.tp;
   s.b = w.micro_batch;
@@ -228,8 +255,8 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   }
   // QK^T, a batch of (s_q x d) by (d x s_k) per head; softmax(.) V, (s_q x s_k) by (s_k x d).
   KernelCost c = attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
-  c += elementwise(2 * s.e * scores);                           // scaled masked softmax
-  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);      // attention dropout
+  c += elementwise(2 * s.e * scores);                       // scaled masked softmax
+  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);  // attention dropout
   c += attention_gemm(s.b * q_heads, s.sq, s.sk, d, s.e);
   return c;
 }
@@ -242,10 +269,10 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   // Attention: norm, QKV projection (column-parallel), rotary embedding, core, output projection
   // (row-parallel), bias-dropout-add.
   KernelCost c = norm(s, h);
-  c += gemm(s.tokens, h, (A + 2 * Kv) / s.t, s.e);
+  c += gemm(s.tokens, h, (A + 2 * Kv) / s.t, s.e, 1, true, s.precision);
   if (m.position == PositionKind::Rope) c += elementwise(2 * s.e * s.tokens * (A + Kv) / s.t);
   c += attention_core_forward(m, w);
-  c += gemm(s.tokens, A / s.t, h, s.e);
+  c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
   c += residual(s, h, m.dropout);
 
   // MLP: norm, up projection (gate and up for SwiGLU), activation, down projection, bias-dropout-add.
@@ -256,16 +283,16 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   if (moe_layer) {
     assert(m.moe && "an MoE layer in a model without moe");
     const double k = m.moe->top_k, E = m.moe->experts;
-    c += gemm(s.tokens, h, E / s.t, s.e);    // router (split by tp like the rest, so FLOPs add up)
-    c += elementwise(2 * 4 * s.tokens * E);  // fp32 softmax and top-k
+    c += gemm(s.tokens, h, E / s.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
+    c += elementwise(2 * 4 * s.tokens * E);          // fp32 softmax and top-k
     c += elementwise(2 * 2 * s.e * k * s.tokens * h, 2);  // permute and unpermute: read and write k copies
     rows = k * s.tokens;
-    experts_read = std::min(E, rows);
+    experts_read = std::min(E / w.ep, rows);  // this rank's experts
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
-  c += gemm(rows, h, gates * f / s.t, s.e, experts_read);
+  c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
   c += elementwise((gates + 1) * s.e * rows * f / s.t);  // GELU: read, write; SwiGLU: read 2, write 1
-  c += gemm(rows, f / s.t, h, s.e, experts_read);
+  c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
   c += residual(s, h, m.dropout);
   return c;
 }
@@ -285,7 +312,8 @@ KernelCost backward_of(const KernelCost& f) {
     const Gemm forward = g;
     g.n = forward.k, g.k = forward.n;  // input gradient
     b.gemms.add(g);
-    g.m = forward.k, g.n = forward.n, g.k = forward.m;  // weight gradient
+    g.m = forward.k, g.n = forward.n, g.k = forward.m;  // weight gradient: one per weight copy
+    g.copies_are_results = forward.weight_copies > 1;
     b.gemms.add(g);
   }
   b.flash_backward_flops = f.flash_forward_flops * 2.5;
@@ -315,7 +343,7 @@ KernelCost head_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   const double h = m.hidden, V = m.vocab;
   KernelCost c = norm(s, h);
-  c += gemm(s.tokens, h, V / s.t, s.e);  // vocabulary-parallel logits: 2 b s h V / tp
+  c += gemm(s.tokens, h, V / s.t, s.e, 1, false);  // vocabulary-parallel logits: 2 b s h V / tp
   // Cross-entropy reads the logits and keeps an fp32 softmax for the backward.
   c += elementwise((s.e + 4) * s.tokens * V / s.t);
   return c;

@@ -16,21 +16,30 @@ namespace paratwin::cost {
 
 // `count` launches of one GEMM shape: each runs `batch` independent (m x k) by (k x n) products
 // (attention's per-head products are batched) and reads `weight_copies` distinct k x n operands per
-// product (a grouped expert GEMM reads several).
+// product (a grouped expert GEMM reads several), or, for a grouped GEMM's weight gradient
+// (`copies_are_results`), writes that many distinct m x n results.
 struct Gemm {
   double m = 0, n = 0, k = 0;
   double batch = 1;
   double weight_copies = 1;
+  bool copies_are_results = false;
   bool attention = false;  // an unfused attention score or value product (efficiency.attention)
+  // Under fp8 training: whether it runs in fp8 (Transformer Engine's linear layers) or stays in 16
+  // bits (the output layer, the router, attention).
+  bool fp8 = true;
   double count = 1;
 
   bool same_shape(const Gemm& o) const {
     return m == o.m && n == o.n && k == o.k && batch == o.batch && weight_copies == o.weight_copies &&
-           attention == o.attention;
+           copies_are_results == o.copies_are_results && attention == o.attention && fp8 == o.fp8;
   }
   double flops() const { return 2 * m * n * k * batch * count; }
   // Operands read and the result written by one launch, at `element` bytes each.
-  double bytes(double element) const { return element * batch * (m * k + weight_copies * k * n + m * n); }
+  double bytes(double element) const {
+    const double operand = copies_are_results ? 1 : weight_copies,
+                 results = copies_are_results ? weight_copies : 1;
+    return element * batch * (m * k + operand * k * n + results * m * n);
+  }
 };
 
 // The GEMM shapes of a group of kernels, shared between the copies of one pass's cost (lowering
@@ -50,15 +59,15 @@ class GemmList {
 
 // What a group of kernels does: math, memory traffic, and how many kernels it launches.
 struct KernelCost {
-  Flops gemm_flops;       // model FLOPs of matrix multiplications (attention's at the full s x s square)
-  Flops attention_flops;  // of gemm_flops, attention's score and value products
-  Bytes gemm_bytes;       // operand and result traffic of the GEMMs listed in `gemms`
-  GemmList gemms;         // the GEMMs launched, by shape (the unfused attention products among them)
+  Flops gemm_flops;            // model FLOPs of matrix multiplications (attention's at the full s x s square)
+  Flops attention_flops;       // of gemm_flops, attention's score and value products
+  Bytes gemm_bytes;            // operand and result traffic of the GEMMs listed in `gemms`
+  GemmList gemms;              // the GEMMs launched, by shape (the unfused attention products among them)
   Flops flash_forward_flops;   // executed by fused attention forward kernels (causal: half the square)
   Flops flash_backward_flops;  // and by their backward (2.5x the forward: it recomputes the scores)
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
-  Bytes elementwise_bytes;     // norms, activations, residuals, dropout, softmax
-  Bytes optimizer_bytes;       // the optimizer step's update kernel
+  Bytes elementwise_bytes;                            // norms, activations, residuals, dropout, softmax
+  Bytes optimizer_bytes;                              // the optimizer step's update kernel
   int launches = 0;
 
   KernelCost& operator+=(const KernelCost& o);
@@ -73,9 +82,11 @@ struct KernelCost {
 double wave_efficiency(const Gemm& gemm, int sms);
 
 // One launch of `gemm` (count ignored):
-//   max(2 m n k batch / (peak x efficiency x wave_efficiency), bytes / (memory_bandwidth x efficiency.memory))
+//   max(2 m n k batch / (peak x efficiency x wave_efficiency), bytes / (memory_bandwidth x
+//   efficiency.memory))
 // with efficiency.gemm (efficiency.attention for unfused attention products, when given, without
-// wave quantization: a measured rate of those products). fp8 GEMMs run at the fp8 peak.
+// wave quantization: a measured rate of those products). Under fp8 training the GEMMs marked fp8 run
+// at the fp8 peak and efficiency.gemm_fp8 (efficiency.gemm if absent), the others at the 16-bit peak.
 Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precision);
 
 // Sum of every kernel's time:
@@ -109,6 +120,7 @@ struct LayerWork {
   bool sequence_parallel = false;
   Precision precision = Precision::Bf16;
   AttentionKind attention = AttentionKind::Flash;
+  int ep = 1;  // expert parallelism: each rank holds experts / ep of an MoE layer's experts
 };
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms

@@ -333,7 +333,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
 }
 
 void RoleBuilder::parameters_and_buckets() {
-  RankParameters held = plan_rank_parameters(p_, m_, t_.precision, rank_);
+  RankParameters held = plan_rank_parameters(p_, m_, t_, rank_);
   chunk_params_ = std::move(held.per_chunk);
   role_.parameters = held.total;
   experts_ = held.experts;

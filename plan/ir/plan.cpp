@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include "plan/topology/rank_order.hpp"
+
 namespace paratwin {
 
 std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute) {
@@ -143,7 +145,7 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     if (used > 0 && !c.device_of(pool).peak.contains(t.precision))
       add("pool " + pool.name + "'s device has no " + enum_name(t.precision, kPrecisionNames) + " peak");
   }
-  if (c.pools.size() > 1 && p.order.substr(p.order.size() - 2) != "pp")
+  if (c.pools.size() > 1 && rank_strides(p).pp != static_cast<long long>(p.tp) * p.cp * p.dp)
     add("on a heterogeneous cluster the rank order must end with pp, so that each pipeline rank stays in its "
         "pool");
   return problems;

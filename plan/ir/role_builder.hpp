@@ -76,7 +76,8 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    return {p_.micro_batch, t_.seq_len, p_.tp, p_.cp, p_.sequence_parallel, t_.precision, t_.attention};
+    return {p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
+            p_.sequence_parallel, t_.precision, t_.attention, p_.ep};
   }
 
   int moe_layers(int begin, int end) const {

@@ -16,8 +16,8 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
   const DeviceSpec& d = ctx_.s.cluster.device_of(p);
   const Precision prec = ctx_.s.training.precision;
-  const cost::LayerWork w{layout.mb, ctx_.s.training.seq_len, layout.tp, layout.cp, layout.sp, prec,
-                          ctx_.s.training.attention};
+  const cost::LayerWork w{layout.mb, ctx_.s.training.seq_len,   layout.tp, layout.cp, layout.sp,
+                          prec,      ctx_.s.training.attention, layout.ep};
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
   auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
@@ -36,8 +36,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
                       : cost::GroupPlacement{size, std::min(size, p.gpus_per_node), false};
         },
         p);
-    best = first ? c : LayerComm{std::min(best.tp, c.tp), std::min(best.cp_forward, c.cp_forward),
-                                 std::min(best.cp_backward, c.cp_backward), std::min(best.ep, c.ep)};
+    best = first ? c
+                 : LayerComm{std::min(best.tp, c.tp), std::min(best.cp_forward, c.cp_forward),
+                             std::min(best.cp_backward, c.cp_backward), std::min(best.ep, c.ep)};
     first = false;
   }
   const auto [tp_pass, cp_f, cp_b, ep] = best;
@@ -145,9 +146,14 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
     }
     c.ends[pool] = t;
   }
-  const cost::ActivationConfig act{
-      layout.mb,        ctx_.s.training.seq_len,  layout.tp, layout.cp, layout.sp,
-      layout.recompute, ctx_.s.training.precision, ctx_.s.training.attention};
+  const cost::ActivationConfig act{layout.mb,
+                                   ctx_.s.training.seq_len,
+                                   layout.tp,
+                                   layout.cp,
+                                   layout.sp,
+                                   layout.recompute,
+                                   ctx_.s.training.precision,
+                                   ctx_.s.training.attention};
   const double dense_act = cost::layer_activation_bytes(ctx_.s.model, act, false).value();
   const double moe_act = ctx_.s.model.moe ? cost::layer_activation_bytes(ctx_.s.model, act, true).value() : 0;
   const double moe_params = ctx_.s.model.moe ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
@@ -219,8 +225,9 @@ double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
 // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
 bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
-  auto states = cost::held_model_state_bytes(per_rank, layout.replicas(), v.zero, sharded_gradients(layout, v),
-                                             ctx_.s.training.optimizer, ctx_.s.training.precision);
+  auto states =
+      cost::held_model_state_bytes(per_rank, layout.replicas(), v.zero, sharded_gradients(layout, v),
+                                   ctx_.s.training.optimizer, ctx_.s.training.precision);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
   double largest_capacity = 0;

@@ -130,6 +130,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     MapReader er(*eff, r.field("efficiency"), diag, locations);
     er.read("gemm", d.efficiency.gemm, 0.01, 1.0);
     double share = 0;
+    if (er.read("gemm_fp8", share, 0.01, 1.0)) d.efficiency.gemm_fp8 = share;
     if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
     for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2}, {"flash3", &d.efficiency.flash3}})
       if (const DocNode* k = er.get(key)) {

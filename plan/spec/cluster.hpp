@@ -20,6 +20,7 @@ extern const EnumNames<Precision> kPrecisionNames;
 // What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
 struct EfficiencySpec {
   double gemm = 0.8;                // largest GEMM throughput / dense peak: the cap of every GEMM
+  std::optional<double> gemm_fp8;   // the same for fp8 GEMMs / the fp8 peak; gemm if absent
   std::optional<double> attention;  // unfused attention's score and value products / dense peak;
                                     // costed by shape as other GEMMs if absent
   // Fused attention kernels, by generation (flash2, flash3): executed FLOPs / dense 16-bit peak, in

@@ -96,6 +96,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     const EfficiencySpec& e = d.efficiency;
     w.line(4, "efficiency", "", dp + ".efficiency");
     w.line(6, "gemm", number(e.gemm), dp + ".efficiency.gemm");
+    if (e.gemm_fp8) w.line(6, "gemm_fp8", number(*e.gemm_fp8), dp + ".efficiency.gemm_fp8");
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
     for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
       if (*rates)
