@@ -187,12 +187,14 @@ void ShardedGpt::use_expert_group(Communicator* group) {
   experts_.comm = checked_expert_group<float>(group, full_.experts);
 }
 
-MoeWeights<float> ShardedGpt::moe_weights(int layer) {
+MoeWeights<float> ShardedGpt::moe_weights(int layer, bool gradients) {
   const Layer& w = layers_[layer];
-  MoeWeights<float> out{p(w.router_w), g(w.router_w), {}};
+  // A forward writes no gradient (under ZeRO 2 and 3 no window for them is open then).
+  const auto grad = [&](size_t offset) { return gradients ? g(offset) : nullptr; };
+  MoeWeights<float> out{p(w.router_w), grad(w.router_w), {}};
   for (const MlpOffsets& x : w.experts)
-    out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), g(x.fc_w), g(x.fc_b),
-                           g(x.fc_proj_w), g(x.fc_proj_b)});
+    out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), grad(x.fc_w), grad(x.fc_b),
+                           grad(x.fc_proj_w), grad(x.fc_proj_b)});
   return out;
 }
 
@@ -470,7 +472,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                     p(w.ln2_w), p(w.ln2_b), n, C);
     gather(ln2, N);
     if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
-      moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), ln2, tmp);
+      moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l, false), experts_, moe_split(), ln2, tmp);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
       if (c.swiglu)
@@ -617,8 +619,8 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
     if (c.moe_layer(l)) {
-      moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l), experts_, moe_split(), whole(dres, N), ln2,
-                       dln_.data());
+      moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l, true), experts_, moe_split(), whole(dres, N),
+                       ln2, dln_.data());
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,

@@ -12,6 +12,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/config.hpp"
+#include "exec/gpt/layout_windows.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/tensor.hpp"
 
@@ -93,6 +94,13 @@ class ShardedGpt {
   size_t size() const { return total_; }
   Buffer<float>& parameters() { return params_; }
   Buffer<float>& gradients() { return grads_; }
+  // ZeRO 2 and 3: the passes read parameters from the windows of `parameters` and write gradients into
+  // those of `gradients` instead of the flat buffers above (either may be null: the flat buffer). A
+  // pass that touches an offset no window holds throws std::logic_error. The windows outlive the model.
+  void use_windows(const LayoutWindows* parameters, const LayoutWindows* gradients) {
+    param_windows_ = parameters;
+    grad_windows_ = gradients;
+  }
 
   // GPT-2's initial weights of this shard (exec/gpt/init.hpp): the values the whole model, initialized
   // with `seed`, holds there, computed here alone on the rank's threads.
@@ -154,11 +162,17 @@ class ShardedGpt {
   void allreduce(float* data, size_t count);
   void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
   double forward_head(ChunkActivations& a);
-  MoeWeights<float> moe_weights(int layer);
+  MoeWeights<float> moe_weights(int layer, bool gradients);  // without them: null gradient pointers
   MoeShape moe_shape(int N) const;
   MoeTensorSplit<float> moe_split();
-  const float* p(size_t offset) const { return offset == kNone ? nullptr : params_.data() + offset; }
-  float* g(size_t offset) { return offset == kNone ? nullptr : grads_.data() + offset; }
+  const float* p(size_t offset) const {
+    if (offset == kNone) return nullptr;
+    return param_windows_ ? param_windows_->at(offset) : params_.data() + offset;
+  }
+  float* g(size_t offset) {
+    if (offset == kNone) return nullptr;
+    return grad_windows_ ? grad_windows_->at(offset) : grads_.data() + offset;
+  }
   void ensure_scratch(size_t N);
   bool sequence_parallel() const { return spec_.sequence_parallel && spec_.tp > 1; }
   const int* positions() const;  // of the local tokens in their sequence (null: 0..Tn-1)
@@ -189,6 +203,8 @@ class ShardedGpt {
   size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
   size_t tail_begin_ = 0;  // where the final norm starts
   Buffer<float> params_, grads_;
+  const LayoutWindows* param_windows_ = nullptr;
+  const LayoutWindows* grad_windows_ = nullptr;
   Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, row_, norm_grads_;
   bool lookup_apart_ = false;
   std::vector<int32_t> lookup_rows_, lookup_slot_;  // the rows kept apart; per local row, its slot or -1

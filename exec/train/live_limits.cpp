@@ -1,6 +1,8 @@
 // The live backends' limits (see live_limits.hpp): one list, read before launch and by the trainers.
 #include "exec/train/live_limits.hpp"
 
+#include "plan/ir/buckets.hpp"
+
 namespace paratwin::exec {
 
 std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m) {
@@ -19,6 +21,13 @@ namespace {
 void add_cuda_limitations(const Plan& p, const ModelSpec& m, std::vector<std::string>& out) {
   if (p.tp * p.pp * p.cp > 1) out.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
   if (p.zero == 3) out.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
+  // Its runner reduces into one whole gradient buffer, which takes a reduction once a step only.
+  if (p.zero == 2 && reduces_every_microbatch(p) && p.num_microbatches > 1)
+    out.push_back(
+        "the CUDA backend reduces the gradients once a step, and ZeRO 2 reduce-scatters each of the " +
+        std::to_string(p.num_microbatches) +
+        " micro-batches' into the ranks' partitions; use zero 1 (the same traffic once a step) "
+        "or one micro-batch a step");
   if (m.moe)
     out.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
   if (p.offload_optimizer) out.push_back("the CUDA backend does not offload the optimizer yet");

@@ -1,4 +1,4 @@
-// The memory modes of the CPU runner (ParallelRunner): ZeRO 3's parameter gathers, activation
+// The memory modes of the CPU runner (ParallelRunner) beside ZeRO (parallel_sharding.cpp): activation
 // recomputation's policy, optimizer offload's copies and top-k compressed DP buckets, each run where
 // the Program puts its tasks (see parallel_runner.hpp).
 #include <map>
@@ -10,19 +10,6 @@ namespace paratwin::exec {
 
 void ParallelRunner::set_up_memory_modes() {
   const Plan& p = setup_.plan;
-  if (p.zero == 3) {
-    // Gathers get groups of their own: they are issued as ranges become free, which need not keep
-    // their order with the gradient buckets' collectives. The same ranks as the buckets' parts (dp x cp
-    // under CP; an expert's replicas), whose blocks the optimizer updates.
-    std::vector<std::unique_ptr<Communicator>> groups;
-    std::map<Communicator*, Communicator*> own;  // a part's group -> the gathers' copy of it
-    for (Communicator* c : {dp_.get(), expert_replicas_.get()})
-      if (c) own[c] = groups.emplace_back(c->split(0)).get();
-    std::vector<ShardedRange> parts;
-    for (const auto& [index, bucket] : buckets_)
-      for (const auto& [range, comm] : bucket) parts.push_back({range, own.at(comm)});
-    zero3_ = std::make_unique<Zero3Gathers>(model_.parameters(), std::move(parts), std::move(groups));
-  }
   if (p.offload_optimizer) offload_ = std::make_unique<OptimizerOffload>(*adamw_);
   if (p.offload_activations) activations_ = std::make_unique<ActivationOffload>();
   if (p.compression.kind == CompressionKind::TopK)
@@ -42,19 +29,10 @@ ActivationPolicy ParallelRunner::activation_policy(int chunk) const {
 
 void ParallelRunner::keep_output(const Task& forward) {
   if (!activations_ || forward.chunk == setup_.plan.chunks() - 1) return;
-  const ChunkActivations& a = slot(forward.microbatch, forward.chunk);
+  const ChunkActivations& a = slot(forward.microbatch, last_unit(forward.chunk));
   MemoryUseScope use(MemoryUse::Communication);
   outputs_[{forward.microbatch, forward.chunk}].assign(model_.output(a),
                                                        model_.output(a) + model_.boundary_size(a));
-}
-
-void ParallelRunner::pass_ended(const Task& task) {
-  if (!zero3_) return;
-  // A forward uses its layers once; a backward segment (from the top down) is done with everything
-  // from its first layer to the chunk's top.
-  const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
-  const int from = task.kind == TaskKind::Backward ? task.layer_begin : st.layer_begin;
-  zero3_->release(model_.range(from, st.layer_end));
 }
 
 int ParallelRunner::start_memory_mode(int index, const Task& task) {
@@ -66,7 +44,7 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
     // One micro-batch's activations, on the copy stream (the chunk's forward send reads a copy of its
     // output: see keep_output()).
     const int mb = task.microbatch, chunk = task.chunk;
-    copies_[handle] = task.to_host ? activations_->to_host(mb, chunk, kept_buffers(slot(mb, chunk)))
+    copies_[handle] = task.to_host ? activations_->to_host(mb, chunk, chunk_buffers(mb, chunk))
                                    : activations_->to_device(mb, chunk);
   } else if (task.purpose == Purpose::OptimizerOffload) {
     // The optimizer state's, synchronous (the step waits for it at once).
@@ -77,11 +55,7 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
     else
       offload_->to_device();
   } else if (task.purpose == Purpose::PassGather) {
-    if (!zero3_)
-      throw std::invalid_argument("task '" + task.name + "' is a ZeRO-3 gather in a plan without ZeRO 3");
-    const double before = zero3_->bytes();
-    tickets_[handle] = zero3_->request(parameter_range(task));
-    dp_bytes_ += zero3_->bytes() - before;
+    request_pass_gather(handle, task);
   } else if (task.purpose == Purpose::GradientTopK) {
     if (!compressor_)
       throw std::invalid_argument("task '" + task.name + "' is a top-k exchange in a plan without it");

@@ -37,14 +37,12 @@ std::vector<std::pair<std::pair<size_t, size_t>, bool>> cut(const ParameterRange
   return out;
 }
 
-ShardSpec shard_spec(const Plan& p, const RankCoordinates& at) {
+// The model's chunks are the rank's activation units (see activation_units()).
+ShardSpec shard_spec(const Plan& p, const RankCoordinates& at, const std::vector<ActivationUnit>& units) {
   ShardSpec s;
   s.tp = p.tp;
   s.tp_rank = at.tp;
-  for (int j = 0; j < p.virtual_stages; ++j) {
-    const StagePlan& st = p.stages.at(size_t(j) * p.pp + at.pp);
-    s.chunks.push_back({st.layer_begin, st.layer_end});
-  }
+  for (const ActivationUnit& u : units) s.chunks.push_back({u.layer_begin, u.layer_end});
   s.first = at.pp == 0;
   s.last = at.pp == p.pp - 1;
   s.sequence_parallel = p.sequence_parallel;
@@ -67,7 +65,8 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
       tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
       dp_(group(setup.world, at_.pp * setup.plan.tp + at_.tp)),  // over dp x cp, as Megatron-LM
       pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
-      model_(config, shard_spec(setup.plan, at_), tp_.get()) {
+      units_(activation_units(setup.plan, setup.program.roles.at(size_t(at_.pp)))),
+      model_(config, shard_spec(setup.plan, at_, units_), tp_.get()) {
   const Plan& p = setup.plan;
   const GptConfig& c = config;
   // Tied embeddings over several stages: wte (first stage) and its copy (last stage), each summed over
@@ -94,6 +93,10 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
       }
   }
   if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
+  // On one stage, where ZeRO 2 and 3 reduce every micro-batch's gradients, the head is the embedding,
+  // whose gradients the head's backward starts: a part of its own, so that its window opens apart from
+  // the first layer's (see parallel_sharding.cpp).
+  if (c.tied && p.pp == 1 && reduces_every_microbatch(p)) tied_ = model_.wte_range();
   model_.initialize(setup.seed);
   ParameterRanges decayed;
   const auto append = [](ParameterRanges& ranges, const ShardTensor& t) {
@@ -132,16 +135,16 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
         if (!(sub.first == early_head_))
           parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
   }
-  if (p.zero == 0 || buckets_.empty()) {
+  for (const auto& [index, bucket] : buckets_) parts_.insert(parts_.end(), bucket.begin(), bucket.end());
+  parts_ = distinct_ranges(std::move(parts_));
+  if (p.zero == 0 || parts_.empty())
     owned_.push_back({0, model_.size()});
-  } else {
-    std::vector<ShardedRange> parts;
-    for (const auto& [index, bucket] : buckets_) parts.insert(parts.end(), bucket.begin(), bucket.end());
-    owned_ = owned_blocks(parts);
-  }
+  else
+    owned_ = owned_blocks(parts_);
   // Under ZeRO the moments of this rank's blocks only.
   adamw_ = std::make_unique<AdamW>(setup.adamw, model_.size(), std::move(decayed),
                                    p.zero == 0 ? ParameterRanges{} : owned_);
+  set_up_sharding();
   set_up_memory_modes();
 }
 
@@ -162,23 +165,6 @@ int ParallelRunner::tag(int microbatch, int boundary, Direction d) const {
   return (microbatch * setup_.plan.chunks() + boundary) * 2 + (d == Direction::Forward ? 0 : 1);
 }
 
-ChunkActivations& ParallelRunner::slot(int microbatch, int chunk) {
-  auto [it, fresh] = slots_.try_emplace({microbatch, chunk});
-  if (fresh || released_.erase({microbatch, chunk})) {
-    MemoryUseScope use(MemoryUse::Activations);  // the memory report's make-up, as on one shard
-    model_.allocate(it->second, local_chunk(chunk), setup_.plan.micro_batch,
-                    setup_.scenario.training.seq_len / setup_.plan.cp, activation_policy(chunk));
-  }
-  return it->second;
-}
-
-void ParallelRunner::release(int microbatch, int chunk) {
-  // The next stage has used the sent forward (its gradient came back); the send has ended in effect.
-  if (auto s = forward_sends_.find({microbatch, chunk}); s != forward_sends_.end()) pp_->wait(s->second);
-  for (Buffer<float>* b : kept_buffers(slots_.at({microbatch, chunk}))) Buffer<float>().swap(*b);
-  released_.insert({microbatch, chunk});
-}
-
 void ParallelRunner::begin_step(int64_t step) {
   step_ = step;
   tp_seconds_.clear();
@@ -194,11 +180,19 @@ void ParallelRunner::begin_step(int64_t step) {
   outputs_.clear();
   sending_.clear();
   forward_sends_.clear();
-  model_.zero_gradients();
+  pass_tickets_.clear();
+  reductions_.clear();
+  computes_ = 0;
+  if (sharded_)
+    sharded_->zero();
+  else
+    model_.zero_gradients();
 }
 
 void ParallelRunner::compute(int index, const Task& task) {
   const Plan& p = setup_.plan;
+  settle_reductions();
+  ++computes_;
   const double tp_before = model_.tp_seconds;
   struct Record {  // the TP (CP) time of this task, however it ends
     std::map<int, double>& to;
@@ -212,37 +206,15 @@ void ParallelRunner::compute(int index, const Task& task) {
   Record cp_record{cp_seconds_, index, cp_now, cp_now};
   Record ep_record{ep_seconds_, index, model_.experts().wall_s, model_.experts().wall_s};
   switch (task.kind) {
-    case TaskKind::Forward: {
-      ChunkActivations& a = slot(task.microbatch, task.chunk);
-      // This DP replica's share of the step's global sequences, as the data-parallel path takes it.
-      const int64_t first = step_ * setup_.scenario.training.global_batch +
-                            (int64_t(at_.dp) * p.num_microbatches + task.microbatch) * p.micro_batch;
-      if (context_) {  // this CP rank's tokens of each sequence
-        const size_t whole = size_t(p.micro_batch) * setup_.scenario.training.seq_len;
-        whole_tokens_.resize(whole);
-        whole_targets_.resize(whole);
-        setup_.data.fill(first, p.micro_batch, whole_tokens_.data(), whole_targets_.data());
-        context_->take(whole_tokens_.data(), p.micro_batch, a.tokens.data());
-        context_->take(whole_targets_.data(), p.micro_batch, a.targets.data());
-      } else {
-        setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
-      }
-      const double loss = model_.forward(a);  // the micro-batch's (summed over CP)
-      keep_output(task);
-      if (task.chunk == p.chunks() - 1 && at_.tp == 0 && at_.cp == 0) losses_.push_back(loss);
-      pass_ended(task);
+    case TaskKind::Forward:
+      run_forward(task);
       break;
-    }
     case TaskKind::Recompute:
       // The first layer the backward needs; it recomputes each next one itself.
-      model_.recompute(slot(task.microbatch, task.chunk), task.layer_end - 1);
+      model_.recompute(slot(task.microbatch, unit_of(task.chunk, task.layer_end - 1)), task.layer_end - 1);
       break;
     case TaskKind::Backward:
-      model_.backward(slot(task.microbatch, task.chunk), task.layer_begin, task.layer_end,
-                      1.0f / float(p.num_microbatches));
-      pass_ended(task);
-      if (task.layer_begin == p.stages.at(size_t(task.chunk)).layer_begin)
-        release(task.microbatch, task.chunk);
+      run_backward(index, task);
       break;
     case TaskKind::Send:
     case TaskKind::Recv: {
@@ -293,8 +265,9 @@ int ParallelRunner::transfer(int index, const Task& task) {
   const bool send = task.kind == TaskKind::Send, forward = task.direction == Direction::Forward;
   // Gradients travel after the forward made the slot; a send back follows the backward that released
   // what the forward kept (only the gradient buffer it sends is left).
-  ChunkActivations& a =
-      forward ? slot(task.microbatch, task.chunk) : slots_.at({task.microbatch, task.chunk});
+  // A chunk's input and its gradient are its first unit's, its output and the output's gradient its last's.
+  const int unit = send == forward ? last_unit(task.chunk) : first_unit(task.chunk);
+  ChunkActivations& a = forward ? slot(task.microbatch, unit) : slots_.at({task.microbatch, unit});
   const size_t n = model_.boundary_size(a);
   // A message is named by the boundary it crosses: between chunks b and b + 1.
   const int boundary = send == forward ? task.chunk : task.chunk - 1;
@@ -327,7 +300,7 @@ int ParallelRunner::sum_tied_embedding() {
   for (const auto& [begin, end] : owned_) {
     const size_t b = std::max(begin, tied_.first), e = std::min(end, tied_.second);
     if (embedding_ && b < e)
-      requests.add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + b, e - b));
+      requests.add(embedding_.get(), embedding_->start_allreduce_sum(gradient_at(b), e - b));
   }
   return launched(std::move(requests));
 }
@@ -338,13 +311,12 @@ int ParallelRunner::gather_parameters(const Task& task) {
   Requests requests;
   const auto [begin, end] = parameter_range(task);
   float* w = model_.parameters().data();
-  for (const auto& [i, parts] : buckets_)
-    for (const auto& [range, comm] : parts) {
-      if (range.first < begin || range.second > end) continue;
-      dp_bytes_ += double(range.second - range.first) * sizeof(float);
-      if (comm->size() > 1)
-        requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
-    }
+  for (const auto& [range, comm] : parts_) {
+    if (range.first < begin || range.second > end) continue;
+    dp_bytes_ += double(range.second - range.first) * sizeof(float);
+    if (comm->size() > 1)
+      requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
+  }
   return launched(std::move(requests));
 }
 
@@ -352,6 +324,7 @@ int ParallelRunner::reduce_gradients(int index, const Task& task) {
   const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce;
   if (!all_reduce && task.collective != cost::CollectiveKind::ReduceScatter)
     throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+  if (sharded_) return reduce_sharded(index, task);
   Requests requests;
   float* grads = model_.gradients().data();
   for (const auto& [range, comm] : buckets_.at(index)) {
@@ -463,7 +436,6 @@ void ParallelRunner::optimizer_step() {
   sending_in_line_.clear();
   const Plan& p = setup_.plan;
   add_gathered_lookup_rows();
-  const float* grads = model_.gradients().data();
   float* params = model_.parameters().data();
   // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean, whose norm
   // is clipped. Both factors scale the gradients inside the fused AdamW pass (grads stay as reduced).
@@ -472,13 +444,14 @@ void ParallelRunner::optimizer_step() {
   for (const auto& [begin, end] : owned_)
     for (const auto& [counted_begin, counted_end] : counted_) {
       const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
-      if (b < e) squares += sum_of_squares(grads, b, e);
+      if (b < e) squares += sum_of_squares(gradient_at(b), 0, e - b);
     }
   squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp);
   const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;
-    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1, float(inverse_dp * scale));
+    adamw_->update(w, gradient_at(begin), begin, end, setup_.lr.at(step_), step_ + 1,
+                   float(inverse_dp * scale));
   }
 }
 

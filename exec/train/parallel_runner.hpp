@@ -6,6 +6,7 @@
 // says so). Data-parallel tasks run by the purpose and parameter span the Program gives them.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "exec/train/dp_blocks.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_zero3.hpp"
+#include "exec/train/sharded_gradients.hpp"
 #include "exec/train/step_runner.hpp"
 #include "exec/train/topk_compression.hpp"
 #include "plan/ir/program.hpp"
@@ -36,6 +38,17 @@ class DataLoader;
 // Where a world rank sits under the plan's rank order (plan.order, fastest-varying first).
 using RankCoordinates = RankCoords;
 RankCoordinates rank_coordinates(const Plan& plan, int world_rank);
+
+// A piece of one of a rank's chunks whose activations come and go together: the layers of one of the
+// Program's forward tasks (the whole chunk, or under ZeRO 3 one layer, whose activations its backward
+// frees as the Program says). The shard's model runs each as a chunk of its own.
+struct ActivationUnit {
+  int chunk = 0;  // the plan's chunk (stage) it is part of
+  int layer_begin = 0, layer_end = 0;
+};
+// The role's units in model order. Throws std::logic_error when its forward tasks do not cut each of
+// its chunks into contiguous spans, each run once.
+std::vector<ActivationUnit> activation_units(const Plan& plan, const Role& role);
 
 struct ParallelSetup {
   const ScenarioSpec& scenario;
@@ -85,11 +98,22 @@ class ParallelRunner final : public StepRunner {
                      const std::vector<float>& v);
 
  private:
-  ChunkActivations& slot(int microbatch, int chunk);
-  // The last backward segment of a micro-batch's chunk is done: what its forward kept is freed (the
-  // gradient buffer stays, for the send back), and allocated again by the next step's forward.
-  void release(int microbatch, int chunk);
-  int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
+  // Activation units (parallel_units.cpp): a micro-batch's activations of one unit, allocated when
+  // first used in a step; the unit of a chunk's layer, and its first and last.
+  ChunkActivations& slot(int microbatch, int unit);
+  int unit_of(int chunk, int layer) const;
+  int first_unit(int chunk) const;
+  int last_unit(int chunk) const;
+  // The last backward segment of a micro-batch's unit is done: what its forward kept is freed (the
+  // gradient buffer stays, for the unit below or the send back), and allocated again by the next
+  // step's forward.
+  void release(int microbatch, int unit);
+  // What a micro-batch's forward of a chunk kept, over its units (activation offload moves it).
+  std::vector<Buffer<float>*> chunk_buffers(int microbatch, int chunk);
+  // A forward or backward task over its unit: the residual stream (its gradient) handed from the unit
+  // below (above), the data, the loss, the unit's release.
+  void run_forward(const Task& task);
+  void run_backward(int index, const Task& task);
   int tag(int microbatch, int boundary, Direction d) const;
   void optimizer_step();
   // A task's collectives under way, each on its communicator.
@@ -108,17 +132,38 @@ class ParallelRunner final : public StepRunner {
   int reduce_gradients(int index, const Task& task);
   int gather_parameters(const Task& task);
   int sum_tied_embedding();
-  // ZeRO 3, optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
+  // Optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
   // the buckets; start() hands them the tasks of their purposes; complete() ends what one of its handles
-  // waits for beyond its requests (false: not yet); a pass that has ended gives back the parameters it
-  // gathered.
+  // waits for beyond its requests (false: not yet).
   void set_up_memory_modes();
   int start_memory_mode(int index, const Task& task);
   bool complete(int handle, bool block);
   // Activation offload: the d2h copy after a forward may free the chunk's output before its send has
   // read it, so the send reads a copy, taken here when the forward ends.
   void keep_output(const Task& forward);
+  // ZeRO 2 and 3 (parallel_sharding.cpp). Set up after the buckets: ZeRO 3's gathers, and where the
+  // Program reduce-scatters every micro-batch's gradients, the partition they are held in.
+  void set_up_sharding();
+  // What each backward opens of the sharded gradients (the parts its micro-batch's reduce-scatters of
+  // its layers name), found once from the Program; opened before the backward task `index` runs.
+  void plan_gradient_windows();
+  void open_gradient_windows(int index);
+  // A reduce-scatter of one micro-batch's gradients of a span, into the partition.
+  int reduce_sharded(int index, const Task& task);
+  // ZeRO 3: the gather of a pass's parameters, under `handle`; a pass that has ended gives back the
+  // parameters gathered for it.
+  void request_pass_gather(int handle, const Task& task);
+  // Waits for the reduce-scatters issued before the compute task that preceded this one (all of them:
+  // `all`), see parallel_sharding.cpp.
+  void settle_reductions(bool all = false);
   void pass_ended(const Task& task);
+  // The gradient this rank's optimizer reads at layout offset `offset` onwards: its partition's under
+  // sharded gradients, else the shard's gradient buffer.
+  float* gradient_at(size_t offset);
+  // The parameters a pass over the task's span reads: its span, and the head when the pass runs it and
+  // it lies outside the span (tied embeddings on one stage: the embedding, in the first layer's span).
+  std::vector<std::pair<size_t, size_t>> pass_ranges(const Task& task) const;
+  bool runs_head(const Task& task) const;
   // The local parameters a task's span names (plan/ir/program.hpp): its layers, else its chunk's, else
   // the whole shard.
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
@@ -132,6 +177,7 @@ class ParallelRunner final : public StepRunner {
   ParallelSetup setup_;
   RankCoordinates at_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_;
+  std::vector<ActivationUnit> units_;  // the model's chunks (ShardSpec::chunks)
   ShardedGpt model_;
   std::unique_ptr<ContextParallel> context_;  // under cp > 1
   // Expert parallelism (ep > 1): this rank's EP group (ep consecutive DP ranks at its cp, tp and
@@ -144,14 +190,30 @@ class ParallelRunner final : public StepRunner {
   int64_t step_ = 0;
   std::vector<double> losses_;
   double dp_bytes_ = 0;
-  std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, chunk) -> activations
+  std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, unit) -> activations
   std::set<std::pair<int, int>> released_;                 // slots whose kept buffers are freed
   // This step's forward sends, by (micro-batch, chunk): the activations they read stay until they end.
   std::map<std::pair<int, int>, Communicator::Handle> forward_sends_;
   // DP bucket task -> its gradients' parts: the dense ones reduced (and under ZeRO sharded) over the DP
   // group, this rank's experts over their replicas.
   std::map<int, std::vector<ShardedRange>> buckets_;
+  std::vector<ShardedRange> parts_;  // the buckets' distinct parts (the tasks of every micro-batch alike)
   std::unique_ptr<Zero3Gathers> zero3_;
+  // ZeRO 3: the gathers of passes under way, by what they gather for (micro-batch, chunk, direction,
+  // layers), each released by the pass.
+  struct PassTicket {
+    int microbatch, chunk;
+    Direction direction;
+    int layer_begin, layer_end;
+    int ticket;
+  };
+  std::vector<PassTicket> pass_tickets_;
+  // ZeRO 2 and 3 reducing every micro-batch: the gradients as this rank's partition, and the parts
+  // each backward task opens.
+  std::unique_ptr<ShardedGradients> sharded_;
+  std::map<int, std::vector<std::pair<size_t, size_t>>> backward_parts_;
+  std::deque<std::pair<int, int>> reductions_;  // sharded reductions in flight: (handle, computes_ then)
+  int computes_ = 0;                            // compute tasks begun this step
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;
   std::map<int, int> tickets_;                    // handle -> its ZeRO-3 gather

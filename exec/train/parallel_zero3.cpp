@@ -36,90 +36,89 @@ std::vector<size_t> counts_within(Range whole, Range part, int ranks) {
   return counts;
 }
 
+Partition kept_values(const std::vector<ShardedRange>& parts, const Buffer<float>& params) {
+  MemoryUseScope use(MemoryUse::Parameters);
+  Partition p(parts, params.size());
+  p.take(params.data());
+  return p;
+}
+
 }  // namespace
 
 Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> parts,
                            std::vector<std::unique_ptr<Communicator>> groups)
-    : params_(params), total_(params.size()), parts_(std::move(parts)), groups_(std::move(groups)) {
-  // Kept: everything but the other ranks' blocks of the parts.
-  std::vector<Range> others;
-  for (const auto& [range, comm] : parts_) {
-    const std::vector<size_t> counts = dp_blocks(range, comm->size());
-    size_t begin = range.first;
-    for (int r = 0; r < comm->size(); ++r) {
-      if (r != comm->rank() && counts[size_t(r)] > 0) others.push_back({begin, begin + counts[size_t(r)]});
-      begin += counts[size_t(r)];
-    }
-  }
-  std::sort(others.begin(), others.end());
-  size_t at = 0;
-  for (const Range& o : others) {
-    if (o.first > at) kept_.push_back({at, o.first});
-    at = std::max(at, o.second);
-  }
-  if (at < total_) kept_.push_back({at, total_});
-  MemoryUseScope use(MemoryUse::Parameters);
-  for (const Range& k : kept_)
-    shard_.insert(shard_.end(), params_.begin() + long(k.first), params_.begin() + long(k.second));
+    : params_(params),
+      total_(params.size()),
+      parts_(std::move(parts)),
+      groups_(std::move(groups)),
+      kept_(kept_values(parts_, params)) {
   Buffer<float>().swap(params_);
-}
-
-void Zero3Gathers::allocate() {
-  if (!params_.empty()) return;
-  MemoryUseScope use(MemoryUse::Parameters);
-  params_.assign(total_, std::numeric_limits<float>::quiet_NaN());
-  const float* from = shard_.data();
-  for (const Range& k : kept_) {
-    std::copy(from, from + (k.second - k.first), params_.begin() + long(k.first));
-    from += k.second - k.first;
-  }
 }
 
 float* Zero3Gathers::shard(size_t begin) {
   // The optimizer is about to change the kept values: a whole copy a checkpoint gathered would be stale.
-  if (gathers_.empty()) Buffer<float>().swap(params_);
-  size_t offset = 0;
-  for (const Range& k : kept_) {
-    if (begin >= k.first && begin < k.second) return shard_.data() + offset + (begin - k.first);
-    offset += k.second - k.first;
-  }
-  throw std::logic_error("ZeRO-3: parameter " + std::to_string(begin) + " is not in this rank's shard");
+  Buffer<float>().swap(params_);
+  return kept_.at(begin);
 }
 
 void Zero3Gathers::assign(const float* whole) {
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: weights assigned while a pass runs");
-  float* to = shard_.data();
-  for (const Range& k : kept_) to = std::copy(whole + k.first, whole + k.second, to);
+  kept_.take(whole);
   Buffer<float>().swap(params_);  // a copy gathered before is stale
 }
 
-int Zero3Gathers::request(Range range) {
+int Zero3Gathers::request(std::vector<Range> ranges) {
+  Buffer<float>().swap(params_);  // a pass gathers its own copy: the whole one a checkpoint took goes
   Gather g;
   g.ticket = next_ticket_;
-  g.range = range;
+  g.ranges = std::move(ranges);
+  for (const Range& range : g.ranges)
+    for (const auto& [whole, comm] : parts_) {
+      const Range part = intersect(whole, range);
+      bytes_ += double(part.second - part.first) * sizeof(float);
+    }
   gathers_.push_back(std::move(g));
-  for (const auto& [whole, comm] : parts_) {
-    const Range part = intersect(whole, range);
-    bytes_ += double(part.second - part.first) * sizeof(float);
-  }
   issue();
   return next_ticket_++;
 }
 
-// Issues waiting gathers in request order, up to the first whose range a gathered one still holds.
+// Issues waiting gathers in request order, up to the first whose ranges a gathered copy still holds.
 void Zero3Gathers::issue() {
   for (auto it = gathers_.begin(); it != gathers_.end(); ++it) {
     if (it->issued) continue;
     for (auto held = gathers_.begin(); held != it; ++held)
-      if (held->issued && overlap(held->range, it->range)) return;
-    it->issued = true;
-    allocate();
-    for (const auto& [whole, comm] : parts_) {
-      const Range part = intersect(whole, it->range);
-      if (part.second > part.first && comm->size() > 1)
-        it->requests.push_back({comm, comm->start_allgather(params_.data() + part.first,
-                                                            counts_within(whole, part, comm->size()))});
+      for (const Range& a : held->ranges)
+        for (const Range& b : it->ranges)
+          if (held->issued && overlap(a, b)) return;
+    start(*it);
+  }
+}
+
+void Zero3Gathers::start(Gather& g) {
+  g.issued = true;
+  for (const Range& range : g.ranges) {
+    Buffer<float>& copy = g.copies.emplace_back();
+    {
+      MemoryUseScope use(MemoryUse::Parameters);
+      copy.assign(range.second - range.first, std::numeric_limits<float>::quiet_NaN());
     }
+    fill(range, copy.data());
+    for (const auto& [whole, comm] : parts_) {
+      const Range part = intersect(whole, range);
+      if (part.second > part.first && comm->size() > 1)
+        g.requests.push_back({comm, comm->start_allgather(copy.data() + (part.first - range.first),
+                                                          counts_within(whole, part, comm->size()))});
+    }
+    windows_.open(range.first, range.second, copy.data());
+  }
+}
+
+void Zero3Gathers::fill(Range range, float* to) {
+  for (const auto& k : kept_.kept()) {
+    const Range both = intersect(k, range);
+    if (both.second > both.first)
+      std::copy(kept_.at(both.first), kept_.at(both.first) + (both.second - both.first),
+                to + (both.first - range.first));
   }
 }
 
@@ -146,40 +145,26 @@ void Zero3Gathers::wait(int ticket) {
   for (auto [comm, h] : g->requests) comm->wait(h);
 }
 
-void Zero3Gathers::release(Range done) {
-  for (auto it = gathers_.begin(); it != gathers_.end();) {
-    if (it->issued && it->range.first >= done.first && it->range.second <= done.second) {
-      for (auto [comm, h] : it->requests) comm->wait(h);  // (ended: the pass used them)
-      drop(it->range);
-      it = gathers_.erase(it);
-    } else {
-      ++it;
-    }
+void Zero3Gathers::release(int ticket) {
+  for (auto it = gathers_.begin(); it != gathers_.end(); ++it) {
+    if (it->ticket != ticket) continue;
+    if (!it->issued) throw std::logic_error("ZeRO-3: a pass released parameters it never had");
+    for (auto [comm, h] : it->requests) comm->wait(h);  // (ended: the pass used them)
+    for (const Range& range : it->ranges) windows_.close(range.first);
+    gathers_.erase(it);
+    issue();
+    return;
   }
-  if (gathers_.empty()) Buffer<float>().swap(params_);  // no pass holds any: the shard only
-  issue();
-}
-
-// What this rank does not own in `range` is no longer valid: NaN, so that a pass reading parameters
-// it did not gather fails loudly instead of training on stale values.
-void Zero3Gathers::drop(Range range) {
-  if (params_.empty()) return;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (const auto& [whole, comm] : parts_) {
-    const std::vector<size_t> counts = dp_blocks(whole, comm->size());
-    size_t begin = whole.first;
-    for (int r = 0; r < comm->size(); ++r) {
-      const Range block = intersect({begin, begin + counts[size_t(r)]}, range);
-      begin += counts[size_t(r)];
-      if (r != comm->rank())
-        std::fill(params_.begin() + long(block.first), params_.begin() + long(block.second), nan);
-    }
-  }
+  throw std::logic_error("ZeRO-3: a pass released a gather twice");
 }
 
 void Zero3Gathers::gather_everything() {
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: the whole shard is gathered while a pass runs");
-  allocate();
+  {
+    MemoryUseScope use(MemoryUse::Parameters);
+    params_.assign(total_, std::numeric_limits<float>::quiet_NaN());
+  }
+  kept_.put(params_.data());
   for (const auto& [whole, comm] : parts_)
     if (whole.second > whole.first && comm->size() > 1)
       comm->wait(comm->start_allgather(params_.data() + whole.first, dp_blocks(whole, comm->size())));

@@ -7,8 +7,13 @@
 
 namespace paratwin {
 
+bool reduces_every_microbatch(const Plan& p) {
+  return (p.zero == 2 || p.zero == 3) && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None;
+}
+
 bool tied_head_reduced_early(const Plan& p, const ModelSpec& m) {
-  return m.tied_embeddings && p.pp == 1 && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None;
+  return m.tied_embeddings && p.pp == 1 && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None &&
+         !reduces_every_microbatch(p);
 }
 
 double tied_lookup_rows(const Plan& p, const ModelSpec& m, const TrainingSpec& training) {

@@ -33,12 +33,18 @@ struct RankParameters {
   std::map<int, double> per_layer, per_layer_experts;
 };
 
+// Whether the buckets are reduce-scattered every micro-batch into each rank's partition of the
+// gradients, as DeepSpeed and FSDP run ZeRO 2 and 3 over several replicas (dp x cp), rather than
+// reduced once a step: not under gradient compression, which keeps its once-a-step exchange.
+bool reduces_every_microbatch(const Plan& plan);
+
 // Tied embeddings on one pipeline stage under data parallelism (dense buckets): the head's part of the
 // tied gradient is final once the head's backward has run, the lookup's only at the end, and it touches
 // the batch's tokens' rows alone. So the head's part is reduced in the first bucket (with the last
 // layers) and the lookup's rows, gathered from every replica, in the last one (with the positions): the
 // embedding leaves the critical path's last bucket. The CPU runner and the twin follow this (the CUDA
-// runner still reduces the whole embedding in its last bucket).
+// runner still reduces the whole embedding in its last bucket). Not where the buckets are reduced every
+// micro-batch (reduces_every_microbatch), each right after the backward that made it.
 bool tied_head_reduced_early(const Plan& plan, const ModelSpec& model);
 // The rows the lookup's part can touch on one rank of the DP group in a step: its tokens, at most the
 // rank's vocabulary rows; each replica's are gathered by all (the twin counts this bound).

@@ -16,7 +16,7 @@
 namespace paratwin::lowering {
 
 bool RoleBuilder::reduces_every_microbatch() const {
-  return (p_.zero == 2 || p_.zero == 3) && replicas() > 1 && p_.compression.kind == CompressionKind::None;
+  return paratwin::reduces_every_microbatch(p_);
 }
 
 Bytes RoleBuilder::unit_activations(int chunk, int layer) const {

@@ -2,7 +2,8 @@
 // job) train the same global batch to the same loss trajectory, with gradients reduced in buckets
 // that overlap the backward; every rank ends with the same weights; a run checkpointed on 4 ranks
 // resumes on 2 and continues the same trajectory. ZeRO 1 and 2 (reduce-scatter buckets, sharded
-// AdamW, parameter all-gather) follow it too.
+// AdamW, parameter all-gather) follow it too, and ZeRO 2's partitioned gradients add up every
+// micro-batch's reduce-scatter.
 #define BOOST_TEST_MODULE exec_dp
 #include <boost/test/unit_test.hpp>
 
@@ -13,6 +14,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/run/live_run.hpp"
+#include "exec/train/sharded_gradients.hpp"
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
 
@@ -92,6 +94,46 @@ BOOST_AUTO_TEST_CASE(zero_1_and_2_shard_the_optimizer_and_follow_the_same_trajec
   const std::vector<double> one = train_on(1, 5, options(5));
   check_close(one, train_on(2, 5, options(5), 1), "ZeRO 1 on 2 ranks vs 1 rank");
   if (world >= 4) check_close(one, train_on(4, 5, options(5), 2), "ZeRO 2 on 4 ranks vs 1 rank");
+}
+
+// ZeRO 2 and 3 hold gradients as each rank's partition: every micro-batch's unsharded gradients of a
+// part, written through a window of the layout, are reduce-scattered over the job's ranks and add up
+// in each rank's block; the window closes with its reduction, so a pass writing there, or a reduction
+// no backward opened, fails loudly.
+BOOST_AUTO_TEST_CASE(sharded_gradients_sum_every_micro_batch_into_each_ranks_block) {
+  Communicator* world = mpi->world.get();
+  const int n = world->size(), r = world->rank();
+  const std::vector<ShardedRange> parts{{{0, 7}, world}, {{7, 10}, world}};  // 3 values over up to 4 ranks
+  ShardedGradients g(parts, 10);
+  g.zero();
+  std::vector<std::pair<Communicator*, Communicator::Handle>> requests;
+  for (int mb = 1; mb <= 2; ++mb) {
+    std::vector<int> ids;
+    for (const auto& [range, comm] : parts) {
+      g.open(range);
+      for (size_t i = range.first; i < range.second; ++i) *g.windows().at(i) += float((r + 1) * mb * (i + 1));
+      ids.push_back(g.reduce(range, comm, requests));
+    }
+    for (auto [comm, h] : requests) comm->wait(h);
+    requests.clear();
+    for (int id : ids) g.reduced(id);
+  }
+  // Summed over the ranks (1 + ... + n) and the micro-batches (1 + 2).
+  for (const auto& [range, comm] : parts) {
+    const std::vector<size_t> counts = dp_blocks(range, n);
+    size_t begin = range.first;
+    for (int k = 0; k < r; ++k) begin += counts[size_t(k)];
+    for (size_t i = begin; i < begin + counts[size_t(r)]; ++i)
+      BOOST_TEST(*g.at(i) == float(3 * n * (n + 1) / 2 * (i + 1)));
+  }
+  BOOST_CHECK_THROW(g.windows().at(0), std::logic_error);
+  BOOST_CHECK_THROW(g.reduce(parts[0].range, world, requests), std::logic_error);
+  LayoutWindows w;
+  float values[4] = {};
+  w.open(2, 6, values);
+  BOOST_TEST(w.at(5) == values + 3);
+  BOOST_CHECK_THROW(w.open(0, 3, values), std::logic_error);  // overlaps [2, 6)
+  BOOST_CHECK_THROW(w.at(6), std::logic_error);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_checkpointed_on_four_ranks_resumes_on_two) {

@@ -84,6 +84,7 @@ struct Trained {
   double ep_seconds = 0;      // their spans over the run (the exchanges inside the passes)
   double peak_bytes = 0;      // measured, the largest over the ranks
   double predicted_peak = 0;  // the twin's
+  double gradient_bytes = 0;  // the gradients a rank holds, the twin's
   double dp_bytes = 0;        // rank 0's DP collectives in the last step, measured
   double predicted_dp_bytes = 0;
   int64_t resumed_from = -1;
@@ -116,6 +117,7 @@ Trained train(const Layout& l, const TrainOptions& o) {
     }
     t.peak_bytes = group->allreduce_max(double(r.memory.device_peak));
     t.predicted_peak = evaluate(trainer.program(), s.cluster, s.training).roles.front().peak_memory.value();
+    t.gradient_bytes = trainer.role().state.gradients.value();
     if (!r.dp_bytes.empty()) t.dp_bytes = r.dp_bytes.back();
     for (const Task& task : tasks)
       if (task.kind == TaskKind::Collective && task.group == GroupKind::Dp)
@@ -125,10 +127,10 @@ Trained train(const Layout& l, const TrainOptions& o) {
   mpi->world->broadcast(&t.weights_spread, sizeof t.weights_spread, 0);
   mpi->world->broadcast(&t.ep_tasks, sizeof t.ep_tasks, 0);
   mpi->world->broadcast(&t.ep_seconds, sizeof t.ep_seconds, 0);
-  double numbers[4] = {t.peak_bytes, t.predicted_peak, t.dp_bytes, t.predicted_dp_bytes};
+  double numbers[5] = {t.peak_bytes, t.predicted_peak, t.dp_bytes, t.predicted_dp_bytes, t.gradient_bytes};
   mpi->world->broadcast(numbers, sizeof numbers, 0);
   t.peak_bytes = numbers[0], t.predicted_peak = numbers[1], t.dp_bytes = numbers[2];
-  t.predicted_dp_bytes = numbers[3];
+  t.predicted_dp_bytes = numbers[3], t.gradient_bytes = numbers[4];
   mpi->world->broadcast(&t.resumed_from, sizeof t.resumed_from, 0);
   return t;
 }
@@ -203,10 +205,20 @@ BOOST_AUTO_TEST_CASE(memory_modes_under_expert_parallelism_follow_the_single_ran
     BOOST_TEST_INFO(mode);
     BOOST_TEST(error < 1e-5);
   }
-  // Measured peaks follow the twin's order across ZeRO stages (ties included): ZeRO 1 and 2 hold the
-  // same, ZeRO 3 its shard of the weights beside the gathered copy, ZeRO 0 the most.
+  // Measured peaks follow the twin's order across ZeRO stages (ties included): ZeRO 0 holds the most,
+  // ZeRO 3 (its shard of the weights, one gathered layer and one layer's gradients beside it) the
+  // least. ZeRO 2 holds its partition of the gradients and the unsharded gradients of the buckets in
+  // flight, which on this 4-layer model weigh about what its sharding saves: the twin puts it within a
+  // tie's width of ZeRO 1 (1.8% below), so for that pair the measured difference is held to the twin's
+  // instead, within 5% of the gradients.
+  const double twin_difference = runs[1].second.predicted_peak - runs[2].second.predicted_peak;
+  const double measured_difference = runs[1].second.peak_bytes - runs[2].second.peak_bytes;
+  BOOST_TEST_INFO("ZeRO 1 - ZeRO 2: measured " << measured_difference << " B, twin " << twin_difference
+                                               << " B; ZeRO 1's gradients " << runs[1].second.gradient_bytes);
+  BOOST_TEST(std::abs(measured_difference - twin_difference) < 0.05 * runs[1].second.gradient_bytes);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < i; ++j) {
+      if (i == 2 && j == 1) continue;
       const Trained &a = runs[size_t(i)].second, &b = runs[size_t(j)].second;
       BOOST_TEST_INFO(runs[size_t(i)].first << " vs " << runs[size_t(j)].first << ": measured "
                                             << a.peak_bytes << " vs " << b.peak_bytes << " B, twin "

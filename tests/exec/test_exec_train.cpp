@@ -232,6 +232,22 @@ BOOST_AUTO_TEST_CASE(each_limit_of_the_cuda_backend_is_named_in_the_list_read_be
   for (const auto& l : live_limitations(complete_plan(moe), moe.model, LiveBackend::Cuda))
     moe_limits += l + "\n";
   BOOST_TEST(moe_limits.find("dense models only") != std::string::npos);
+  // ZeRO 2 reduce-scatters every micro-batch's gradients over several replicas: the CUDA runner reduces
+  // once a step, so it runs it with one micro-batch only.
+  Plan zero2 = complete_plan(s);
+  zero2.zero = 2;
+  zero2.dp = 2;
+  zero2.num_microbatches = 2;
+  const auto named_zero2 = [&](const Plan& plan) {
+    for (const auto& l : live_limitations(plan, s.model, LiveBackend::Cuda))
+      if (l.find("ZeRO 2 reduce-scatters each of the 2 micro-batches'") != std::string::npos) return true;
+    return false;
+  };
+  BOOST_TEST(named_zero2(zero2));
+  BOOST_TEST(live_limitations(zero2, s.model, LiveBackend::Cpu).empty());
+  zero2.num_microbatches = 1;
+  BOOST_TEST(!named_zero2(zero2));
+  BOOST_TEST(live_limitations(zero2, s.model, LiveBackend::Cuda).empty());
 }
 
 namespace {
