@@ -8,8 +8,8 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
-#include "plan/report/report.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/report.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/search/search_report.hpp"
@@ -39,10 +39,12 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option("--emit", opts->emit,
-                  "print the plan as a plan file, Megatron-LM arguments or a DeepSpeed config instead of the report")
+  cmd->add_option(
+         "--emit", opts->emit,
+         "print the plan as a plan file, Megatron-LM arguments or a DeepSpeed config instead of the report")
       ->check(CLI::IsMember({"plan", "megatron", "deepspeed"}));
-  cmd->add_option("--top", opts->top, "show the N best plans of the search (default: the scenario's search.top)")
+  cmd->add_option("--top", opts->top,
+                  "show the N best plans of the search (default: the scenario's search.top)")
       ->check(CLI::Range(1, 1000));
   cmd->callback([opts, &exit_status] {
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
@@ -68,7 +70,15 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     nlohmann::json json = to_json(report);
     if (search) add_search(json, *search, scenario);
     if (!opts->json.empty()) write_file_atomically(opts->json, json.dump(2) + "\n");
-    if (!opts->trace.empty()) write_file_atomically(opts->trace, chrome_trace(program, evaluation));
+    if (!opts->trace.empty()) {
+      if (const std::string big =
+              trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
+          !big.empty())
+        throw InputError(Location{"<--trace " + opts->trace + ">"}, big);
+      AtomicFileWriter out(opts->trace);
+      write_chrome_trace(out.stream(), program, evaluation);
+      out.commit();
+    }
     if (!opts->output.empty()) write_file_atomically(opts->output, to_yaml(plan));
     if (!opts->program.empty()) write_file_atomically(opts->program, to_text(program));
     exit_status = kExitOk;

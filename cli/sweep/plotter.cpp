@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <stdexcept>
 
 #include "cli/sweep/child_process.hpp"
@@ -15,15 +14,9 @@ bool png_available() {
   return ::access(sibling_executable("paratwin-plot").c_str(), X_OK) == 0;
 }
 
-void write_sweep_png(const SweepResults& results, const std::string& path) {
-  const std::string text = to_json(results).dump();
-  const ChildProcess plotter = spawn_child({sibling_executable("paratwin-plot"), "sweep", "-", path}, false);
-  for (size_t sent = 0; sent < text.size();) {
-    const ssize_t n = ::write(plotter.to, text.data() + sent, text.size() - sent);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the plotter ended early; its status says why
-    sent += size_t(n);
-  }
+void write_sweep_png(const std::string& results_json, const std::string& path) {
+  const ChildProcess plotter =
+      spawn_child({sibling_executable("paratwin-plot"), "sweep", results_json, path}, false);
   ::close(plotter.to);
   const int status = wait_child(plotter.pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

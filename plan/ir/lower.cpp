@@ -12,6 +12,7 @@
 
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
+#include "plan/spec/limits.hpp"
 
 namespace paratwin {
 
@@ -107,8 +108,8 @@ class RoleBuilder {
     forward_done_.resize(static_cast<size_t>(p_.num_microbatches) * p_.chunks());
     // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
     // copies, bucket segments); growing the vector would move them all.
-    role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers +
-                        64);
+    role_.tasks.reserve(
+        static_cast<size_t>(estimated_role_tasks(p_.virtual_stages, p_.num_microbatches, m_.layers)));
     const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
     // The last backward of each chunk finalizes its gradients.
     std::map<int, int> last_backward;

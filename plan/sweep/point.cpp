@@ -1,6 +1,7 @@
 // Evaluating one sweep point: load, choose the plan, evaluate (or simulate), and cost the training.
 #include "plan/sweep/point.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
@@ -96,6 +97,8 @@ PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint&
       r.metrics = simulated.metrics;
       r.goodput = simulated.goodput;
       r.evaluator = "simulation";
+    } catch (const InputError& e) {  // too large to simulate: the point's settings, not a failure
+      return with_status(r, PointStatus::Invalid, messages_of(e));
     } catch (const std::exception& e) {
       return with_status(r, PointStatus::Failed, std::string("simulation failed: ") + e.what());
     }
@@ -143,6 +146,9 @@ nlohmann::json to_json(const PointResult& p) {
 PointResult point_from_json(const nlohmann::json& j) {
   try {
     PointResult p;
+    if (!j.at("index").is_number_integer() || j.at("index").get<std::int64_t>() < 0 ||
+        j.at("index").get<std::int64_t>() > std::numeric_limits<int>::max())
+      throw std::runtime_error("'index' is not a point's number");
     p.index = j.at("index").get<int>();
     p.settings = j.at("settings").get<std::map<std::string, std::string>>();
     const std::string status = j.at("status").get<std::string>();
