@@ -19,6 +19,7 @@
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/optim/schedule.hpp"
+#include "exec/run/launch_checks.hpp"
 #include "exec/train/live_trainer.hpp"
 #include "exec/train/step_loop.hpp"
 
@@ -58,22 +59,8 @@ class CudaTrainer final : public LiveTrainer {
         choice_(select_device()) {
     std::vector<std::string> problems = verify(plan_, scenario.model, scenario.cluster, scenario.training);
     for (auto& p : live_cpu_limitations(plan_, scenario.model)) problems.push_back(p);
-    // What the CPU backend runs and this one does not yet.
-    if (plan_.tp * plan_.pp * plan_.cp > 1)
-      problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
-    if (plan_.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
-    if (scenario.model.moe)
-      problems.push_back(
-          "the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
-    if (plan_.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
-    if (plan_.offload_activations) problems.push_back("the CUDA backend does not offload activations yet");
-    if (plan_.compression.kind != CompressionKind::None)
-      problems.push_back("the CUDA backend does not compress gradients yet");
-    for (const auto& st : plan_.stages)
-      if (st.recompute != Recompute::None) {
-        problems.push_back("the CUDA backend does not recompute yet; use recompute none");
-        break;
-      }
+    // What the CPU backend runs and this one does not yet (refused before launch; checked again here).
+    for (auto& p : live_cuda_limitations(plan_, scenario.model)) problems.push_back(p);
     if (plan_.dp != host_.size())
       problems.push_back("the plan has dp " + std::to_string(plan_.dp) + " but " +
                          std::to_string(host_.size()) + " ranks run it");

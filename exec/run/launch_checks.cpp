@@ -1,0 +1,102 @@
+// The checks before launch: data, resume, memory.
+#include "exec/run/launch_checks.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "exec/checkpoint/checkpoint.hpp"
+#include "exec/data/token_file.hpp"
+#include "plan/analytic/evaluate.hpp"
+#include "plan/report/report.hpp"
+#include "plan/spec/catalog.hpp"
+
+namespace paratwin::exec {
+
+std::vector<std::string> live_cuda_limitations(const Plan& plan, const ModelSpec& model) {
+  std::vector<std::string> problems;
+  if (plan.tp * plan.pp * plan.cp > 1)
+    problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
+  if (plan.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
+  if (model.moe)
+    problems.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
+  if (plan.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
+  if (plan.offload_activations) problems.push_back("the CUDA backend does not offload activations yet");
+  if (plan.compression.kind != CompressionKind::None)
+    problems.push_back("the CUDA backend does not compress gradients yet");
+  for (const auto& st : plan.stages)
+    if (st.recompute != Recompute::None) {
+      problems.push_back("the CUDA backend does not recompute yet; use recompute none");
+      break;
+    }
+  return problems;
+}
+
+std::string live_data_path(const LiveRunOptions& o) {
+  return o.data.empty() ? Catalog::installed().root() + "/data/tiny-corpus.txt" : o.data;
+}
+
+namespace {
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1 << 30));
+  return buf;
+}
+
+double machine_memory_bytes() {
+  return double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+}
+
+}  // namespace
+
+void check_before_launch(const LiveRunOptions& o, const LiveRunSetup& setup) {
+  const ScenarioSpec& s = setup.scenario;
+  const Plan& plan = setup.plan;
+  std::vector<Diagnostic> problems;
+  const std::string data = live_data_path(o);
+  const Location data_at{o.data.empty() ? data : "<--data " + o.data + ">"};
+  TokenSource tokens;
+  try {
+    tokens = inspect_tokens(data);
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) problems.push_back({Severity::Error, data_at, d.message});
+  }
+  if (problems.empty() && tokens.tokens < uint64_t(s.training.seq_len) + 1)
+    problems.push_back({Severity::Error, data_at,
+                        "the corpus holds " + std::to_string(tokens.tokens) + " tokens; a sequence of " +
+                            std::to_string(s.training.seq_len) + " (training.seq_len) needs " +
+                            std::to_string(s.training.seq_len + 1)});
+  if (problems.empty() && tokens.largest >= s.model.vocab)
+    problems.push_back({Severity::Error, data_at,
+                        "the corpus holds token " + std::to_string(tokens.largest) +
+                            ", outside the model's vocabulary of " + std::to_string(s.model.vocab) +
+                            " (model.vocab)"});
+  if (o.resume && !o.checkpoint_dir.empty())
+    if (const auto newest = peek_latest_checkpoint(o.checkpoint_dir);
+        newest && (newest->model != s.model.name || newest->global_batch != s.training.global_batch))
+      problems.push_back({Severity::Error, Location{"<--checkpoint-dir " + o.checkpoint_dir + ">"},
+                          "the newest checkpoint is of model " + newest->model + " with global batch " +
+                              std::to_string(newest->global_batch) + "; this run trains " + s.model.name +
+                              " with global batch " + std::to_string(s.training.global_batch) +
+                              "; give another --checkpoint-dir, or run without --resume"});
+  // Memory: every rank of the job on this machine, each with the twin's peak (device and host) and its
+  // own copy of the corpus.
+  const Program program = lower(plan, s.model, s.cluster, s.training, {.task_names = false});
+  const Report predicted = make_report(s.name, program, evaluate(program, s.cluster, s.training));
+  double needed = 0;
+  for (const StageMemory& stage : predicted.stages)
+    needed += (stage.peak.value() + stage.host.value()) * (plan.gpus() / plan.pp);
+  needed += double(plan.gpus()) * double(tokens.tokens) * sizeof(uint16_t);
+  const double machine = machine_memory_bytes();
+  if (needed > machine)
+    problems.push_back({Severity::Error, Location{o.scenario},
+                        "the job's " + std::to_string(plan.gpus()) + " ranks need about " + gib(needed) +
+                            " by the twin's memory model (" + gib(needed / plan.gpus()) +
+                            " each, with its copy of the data), more than this machine's " + gib(machine) +
+                            "; run fewer ranks (--ranks), a smaller plan.micro_batch or training.seq_len, "
+                            "or save memory with plan.zero, plan.recompute or a smaller model"});
+  if (!problems.empty()) throw InputError(std::move(problems));
+}
+
+}  // namespace paratwin::exec
