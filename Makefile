@@ -2,6 +2,7 @@
 BUILD     ?= build
 JOBS      ?= $(shell nproc)
 FUZZ_TIME ?= 60
+FUZZ_TARGETS ?=
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build run test bench fuzz screenshots format clean
@@ -27,7 +28,7 @@ bench: build
 	@bash bench/run.sh $(BUILD)
 
 fuzz: build
-	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME)
+	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 # Each GUI view as a PNG (written by the headless view tests into $(BUILD)/screenshots/), copied to
 # docs/screenshots/ for the README.

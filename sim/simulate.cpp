@@ -275,21 +275,18 @@ JobShape job_shape(const ScenarioSpec& scenario, const Plan& plan, const Program
                                    : 0;
   // The horizon's failures and blocks of training, counted before any is sampled (or anything simulated).
   const HorizonWork work = expected_horizon_work(scenario, job, options.horizon->value());
-  const auto whole = [](double v) { return std::to_string(static_cast<long long>(std::min(v, 9e18))); };
-  if (!(work.failures <= double(limit_value(kHorizonFailuresLimit))))
+  const auto refuse_past = [&](double count, const InputLimit& limit, const std::string& what,
+                               const std::string& fix) {
+    if (count <= double(limit_value(limit))) return;
     throw InputError(Location{"<--horizon>"},
-                     "a horizon of " + to_string(*options.horizon) + " would sample about " +
-                         whole(work.failures) +
-                         " failures; a shorter --horizon or lower failure rates (a longer "
-                         "failures.*.mtbf) bring it under" +
-                         limit_note(kHorizonFailuresLimit));
-  if (!(work.blocks <= double(limit_value(kHorizonBlocksLimit))))
-    throw InputError(Location{"<--horizon>"},
-                     "a horizon of " + to_string(*options.horizon) + " would replay about " +
-                         whole(work.blocks) +
-                         " blocks of training between checkpoints; a shorter --horizon or a "
-                         "longer checkpoint.interval bring it under" +
-                         limit_note(kHorizonBlocksLimit));
+                     "a horizon of " + to_string(*options.horizon) + " would " + what + " about " +
+                         std::to_string(static_cast<long long>(std::min(count, 9e18))) + "; " + fix +
+                         " bring it under" + limit_note(limit));
+  };
+  refuse_past(work.failures, kHorizonFailuresLimit,
+              "sample failures:", "a shorter --horizon or lower failure rates (a longer failures.*.mtbf)");
+  refuse_past(work.blocks, kHorizonBlocksLimit, "replay blocks of training between checkpoints:",
+              "a shorter --horizon or a longer checkpoint.interval");
   return job;
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "plan/ir/plan.hpp"
+#include "plan/report/report.hpp"
 #include "plan/spec/checked.hpp"
 #include "plan/spec/limits.hpp"
 #include "plan/spec/sweep_size.hpp"
@@ -68,6 +69,7 @@ size_t count_nodes(const DocNode& n) {
 
 PointResult priced(int index, double time_s, double cost) {
   PointResult p;
+  p.plan = plan_json(Plan{});  // what a finished point carries (and its reader checks)
   p.index = index;
   p.time_to_train_s = time_s;
   p.cost_usd = cost;

@@ -50,7 +50,7 @@ std::string bytes_of(const std::vector<float>& v) {
 
 // What a checkpoint's files may hold at most besides the tensors (whose sizes the model fixes).
 constexpr uint64_t kMaxManifestBytes = 64 << 10;
-constexpr uint64_t kMaxStateBytes = 256 << 20;  // a loss per step: millions of steps
+constexpr uint64_t kMaxStateBytes = 64 << 20;  // a loss per step: millions of steps
 constexpr uint64_t kMaxPlanBytes = 1 << 20;
 const char* const kCheckpointFiles[] = {"weights.bin", "optimizer.bin", "state.json", "plan.yaml"};
 
@@ -70,6 +70,20 @@ uint64_t checked_size(const fs::path& path, uint64_t most) {
     throw std::runtime_error(path.filename().string() + " holds " + std::to_string(size) +
                              " bytes, more than " + std::to_string(most));
   return size;
+}
+
+// A checkpoint's JSON (MANIFEST.json, state.json) is three levels deep: deeper nesting is no checkpoint,
+// and would cost memory for every level. Returns a discarded value for text that is not such JSON.
+nlohmann::json parse_shallow(std::string_view text) {
+  constexpr int kMostDepth = 8;
+  try {
+    return nlohmann::json::parse(text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMostDepth) throw std::runtime_error("nested too deep");
+      return true;
+    });
+  } catch (const std::exception&) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
 }
 
 // Reads exactly `bytes` bytes (the size checked above; a file that changed since fails).
@@ -137,7 +151,7 @@ std::string save_checkpoint(const std::string& dir, const TrainingState& s) {
 }
 
 CheckpointManifest parse_checkpoint_manifest(std::string_view text, size_t expected_parameters) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json j = parse_shallow(text);
   if (j.is_discarded() || !j.is_object())
     throw std::runtime_error("MANIFEST.json is not a JSON object (incomplete write?)");
   const auto format = j.find("format");
@@ -193,7 +207,7 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, size_t expec
 }
 
 TrainingState parse_checkpoint_state(std::string_view text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json j = parse_shallow(text);
   if (j.is_discarded() || !j.is_object()) throw std::runtime_error("state.json is not a JSON object");
   auto whole = [&](const char* key, int64_t min) {
     const auto v = j.find(key);
@@ -273,7 +287,7 @@ std::optional<TrainingState> peek_latest_checkpoint(const std::string& dir) {
     try {
       const std::string manifest =
           read_exactly(c / "MANIFEST.json", checked_size(c / "MANIFEST.json", kMaxManifestBytes));
-      const nlohmann::json j = nlohmann::json::parse(manifest, nullptr, false);
+      const nlohmann::json j = parse_shallow(manifest);
       const auto state = j.is_object() ? j.find("files") : j.end();
       if (state == j.end() || !state->is_object() || !state->contains("state.json")) continue;
       return parse_checkpoint_state(

@@ -86,7 +86,7 @@ std::vector<uint16_t> parse_token_file(std::string_view bytes, const std::string
   std::memcpy(header, bytes.data(), kHeaderBytes);
   const uint64_t count = checked_count(header, bytes.size() - kHeaderBytes, name);
   std::vector<uint16_t> tokens(count);
-  std::memcpy(tokens.data(), bytes.data() + kHeaderBytes, count * sizeof(uint16_t));
+  if (count > 0) std::memcpy(tokens.data(), bytes.data() + kHeaderBytes, count * sizeof(uint16_t));
   return tokens;
 }
 

@@ -143,13 +143,33 @@ nlohmann::json to_json(const PointResult& p) {
   return j;
 }
 
+namespace {
+
+// `j[key]` as a whole number from `min` to INT_MAX (a float or a larger number would not convert).
+int whole_number(const nlohmann::json& j, const char* key, std::int64_t min, const std::string& where) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
+      v.get<std::int64_t>() > std::numeric_limits<int>::max())
+    throw std::runtime_error("'" + where + key + "' is not a whole number from " + std::to_string(min));
+  return v.get<int>();
+}
+
+// The plan of a point read back: what the table and the CSV show of it, typed.
+void check_plan(const nlohmann::json& plan) {
+  if (!plan.is_object()) throw std::runtime_error("'plan' is not a mapping");
+  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "micro_batch", "virtual_stages"})
+    whole_number(plan, key, 1, "plan.");
+  whole_number(plan, "zero", 0, "plan.");
+  for (const char* key : {"schedule", "recompute"})
+    if (!plan.at(key).is_string()) throw std::runtime_error(std::string("'plan.") + key + "' is not text");
+}
+
+}  // namespace
+
 PointResult point_from_json(const nlohmann::json& j) {
   try {
     PointResult p;
-    if (!j.at("index").is_number_integer() || j.at("index").get<std::int64_t>() < 0 ||
-        j.at("index").get<std::int64_t>() > std::numeric_limits<int>::max())
-      throw std::runtime_error("'index' is not a point's number");
-    p.index = j.at("index").get<int>();
+    p.index = whole_number(j, "index", 0, "");
     p.settings = j.at("settings").get<std::map<std::string, std::string>>();
     const std::string status = j.at("status").get<std::string>();
     bool known = false;
@@ -162,9 +182,10 @@ PointResult point_from_json(const nlohmann::json& j) {
     }
     p.cluster = j.at("cluster").get<std::string>();
     p.devices = j.at("devices").get<std::string>();
-    p.gpus = j.at("gpus").get<int>();
-    p.plan_gpus = j.at("plan_gpus").get<int>();
+    p.gpus = whole_number(j, "gpus", 0, "");
+    p.plan_gpus = whole_number(j, "plan_gpus", 0, "");
     p.evaluator = j.at("evaluator").get<std::string>();
+    check_plan(j.at("plan"));
     p.plan = j.at("plan");
     const nlohmann::json& m = j.at("metrics");
     p.metrics = {m.at("iteration_time_s").get<double>(),

@@ -144,7 +144,8 @@ SweepHeader header_from_json(const nlohmann::json& scenario, const nlohmann::jso
   h.scenario = scenario.get<std::string>();
   h.fingerprint = s.at("fingerprint").get<std::string>();
   h.fields = s.at("fields").get<std::vector<std::string>>();
-  const auto total = s.at("points").get<std::int64_t>();
+  const nlohmann::json& points = s.at("points");
+  const auto total = points.is_number_integer() ? points.get<std::int64_t>() : std::int64_t(-1);
   if (total < 0 || total > std::numeric_limits<int>::max())
     throw std::runtime_error("sweep.points is not a count of points: " + std::to_string(total));
   h.total = int(total);

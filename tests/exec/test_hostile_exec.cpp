@@ -2,11 +2,8 @@
 // read or allocated for them), the control channel's strangers (dropped while the job trains on, its
 // secret never on a command line), and bad input refused before any rank starts (exit status 2).
 #define BOOST_TEST_MODULE hostile_exec
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -24,6 +21,7 @@
 #include "exec/supervise/control_channel.hpp"
 #include "paratwin_process.hpp"
 #include "plan/spec/diagnostics.hpp"
+#include "raw_peer.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -76,26 +74,6 @@ std::string why_refused(const fs::path& checkpoint) {
   }
   BOOST_FAIL("the checkpoint was accepted");
   return "";
-}
-
-// A peer of the control channel that speaks raw text.
-struct RawPeer {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  explicit RawPeer(int port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  }
-  ~RawPeer() { ::close(fd); }
-  void send(const std::string& text) {
-    [[maybe_unused]] auto n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-  }
-};
-
-int port_of(const std::string& endpoint) {
-  return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
 }
 
 // Every process's command line and environment, as far as /proc lets this user read them.
@@ -226,7 +204,7 @@ BOOST_AUTO_TEST_CASE(strangers_that_say_nothing_or_come_in_crowds_are_dropped) {
   server.expect("secret", 1);
   std::vector<std::unique_ptr<RawPeer>> crowd;
   for (int i = 0; i < 70; ++i) {
-    crowd.push_back(std::make_unique<RawPeer>(port_of(server.endpoint())));
+    crowd.push_back(std::make_unique<RawPeer>(server.endpoint()));
     server.poll(0.01);
   }
   poll_for(server, 0.3);
@@ -246,7 +224,7 @@ BOOST_AUTO_TEST_CASE(strangers_that_say_nothing_or_come_in_crowds_are_dropped) {
   quiet.expect("secret", 1);
   std::vector<std::unique_ptr<RawPeer>> silent;
   for (int i = 0; i < 25; ++i) {
-    silent.push_back(std::make_unique<RawPeer>(port_of(quiet.endpoint())));
+    silent.push_back(std::make_unique<RawPeer>(quiet.endpoint()));
     quiet.poll(0.01);
   }
   poll_for(quiet, 1.0);
@@ -278,7 +256,8 @@ BOOST_AUTO_TEST_CASE(a_foreign_connection_is_dropped_while_the_job_trains_on) {
     if (!port && std::regex_search(current, match, endpoint)) port = std::stoi(match[1]);
     // Once training is under way: strangers knock, and the job's secret is looked for on command lines.
     if (port && !foreign_sent && current.find("step     2/") != std::string::npos) {
-      RawPeer guess(port), heartbeat(port), flood(port);
+      const std::string at = "127.0.0.1:" + std::to_string(port);
+      RawPeer guess(at), heartbeat(at), flood(at);
       guess.send(R"({"type":"hello","token":"0123456789abcdef0123456789abcdef","rank":0,"pid":1})"
                  "\n");
       heartbeat.send(R"({"type":"step","step":40,"steps":40,"loss":0,"step_s":0})"
