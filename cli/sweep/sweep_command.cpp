@@ -138,6 +138,72 @@ std::string axes_text(const LoadedSweep& sweep) {
   return out;
 }
 
+struct Evaluated {
+  int failed = 0;
+  bool interrupted = false;  // a worker was stopped by a signal (Ctrl-C reaches them too)
+};
+
+// Hands the pending points to the channels' slots, one at a time, journals their results in order and
+// saves the outputs now and then, until every point is done or the sweep is interrupted.
+Evaluated evaluate_pending(PendingPoints& pending, const std::vector<PointChannel*>& channels,
+                           const LoadedSweep& sweep, const SweepHeader& header, int done_before,
+                           SweepJournal& journal, const SweepOptions& o) {
+  std::deque<std::pair<PointChannel*, int>> idle;
+  for (auto* c : channels)
+    for (int s = 0; s < c->slots(); ++s) idle.push_back({c, s});
+  InOrder in_order(std::max<std::size_t>(256, 16 * idle.size()));
+  Progress progress(header.total, done_before, ::isatty(STDERR_FILENO));
+  // Results are saved as points finish, but saving takes at most a tenth of the time: fast points
+  // (milliseconds each, analytic) are saved together, slow ones (searches, simulations) one by one.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point saved = Clock::now();
+  Clock::duration save_cost{};
+  bool unsaved = false;
+  int busy = 0;
+  Evaluated out;
+  while ((pending.peek() || busy > 0) && !g_interrupted && !out.interrupted) {
+    while (!idle.empty() && pending.peek() && in_order.has_room()) {
+      idle.front().first->assign(idle.front().second, *pending.peek());
+      in_order.handed_out(*pending.peek());
+      idle.pop_front();
+      pending.pop();
+      ++busy;
+    }
+    for (auto* c : channels) {
+      for (Finished& f : c->poll(channels.size() > 1 ? 2 : 200)) {
+        if (f.interrupted) {
+          out.interrupted = true;
+          break;
+        }
+        --busy;
+        idle.push_back({c, f.slot});
+        PointResult point;
+        try {
+          point = f.result.empty() ? failed_point(sweep.points.at(f.index), f.failure)
+                                   : point_from_json(nlohmann::json::parse(f.result));
+        } catch (const std::exception& e) {
+          point = failed_point(sweep.points.at(f.index),
+                               std::string("unreadable result from the worker: ") + e.what());
+        }
+        out.failed += point.status == PointStatus::Failed;
+        progress.point_finished(point);
+        in_order.finished(std::move(point), journal);
+        unsaved = true;
+      }
+    }
+    // Checked after every wait, so a point is saved soon even when no other follows it for long.
+    if (unsaved && Clock::now() - saved >= 9 * save_cost) {
+      const Clock::time_point start = Clock::now();
+      save(header, journal, o, false);
+      saved = Clock::now();
+      save_cost = saved - start;
+      unsaved = false;
+    }
+  }
+  progress.close();
+  return out;
+}
+
 }  // namespace
 
 void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
@@ -222,58 +288,9 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
     WorkerPool local(worker_command(o), local_workers);
     std::vector<PointChannel*> channels = {&local};
     channels.insert(channels.end(), remote.begin(), remote.end());
-    std::deque<std::pair<PointChannel*, int>> idle;
-    for (auto* c : channels)
-      for (int s = 0; s < c->slots(); ++s) idle.push_back({c, s});
-    InOrder in_order(std::max<std::size_t>(256, 16 * idle.size()));
-    Progress progress(header.total, done_before, ::isatty(STDERR_FILENO));
-    // Results are saved as points finish, but saving takes at most a tenth of the time: fast points
-    // (milliseconds each, analytic) are saved together, slow ones (searches, simulations) one by one.
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point saved = Clock::now();
-    Clock::duration save_cost{};
-    bool unsaved = false;
-    int busy = 0;
-    while ((pending.peek() || busy > 0) && !g_interrupted && !interrupted) {
-      while (!idle.empty() && pending.peek() && in_order.has_room()) {
-        idle.front().first->assign(idle.front().second, *pending.peek());
-        in_order.handed_out(*pending.peek());
-        idle.pop_front();
-        pending.pop();
-        ++busy;
-      }
-      for (auto* c : channels) {
-        for (Finished& f : c->poll(channels.size() > 1 ? 2 : 200)) {
-          if (f.interrupted) {
-            interrupted = true;
-            break;
-          }
-          --busy;
-          idle.push_back({c, f.slot});
-          PointResult point;
-          try {
-            point = f.result.empty() ? failed_point(sweep.points.at(f.index), f.failure)
-                                     : point_from_json(nlohmann::json::parse(f.result));
-          } catch (const std::exception& e) {
-            point = failed_point(sweep.points.at(f.index),
-                                 std::string("unreadable result from the worker: ") + e.what());
-          }
-          failed += point.status == PointStatus::Failed;
-          progress.point_finished(point);
-          in_order.finished(std::move(point), journal);
-          unsaved = true;
-        }
-      }
-      // Checked after every wait, so a point is saved soon even when no other follows it for long.
-      if (unsaved && Clock::now() - saved >= 9 * save_cost) {
-        const Clock::time_point start = Clock::now();
-        save(header, journal, o, false);
-        saved = Clock::now();
-        save_cost = saved - start;
-        unsaved = false;
-      }
-    }
-    progress.close();
+    const Evaluated e = evaluate_pending(pending, channels, sweep, header, done_before, journal, o);
+    failed = e.failed;
+    interrupted = e.interrupted;
     if (g_interrupted || interrupted) {
       save(header, journal, o, true);
       std::cerr << "sweep: interrupted"

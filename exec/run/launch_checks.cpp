@@ -9,7 +9,9 @@
 #include "exec/data/token_file.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/report.hpp"
+#include "plan/report/trace.hpp"
 #include "plan/spec/catalog.hpp"
+#include "plan/spec/checked.hpp"
 
 namespace paratwin::exec {
 
@@ -96,6 +98,19 @@ void check_before_launch(const LiveRunOptions& o, const LiveRunSetup& setup) {
                             " each, with its copy of the data), more than this machine's " + gib(machine) +
                             "; run fewer ranks (--ranks), a smaller plan.micro_batch or training.seq_len, "
                             "or save memory with plan.zero, plan.recompute or a smaller model"});
+  // The tokens the run reads (its data position is a 64-bit count of sequences), and its trace.
+  const std::int64_t steps = o.steps > 0 ? o.steps : s.training.steps.value_or(0);
+  if (!checked_product({steps, s.training.global_batch, s.training.seq_len}))
+    problems.push_back({Severity::Error,
+                        Location{o.steps > 0 ? "<--steps " + std::to_string(o.steps) + ">" : o.scenario},
+                        std::to_string(steps) + " steps of " + std::to_string(s.training.global_batch) +
+                            " sequences of " + std::to_string(s.training.seq_len) +
+                            " tokens are more tokens than a 64-bit count holds; run fewer steps"});
+  if (!o.trace.empty())
+    if (const std::string big =
+            trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
+        !big.empty())
+      problems.push_back({Severity::Error, Location{"<--trace " + o.trace + ">"}, big});
   if (!problems.empty()) throw InputError(std::move(problems));
 }
 

@@ -18,9 +18,10 @@ std::vector<std::string> live_cuda_limitations(const Plan& plan, const ModelSpec
 std::string live_data_path(const LiveRunOptions& options);
 
 // Throws InputError listing every problem: the data (readable, long enough for a sequence, no token
-// outside the vocabulary), the newest checkpoint when resuming (of this model and global batch), and
-// the memory the job's ranks need by the twin's model (plus each rank's copy of the data) against
-// this machine's memory. Reads the data once; loads no tensor.
+// outside the vocabulary), the newest checkpoint when resuming (of this model and global batch), the
+// memory the job's ranks need by the twin's model (plus each rank's copy of the data) against this
+// machine's memory, the tokens of all its steps in 64 bits, and the size of its --trace. Reads the data
+// once; loads no tensor.
 void check_before_launch(const LiveRunOptions& options, const LiveRunSetup& setup);
 
 }  // namespace paratwin::exec

@@ -325,6 +325,10 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused_before_any_rank_starts) {
   BOOST_TEST(r.err.find("ranks need about") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("more than this machine's") != std::string::npos, r.err);
   BOOST_TEST(r.out.find("supervising") == std::string::npos);
+  // Steps whose tokens no 64-bit count holds.
+  r = paratwin_test::paratwin("run " + kScenario + " --ranks 2 --steps 9000000000000000000");
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("are more tokens than a 64-bit count holds") != std::string::npos, r.err);
   // A plan the CUDA backend cannot run (or a machine without a GPU): refused here, never launched.
   r = paratwin_test::paratwin("run " + kScenario + " --backend cuda --ranks 2 --steps 2");
   BOOST_TEST(r.status == 2);
