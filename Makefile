@@ -31,7 +31,7 @@ fuzz: build
 	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 # Each GUI view as a PNG (written by the headless view tests into $(BUILD)/screenshots/), copied to
-# docs/screenshots/ for the README.
+# docs/screenshots/ for docs/gui.md.
 screenshots: build
 	@cd $(BUILD) && ctest -R test_gui_views --output-on-failure
 	@mkdir -p docs/screenshots && cp $(BUILD)/screenshots/*.png docs/screenshots/

@@ -7,14 +7,13 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/sweep/child_process.hpp"
 #include "cli/sweep/sweep_command.hpp"
 #include "exec/comm/communicator.hpp"
 #include "plan/sweep/point.hpp"
+#include "plan/util/child_process.hpp"
 #include "sim/simulate.hpp"
 
 namespace paratwin::cli {
@@ -58,15 +57,9 @@ int run_worker(const SweepOptions& options) {
 
 // Under mpirun: becomes paratwin-sweep-rank with the same arguments.
 int replace_with_sweep_rank(const std::vector<std::string>& args) {
-  const std::string self = sibling_executable("paratwin-sweep-rank");
-  std::vector<std::string> argv = {self};
+  std::vector<std::string> argv = {sibling_executable("paratwin-sweep-rank")};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c;
-  for (auto& a : argv) c.push_back(a.data());
-  c.push_back(nullptr);
-  ::execv(self.c_str(), c.data());
-  throw std::runtime_error("cannot run " + self +
-                           " (built with paratwin when Open MPI is found): " + std::strerror(errno));
+  replace_process(std::move(argv), "built with paratwin when Open MPI is found");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ void add_validate_command(CLI::App& app, int& exit_status);
 void add_describe_command(CLI::App& app, int& exit_status);
 void add_plan_command(CLI::App& app, int& exit_status);
 void add_simulate_command(CLI::App& app, int& exit_status);
-void add_gui_command(CLI::App& app, int& exit_status, const std::string& argv0);
+void add_gui_command(CLI::App& app, int& exit_status);
 void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::string>& argv);
 void add_tokenize_command(CLI::App& app, int& exit_status);
 void add_sweep_command(CLI::App& app, int& exit_status, const std::vector<std::string>& argv);

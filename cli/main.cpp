@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   add_describe_command(app, status);
   add_plan_command(app, status);
   add_simulate_command(app, status);
-  add_gui_command(app, status, argv[0]);
+  add_gui_command(app, status);
   add_run_command(app, status, std::vector<std::string>(argv, argv + argc));
   add_tokenize_command(app, status);
   add_sweep_command(app, status, std::vector<std::string>(argv, argv + argc));

@@ -2,12 +2,12 @@
 // (prepare_live_run); this is the rank's last word if one gets here anyway.
 #include <stdexcept>
 
-#include "exec/train/live_trainer.hpp"
+#include "exec/train/session.hpp"
 
 namespace paratwin::exec {
 
-std::unique_ptr<LiveTrainer> make_cuda_trainer(const ScenarioSpec&, const Plan&, Communicator&,
-                                               TrainOptions) {
+std::unique_ptr<TrainingSession> make_cuda_trainer(const ScenarioSpec&, const Plan&, Communicator&,
+                                                   TrainOptions) {
   throw std::runtime_error("--backend cuda: this paratwin was built without the CUDA toolkit");
 }
 

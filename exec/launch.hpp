@@ -9,15 +9,10 @@
 
 namespace paratwin::exec {
 
-// Runs `mpirun -np ranks [--oversubscribe] [--allow-run-as-root] paratwin-rank args...` and returns
-// mpirun's exit status (128 + signal if it was killed). Throws std::runtime_error when mpirun cannot
-// be started.
-int launch_ranks(int ranks, const std::vector<std::string>& args);
-
-// Starts the same mpirun without waiting for it: in a process group of its own, standard input from
-// /dev/null, standard output onto standard error when asked, and `environment` (name, value) set
-// and exported to the ranks. Returns mpirun's process id; throws std::runtime_error when it
-// cannot fork.
+// Starts `mpirun -np ranks [--oversubscribe] [--allow-run-as-root] paratwin-rank args...` without
+// waiting for it: in a process group of its own, standard input from /dev/null, standard output onto
+// standard error when asked, and `environment` (name, value) set and exported to the ranks. Returns
+// mpirun's process id; throws std::runtime_error when mpirun cannot be started.
 pid_t start_ranks(int ranks, const std::vector<std::string>& args,
                   const std::vector<std::pair<std::string, std::string>>& environment, bool output_to_stderr);
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "plan/ir/program.hpp"
-#include "sim/rank_layout.hpp"
+#include "plan/topology/rank_layout.hpp"
 
 namespace paratwin::sim {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/analytic/evaluate.hpp"
-#include "sim/rank_layout.hpp"
+#include "plan/topology/rank_layout.hpp"
 
 namespace paratwin::sim {
 

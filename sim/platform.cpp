@@ -19,22 +19,12 @@
 
 #include <map>
 
+#include "plan/topology/link_names.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace paratwin::sim {
 namespace {
-
-// The domain a NIC hangs under: the unit above which the fabric is oversubscribed.
-int domain_of(const ClusterSpec& cluster, const RankLayout& layout, int first_gpu_of_nic) {
-  const GpuSite& site = layout.site(first_gpu_of_nic);
-  const PoolSpec& pool = cluster.pools[site.pool];
-  if (cluster.network.topology == NetworkTopology::RailOptimized)
-    return site.local * pool.nic.count / pool.gpus_per_node;  // the rail: the NIC's index on its node
-  const int boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
-                       : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
-                                                       : pool.gpus_per_node;
-  return first_gpu_of_nic / boundary;
-}
 
 sg4::Link* duplex_link(sg4::NetZone* zone, const std::string& name, double bandwidth_Bps) {
   return zone->create_split_duplex_link(name, bandwidth_Bps)->set_latency(0)->seal();
@@ -74,10 +64,9 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
         pf.gpus[gpu] = nvswitch;
         continue;
       }
-      const std::string name = "node" + std::to_string(node) + "-gpu" + std::to_string(g);
       const double slowdown = gpu_slowdown.empty() ? 1.0 : gpu_slowdown[gpu];
-      sg4::Host* host = zone->create_host(name, kWorkPerSecond / slowdown)->seal();
-      sg4::Link* nvlink = duplex_link(zone, name + "-nvlink", pool.intra_node.bandwidth.value());
+      sg4::Host* host = zone->create_host(gpu_host_name(node, g), kWorkPerSecond / slowdown)->seal();
+      sg4::Link* nvlink = duplex_link(zone, gpu_link_name(node, g), pool.intra_node.bandwidth.value());
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{nvlink, sg4::LinkInRoute::Direction::UP}}, true);
       pf.gpus[gpu] = host;
@@ -91,19 +80,17 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   fabric->set_parent(root);
   const bool oversubscribed = cluster.network.oversubscription > 1.0 && layout.nodes() > 1 &&
                               cluster.network.topology != NetworkTopology::Star;
-  std::vector<int> first_gpu(layout.nics(), -1);
   std::vector<char> nic_used(layout.nics(), 0);
-  for (int g = 0; g < layout.gpus(); ++g) {
-    if (first_gpu[layout.site(g).nic] < 0) first_gpu[layout.site(g).nic] = g;
+  for (int g = 0; g < layout.gpus(); ++g)
     if (used[g]) nic_used[layout.site(g).nic] = 1;
-  }
+  const auto first_gpu = [&layout](int nic) { return layout.sites().first_gpu_of_nic(nic); };
 
   // Pods and leaves carry every lane's traffic; a rail carries one lane's.
   const double shared_by_lanes =
       cluster.network.topology == NetworkTopology::RailOptimized ? 1.0 : layout.folded_lanes();
   std::map<int, std::vector<int>> domains;  // domain -> NICs
   for (int nic = 0; nic < layout.nics(); ++nic)
-    domains[oversubscribed ? domain_of(cluster, layout, first_gpu[nic]) : 0].push_back(nic);
+    domains[oversubscribed ? layout.sites().fabric_domain(cluster, nic) : 0].push_back(nic);
 
   pf.nics.resize(layout.nics());
   std::vector<sg4::Link*> uplinks;
@@ -111,28 +98,27 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   for (const auto& [domain, nics] : domains) {
     sg4::NetZone* zone = fabric;
     if (oversubscribed) {
-      zone = sg4::create_star_zone("domain" + std::to_string(domain));
+      zone = sg4::create_star_zone(domain_name(domain));
       zone->set_parent(fabric);
     }
     double total_Bps = 0;
     for (int nic : nics) {
-      const PoolSpec& pool = cluster.pools[layout.site(first_gpu[nic]).pool];
+      const PoolSpec& pool = cluster.pools[layout.site(first_gpu(nic)).pool];
       const double bw = pool.nic.achievable.value_or(pool.nic.bandwidth).value();
       total_Bps += bw;
       if (!all_used && !nic_used[nic]) continue;
-      const std::string name = "nic" + std::to_string(nic);
-      sg4::Host* host = zone->create_host(name, kWorkPerSecond)->seal();
-      sg4::Link* link = duplex_link(zone, name + "-link", bw);
+      sg4::Host* host = zone->create_host(nic_host_name(nic), kWorkPerSecond)->seal();
+      sg4::Link* link = duplex_link(zone, nic_link_name(nic), bw);
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
       pf.nics[nic] = host;
-      if (layout.site(first_gpu[nic]).node == 0) first_node_nics.push_back(link);
+      if (layout.site(first_gpu(nic)).node == 0) first_node_nics.push_back(link);
     }
     if (oversubscribed) {
-      auto* gateway = zone->create_router("domain" + std::to_string(domain) + "-gw");
+      auto* gateway = zone->create_router(domain_name(domain) + "-gw");
       zone->add_route(gateway, nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
       zone->seal();
-      sg4::Link* up = duplex_link(fabric, "domain" + std::to_string(domain) + "-uplink",
+      sg4::Link* up = duplex_link(fabric, uplink_name(domain),
                                   total_Bps / cluster.network.oversubscription / shared_by_lanes);
       fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
                         {{up, sg4::LinkInRoute::Direction::UP}}, true);

@@ -9,7 +9,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "plan/spec/cluster.hpp"
-#include "sim/rank_layout.hpp"
+#include "plan/topology/rank_layout.hpp"
 
 namespace paratwin::sim {
 

@@ -6,24 +6,10 @@
 #include <limits>
 #include <map>
 
+#include "plan/util/seeded_random.hpp"
+
 namespace paratwin::sim {
 namespace {
-
-// SplitMix64: a tiny generator whose sequence is fixed by its seed on every platform.
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform_open() { return (static_cast<double>(next() >> 11) + 0.5) / 9007199254740992.0; }  // (0, 1)
-
- private:
-  std::uint64_t state_;
-};
 
 int component_count(Component c, const JobShape& job) {
   switch (c) {
@@ -56,7 +42,7 @@ int node_of(Component c, int index, const JobShape& job) {
 }
 
 // A lifetime with mean `mtbf`: exponential, or Weibull of the given shape scaled to that mean.
-double lifetime(const ComponentFailures& f, Random& rng) {
+double lifetime(const ComponentFailures& f, SeededRandom& rng) {
   const double u = rng.uniform_open();
   if (f.distribution == FailureDistribution::Exponential) return -f.mtbf.value() * std::log(u);
   const double scale = f.mtbf.value() / std::tgamma(1 + 1 / f.shape);
@@ -276,7 +262,7 @@ std::vector<Failure> sample_failures(const FailureSpec& fs, const JobShape& job,
                                      std::uint64_t seed) {
   std::vector<Failure> out;
   for (const auto& [component, rate] : fs.rates) {
-    Random rng(seed * 0x100000001b3ULL + static_cast<std::uint64_t>(component) + 1);
+    SeededRandom rng(seed * 0x100000001b3ULL + static_cast<std::uint64_t>(component) + 1);
     const int count = component_count(component, job);
     for (int i = 0; i < count; ++i) {
       for (double at = lifetime(rate, rng); at < horizon_s; at += fs.repair.value() + lifetime(rate, rng))

@@ -3,13 +3,10 @@
 #include "sim/simulate.hpp"
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -17,6 +14,8 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/spec/limits.hpp"
+#include "plan/util/child_process.hpp"
+#include "plan/util/seeded_random.hpp"
 #include "sim/interpreter.hpp"
 
 namespace paratwin::sim {
@@ -59,36 +58,13 @@ Interpretation from_json(const nlohmann::json& j) {
 Interpretation interpret_in_child(const Program& program, const ClusterSpec& cluster,
                                   const TrainingSpec& training, const RankLayout& layout,
                                   const InterpretOptions& options) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("cannot fork the simulation: ") + std::strerror(errno));
-  if (pid == 0) {
-    close(fds[0]);
-    int status = 0;
-    std::string out;
+  const auto [in, status] = run_forked([&]() -> std::pair<std::string, int> {
     try {
-      out = to_json(interpret(program, cluster, training, layout, options)).dump();
+      return {to_json(interpret(program, cluster, training, layout, options)).dump(), 0};
     } catch (const std::exception& e) {
-      out = nlohmann::json{{"error", e.what()}}.dump();
-      status = 1;
+      return {nlohmann::json{{"error", e.what()}}.dump(), 1};
     }
-    for (size_t sent = 0; sent < out.size();) {
-      const ssize_t n = write(fds[1], out.data() + sent, out.size() - sent);
-      if (n <= 0) _exit(2);
-      sent += static_cast<size_t>(n);
-    }
-    close(fds[1]);
-    _exit(status);
-  }
-  close(fds[1]);
-  std::string in;
-  char buf[1 << 16];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) in.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  });
   nlohmann::json j = nlohmann::json::parse(in.empty() ? "{}" : in, nullptr, false);
   if (j.is_object() && j.contains("error"))
     throw std::runtime_error("simulation failed: " + j["error"].get<std::string>());
@@ -102,17 +78,11 @@ Interpretation interpret_in_child(const Program& program, const ClusterSpec& clu
 std::vector<double> straggler_slowdowns(const FailureSpec& failures, const RankLayout& layout,
                                         std::uint64_t seed, std::vector<int>& nodes_out) {
   std::vector<double> slowdown;
-  std::uint64_t state = seed ^ 0x5eed5eed5eedULL;
-  auto next = [&state] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  SeededRandom random(seed ^ 0x5eed5eed5eedULL);
   std::vector<double> node_slowdown(layout.nodes(), 1.0);
   for (const StragglerSpec& s : failures.stragglers) {
     for (int k = 0, placed = 0; placed < std::min(s.count, layout.nodes()) && k < 100 * layout.nodes(); ++k) {
-      const int node = static_cast<int>(next() % static_cast<std::uint64_t>(layout.nodes()));
+      const int node = static_cast<int>(random.below(static_cast<std::uint64_t>(layout.nodes())));
       if (node_slowdown[node] != 1.0) continue;
       node_slowdown[node] = s.slowdown;
       nodes_out.push_back(node);

@@ -2,6 +2,7 @@
 // plan file round trip, verification, and golden Program texts (PARATWIN_UPDATE_GOLDEN=1 rewrites them).
 #define BOOST_TEST_MODULE program
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -296,4 +297,99 @@ BOOST_AUTO_TEST_CASE(program_text_matches_golden_files) {
       BOOST_TEST(text == expected.str());
     }
   }
+}
+
+// verify(Program): what lowering makes is sound, DP tasks say what they are for and which layers they
+// cover, and a broken Program has every problem reported at once.
+namespace {
+
+const char* kTinyOnTwoNodes =
+    "model: tiny-gpt\ncluster: {from: dgx-a100-80g, nodes: 2}\ntraining: {global_batch: 32, seq_len: 128}\n";
+
+// Tasks of a role by purpose.
+std::vector<size_t> tasks_for(const Role& role, Purpose purpose) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < role.tasks.size(); ++i)
+    if (role.tasks[i].purpose == purpose) out.push_back(i);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  return all;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_lowered_layout_verifies_and_its_buckets_cover_each_layer_once) {
+  for (const std::string plan :
+       {"{tp: 2, pp: 2, dp: 4, micro_batch: 4, schedule: 1f1b, bucket_size: 200KB}",
+        "{tp: 1, pp: 2, dp: 8, micro_batch: 2, schedule: interleaved, virtual_stages: 2, zero: 1}",
+        "{tp: 2, pp: 1, dp: 8, micro_batch: 4, zero: 2, offload: {optimizer: true}}",
+        "{tp: 1, pp: 2, dp: 8, micro_batch: 2, zero: 3, recompute: full, offload: {activations: true}}",
+        "{tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1, compression: {kind: topk, ratio: 0.01}}",
+        "{tp: 1, pp: 1, dp: 16, micro_batch: 2, bucket_size: 200KB, overlap: {dp: false}}"}) {
+    const Run r = run(std::string(kTinyOnTwoNodes) + "plan: " + plan + "\n");
+    BOOST_TEST_CONTEXT(plan) {
+      BOOST_TEST(joined(verify(r.program)) == "");
+      for (const Role& role : r.program.roles) {
+        // The buckets' spans, laid side by side, are the role's layers, each once.
+        std::vector<int> reduced;
+        for (Purpose p : {Purpose::GradientReduce, Purpose::GradientTopK})
+          for (size_t i : tasks_for(role, p))
+            for (int l = role.tasks[i].layer_begin; l < role.tasks[i].layer_end; ++l) reduced.push_back(l);
+        std::sort(reduced.begin(), reduced.end());
+        std::vector<int> layers;
+        for (int c = role.pipeline_rank; c < r.plan.chunks(); c += r.plan.pp)
+          for (int l = r.plan.stages[size_t(c)].layer_begin; l < r.plan.stages[size_t(c)].layer_end; ++l)
+            layers.push_back(l);
+        std::sort(layers.begin(), layers.end());
+        BOOST_TEST(reduced == layers);
+        BOOST_TEST(tasks_for(role, Purpose::ParameterGather).size() ==
+                   (r.plan.zero == 1 || r.plan.zero == 2 ? 1u : 0u));
+        // ZeRO 3: one gather before each forward and each backward of every micro-batch's chunk.
+        BOOST_TEST(tasks_for(role, Purpose::PassGather).size() ==
+                   (r.plan.zero == 3 ? size_t(2 * r.plan.num_microbatches * r.plan.virtual_stages) : 0u));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
+  Run r = run(std::string(kTinyOnTwoNodes) +
+              "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1, bucket_size: 200KB}\n");
+  Program& p = r.program;
+  Role& role = p.roles.front();
+  const std::vector<size_t> buckets = tasks_for(role, Purpose::GradientReduce);
+  const std::vector<size_t> gathers = tasks_for(role, Purpose::ParameterGather);
+  BOOST_REQUIRE(buckets.size() == 4u);  // one per layer
+  BOOST_REQUIRE(gathers.size() == 1u);
+  role.tasks[buckets[0]].purpose = Purpose::None;                           // a bucket without a purpose
+  role.tasks[buckets[1]].layer_begin = role.tasks[buckets[2]].layer_begin;  // two buckets reduce a layer
+  role.tasks[buckets[2]].collective = cost::CollectiveKind::AllReduce;      // ZeRO 1 reduce-scatters
+  role.tasks[gathers[0]].deps = {};                                         // a gather before the step
+  role.tasks[5].deps.push_back(7);                                          // waits for a later task
+  const std::string all = joined(verify(p));
+  BOOST_TEST_MESSAGE(all);
+  BOOST_TEST(all.find("'RS dp bucket0': has no purpose") != std::string::npos);
+  BOOST_TEST(all.find("reduces layer 3 of chunk 0 in no gradient bucket") != std::string::npos);
+  BOOST_TEST(all.find("reduces layer 1, which task") != std::string::npos);
+  BOOST_TEST(all.find("'RS dp bucket2': gradient-reduce must be a DP reduce-scatter (ZeRO 1-3)") !=
+             std::string::npos);
+  BOOST_TEST(all.find("'AG dp params': parameter-gather must wait for the optimizer step") !=
+             std::string::npos);
+  BOOST_TEST(all.find("task 5 '" + role.tasks[5].name +
+                      "': waits for task 7, which is not an earlier task") != std::string::npos);
+
+  // ZeRO 3: a pass whose gather lost its purpose runs layers nobody gathered for it.
+  Run z = run(std::string(kTinyOnTwoNodes) + "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 3}\n");
+  Role& z0 = z.program.roles.front();
+  const size_t first_gather = tasks_for(z0, Purpose::PassGather).front();
+  z0.tasks[first_gather].purpose = Purpose::None;
+  const std::string zero3 = joined(verify(z.program));
+  BOOST_TEST_MESSAGE(zero3);
+  BOOST_TEST(zero3.find("has no purpose") != std::string::npos);
+  BOOST_TEST(zero3.find("'F mb0 c0': runs layer 0 without a ZeRO-3 gather of it before") !=
+             std::string::npos);
 }

@@ -1,8 +1,11 @@
 // Axis ranges, ticks and the value-to-pixel mapping.
 #include "viz/scale.hpp"
 
+#include "plan/util/axis_ticks.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace paratwin::viz {
 namespace {
@@ -11,13 +14,9 @@ double log_in(double v, int base) {
   return std::log(v) / std::log(double(base));
 }
 
-// The 1-2-5 step that gives about `target` intervals over `span`.
-double nice_step(double span, int target) {
-  const double raw = span / std::max(target, 1);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (raw <= m * magnitude * (1 + 1e-9)) return m * magnitude;
-  return 10 * magnitude;
+// The 1-2-2.5-5 step that gives about `target` intervals over `span`.
+double step_for(double span, int target) {
+  return nice_step(span, target, TickSteps::OneTwoHalfTwoFive);
 }
 
 }  // namespace
@@ -51,9 +50,7 @@ Scale fit_scale(const std::vector<double>& values, int log_base) {
     else
       hi = 1;
   }
-  const double step = nice_step(hi - lo, 6);
-  s.lo = std::floor(lo / step + 1e-9) * step;
-  s.hi = std::ceil(hi / step - 1e-9) * step;
+  std::tie(s.lo, s.hi) = widen_to_multiples(lo, hi, step_for(hi - lo, 6));
   return s;
 }
 
@@ -66,10 +63,7 @@ std::vector<double> ticks(const Scale& s, int target) {
         if (p * m <= s.hi * (1 + 1e-9)) out.push_back(p * m);
     return out;
   }
-  const double step = nice_step(s.hi - s.lo, target);
-  for (double v = std::ceil(s.lo / step - 1e-9) * step; v <= s.hi + step * 1e-9; v += step)
-    out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
-  return out;
+  return multiples_within(s.lo, s.hi, step_for(s.hi - s.lo, target));
 }
 
 }  // namespace paratwin::viz

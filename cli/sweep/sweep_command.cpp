@@ -12,13 +12,13 @@
 #include <map>
 #include <optional>
 
-#include "cli/sweep/child_process.hpp"
 #include "cli/sweep/plotter.hpp"
 #include "cli/sweep/progress.hpp"
 #include "cli/sweep/worker_pool.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/sweep/journal.hpp"
 #include "plan/sweep/results.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::cli {
 namespace {
@@ -241,7 +241,7 @@ LoadedSweep load_sweep(const SweepOptions& o) {
 }
 
 std::vector<std::string> worker_command(const SweepOptions& o) {
-  std::vector<std::string> argv = {paratwin_executable(), "sweep", o.scenario};
+  std::vector<std::string> argv = {sibling_executable("paratwin"), "sweep", o.scenario};
   for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
   for (const auto& g : o.grids) argv.insert(argv.end(), {"--grid", g});
   argv.push_back("--worker");

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "cli/sweep/child_process.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::cli {
 namespace {
@@ -47,7 +47,8 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::start(Worker& w) {
-  const ChildProcess child = spawn_child(command_, true);
+  const ChildProcess child =
+      spawn_process(command_, {.input = ChildStream::Pipe, .output = ChildStream::Pipe});
   w = Worker{child.pid, child.to, child.from, "", -1};
 }
 
@@ -55,7 +56,7 @@ void WorkerPool::stop(Worker& w) {
   if (w.pid < 0) return;
   if (w.to >= 0) ::close(w.to);              // end of input: an idle worker exits
   if (w.index >= 0) ::kill(w.pid, SIGTERM);  // a busy one is told to
-  wait_child(w.pid);
+  wait_for_process(w.pid);
   if (w.from >= 0) ::close(w.from);
   w = Worker{};
 }
@@ -74,7 +75,7 @@ Finished WorkerPool::ended(int slot) {
   ::close(w.to);
   ::close(w.from);
   w.to = w.from = -1;
-  const int status = wait_child(w.pid);
+  const int status = wait_for_process(w.pid);
   w.pid = -1;
   f.failure = describe_status(status) + " while evaluating this point";
   f.interrupted = stopped_by_user(status);

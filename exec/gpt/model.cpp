@@ -10,30 +10,11 @@
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
+#include "plan/util/seeded_random.hpp"
 
 namespace paratwin::exec {
 
 namespace k = kernels;
-
-namespace {
-
-// splitmix64: a tiny portable generator, so initial weights do not depend on the standard library.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {                                        // Box-Muller
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
-
-}  // namespace
 
 template <class T>
 Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout(config)) {
@@ -71,7 +52,7 @@ T* Gpt<T>::dhead() {
 
 template <class T>
 void Gpt<T>::initialize(uint64_t seed) {
-  SplitMix64 rng{seed};
+  SeededRandom rng(seed);  // portable: initial weights do not depend on the standard library
   const double residual_std = 0.02 / std::sqrt(2.0 * config_.layers);
   for (const auto& t : layout_.tensors) {
     const std::string& n = t.name;

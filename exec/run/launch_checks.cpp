@@ -15,25 +15,6 @@
 
 namespace paratwin::exec {
 
-std::vector<std::string> live_cuda_limitations(const Plan& plan, const ModelSpec& model) {
-  std::vector<std::string> problems;
-  if (plan.tp * plan.pp * plan.cp > 1)
-    problems.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
-  if (plan.zero == 3) problems.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
-  if (model.moe)
-    problems.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
-  if (plan.offload_optimizer) problems.push_back("the CUDA backend does not offload the optimizer yet");
-  if (plan.offload_activations) problems.push_back("the CUDA backend does not offload activations yet");
-  if (plan.compression.kind != CompressionKind::None)
-    problems.push_back("the CUDA backend does not compress gradients yet");
-  for (const auto& st : plan.stages)
-    if (st.recompute != Recompute::None) {
-      problems.push_back("the CUDA backend does not recompute yet; use recompute none");
-      break;
-    }
-  return problems;
-}
-
 std::string live_data_path(const LiveRunOptions& o) {
   return o.data.empty() ? Catalog::installed().root() + "/data/tiny-corpus.txt" : o.data;
 }

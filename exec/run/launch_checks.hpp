@@ -1,6 +1,6 @@
-// What `paratwin run` checks before any rank starts: whatever the ranks could only fail at, a plan a
-// backend cannot run, the data, the checkpoint to resume and the memory the job needs, is refused with
-// exit status 2 here instead of launched, counted as a failure and retried.
+// What `paratwin run` checks before any rank starts, beside the plan (prepare_live_run): whatever the
+// ranks could only fail at, the data, the checkpoint to resume and the memory the job needs, is refused
+// with exit status 2 here instead of launched, counted as a failure and retried.
 #pragma once
 
 #include <string>
@@ -9,10 +9,6 @@
 #include "exec/run/live_run.hpp"
 
 namespace paratwin::exec {
-
-// What the CUDA backend does not run yet, in words for "the plan cannot run live: ..."; checked by
-// prepare_live_run and again by the CUDA trainer.
-std::vector<std::string> live_cuda_limitations(const Plan& plan, const ModelSpec& model);
 
 // The token file or text a run trains on: --data, else the catalog's small corpus.
 std::string live_data_path(const LiveRunOptions& options);

@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "exec/backend_info.hpp"
@@ -12,12 +11,13 @@
 #include "exec/run/launch_checks.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
-#include "exec/train/live_trainer.hpp"
+#include "exec/train/live_limits.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::exec {
 
@@ -121,9 +121,9 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
       o.plan_file.empty() ? complete_plan(setup.scenario) : load_plan_file(o.plan_file, setup.scenario);
   std::vector<std::string> problems =
       verify(setup.plan, setup.scenario.model, setup.scenario.cluster, setup.scenario.training);
-  for (auto& p : live_cpu_limitations(setup.plan, setup.scenario.model)) problems.push_back(p);
-  if (o.backend == "cuda")
-    for (auto& p : live_cuda_limitations(setup.plan, setup.scenario.model)) problems.push_back(p);
+  // Every limit of the backend, here, before mpirun starts any rank.
+  const LiveBackend backend = o.backend == "cuda" ? LiveBackend::Cuda : LiveBackend::Cpu;
+  for (auto& p : live_limitations(setup.plan, setup.scenario.model, backend)) problems.push_back(p);
   if (o.backend == "cuda")
     for (const PoolSpec& pool : setup.scenario.cluster.pools)
       if (pool.intra_node.kind == FabricKind::SharedMemory)
@@ -143,28 +143,6 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
 }
 
 namespace {
-
-// The CPU Trainer behind the LiveTrainer interface.
-class CpuLiveTrainer final : public LiveTrainer {
- public:
-  CpuLiveTrainer(const ScenarioSpec& s, const Plan& p, Communicator& c, TrainOptions o)
-      : t_(s, p, c, std::move(o)) {}
-  RunResult run() override { return t_.run(); }
-  void wait_for_checkpoints() override { t_.wait_for_checkpoints(); }
-  const Program& program() const override { return t_.program(); }
-  const Role& role() const override { return t_.role(); }
-  Communicator* timing_group() const override { return t_.timing_group(); }
-  int64_t total_steps() const override { return t_.total_steps(); }
-  std::string devices() const override { return "CPU ranks"; }
-
- private:
-  Trainer t_;
-};
-
-std::unique_ptr<LiveTrainer> make_cpu_trainer(const ScenarioSpec& s, const Plan& p, Communicator& c,
-                                              TrainOptions o) {
-  return std::make_unique<CpuLiveTrainer>(s, p, c, std::move(o));
-}
 
 std::string duration_text(double s) {
   char buf[32];
@@ -192,7 +170,7 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
   o.seed = opts.seed;
   o.learning_rate = opts.lr;
   o.stop_after = opts.stop_after;
-  LiveTrainer* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
+  TrainingSession* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
   if (agent)
     o.on_checkpoint = [&agent](int64_t step, double snapshot_s, double write_s) {
       agent->checkpoint_done(step, snapshot_s, write_s);
@@ -218,10 +196,10 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
       std::raise(SIGKILL);
     }
   };
-  const std::unique_ptr<LiveTrainer> chosen = opts.backend == "cuda"
-                                                  ? make_cuda_trainer(scenario, plan, comm, o)
-                                                  : make_cpu_trainer(scenario, plan, comm, o);
-  LiveTrainer& trainer = *chosen;
+  const std::unique_ptr<TrainingSession> chosen = opts.backend == "cuda"
+                                                      ? make_cuda_trainer(scenario, plan, comm, o)
+                                                      : std::make_unique<Trainer>(scenario, plan, comm, o);
+  TrainingSession& trainer = *chosen;
   trainer_of_hooks = &trainer;
   if (lead) {
     char buf[256];
@@ -289,7 +267,7 @@ int run_live_rank(const LiveRunOptions& opts) {
 }
 
 std::string rank_executable() {
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "paratwin-rank").string();
+  return sibling_executable("paratwin-rank");
 }
 
 }  // namespace paratwin::exec

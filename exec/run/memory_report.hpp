@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/comm/communicator.hpp"
-#include "exec/train/trainer.hpp"
+#include "exec/train/run_result.hpp"
+#include "plan/ir/program.hpp"
 
 namespace paratwin::exec {
 

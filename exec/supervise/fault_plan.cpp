@@ -86,23 +86,15 @@ std::vector<Injection> parse_injections(const std::vector<std::string>& texts, i
 }
 
 ChaosSchedule::ChaosSchedule(uint64_t seed, int kills, double mean_interval_s)
-    : state_(seed), kills_left_(kills), mean_interval_s_(mean_interval_s) {}
-
-uint64_t ChaosSchedule::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+    : random_(seed), kills_left_(kills), mean_interval_s_(mean_interval_s) {}
 
 double ChaosSchedule::next_delay_s() {
-  const double u = (double(next() >> 11) + 0.5) / 9007199254740992.0;  // (0, 1)
-  return -mean_interval_s_ * std::log(u);
+  return -mean_interval_s_ * std::log(random_.uniform_open());
 }
 
 int ChaosSchedule::next_victim(int ranks) {
   --kills_left_;
-  return int(next() % uint64_t(ranks));
+  return int(random_.below(uint64_t(ranks)));
 }
 
 }  // namespace paratwin::exec

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/spec/diagnostics.hpp"
+#include "plan/util/seeded_random.hpp"
 
 namespace paratwin::exec {
 
@@ -42,8 +43,7 @@ class ChaosSchedule {
   int next_victim(int ranks);
 
  private:
-  uint64_t next();  // SplitMix64
-  uint64_t state_;
+  SeededRandom random_;
   int kills_left_;
   double mean_interval_s_;
 };

@@ -12,13 +12,11 @@
 #include <string>
 #include <thread>
 
+#include "plan/util/child_process.hpp"
+
 namespace paratwin::exec {
 
 namespace {
-
-int decode(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 struct ProcStat {
   std::string command;
@@ -66,7 +64,7 @@ std::optional<int> exit_status_if_ended(pid_t mpirun) {
   pid_t r;
   while ((r = ::waitpid(mpirun, &status, WNOHANG)) < 0 && errno == EINTR) {
   }
-  if (r == mpirun) return decode(status);
+  if (r == mpirun) return exit_code_of(status);
   return std::nullopt;
 }
 
@@ -99,10 +97,7 @@ int stop_job(pid_t mpirun, const std::vector<int>& ranks, double grace_s) {
     if (process_alive(p)) ::kill(p, SIGKILL);
   if (status) return *status;  // reaped: its pid and group may belong to another process by now
   ::kill(-mpirun, SIGKILL);
-  int raw = 0;
-  while (::waitpid(mpirun, &raw, 0) < 0 && errno == EINTR) {
-  }
-  return decode(raw);
+  return exit_code_of(wait_for_process(mpirun));
 }
 
 }  // namespace paratwin::exec

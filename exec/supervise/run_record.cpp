@@ -1,15 +1,14 @@
 // Measured goodput, the failure trace, and the twin's prediction from it.
 #include "exec/supervise/run_record.hpp"
 
-#include <fcntl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "plan/io/atomic_file.hpp"
+#include "plan/util/child_process.hpp"
 
 namespace paratwin::exec {
 
@@ -100,27 +99,22 @@ nlohmann::json reliability_json(const RunRecord& record, const std::optional<nlo
 std::optional<nlohmann::json> predict_with_twin(const std::string& trace, const std::string& plan_file,
                                                 std::string& error) {
   const FailureTrace t = load_failure_trace(trace);
-  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path() / "paratwin";
   const fs::path out = fs::path(trace).replace_extension(".twin.json");
-  std::vector<std::string> args = {self.string(), "simulate", t.scenario,  "--failure-trace",
-                                   trace,         "--json",   out.string()};
+  std::vector<std::string> args = {sibling_executable("paratwin"),
+                                   "simulate",
+                                   t.scenario,
+                                   "--failure-trace",
+                                   trace,
+                                   "--json",
+                                   out.string()};
   if (!plan_file.empty()) args.insert(args.begin() + 3, {"--plan", plan_file});
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    error = "cannot fork";
+  int status = -1;
+  try {
+    // Standard output is the table; errors still reach standard error.
+    status = wait_for_process(spawn_process(args, {.output = ChildStream::Null}).pid);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
     return std::nullopt;
-  }
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDOUT_FILENO);  // the table; errors still reach standard error
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     error = "paratwin simulate --failure-trace " + trace + " failed";

@@ -73,15 +73,6 @@ void append_moe(MoeActivations<float>& m, std::vector<Buffer<float>*>& out) {
 
 }  // namespace
 
-std::vector<Buffer<float>*> kept_buffers(Activations<float>& a) {
-  std::vector<Buffer<float>*> out{&a.residual, &a.mid,   &a.ln1,      &a.ln1_mean,      &a.ln1_rstd,
-                                  &a.qkv,      &a.att,   &a.attn_out, &a.ln2,           &a.ln2_mean,
-                                  &a.ln2_rstd, &a.fc,    &a.fc_act,   &a.lnf,           &a.lnf_mean,
-                                  &a.lnf_rstd, &a.probs, &a.losses,   &a.recomputed_out};
-  for (MoeActivations<float>& m : a.moe) append_moe(m, out);
-  return out;
-}
-
 std::vector<Buffer<float>*> kept_buffers(ChunkActivations& a) {
   std::vector<Buffer<float>*> out{&a.residual, &a.mid,      &a.ln1,      &a.ln1_mean, &a.ln1_rstd,
                                   &a.qkv,      &a.att,      &a.attn_out, &a.ln2,      &a.ln2_mean,

@@ -47,7 +47,6 @@ class CopyStream {
 
 // The buffers a forward keeps for its backward, the ones offload moves. Not the gradient buffer between
 // passes (dresidual: a pipeline receive may be writing it), nor the tokens and targets.
-std::vector<Buffer<float>*> kept_buffers(Activations<float>& a);
 std::vector<Buffer<float>*> kept_buffers(ChunkActivations& a);
 
 // Moves the kept buffers of each (micro-batch, chunk) to host and back on a copy stream. Between

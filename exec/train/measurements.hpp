@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/comm/communicator.hpp"
-#include "exec/train/trainer.hpp"
+#include "exec/train/run_result.hpp"
 #include "plan/analytic/evaluate.hpp"
 
 namespace paratwin::exec {

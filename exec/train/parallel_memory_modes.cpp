@@ -1,4 +1,4 @@
-// The memory modes of the tensor/pipeline-parallel runner: ZeRO 3's parameter gathers, activation
+// The memory modes of the CPU runner (ParallelRunner): ZeRO 3's parameter gathers, activation
 // recomputation's policy, optimizer offload's copies and top-k compressed DP buckets, each run where
 // the Program puts its tasks (see parallel_runner.hpp).
 #include <map>
@@ -7,10 +7,6 @@
 #include "exec/train/parallel_runner.hpp"
 
 namespace paratwin::exec {
-
-namespace {
-constexpr int kNotMine = -2;  // start_memory_mode(): a task for start() itself
-}
 
 void ParallelRunner::set_up_memory_modes() {
   const Plan& p = setup_.plan;
@@ -44,16 +40,6 @@ ActivationPolicy ParallelRunner::activation_policy(int chunk) const {
   }
 }
 
-// The local parameters a task names: its layers, else its chunk's, else the whole shard.
-std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
-  if (task.layer_begin >= 0) return model_.range(task.layer_begin, task.layer_end);
-  if (task.chunk >= 0) {
-    const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
-    return model_.range(st.layer_begin, st.layer_end);
-  }
-  return {0, model_.size()};
-}
-
 void ParallelRunner::keep_output(const Task& forward) {
   if (!activations_ || forward.chunk == setup_.plan.chunks() - 1) return;
   const ChunkActivations& a = slot(forward.microbatch, forward.chunk);
@@ -73,27 +59,32 @@ void ParallelRunner::pass_ended(const Task& task) {
 
 int ParallelRunner::start_memory_mode(int index, const Task& task) {
   const int handle = int(in_flight_.size());
-  std::vector<Communicator::Handle> requests;
-  std::vector<Communicator*> comms;
-  if (task.kind == TaskKind::Copy && task.microbatch >= 0 && activations_) {
+  Requests requests;
+  if (task.purpose == Purpose::ActivationOffload) {
+    if (!activations_)
+      throw std::invalid_argument("task '" + task.name + "' is not an offload copy this plan asks for");
     // One micro-batch's activations, on the copy stream (the chunk's forward send reads a copy of its
     // output: see keep_output()).
     const int mb = task.microbatch, chunk = task.chunk;
     copies_[handle] = task.to_host ? activations_->to_host(mb, chunk, kept_buffers(slot(mb, chunk)))
                                    : activations_->to_device(mb, chunk);
-  } else if (task.kind == TaskKind::Copy) {
+  } else if (task.purpose == Purpose::OptimizerOffload) {
     // The optimizer state's, synchronous (the step waits for it at once).
-    if (!offload_ || task.name.find("optimizer") == std::string::npos)
+    if (!offload_)
       throw std::invalid_argument("task '" + task.name + "' is not an offload copy this plan asks for");
     if (task.to_host)
       offload_->to_host();
     else
       offload_->to_device();
-  } else if (zero3_gathers_.count(index)) {
+  } else if (task.purpose == Purpose::PassGather) {
+    if (!zero3_)
+      throw std::invalid_argument("task '" + task.name + "' is a ZeRO-3 gather in a plan without ZeRO 3");
     const double before = zero3_->bytes();
     tickets_[handle] = zero3_->request(parameter_range(task));
     dp_bytes_ += zero3_->bytes() - before;
-  } else if (compressor_ && buckets_.count(index)) {
+  } else if (task.purpose == Purpose::GradientTopK) {
+    if (!compressor_)
+      throw std::invalid_argument("task '" + task.name + "' is a top-k exchange in a plan without it");
     // Each part's (value, index) pairs to the ranks that sum it (its residual keyed by where it begins);
     // each rank sums every rank's pairs into the part. In the warm-up, dense sums.
     const std::vector<ShardedRange>& parts = buckets_.at(index);
@@ -105,18 +96,16 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
       const size_t n = range.second - range.first;
       if (compressor_->dense(step_)) {
         dp_bytes_ += double(n) * sizeof(float);
-        if (comm->size() == 1) continue;
-        comms.push_back(comm);
-        requests.push_back(comm->start_allreduce_sum(g, n));
+        if (comm->size() > 1) requests.add(comm, comm->start_allreduce_sum(g, n));
         continue;
       }
       Buffer<float>& pairs =
           packed->emplace_back(compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
       dp_bytes_ += double(pairs.size()) * sizeof(float);
-      if (comm->size() == 1) continue;
-      comms.push_back(comm);
-      requests.push_back(comm->start_allgather(
-          pairs.data(), std::vector<size_t>(size_t(comm->size()), 2 * compressor_->pairs(n))));
+      if (comm->size() > 1)
+        requests.add(comm,
+                     comm->start_allgather(
+                         pairs.data(), std::vector<size_t>(size_t(comm->size()), 2 * compressor_->pairs(n))));
     }
     if (!packed->empty())
       on_done_[handle] = [this, packed, grads, &parts] {
@@ -127,11 +116,9 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
         }
       };
   } else {
-    return kNotMine;
+    throw std::logic_error("start_memory_mode: task '" + task.name + "' is not one of a memory mode");
   }
-  in_flight_.push_back(std::move(requests));
-  in_flight_comm_.push_back(std::move(comms));
-  return handle;
+  return launched(std::move(requests));
 }
 
 bool ParallelRunner::complete(int handle, bool block) {

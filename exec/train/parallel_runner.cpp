@@ -12,22 +12,7 @@
 namespace paratwin::exec {
 
 RankCoordinates rank_coordinates(const Plan& p, int world_rank) {
-  RankCoordinates at;
-  const std::map<std::string, std::pair<int, int*>> dims = {
-      {"tp", {p.tp, &at.tp}}, {"cp", {p.cp, &at.cp}}, {"dp", {p.dp, &at.dp}}, {"pp", {p.pp, &at.pp}}};
-  int rest = world_rank;
-  size_t start = 0;
-  while (start <= p.order.size()) {
-    const size_t dash = p.order.find('-', start);
-    const std::string dim =
-        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    const auto& [size, coordinate] = dims.at(dim);
-    *coordinate = rest % size;
-    rest /= size;
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  return at;
+  return rank_coords(p, world_rank);
 }
 
 namespace {
@@ -119,39 +104,17 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
       std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
   }
 
-  // DP buckets: each reduces the gradients of the backward segment it waits for; without DP overlap
-  // (no segment to go by) the first bucket takes the whole shard and the others have nothing left.
+  // DP buckets: each reduces the gradients of the layers its task names (the Program's bucket plan,
+  // plan/ir/buckets.hpp). Under EP its experts' gradients are summed over the ranks that hold the same
+  // experts. The tied embedding is a part of its own, so that its blocks under ZeRO line up on the two
+  // stages.
   const Role& r = role();
-  bool whole_taken = false;
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const Task& task = r.tasks[i];
-    if (task.kind != TaskKind::Collective || task.group != GroupKind::Dp) continue;
-    // All-gathers: ZeRO 1/2's parameters after the step, ZeRO 3's before a pass (they name its
-    // micro-batch); under top-k the buckets themselves.
-    const bool after_step = std::any_of(task.deps.begin(), task.deps.end(), [&](int d) {
-      return r.tasks[size_t(d)].kind == TaskKind::Optimizer;
-    });
-    if (task.collective == cost::CollectiveKind::AllGather && (after_step || task.microbatch >= 0)) {
-      if (after_step)
-        gather_params_task_ = int(i);
-      else
-        zero3_gathers_.insert(int(i));
-      continue;
-    }
-    const Task* segment = task.deps.size() == 1 ? &r.tasks[task.deps[0]] : nullptr;
-    std::pair<size_t, size_t> range;
-    if (p.overlap_dp && segment && segment->kind == TaskKind::Backward && segment->layer_begin >= 0) {
-      range = model_.range(segment->layer_begin, segment->layer_end);
-    } else if (!whole_taken) {
-      range = {0, model_.size()};
-      whole_taken = true;
-    } else {
-      range = {0, 0};
-    }
-    // Under EP its experts' gradients are summed over the ranks that hold the same experts. The tied
-    // embedding is a part of its own, so that its blocks under ZeRO line up on the two stages.
+    if (task.purpose != Purpose::GradientReduce && task.purpose != Purpose::GradientTopK) continue;
+    const auto [begin, end] = parameter_range(task);
     std::vector<ShardedRange>& parts = buckets_[int(i)];
-    for (const auto& [piece, expert] : cut(expert_ranges_, range.first, range.second))
+    for (const auto& [piece, expert] : cut(expert_ranges_, begin, end))
       for (const auto& sub : cut({tied_}, piece.first, piece.second))
         parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
   }
@@ -165,6 +128,15 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
   // Under ZeRO the moments of this rank's blocks only.
   adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay), p.zero == 0 ? ParameterRanges{} : owned_);
   set_up_memory_modes();
+}
+
+std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
+  if (task.layer_begin >= 0) return model_.range(task.layer_begin, task.layer_end);
+  if (task.chunk >= 0) {
+    const StagePlan& st = setup_.plan.stages.at(size_t(task.chunk));
+    return model_.range(st.layer_begin, st.layer_end);
+  }
+  return {0, model_.size()};
 }
 
 ParallelRunner::~ParallelRunner() {
@@ -273,82 +245,109 @@ void ParallelRunner::compute(int index, const Task& task) {
 }
 
 int ParallelRunner::start(int index, const Task& task) {
-  if (const int h = start_memory_mode(index, task); h != -2) return h;
-  std::vector<Communicator::Handle> requests;
-  std::vector<Communicator*> comms;
-  const auto add = [&](Communicator* c, Communicator::Handle h) {
-    comms.push_back(c);
-    requests.push_back(h);
-  };
-  if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
-    const bool send = task.kind == TaskKind::Send, forward = task.direction == Direction::Forward;
-    // Gradients travel after the forward made the slot; a send back follows the backward that released
-    // what the forward kept (only the gradient buffer it sends is left).
-    ChunkActivations& a =
-        forward ? slot(task.microbatch, task.chunk) : slots_.at({task.microbatch, task.chunk});
-    const size_t n = model_.boundary_size(a);
-    // A message is named by the boundary it crosses: between chunks b and b + 1.
-    const int boundary = send == forward ? task.chunk : task.chunk - 1;
-    const int t = tag(task.microbatch, boundary, task.direction);
-    float* data =
-        forward ? (send ? const_cast<float*>(model_.output(a)) : model_.input(a)) : a.dresidual.data();
-    // Under activation offload the send reads a copy of the output (moved along: its data stay put).
-    if (auto o = outputs_.find({task.microbatch, task.chunk}); send && forward && o != outputs_.end()) {
-      data = o->second.data();
-      if (index < 0)
-        sending_in_line_.push_back(std::move(o->second));
-      else
-        sending_[int(in_flight_.size())] = std::move(o->second);
-      outputs_.erase(o);
-    }
-    const Communicator::Handle h =
-        send ? pp_->start_send(data, n, task.peer, t) : pp_->start_recv(data, n, task.peer, t);
-    if (send && forward) forward_sends_[{task.microbatch, task.chunk}] = h;
-    if (send && index < 0) {
-      pending_sends_.push_back(h);
-      add(pp_.get(), h);
-      in_flight_.push_back({});
-      in_flight_comm_.push_back({});
-      return int(in_flight_.size()) - 1;
-    }
-    add(pp_.get(), h);
-  } else if (task.kind == TaskKind::Collective &&
-             (task.group == GroupKind::Tp || task.group == GroupKind::Cp || task.group == GroupKind::Ep)) {
-    return kDone;  // the compute task ran its TP, CP and EP collectives where they fall between the GEMMs
-  } else if (task.kind == TaskKind::Collective && task.group == GroupKind::Embedding) {
-    // What this rank updates of the tied embedding: all of it, or under ZeRO its block.
-    for (const auto& [begin, end] : owned_) {
-      const size_t b = std::max(begin, tied_.first), e = std::min(end, tied_.second);
-      if (embedding_ && b < e)
-        add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + b, e - b));
-    }
-  } else if (index == gather_params_task_) {
-    // ZeRO 1/2: every rank's updated blocks to the ranks that share its parts.
-    float* w = model_.parameters().data();
-    for (const auto& [i, parts] : buckets_)
-      for (const auto& [range, comm] : parts) {
-        dp_bytes_ += double(range.second - range.first) * sizeof(float);
-        if (comm->size() > 1)
-          add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
-      }
-  } else {
-    auto it = buckets_.find(index);
-    const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce;
-    if (it == buckets_.end() || (!all_reduce && task.collective != cost::CollectiveKind::ReduceScatter))
-      throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
-    float* grads = model_.gradients().data();
-    for (const auto& [range, comm] : it->second) {
-      float* g = grads + range.first;
-      const size_t n = range.second - range.first;
-      dp_bytes_ += double(n) * sizeof(float);
-      if (comm->size() > 1)
-        add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
-                             : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
-    }
+  switch (task.purpose) {
+    case Purpose::None:
+      break;
+    case Purpose::GradientReduce:
+      return reduce_gradients(index, task);
+    case Purpose::ParameterGather:
+      return gather_parameters(task);
+    case Purpose::TiedEmbeddingSum:
+      return sum_tied_embedding();
+    case Purpose::GradientTopK:
+    case Purpose::PassGather:
+    case Purpose::ActivationOffload:
+    case Purpose::OptimizerOffload:
+      return start_memory_mode(index, task);
   }
-  in_flight_.push_back(std::move(requests));
-  in_flight_comm_.push_back(std::move(comms));
+  if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) return transfer(index, task);
+  if (task.kind == TaskKind::Collective &&
+      (task.group == GroupKind::Tp || task.group == GroupKind::Cp || task.group == GroupKind::Ep))
+    return kDone;  // the compute task ran its TP, CP and EP collectives where they fall between the GEMMs
+  throw std::invalid_argument("task '" + task.name + "' is not one the live CPU backend runs");
+}
+
+int ParallelRunner::launched(Requests requests) {
+  in_flight_.push_back(std::move(requests.handles));
+  in_flight_comm_.push_back(std::move(requests.comms));
   return int(in_flight_.size()) - 1;
+}
+
+int ParallelRunner::transfer(int index, const Task& task) {
+  Requests requests;
+  const bool send = task.kind == TaskKind::Send, forward = task.direction == Direction::Forward;
+  // Gradients travel after the forward made the slot; a send back follows the backward that released
+  // what the forward kept (only the gradient buffer it sends is left).
+  ChunkActivations& a =
+      forward ? slot(task.microbatch, task.chunk) : slots_.at({task.microbatch, task.chunk});
+  const size_t n = model_.boundary_size(a);
+  // A message is named by the boundary it crosses: between chunks b and b + 1.
+  const int boundary = send == forward ? task.chunk : task.chunk - 1;
+  const int t = tag(task.microbatch, boundary, task.direction);
+  float* data =
+      forward ? (send ? const_cast<float*>(model_.output(a)) : model_.input(a)) : a.dresidual.data();
+  // Under activation offload the send reads a copy of the output (moved along: its data stay put).
+  if (auto o = outputs_.find({task.microbatch, task.chunk}); send && forward && o != outputs_.end()) {
+    data = o->second.data();
+    if (index < 0)
+      sending_in_line_.push_back(std::move(o->second));
+    else
+      sending_[int(in_flight_.size())] = std::move(o->second);
+    outputs_.erase(o);
+  }
+  const Communicator::Handle h =
+      send ? pp_->start_send(data, n, task.peer, t) : pp_->start_recv(data, n, task.peer, t);
+  if (send && forward) forward_sends_[{task.microbatch, task.chunk}] = h;
+  if (send && index < 0) {  // on the compute stream: the optimizer step waits for it
+    pending_sends_.push_back(h);
+    return launched({});
+  }
+  requests.add(pp_.get(), h);
+  return launched(std::move(requests));
+}
+
+int ParallelRunner::sum_tied_embedding() {
+  // What this rank updates of the tied embedding: all of it, or under ZeRO its block.
+  Requests requests;
+  for (const auto& [begin, end] : owned_) {
+    const size_t b = std::max(begin, tied_.first), e = std::min(end, tied_.second);
+    if (embedding_ && b < e)
+      requests.add(embedding_.get(), embedding_->start_allreduce_sum(model_.gradients().data() + b, e - b));
+  }
+  return launched(std::move(requests));
+}
+
+int ParallelRunner::gather_parameters(const Task& task) {
+  // ZeRO 1/2: every rank's updated blocks of the bucket parts in the task's span to the ranks that share
+  // them.
+  Requests requests;
+  const auto [begin, end] = parameter_range(task);
+  float* w = model_.parameters().data();
+  for (const auto& [i, parts] : buckets_)
+    for (const auto& [range, comm] : parts) {
+      if (range.first < begin || range.second > end) continue;
+      dp_bytes_ += double(range.second - range.first) * sizeof(float);
+      if (comm->size() > 1)
+        requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
+    }
+  return launched(std::move(requests));
+}
+
+int ParallelRunner::reduce_gradients(int index, const Task& task) {
+  const bool all_reduce = task.collective == cost::CollectiveKind::AllReduce;
+  if (!all_reduce && task.collective != cost::CollectiveKind::ReduceScatter)
+    throw std::invalid_argument("task '" + task.name + "' is not a collective the live CPU backend runs");
+  Requests requests;
+  float* grads = model_.gradients().data();
+  for (const auto& [range, comm] : buckets_.at(index)) {
+    float* g = grads + range.first;
+    const size_t n = range.second - range.first;
+    dp_bytes_ += double(n) * sizeof(float);
+    if (comm->size() > 1)
+      requests.add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
+                                    : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
+  }
+  return launched(std::move(requests));
 }
 
 bool ParallelRunner::poll(int handle) {
@@ -424,6 +423,11 @@ void ParallelRunner::optimizer_step() {
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;
     adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
   }
+}
+
+const Buffer<float>& ParallelRunner::shard_weights() {
+  if (zero3_) zero3_->gather_everything();
+  return model_.parameters();
 }
 
 void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float>& m, std::vector<float>& v) {

@@ -1,8 +1,9 @@
-// The tasks of one rank of a tensor- and pipeline-parallel run (with data parallelism and ZeRO 1-3
-// around them): forward, recomputation and backward of its chunks' shards, activations and gradients
-// sent point to point between pipeline stages, DP gradient buckets over its shard (top-k compressed
-// when the plan says so), the tied embedding's gradients summed between the first and the last stage,
-// and the sharded AdamW step (its state offloaded between steps when the plan says so).
+// The tasks of one rank of a live CPU run, whatever the plan's degrees (data parallelism alone is the
+// tp = pp = cp = 1 case): forward, recomputation and backward of its chunks' shards, activations and
+// gradients sent point to point between pipeline stages, DP gradient buckets over its shard (top-k
+// compressed when the plan says so), the tied embedding's gradients summed between the first and the
+// last stage, ZeRO 1-3 and the sharded AdamW step (its state offloaded between steps when the plan
+// says so). Data-parallel tasks run by the purpose and parameter span the Program gives them.
 #pragma once
 
 #include <functional>
@@ -19,22 +20,21 @@
 #include "exec/optim/adamw.hpp"
 #include "exec/optim/schedule.hpp"
 #include "exec/train/activation_offload.hpp"
+#include "exec/train/dp_blocks.hpp"
 #include "exec/train/optimizer_offload.hpp"
 #include "exec/train/parallel_zero3.hpp"
 #include "exec/train/step_runner.hpp"
 #include "exec/train/topk_compression.hpp"
-#include "exec/train/zero3.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/scenario.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin::exec {
 
 class DataLoader;
 
 // Where a world rank sits under the plan's rank order (plan.order, fastest-varying first).
-struct RankCoordinates {
-  int tp = 0, cp = 0, dp = 0, pp = 0;
-};
+using RankCoordinates = RankCoords;
 RankCoordinates rank_coordinates(const Plan& plan, int world_rank);
 
 struct ParallelSetup {
@@ -58,6 +58,9 @@ class ParallelRunner final : public StepRunner {
   const RankCoordinates& coordinates() const { return at_; }
   const Role& role() const { return setup_.program.roles.at(at_.pp); }
   ShardedGpt& model() { return model_; }
+
+  // Collective over the DP group under ZeRO 3 (between steps): the shard's weights, whole.
+  const Buffer<float>& shard_weights();
 
   void begin_step(int64_t step) override;
   const std::vector<double>& losses() const override { return losses_; }
@@ -87,10 +90,26 @@ class ParallelRunner final : public StepRunner {
   int local_chunk(int chunk) const { return chunk / setup_.plan.pp; }
   int tag(int microbatch, int boundary, Direction d) const;
   void optimizer_step();
+  // A task's collectives under way, each on its communicator.
+  struct Requests {
+    std::vector<Communicator*> comms;
+    std::vector<Communicator::Handle> handles;
+    void add(Communicator* c, Communicator::Handle h) {
+      comms.push_back(c);
+      handles.push_back(h);
+    }
+  };
+  int launched(Requests requests);  // its handle for poll() and finish()
+  // What start() runs, by the task's purpose: pipeline transfers (index -1: on the compute stream),
+  // a bucket's gradient reduction, ZeRO 1/2's parameter gather, the tied embedding's sum.
+  int transfer(int index, const Task& task);
+  int reduce_gradients(int index, const Task& task);
+  int gather_parameters(const Task& task);
+  int sum_tied_embedding();
   // ZeRO 3, optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
-  // the buckets; start() hands them the tasks they run (returns -2 for any other task); complete() ends what
-  // one of its handles waits for beyond its requests (false: not yet); a pass that has ended gives back the
-  // parameters it gathered.
+  // the buckets; start() hands them the tasks of their purposes; complete() ends what one of its handles
+  // waits for beyond its requests (false: not yet); a pass that has ended gives back the parameters it
+  // gathered.
   void set_up_memory_modes();
   int start_memory_mode(int index, const Task& task);
   bool complete(int handle, bool block);
@@ -98,6 +117,8 @@ class ParallelRunner final : public StepRunner {
   // read it, so the send reads a copy, taken here when the forward ends.
   void keep_output(const Task& forward);
   void pass_ended(const Task& task);
+  // The local parameters a task's span names (plan/ir/program.hpp): its layers, else its chunk's, else
+  // the whole shard.
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
   ActivationPolicy activation_policy(int chunk) const;
   // Of the ranks whose copies of a tensor are summed (its DP replicas, dp x cp ranks; for an expert,
@@ -128,8 +149,6 @@ class ParallelRunner final : public StepRunner {
   // DP bucket task -> its gradients' parts: the dense ones reduced (and under ZeRO sharded) over the DP
   // group, this rank's experts over their replicas.
   std::map<int, std::vector<ShardedRange>> buckets_;
-  int gather_params_task_ = -1;
-  std::set<int> zero3_gathers_;  // ZeRO 3's "AG dp params F|B ..." tasks
   std::unique_ptr<Zero3Gathers> zero3_;
   std::unique_ptr<TopKCompressor> compressor_;
   std::unique_ptr<OptimizerOffload> offload_;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "exec/memory/memory_meter.hpp"
-#include "exec/train/zero3.hpp"
+#include "exec/train/dp_blocks.hpp"
 
 namespace paratwin::exec {
 
@@ -41,8 +41,6 @@ std::vector<size_t> counts_within(Range whole, Range part, int ranks) {
 Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> parts,
                            std::vector<std::unique_ptr<Communicator>> groups)
     : params_(params), total_(params.size()), parts_(std::move(parts)), groups_(std::move(groups)) {
-  for (const auto& [range, comm] : parts_) sharded_ = sharded_ || comm->size() > 1;
-  if (!sharded_) return;
   // Kept: everything but the other ranks' blocks of the parts.
   std::vector<Range> others;
   for (const auto& [range, comm] : parts_) {
@@ -67,7 +65,7 @@ Zero3Gathers::Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> part
 }
 
 void Zero3Gathers::allocate() {
-  if (!params_.empty() || !sharded_) return;
+  if (!params_.empty()) return;
   MemoryUseScope use(MemoryUse::Parameters);
   params_.assign(total_, std::numeric_limits<float>::quiet_NaN());
   const float* from = shard_.data();
@@ -78,7 +76,6 @@ void Zero3Gathers::allocate() {
 }
 
 float* Zero3Gathers::shard(size_t begin) {
-  if (!sharded_) return params_.data() + begin;
   // The optimizer is about to change the kept values: a whole copy a checkpoint gathered would be stale.
   if (gathers_.empty()) Buffer<float>().swap(params_);
   size_t offset = 0;
@@ -90,10 +87,6 @@ float* Zero3Gathers::shard(size_t begin) {
 }
 
 void Zero3Gathers::assign(const float* whole) {
-  if (!sharded_) {
-    std::copy(whole, whole + total_, params_.begin());
-    return;
-  }
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: weights assigned while a pass runs");
   float* to = shard_.data();
   for (const Range& k : kept_) to = std::copy(whole + k.first, whole + k.second, to);
@@ -120,7 +113,6 @@ void Zero3Gathers::issue() {
     for (auto held = gathers_.begin(); held != it; ++held)
       if (held->issued && overlap(held->range, it->range)) return;
     it->issued = true;
-    if (!sharded_) continue;
     allocate();
     for (const auto& [whole, comm] : parts_) {
       const Range part = intersect(whole, it->range);
@@ -164,14 +156,14 @@ void Zero3Gathers::release(Range done) {
       ++it;
     }
   }
-  if (gathers_.empty() && sharded_) Buffer<float>().swap(params_);  // no pass holds any: the shard only
+  if (gathers_.empty()) Buffer<float>().swap(params_);  // no pass holds any: the shard only
   issue();
 }
 
 // What this rank does not own in `range` is no longer valid: NaN, so that a pass reading parameters
 // it did not gather fails loudly instead of training on stale values.
 void Zero3Gathers::drop(Range range) {
-  if (!sharded_ || params_.empty()) return;
+  if (params_.empty()) return;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const auto& [whole, comm] : parts_) {
     const std::vector<size_t> counts = dp_blocks(whole, comm->size());
@@ -187,7 +179,6 @@ void Zero3Gathers::drop(Range range) {
 
 void Zero3Gathers::gather_everything() {
   if (!gathers_.empty()) throw std::logic_error("ZeRO-3: the whole shard is gathered while a pass runs");
-  if (!sharded_) return;
   allocate();
   for (const auto& [whole, comm] : parts_)
     if (whole.second > whole.first && comm->size() > 1)

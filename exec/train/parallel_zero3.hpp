@@ -1,4 +1,4 @@
-// ZeRO stage 3 for one rank of a tensor/pipeline/context-parallel run: of each part of a DP bucket of
+// ZeRO stage 3 for one rank of a live CPU run: of each part of a DP bucket of
 // its shard (the bucket itself; under expert parallelism its dense part, sharded over the DP group, and
 // its experts, over the ranks that hold the same experts) the rank owns one block, kept in a buffer of
 // its own with whatever no part covers. The rest of a parameter range exists only while a pass that
@@ -6,7 +6,8 @@
 // layers a task names) and dropped when the pass has ended. The shard's whole parameter buffer is
 // allocated while any range is gathered and freed when none is (the gathered copy beside the shard
 // that the Program allocates and frees). Gathers are issued in the Program's order; a gather whose
-// range overlaps one still in use waits until that pass has dropped it.
+// range overlaps one still in use waits until that pass has dropped it. On one DP rank the shard is
+// all of it, and a pass still runs on a copy beside it, as the Program allocates one.
 #pragma once
 
 #include <deque>
@@ -17,7 +18,7 @@
 #include "exec/comm/communicator.hpp"
 #include "exec/optim/adamw.hpp"
 #include "exec/tensor.hpp"
-#include "exec/train/zero3.hpp"
+#include "exec/train/dp_blocks.hpp"
 
 namespace paratwin::exec {
 
@@ -27,8 +28,7 @@ class Zero3Gathers {
   // `params`: the shard's parameter buffer (whole at construction); `parts`: the DP buckets' parts over
   // it, each split by dp_blocks over the ranks of its communicator, one of `groups`: groups used for
   // nothing else (their collectives are issued when a range becomes free, in the same order on every
-  // member). Keeps what this rank owns and frees `params` (where every group has one rank there is
-  // nothing to shard: it stays whole).
+  // member). Keeps what this rank owns and frees `params`.
   Zero3Gathers(Buffer<float>& params, std::vector<ShardedRange> parts,
                std::vector<std::unique_ptr<Communicator>> groups);
 
@@ -65,7 +65,6 @@ class Zero3Gathers {
   size_t total_;
   std::vector<ShardedRange> parts_;
   std::vector<std::unique_ptr<Communicator>> groups_;  // the parts' communicators
-  bool sharded_ = false;                               // some part is over more than one rank
   std::vector<Range> kept_;     // ascending: this rank's blocks and what no part covers
   Buffer<float> shard_;         // their values, one after the other
   std::deque<Gather> gathers_;  // requested and not released, in request order

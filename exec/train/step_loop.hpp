@@ -1,6 +1,6 @@
-// The step loop that every backend's trainer runs (exec/train/trainer.cpp on CPU,
-// exec/cuda/cuda_trainer.cpp on GPUs): one Program iteration per step, the step's loss over the job,
-// progress, and checkpoints by steps or by time, written behind the training by rank 0.
+// The step loop of the training session that every backend's trainer shares (exec/train/session.cpp):
+// one Program iteration per step, the step's loss over the job, progress, and checkpoints by steps or
+// by time, written behind the training by rank 0.
 #pragma once
 
 #include <chrono>
@@ -12,8 +12,9 @@
 #include "exec/checkpoint/background_writer.hpp"
 #include "exec/checkpoint/checkpoint.hpp"
 #include "exec/comm/communicator.hpp"
+#include "exec/train/run_result.hpp"
 #include "exec/train/step_runner.hpp"
-#include "exec/train/trainer.hpp"
+#include "plan/ir/program.hpp"
 
 namespace paratwin::exec {
 

@@ -1,5 +1,5 @@
-// What the training loop asks of whatever runs one rank's tasks step after step: the data-parallel
-// runner of trainer.cpp and the tensor/pipeline-parallel one of parallel_runner.cpp.
+// What the training loop asks of whatever runs one rank's tasks step after step: the CPU's
+// ParallelRunner (parallel_runner.cpp) and the CUDA trainer's runner (exec/cuda/cuda_trainer.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,28 +1,20 @@
 // Axis arithmetic.
 #include "gui/model/axis.hpp"
 
+#include "plan/util/axis_ticks.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace paratwin::gui {
 
 double nice_step(double lo, double hi, int max_ticks) {
-  const double span = std::max(hi - lo, 1e-300);
-  const double raw = span / std::max(1, max_ticks);
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * power >= raw * (1 - 1e-9)) return m * power;
-  return 10 * power;
+  return paratwin::nice_step(hi - lo, max_ticks);
 }
 
 std::vector<double> nice_values(double lo, double hi, int max_ticks) {
-  const double step = nice_step(lo, hi, max_ticks);
-  std::vector<double> out;
-  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) {
-    const double v = k * step;
-    out.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
-  }
-  return out;
+  return multiples_within(lo, hi, nice_step(lo, hi, max_ticks));
 }
 
 QString format_time(double seconds, double step) {
@@ -100,9 +92,7 @@ ValueAxis::ValueAxis(double lo, double hi, double bottom_px, double top_px, int 
     : lo_(lo), hi_(hi), bottom_(bottom_px), top_(top_px), max_ticks_(max_ticks) {
   if (!(hi_ > lo_)) hi_ = lo_ + (lo_ == 0 ? 1 : std::fabs(lo_) * 0.1);
   if (round) {
-    const double step = nice_step(lo_, hi_, max_ticks_);
-    lo_ = std::floor(lo_ / step + 1e-9) * step;
-    hi_ = std::ceil(hi_ / step - 1e-9) * step;
+    std::tie(lo_, hi_) = widen_to_multiples(lo_, hi_, nice_step(lo_, hi_, max_ticks_));
   }
 }
 

@@ -1,9 +1,12 @@
-// Topology layout. Link names and the GPU -> NIC -> fabric domain mapping follow sim/platform.cpp
-// and sim/rank_layout.cpp (which the GUI cannot link: they include SimGrid).
+// Topology layout. Link names and the GPU -> NIC -> fabric domain mapping are the simulator's
+// (plan/topology/), so a simulation's link usage lands on the links drawn.
 #include "gui/model/topology.hpp"
 
 #include <algorithm>
 #include <cmath>
+
+#include "plan/topology/cluster_sites.hpp"
+#include "plan/topology/link_names.hpp"
 
 namespace paratwin::gui {
 namespace {
@@ -34,6 +37,7 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
   t.total_nodes = total_nodes;
   const bool fabric = total_nodes > 1;
   const bool oversubscribed = net.oversubscription > 1.0 && fabric && net.topology != NetworkTopology::Star;
+  const ClusterSites sites(cluster);
 
   QStringList pools;
   for (const PoolSpec& pool : cluster.pools)
@@ -60,14 +64,14 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
   };
   struct NicAt {
     int box;
-    int index;  // over the cluster, as the simulator counts NICs
-    int first_gpu;
-    int local;  // on its node
+    int index;      // over the cluster, as the simulator counts NICs
+    int first_gpu;  // -1 for a NIC no GPU uses
+    int local;      // on its node
   };
   std::vector<NicAt> nics;
   std::vector<int> more_boxes;
   double x = 0, node_height = 0;
-  int gpu_base = 0, nic_base = 0, node_base = 0;
+  int nic_base = 0, node_base = 0;
   for (const PoolSpec& pool : cluster.pools) {
     const int per_node = std::max(pool.gpus_per_node, fabric ? pool.nic.count : 0);
     const double inner = per_node * (kGpuW + kGap) - kGap;
@@ -100,7 +104,7 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
                     .arg(node)
                     .arg(qs(device.name))
                     .arg(qs(to_string(device.memory))));
-        const QString name = QString("node%1-gpu%2-nvlink").arg(node).arg(g);
+        const QString name = qs(gpu_link_name(node, g));
         t.links.push_back({gpu, switch_box, name,
                            QString("%1: %2").arg(name).arg(bandwidth(pool.intra_node.bandwidth)),
                            std::nullopt});
@@ -116,9 +120,7 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
                                   .arg(qs(enum_name(pool.nic.kind, kNicKindNames)))
                                   .arg(bandwidth(pool.nic.bandwidth))
                                   .arg(bandwidth(bw)));
-          // GPU g leaves through NIC g x count / gpus_per_node: NIC k serves the first GPU g with that.
-          const int local_gpu = (k * pool.gpus_per_node + pool.nic.count - 1) / pool.nic.count;
-          nics.push_back({box, index, gpu_base + n * pool.gpus_per_node + local_gpu, k});
+          nics.push_back({box, index, sites.first_gpu_of_nic(index), k});
         }
       x += width + kNodeGap;
     }
@@ -131,7 +133,6 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
       x += 150 + kNodeGap;
     }
     t.drawn_nodes += drawn;
-    gpu_base += pool.gpus();
     nic_base += pool.nodes * pool.nic.count;
     node_base += pool.nodes;
   }
@@ -146,8 +147,10 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
       if (net.topology == NetworkTopology::Star) return {0, "switch"};
       if (net.topology == NetworkTopology::RailOptimized)
         return {nic.local, QString("rail %1").arg(nic.local)};
-      if (oversubscribed && net.pod_gpus)
-        return {nic.first_gpu / *net.pod_gpus, QString("pod %1").arg(nic.first_gpu / *net.pod_gpus)};
+      if (oversubscribed && nic.first_gpu >= 0) {  // the simulator's domain, whose uplink it watches
+        const int domain = sites.fabric_domain(cluster, nic.index);
+        return {domain, QString(net.pod_gpus ? "pod %1" : "leaf %1").arg(domain)};
+      }
       const int leaf = net.gpus_per_leaf ? net.gpus_per_leaf : first.gpus_per_node;
       return {nic.first_gpu / leaf, QString("leaf %1").arg(nic.first_gpu / leaf)};
     };
@@ -165,7 +168,7 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
       ++i;
     }
     for (const NicAt& nic : nics) {
-      const QString name = QString("nic%1-link").arg(nic.index);
+      const QString name = qs(nic_link_name(nic.index));
       t.links.push_back({nic.box, switch_box[switch_of(nic).index], name, name, std::nullopt});
     }
     height = y_switch + sw_h;
@@ -177,7 +180,7 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
                                .arg(qs(enum_name(net.topology, kNetworkTopologyNames)))
                                .arg(net.oversubscription));
       for (const auto& [index, box] : switch_box) {
-        const QString name = oversubscribed ? QString("domain%1-uplink").arg(index) : QString();
+        const QString name = oversubscribed ? qs(uplink_name(index)) : QString();
         t.links.push_back({box, core, name, oversubscribed ? name : "non-blocking", std::nullopt});
       }
       for (int more : more_boxes) t.links.push_back({more, core, {}, "the nodes not drawn", std::nullopt});

@@ -10,38 +10,18 @@
 #include <string_view>
 #include <tuple>
 
+#include "plan/cost/layer_collectives.hpp"
+#include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/spec/limits.hpp"
+#include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
 
 using cost::CollectiveKind;
 
 namespace {
-
-struct Dimensions {
-  int size = 1;
-  long long stride = 1;  // distance in global ranks between consecutive members
-};
-
-// Sizes and strides of each parallel dimension under the plan's rank order.
-std::map<std::string, Dimensions> rank_layout(const Plan& p) {
-  const std::map<std::string, int> size = {{"tp", p.tp}, {"cp", p.cp}, {"dp", p.dp}, {"pp", p.pp}};
-  std::map<std::string, Dimensions> out;
-  long long stride = 1;
-  size_t start = 0;
-  while (start < p.order.size()) {
-    const size_t dash = p.order.find('-', start);
-    const std::string dim =
-        p.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
-    out[dim] = {size.at(dim), stride};
-    stride *= size.at(dim);
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  return out;
-}
 
 // Where `n` members `stride` ranks apart sit on nodes of `gpus_per_node`.
 cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const ClusterSpec& cluster) {
@@ -65,20 +45,18 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 
 cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& c) {
-  const auto layout = rank_layout(p);
+  const RankStrides stride = rank_strides(p);
   switch (kind) {
     case GroupKind::Tp:
-      return place(p.tp, layout.at("tp").stride, pool, c);
+      return place(p.tp, stride.tp, pool, c);
     case GroupKind::Cp:
-      return place(p.cp, layout.at("cp").stride, pool, c);
+      return place(p.cp, stride.cp, pool, c);
     case GroupKind::Ep:
-      return place(p.ep, layout.at("dp").stride, pool, c);  // carved out of dp
+      return place(p.ep, stride.dp, pool, c);  // carved out of dp
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens.
-      const long long stride =
-          p.cp > 1 ? std::min(layout.at("dp").stride, layout.at("cp").stride) : layout.at("dp").stride;
-      return place(p.dp * p.cp, stride, pool, c);
+      return place(p.dp * p.cp, p.cp > 1 ? std::min(stride.dp, stride.cp) : stride.dp, pool, c);
     }
   }
 }
@@ -99,7 +77,7 @@ class RoleBuilder {
     cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
     dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
-    pp_stride_ = rank_layout(p).at("pp").stride;
+    pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
   }
 
@@ -248,11 +226,12 @@ class RoleBuilder {
     };
     const int layers = end - begin;
     const StreamKind stream = StreamKind::Tp;
+    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
     if (p_.tp > 1 && layers > 0) {
       // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
       // the vocabulary-parallel embedding.
       const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      const Bytes full(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.hidden * elem_);
+      const Bytes full = bytes.tp;
       if (p_.sequence_parallel) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
                                      what("AG tp "), {after})));
@@ -265,8 +244,7 @@ class RoleBuilder {
     }
     if (p_.cp > 1 && layers > 0) {
       // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
-      const double kv_dim = double(m_.kv_heads) * m_.head_dim / p_.tp;
-      const Bytes kv(double(p_.micro_batch) * t_.seq_len * 2 * kv_dim * elem_);
+      const Bytes kv = bytes.cp;
       ids.push_back(
           add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
                          cp_, kv, layers * passes, stream, what(forward ? "AG cp " : "RS cp "), {after})));
@@ -274,7 +252,7 @@ class RoleBuilder {
     const int moe = moe_layers(begin, end);
     if (m_.moe && p_.ep > 1 && moe > 0) {
       // Dispatch and combine: each token's hidden state to its top_k experts and back.
-      const Bytes sent(double(p_.micro_batch) * t_.seq_len / p_.cp * m_.moe->top_k * m_.hidden * elem_);
+      const Bytes sent = bytes.ep;
       ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
                                    stream, what("A2A ep "), {after})));
     }
@@ -335,7 +313,9 @@ class RoleBuilder {
         collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, chunk_weights(chunk), 1, StreamKind::Dp,
                    named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk), std::move(deps));
     t.alloc = t.bytes;
-    // The parameters it gathers, in fields and not only in its name: the live engine gathers them.
+    // The parameters it gathers, for which pass: the live engine gathers them.
+    t.purpose = Purpose::PassGather;
+    t.direction = forward ? Direction::Forward : Direction::Backward;
     t.microbatch = mb;
     t.chunk = chunk;
     t.layer_begin = stage(chunk).layer_begin;
@@ -369,6 +349,7 @@ class RoleBuilder {
       out.bytes = activations(chunk);
       out.free = out.bytes;
       out.name = named("copy d2h act ", mb, chunk);
+      out.purpose = Purpose::ActivationOffload;
       out.microbatch = mb;  // whose activations: the live engine moves them
       out.chunk = chunk;
       out.deps = {done.front()};
@@ -390,6 +371,7 @@ class RoleBuilder {
       in.bytes = activations(chunk);
       in.alloc = in.bytes;
       in.name = named("copy h2d act ", mb, chunk);
+      in.purpose = Purpose::ActivationOffload;
       in.microbatch = mb;
       in.chunk = chunk;
       // Prefetched one backward ahead: the copy starts once the compute stream has reached the backward
@@ -447,89 +429,69 @@ class RoleBuilder {
     if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
   }
 
-  // Parameters per chunk on this rank and the DP buckets they form, walked from the last layer back.
+  // Parameters per chunk on this rank and its DP buckets (plan/ir/buckets.hpp); each chunk's final
+  // backward is cut where its buckets end.
   void parameters_and_buckets() {
-    const ParameterCount pc = count_parameters(m_);
-    const double embedding = double(m_.vocab) * m_.hidden / p_.tp;
-    const double positions = m_.position == PositionKind::Learned ? double(m_.seq_len) * m_.hidden : 0;
-    for (int j = 0; j < p_.virtual_stages; ++j) {
-      const int chunk = j * p_.pp + rank_;
-      const StagePlan& st = stage(chunk);
-      std::vector<double> layer_params, layer_experts;  // under EP the experts are apart (see experts_)
-      for (int l = st.layer_begin; l < st.layer_end; ++l) {
-        const bool moe = m_.is_moe_layer(l);
-        layer_params.push_back((moe ? moe_layer_parameters(pc, p_.ep) : pc.per_dense_layer) / p_.tp);
-        layer_experts.push_back(moe && p_.ep > 1 ? moe_layer_expert_parameters(pc, p_.ep) / p_.tp : 0);
-      }
-      double extra_first = 0, extra_last = 0;
-      if (chunk == 0) extra_first = embedding + positions;
-      if (last_chunk(chunk) && (!m_.tied_embeddings || p_.pp > 1)) extra_last = embedding;
-      double total = extra_first + extra_last;
-      for (double lp : layer_params) total += lp;
-      chunk_params_[chunk] = total;
-      role_.parameters += total;
-      for (double e : layer_experts) experts_ += e;
+    RankParameters held = plan_rank_parameters(p_, m_, t_.precision, rank_);
+    chunk_params_ = std::move(held.per_chunk);
+    role_.parameters = held.total;
+    experts_ = held.experts;
+    buckets_ = std::move(held.buckets);
+    for (const GradientBucket& b : buckets_)
+      bucket_segments_[b.chunk].push_back({b.layer_end, b.layer_begin});
+  }
 
-      // Buckets in gradient order: head, then layers from the last, then the embedding.
-      const double bucket_elems = p_.bucket_size.value() / elem_;
-      std::vector<std::pair<int, int>> segments;
-      double filled = extra_last, filled_experts = 0;
-      int hi = st.layer_end;
-      for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
-        filled += layer_params[l - st.layer_begin];
-        filled_experts += layer_experts[l - st.layer_begin];
-        const bool close = filled >= bucket_elems || l == st.layer_begin;
-        if (close) {
-          const double elems = filled + (l == st.layer_begin ? extra_first : 0);
-          segments.push_back({hi, l});
-          buckets_.push_back({chunk, l, elems, filled_experts});
-          hi = l;
-          filled = filled_experts = 0;
-        }
+  // One task per DP bucket, each as soon as its layers' gradients are final (with DP overlap; else
+  // after the last backward): returns their ids.
+  TaskDeps gradient_buckets(int last_compute) {
+    TaskDeps ids;
+    int index = 0;
+    for (const GradientBucket& b : buckets_) {
+      const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.layer_begin}) : last_compute;
+      Task t;
+      if (p_.compression.kind == CompressionKind::TopK) {
+        // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
+        // (the pairs of its experts, the ranks that hold them).
+        const double pairs = p_.compression.ratio * (b.elements - b.expert_elements);
+        const double expert_pairs = p_.compression.ratio * b.expert_elements;
+        t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
+                       Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
+                       StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
+        // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
+        t.alloc = t.free = t.bytes;
+        t.purpose = Purpose::GradientTopK;
+      } else {
+        t = collective(
+            p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
+            Bytes(b.elements * elem_), 1, StreamKind::Dp,
+            names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
+            {ready});
+        t.purpose = Purpose::GradientReduce;
       }
-      bucket_segments_[chunk] = segments;
+      t.chunk = b.chunk;  // the layers it reduces, once a step
+      t.layer_begin = b.layer_begin;
+      t.layer_end = b.layer_end;
+      ids.push_back(add(std::move(t)));
+      ++index;
     }
+    return ids;
   }
 
   void optimizer() {
     // Everything the backward passes left running ends before the step.
     TaskDeps step_deps = previous_compute_;
-    const int last_compute = previous_compute_.front();
-    if (replicas() > 1) {
-      int index = 0;
-      for (const auto& b : buckets_) {
-        const int ready = p_.overlap_dp ? segment_done_.at({b.chunk, b.first_layer}) : last_compute;
-        Task t;
-        const bool topk = p_.compression.kind == CompressionKind::TopK;
-        if (topk) {
-          // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
-          // (the pairs of its experts, the ranks that hold them).
-          const double pairs = p_.compression.ratio * (b.elements - b.experts);
-          const double expert_pairs = p_.compression.ratio * b.experts;
-          t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
-                         Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
-                         StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
-          // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
-          t.alloc = t.free = t.bytes;
-        } else {
-          t = collective(
-              p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
-              Bytes(b.elements * elem_), 1, StreamKind::Dp,
-              names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
-              {ready});
-        }
-        step_deps.push_back(add(std::move(t)));
-        ++index;
-      }
-    }
+    if (replicas() > 1)
+      for (int id : gradient_buckets(previous_compute_.front())) step_deps.push_back(id);
     if (m_.tied_embeddings && p_.pp > 1 && (rank_ == 0 || rank_ == p_.pp - 1)) {
       // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
       // the last stage sum their two copies (Megatron-LM's order); under ZeRO only this rank's block.
       const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
       const double shards = p_.zero > 0 ? replicas() : 1;
-      step_deps.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                                         Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1,
-                                         StreamKind::Dp, "AR embedding grads", step_deps)));
+      Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
+                            Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1, StreamKind::Dp,
+                            "AR embedding grads", step_deps);
+      sum.purpose = Purpose::TiedEmbeddingSum;
+      step_deps.push_back(add(std::move(sum)));
     }
     // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
     const double shard = p_.zero >= 1
@@ -543,6 +505,7 @@ class RoleBuilder {
       in.bytes = Bytes(shard * k_bytes);
       in.alloc = in.bytes;  // the step runs on the device: its state is there until the copy back
       in.name = "copy h2d optimizer";
+      in.purpose = Purpose::OptimizerOffload;
       in.deps = step_deps;
       step_deps = {add(std::move(in))};
     }
@@ -560,12 +523,16 @@ class RoleBuilder {
       out.bytes = Bytes(shard * k_bytes);
       out.free = out.bytes;
       out.name = "copy d2h optimizer";
+      out.purpose = Purpose::OptimizerOffload;
       out.deps = {step_id};
       add(std::move(out));
     }
-    if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1)
-      add(collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_), 1,
-                     StreamKind::Dp, "AG dp params", {step_id}));
+    if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1) {
+      Task gather = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * elem_),
+                               1, StreamKind::Dp, "AG dp params", {step_id});
+      gather.purpose = Purpose::ParameterGather;  // every parameter of the rank (chunk -1)
+      add(std::move(gather));
+    }
 
     const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
                                                                      p_.zero, t_.optimizer, t_.precision);
@@ -582,13 +549,6 @@ class RoleBuilder {
     role_.buffers = (p_.pp > 1 ? boundary_bytes() * 4 : Bytes(0)) +
                     cost::compression_buffer_bytes(p_.compression, role_.parameters, replicas());
   }
-
-  struct Bucket {
-    int chunk;
-    int first_layer;
-    double elements;
-    double experts;  // of the elements, experts' under EP (reduced over their replicas)
-  };
 
   const Plan& p_;
   const ModelSpec& m_;
@@ -610,7 +570,7 @@ class RoleBuilder {
   std::vector<std::optional<Bytes>> activations_;  // by chunk
   TaskDeps previous_compute_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
-  std::vector<Bucket> buckets_;
+  std::vector<GradientBucket> buckets_;
 };
 
 }  // namespace

@@ -21,15 +21,38 @@ enum class StreamKind { Compute, Tp, Pp, Dp, Copy };
 enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding };  // Embedding: first + last stage (tied)
 enum class Direction { Forward, Backward };
 
+// What a data-parallel task or an offload copy does for the step. The live engines run each such task
+// by its purpose and the parameters it names (Task's parameter span), never by its place in the graph.
+enum class Purpose {
+  None,               // compute, pipeline transfers, TP/CP/EP collectives: their kind and group say it all
+  GradientReduce,     // a bucket's gradients summed over the DP group (all-reduce; reduce-scatter under ZeRO)
+  GradientTopK,       // a bucket's top-k (value, index) pairs all-gathered, each rank summing them
+  ParameterGather,    // ZeRO 1/2, after the optimizer step: every rank's updated blocks to every rank
+  PassGather,         // ZeRO 3, before a forward or backward pass: the parameters it needs
+  TiedEmbeddingSum,   // tied embeddings over stages: the first and the last stage's copies summed
+  ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
+  OptimizerOffload,   // the optimizer state, to the host or back
+};
+
 extern const EnumNames<TaskKind> kTaskKindNames;
 extern const EnumNames<StreamKind> kStreamKindNames;
 extern const EnumNames<GroupKind> kGroupKindNames;
 extern const EnumNames<cost::CollectiveKind> kCollectiveKindNames;
+extern const EnumNames<Purpose> kPurposeNames;
 
 struct Task {
   TaskKind kind = TaskKind::Forward;
   StreamKind stream = StreamKind::Compute;
   std::string name;  // identity within the role, stable across evaluators: profiles are keyed by it
+  Purpose purpose = Purpose::None;
+  // Compute tasks and activation copies: the micro-batch, chunk and layers [layer_begin, layer_end)
+  // they work on. Data-parallel tasks (a purpose but the offload copies): their parameter span, the
+  // parameters of layers [layer_begin, layer_end) of `chunk` (with the embedding when it starts at layer
+  // 0, the final norm and head when it ends at the model's last layer) for micro-batch `microbatch`;
+  // microbatch -1: the step's accumulated gradients; layers -1: every layer of the chunk, chunk -1:
+  // every parameter the rank holds (a tied-embedding sum: the rank's copy of the tied embedding). A
+  // ZeRO-3 gather of one layer before one micro-batch's backward is a span as much as a bucket of
+  // several layers reduced once a step.
   int microbatch = -1;
   int chunk = -1;
   int layer_begin = -1, layer_end = -1;
@@ -43,8 +66,9 @@ struct Task {
   Bytes bytes;                     // message size (collective, send/recv, copy)
   int count = 1;                   // identical collectives folded into this task (e.g. 2 per layer)
 
-  Direction direction = Direction::Forward;  // send/recv: activations forward, gradients backward
-  int peer = -1;                             // send/recv: the other pipeline rank
+  // Send/recv: activations forward, gradients backward; a pass gather: the pass it gathers for.
+  Direction direction = Direction::Forward;
+  int peer = -1;  // send/recv: the other pipeline rank
   bool peer_same_node = false;
   bool to_host = false;  // copy: device to host (true) or host to device
 
@@ -90,6 +114,14 @@ struct LowerOptions {
 // programming error (std::logic_error).
 Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
               const TrainingSpec& training, const LowerOptions& options = {});
+
+// Checks the Program's invariants and returns every problem found, in words naming the role and
+// task (empty: sound). Dependencies point to earlier tasks of the role; every data-parallel task
+// has the purpose its collective, group and the plan allow, and a parameter span inside its role's
+// chunks; each micro-batch's (or the step's) gradient buckets reduce every layer of the role once;
+// under ZeRO 3 every pass's layers are gathered before it; ZeRO 1/2's parameter gather follows the
+// optimizer step.
+std::vector<std::string> verify(const Program& program);
 
 // The text form, for golden tests and debugging: one line per task with its stream, sizes and deps.
 std::string to_text(const Program& program);

@@ -31,6 +31,14 @@ const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {
     {"reduce-scatter", cost::CollectiveKind::ReduceScatter},
     {"all-to-all", cost::CollectiveKind::AllToAll},
     {"broadcast", cost::CollectiveKind::Broadcast}};
+const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
+                                          {"gradient-reduce", Purpose::GradientReduce},
+                                          {"gradient-topk", Purpose::GradientTopK},
+                                          {"parameter-gather", Purpose::ParameterGather},
+                                          {"pass-gather", Purpose::PassGather},
+                                          {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
+                                          {"activation-offload", Purpose::ActivationOffload},
+                                          {"optimizer-offload", Purpose::OptimizerOffload}};
 
 static std::string describe_task(const Task& t) {
   std::string s;

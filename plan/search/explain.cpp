@@ -72,7 +72,7 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
       pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
       ma.memory_capacity_gib);
   std::string out = (why.empty() ? std::string("same degrees; ") : join(why, ", ") + ": ") + buf;
-  if (b.objective <= a.objective * 1.001)
+  if (b.objective <= a.objective * (1 + kTieMargin))
     out = "a tie within the model's precision (0.1%), settled for the simpler plan; " + out;
   if (objective != Objective::IterationTime)
     out += "; objective " + enum_name(objective, kObjectiveNames) + " " + format_count(a.objective) + " vs " +

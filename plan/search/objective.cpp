@@ -1,8 +1,15 @@
 #include "plan/search/objective.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "plan/search/optimizer.hpp"
 
 namespace paratwin {
+
+double tie_class(double objective) {
+  return std::floor(std::log(std::max(objective, 1e-300)) * (1 / kTieMargin));
+}
 
 double objective_per_second(const ScenarioSpec& s, const std::vector<const PoolSpec*>& rank_pools,
                             long long gpus_per_rank) {

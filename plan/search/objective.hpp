@@ -14,4 +14,12 @@ namespace paratwin {
 double objective_per_second(const ScenarioSpec& s, const std::vector<const PoolSpec*>& rank_pools,
                             long long gpus_per_rank);
 
+// Plans whose objectives differ by less than this share (0.1%, below the cost model's precision) are
+// ties, and a tie goes to the simpler plan: no compression, no offload, ZeRO 1, the default order.
+inline constexpr double kTieMargin = 1e-3;
+
+// The tie class of an objective (> 0): the search ranks plans by class first, then by simplicity.
+// One class spans a factor of exp(kTieMargin) of the objective.
+double tie_class(double objective);
+
 }  // namespace paratwin

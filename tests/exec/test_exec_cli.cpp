@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
 // shared machine taking the core do not stretch what is measured; what they leave behind in the
 // caches does, and it changes with the load (and this VM's host), so each turn calibrates on a run
 // and predicts the run of the other plan right after it, and the median over five turns of
-// predicted / measured is what is checked. See README, "Calibration".
+// predicted / measured is what is checked. See docs/calibration.md.
 BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_percent) {
   TempDir dir;
   const std::string base = kScenario + " --ranks 1 --set training.global_batch=8";

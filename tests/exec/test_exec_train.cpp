@@ -177,6 +177,31 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_are_refused_with_a_reason)
   }
 }
 
+// One list of limits per backend, which `paratwin run` reads before mpirun starts a rank: what the CPU
+// backend runs and the CUDA one does not yet is each named.
+BOOST_AUTO_TEST_CASE(each_limit_of_the_cuda_backend_is_named_in_the_list_read_before_launch) {
+  const ScenarioSpec s = small_scenario();
+  Plan p = complete_plan(s);
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cuda).empty());  // data parallelism: both run it
+  p.tp = 2;
+  p.zero = 3;
+  p.offload_optimizer = p.offload_activations = true;
+  p.compression.kind = CompressionKind::TopK;
+  p.stages.front().recompute = Recompute::Selective;
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
+  std::string cuda;
+  for (const auto& l : live_limitations(p, s.model, LiveBackend::Cuda)) cuda += l + "\n";
+  BOOST_TEST_INFO(cuda);
+  for (const char* named : {"data parallelism only", "ZeRO 0-2", "offload the optimizer",
+                            "offload activations", "compress gradients", "does not recompute"})
+    BOOST_TEST(cuda.find(named) != std::string::npos);
+  const ScenarioSpec moe = load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml");
+  std::string moe_limits;
+  for (const auto& l : live_limitations(complete_plan(moe), moe.model, LiveBackend::Cuda))
+    moe_limits += l + "\n";
+  BOOST_TEST(moe_limits.find("dense models only") != std::string::npos);
+}
+
 namespace {
 
 // Records the order in which the interpreter starts, polls and finishes tasks; communication

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/flows.hpp"
-#include "sim/rank_layout.hpp"
+#include "plan/topology/rank_layout.hpp"
 #include "sim/reliability.hpp"
 
 using namespace paratwin;

@@ -1,26 +1,15 @@
-// Where every global rank of a Program sits: its coordinates along tp, cp, dp and pp under the plan's
-// rank order, the GPU, node and NIC it runs on, and the members of each group it belongs to.
+// Where every world rank of a plan sits: its coordinates along tp, cp, dp and pp under the rank
+// order, the GPU, node and NIC it runs on, and the members of each group it belongs to (EP groups
+// carved out of dp, the DP group over dp x cp). Used by the simulator to place its actors and flows.
 #pragma once
 
-#include <array>
 #include <vector>
 
 #include "plan/ir/program.hpp"
+#include "plan/topology/cluster_sites.hpp"
+#include "plan/topology/rank_order.hpp"
 
-namespace paratwin::sim {
-
-// Coordinates of one rank along each parallel dimension.
-struct RankCoords {
-  int tp = 0, cp = 0, dp = 0, pp = 0;
-};
-
-// A GPU of the cluster: pools in file order, nodes in order, GPUs of a node in order.
-struct GpuSite {
-  int pool = 0;
-  int node = 0;   // counted over the whole cluster
-  int local = 0;  // index inside its node
-  int nic = 0;    // the NIC its inter-node traffic leaves through, counted over the cluster
-};
+namespace paratwin {
 
 class RankLayout {
  public:
@@ -31,14 +20,15 @@ class RankLayout {
 
   int world() const { return static_cast<int>(coords_.size()); }
   const RankCoords& coords(int rank) const { return coords_[rank]; }
-  int rank_of(const RankCoords& c) const;
+  int rank_of(const RankCoords& c) const { return static_cast<int>(paratwin::rank_of(strides_, c)); }
   int gpu_of(int rank) const { return gpu_of_rank_[rank]; }
-  const GpuSite& site(int gpu) const { return sites_[gpu]; }
-  int gpus() const { return static_cast<int>(sites_.size()); }
-  int nics() const { return nic_count_; }
-  int nodes() const { return node_count_; }
+  const ClusterSites& sites() const { return sites_; }
+  const GpuSite& site(int gpu) const { return sites_.site(gpu); }
+  int gpus() const { return sites_.gpus(); }
+  int nics() const { return sites_.nics(); }
+  int nodes() const { return sites_.nodes(); }
   bool same_node(int rank_a, int rank_b) const {
-    return sites_[gpu_of(rank_a)].node == sites_[gpu_of(rank_b)].node;
+    return site(gpu_of(rank_a)).node == site(gpu_of(rank_b)).node;
   }
 
   // The ranks of `rank`'s group of this kind, in group order (the first is the group's leader).
@@ -58,12 +48,11 @@ class RankLayout {
 
  private:
   Plan plan_;
-  std::array<long long, 4> stride_{};  // tp, cp, dp, pp
+  RankStrides strides_;
+  ClusterSites sites_;
   std::vector<RankCoords> coords_;
   std::vector<int> gpu_of_rank_;
-  std::vector<GpuSite> sites_;
-  int nic_count_ = 0, node_count_ = 0;
   int folded_ = 1;
 };
 
-}  // namespace paratwin::sim
+}  // namespace paratwin

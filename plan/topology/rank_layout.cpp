@@ -1,75 +1,28 @@
 // Rank coordinates, GPU assignment and group membership.
-#include "sim/rank_layout.hpp"
+#include "plan/topology/rank_layout.hpp"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
 
-namespace paratwin::sim {
-namespace {
+namespace paratwin {
 
-enum Dim { kTp = 0, kCp = 1, kDp = 2, kPp = 3 };
-
-int dim_index(const std::string& name) {
-  static const std::map<std::string, int> names = {{"tp", kTp}, {"cp", kCp}, {"dp", kDp}, {"pp", kPp}};
-  return names.at(name);
-}
-
-}  // namespace
-
-RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster) : plan_(plan) {
-  const std::array<int, 4> size = {plan.tp, plan.cp, plan.dp, plan.pp};
-  long long stride = 1;
-  size_t start = 0;
-  while (start <= plan.order.size()) {
-    const size_t dash = plan.order.find('-', start);
-    const int d =
-        dim_index(plan.order.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
-    stride_[d] = stride;
-    stride *= size[d];
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-
-  // GPUs of the cluster, pool by pool.
+RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster)
+    : plan_(plan), strides_(rank_strides(plan)), sites_(cluster) {
   std::map<std::string, int> pool_index;
-  std::vector<int> pool_first_gpu;
-  for (size_t p = 0; p < cluster.pools.size(); ++p) {
-    const PoolSpec& pool = cluster.pools[p];
-    pool_index[pool.name] = static_cast<int>(p);
-    pool_first_gpu.push_back(static_cast<int>(sites_.size()));
-    for (int n = 0; n < pool.nodes; ++n) {
-      for (int g = 0; g < pool.gpus_per_node; ++g) {
-        // GPUs share the node's NICs evenly: GPU g leaves through NIC g x count / gpus_per_node.
-        const int nic = nic_count_ + g * pool.nic.count / pool.gpus_per_node;
-        sites_.push_back({static_cast<int>(p), node_count_, g, nic});
-      }
-      ++node_count_;
-      nic_count_ += pool.nic.count;
-    }
-  }
-
+  for (size_t p = 0; p < cluster.pools.size(); ++p) pool_index[cluster.pools[p].name] = static_cast<int>(p);
   const int world = plan.gpus();
   coords_.resize(world);
   gpu_of_rank_.resize(world);
   std::vector<int> next_in_pool(cluster.pools.size(), 0);
   for (int r = 0; r < world; ++r) {
-    RankCoords& c = coords_[r];
-    c.tp = static_cast<int>(r / stride_[kTp] % plan.tp);
-    c.cp = static_cast<int>(r / stride_[kCp] % plan.cp);
-    c.dp = static_cast<int>(r / stride_[kDp] % plan.dp);
-    c.pp = static_cast<int>(r / stride_[kPp] % plan.pp);
+    const RankCoords& c = coords_[r] = rank_coords(strides_, plan, r);
     const int p = pool_index.at(plan.stages.at(c.pp).pool);
     if (next_in_pool[p] >= cluster.pools[p].gpus())
       throw std::logic_error("pool " + cluster.pools[p].name + " has fewer GPUs than the plan's stages need");
-    gpu_of_rank_[r] = pool_first_gpu[p] + next_in_pool[p]++;
+    gpu_of_rank_[r] = sites_.first_gpu_of_pool(p) + next_in_pool[p]++;
   }
-}
-
-int RankLayout::rank_of(const RankCoords& c) const {
-  return static_cast<int>(c.tp * stride_[kTp] + c.cp * stride_[kCp] + c.dp * stride_[kDp] +
-                          c.pp * stride_[kPp]);
 }
 
 std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
@@ -120,7 +73,7 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
 bool RankLayout::fold_tp_lanes(const ClusterSpec& cluster) {
   if (plan_.tp < 2 || !cluster.homogeneous()) return false;
   const PoolSpec& pool = cluster.pools.front();
-  if (pool.nic.count != pool.gpus_per_node || stride_[kTp] != 1 || pool.gpus_per_node % plan_.tp != 0)
+  if (pool.nic.count != pool.gpus_per_node || strides_.tp != 1 || pool.gpus_per_node % plan_.tp != 0)
     return false;
   folded_ = plan_.tp;
   return true;
@@ -132,4 +85,4 @@ int RankLayout::pipeline_peer(int rank, int peer_pp) const {
   return rank_of(c);
 }
 
-}  // namespace paratwin::sim
+}  // namespace paratwin

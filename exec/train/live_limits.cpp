@@ -1,0 +1,43 @@
+// The live backends' limits (see live_limits.hpp): one list, read before launch and by the trainers.
+#include "exec/train/live_limits.hpp"
+
+namespace paratwin::exec {
+
+std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m) {
+  // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
+  // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
+  std::vector<std::string> out;
+  if (p.tp > 1 && m.vocab % p.tp != 0)
+    out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
+                  std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");
+  return out;
+}
+
+namespace {
+
+// What the CPU backend runs and the CUDA one does not yet.
+void add_cuda_limitations(const Plan& p, const ModelSpec& m, std::vector<std::string>& out) {
+  if (p.tp * p.pp * p.cp > 1) out.push_back("the CUDA backend runs data parallelism only (tp = pp = cp = 1)");
+  if (p.zero == 3) out.push_back("the CUDA backend runs ZeRO 0-2; use zero 0, 1 or 2");
+  if (m.moe)
+    out.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
+  if (p.offload_optimizer) out.push_back("the CUDA backend does not offload the optimizer yet");
+  if (p.offload_activations) out.push_back("the CUDA backend does not offload activations yet");
+  if (p.compression.kind != CompressionKind::None)
+    out.push_back("the CUDA backend does not compress gradients yet");
+  for (const StagePlan& st : p.stages)
+    if (st.recompute != Recompute::None) {
+      out.push_back("the CUDA backend does not recompute yet; use recompute none");
+      break;
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> live_limitations(const Plan& plan, const ModelSpec& model, LiveBackend backend) {
+  std::vector<std::string> out = live_cpu_limitations(plan, model);
+  if (backend == LiveBackend::Cuda) add_cuda_limitations(plan, model, out);
+  return out;
+}
+
+}  // namespace paratwin::exec

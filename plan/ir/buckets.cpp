@@ -1,0 +1,49 @@
+// Gradient buckets of a pipeline rank (see buckets.hpp).
+#include "plan/ir/buckets.hpp"
+
+#include "plan/cost/memory.hpp"
+
+namespace paratwin {
+
+RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, Precision precision, int rank) {
+  RankParameters out;
+  const ParameterCount pc = count_parameters(m);
+  const double embedding = double(m.vocab) * m.hidden / p.tp;
+  const double positions = m.position == PositionKind::Learned ? double(m.seq_len) * m.hidden : 0;
+  const double bucket_elements = p.bucket_size.value() / cost::element_bytes(precision);
+  for (int j = 0; j < p.virtual_stages; ++j) {
+    const int chunk = j * p.pp + rank;
+    const StagePlan& st = p.stages[size_t(chunk)];
+    std::vector<double> layer_params, layer_experts;  // under EP the experts are apart
+    for (int l = st.layer_begin; l < st.layer_end; ++l) {
+      const bool moe = m.is_moe_layer(l);
+      layer_params.push_back((moe ? moe_layer_parameters(pc, p.ep) : pc.per_dense_layer) / p.tp);
+      layer_experts.push_back(moe && p.ep > 1 ? moe_layer_expert_parameters(pc, p.ep) / p.tp : 0);
+    }
+    // The embedding (and learned positions) on the first chunk; an untied head, or under pp the last
+    // stage's copy of a tied one, on the last.
+    const double first = chunk == 0 ? embedding + positions : 0;
+    const double last = chunk == p.chunks() - 1 && (!m.tied_embeddings || p.pp > 1) ? embedding : 0;
+    double total = first + last;
+    for (double lp : layer_params) total += lp;
+    out.per_chunk[chunk] = total;
+    out.total += total;
+    for (double e : layer_experts) out.experts += e;
+
+    // In gradient order: the head, then the layers from the last, then the embedding.
+    double filled = last, filled_experts = 0;
+    int hi = st.layer_end;
+    for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
+      filled += layer_params[size_t(l - st.layer_begin)];
+      filled_experts += layer_experts[size_t(l - st.layer_begin)];
+      if (filled >= bucket_elements || l == st.layer_begin) {
+        out.buckets.push_back({chunk, l, hi, filled + (l == st.layer_begin ? first : 0), filled_experts});
+        hi = l;
+        filled = filled_experts = 0;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace paratwin

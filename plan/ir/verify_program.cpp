@@ -1,0 +1,194 @@
+// verify(const Program&): the Program's invariants, every broken one reported (as LLVM's verifier
+// does), for tests and for the live engines, which run DP tasks by what the Program says of them.
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "plan/ir/program.hpp"
+
+namespace paratwin {
+
+namespace {
+
+class RoleVerifier {
+ public:
+  RoleVerifier(const Program& program, size_t index, std::vector<std::string>& problems)
+      : p_(program.plan), role_(program.roles[index]), index_(index), problems_(problems) {}
+
+  void run() {
+    if (role_.pipeline_rank != int(index_)) report("is pipeline rank " + std::to_string(role_.pipeline_rank));
+    int optimizer_steps = 0;
+    for (size_t i = 0; i < role_.tasks.size(); ++i) {
+      const Task& t = role_.tasks[i];
+      for (int d : t.deps)
+        if (d < 0 || size_t(d) >= i)
+          report(i, "waits for task " + std::to_string(d) + ", which is not an earlier task of the role");
+      if (t.kind == TaskKind::Optimizer) {
+        ++optimizer_steps;
+        optimizer_ = int(i);
+      }
+      purpose(i, t);
+      if (p_.zero == 3 && (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward))
+        gathered_before(i, t);
+    }
+    if (optimizer_steps != 1)
+      report("has " + std::to_string(optimizer_steps) + " optimizer steps; one is expected");
+    buckets_cover_every_layer();
+  }
+
+ private:
+  std::string where(size_t i) const {
+    const Task& t = role_.tasks[i];
+    return "role " + std::to_string(index_) + ", task " + std::to_string(i) +
+           (t.name.empty() ? "" : " '" + t.name + "'");
+  }
+  void report(size_t i, const std::string& what) { problems_.push_back(where(i) + ": " + what); }
+  void report(const std::string& what) { problems_.push_back("role " + std::to_string(index_) + " " + what); }
+
+  int replicas() const { return p_.dp * p_.cp; }
+  bool own_chunk(int chunk) const {
+    return chunk >= 0 && chunk < p_.chunks() && chunk % p_.pp == int(index_);
+  }
+
+  // The purpose the task's kind and group allow, and what that purpose asks of the plan and the task.
+  void purpose(size_t i, const Task& t) {
+    const bool dp = t.kind == TaskKind::Collective && t.group == GroupKind::Dp;
+    const bool tied = t.kind == TaskKind::Collective && t.group == GroupKind::Embedding;
+    const std::string name = enum_name(t.purpose, kPurposeNames);
+    auto expect = [&](bool ok, const std::string& what) {
+      if (!ok) report(i, name + " " + what);
+    };
+    switch (t.purpose) {
+      case Purpose::None:
+        if (dp || tied || t.kind == TaskKind::Copy)
+          report(i, "has no purpose; the live engines run it by its purpose");
+        return;
+      case Purpose::GradientReduce:
+        expect(dp && t.collective == (p_.zero == 0 ? cost::CollectiveKind::AllReduce
+                                                   : cost::CollectiveKind::ReduceScatter),
+               "must be a DP " +
+                   std::string(p_.zero == 0 ? "all-reduce (ZeRO 0)" : "reduce-scatter (ZeRO 1-3)"));
+        expect(p_.compression.kind == CompressionKind::None, "is dense, but the plan compresses gradients");
+        bucket(i, t);
+        return;
+      case Purpose::GradientTopK:
+        expect(dp && t.collective == cost::CollectiveKind::AllGather, "must be a DP all-gather");
+        expect(p_.compression.kind == CompressionKind::TopK, "needs top-k compression in the plan");
+        bucket(i, t);
+        return;
+      case Purpose::ParameterGather:
+        expect(dp && t.collective == cost::CollectiveKind::AllGather, "must be a DP all-gather");
+        expect(p_.zero == 1 || p_.zero == 2, "belongs to ZeRO 1 and 2");
+        expect(optimizer_ >= 0 && t.deps.contains(optimizer_), "must wait for the optimizer step");
+        expect(t.chunk == -1 || own_chunk(t.chunk),
+               "names chunk " + std::to_string(t.chunk) + " of another role");
+        return;
+      case Purpose::PassGather:
+        expect(dp && t.collective == cost::CollectiveKind::AllGather, "must be a DP all-gather");
+        expect(p_.zero == 3, "belongs to ZeRO 3");
+        expect(t.microbatch >= 0 && t.microbatch < p_.num_microbatches,
+               "names micro-batch " + std::to_string(t.microbatch) + " of " +
+                   std::to_string(p_.num_microbatches));
+        gathered_.push_back({int(i), span(i, t)});
+        return;
+      case Purpose::TiedEmbeddingSum:
+        expect(tied && t.collective == cost::CollectiveKind::AllReduce,
+               "must be an all-reduce over the embedding pair");
+        expect(p_.pp > 1 && (index_ == 0 || int(index_) == p_.pp - 1),
+               "belongs to the first and the last stage");
+        return;
+      case Purpose::ActivationOffload:
+        expect(t.kind == TaskKind::Copy && p_.offload_activations,
+               "must be a copy of a plan that offloads activations");
+        expect(t.microbatch >= 0 && own_chunk(t.chunk), "must name a micro-batch and a chunk of the role");
+        return;
+      case Purpose::OptimizerOffload:
+        expect(t.kind == TaskKind::Copy && p_.offload_optimizer,
+               "must be a copy of a plan that offloads the optimizer");
+        return;
+    }
+  }
+
+  // The layers of a parameter span: a chunk of the role and layers inside it (-1: all of the chunk's).
+  // Empty when the span is not one.
+  std::pair<int, int> span(size_t i, const Task& t) {
+    if (!own_chunk(t.chunk)) {
+      report(i, "names chunk " + std::to_string(t.chunk) + ", not one of the role's");
+      return {0, 0};
+    }
+    const StagePlan& st = p_.stages[size_t(t.chunk)];
+    if (t.layer_begin == -1 && t.layer_end == -1) return {st.layer_begin, st.layer_end};
+    if (t.layer_begin < st.layer_begin || t.layer_end > st.layer_end || t.layer_begin >= t.layer_end) {
+      report(i, "spans layers " + std::to_string(t.layer_begin) + "-" + std::to_string(t.layer_end) +
+                    ", not a part of chunk " + std::to_string(t.chunk) + "'s " +
+                    std::to_string(st.layer_begin) + "-" + std::to_string(st.layer_end));
+      return {0, 0};
+    }
+    return {t.layer_begin, t.layer_end};
+  }
+  void bucket(size_t i, const Task& t) {
+    const auto [begin, end] = span(i, t);
+    for (int l = begin; l < end; ++l) {
+      auto [it, fresh] = reduced_[t.microbatch].emplace(std::pair{t.chunk, l}, int(i));
+      if (!fresh)
+        report(i, "reduces layer " + std::to_string(l) + ", which task " + std::to_string(it->second) +
+                      " reduces too");
+    }
+  }
+
+  // Under ZeRO 3 a pass needs its layers gathered for it (same micro-batch, chunk and direction) first.
+  void gathered_before(size_t i, const Task& pass) {
+    const Direction d = pass.kind == TaskKind::Forward ? Direction::Forward : Direction::Backward;
+    for (int l = pass.layer_begin; l < pass.layer_end; ++l) {
+      bool found = false;
+      for (const auto& [g, layers] : gathered_) {
+        const Task& t = role_.tasks[size_t(g)];
+        found = found || (t.microbatch == pass.microbatch && t.chunk == pass.chunk && t.direction == d &&
+                          layers.first <= l && l < layers.second);
+      }
+      if (!found) {
+        report(i, "runs layer " + std::to_string(l) + " without a ZeRO-3 gather of it before");
+        return;
+      }
+    }
+  }
+
+  // The buckets of each micro-batch (or of the step) reduce every layer of every chunk of the role.
+  void buckets_cover_every_layer() {
+    if (replicas() == 1 && reduced_.empty()) return;
+    if (reduced_.empty()) reduced_[-1];  // DP without buckets: the step's are all missing
+    for (const auto& [microbatch, layers] : reduced_)
+      for (int c = int(index_); c < p_.chunks(); c += p_.pp) {
+        const StagePlan& st = p_.stages[size_t(c)];
+        for (int l = st.layer_begin; l < st.layer_end; ++l)
+          if (!layers.count({c, l})) {
+            report("reduces layer " + std::to_string(l) + " of chunk " + std::to_string(c) +
+                   " in no gradient bucket" +
+                   (microbatch >= 0 ? " of micro-batch " + std::to_string(microbatch) : std::string()));
+            break;
+          }
+      }
+  }
+
+  const Plan& p_;
+  const Role& role_;
+  const size_t index_;
+  std::vector<std::string>& problems_;
+  int optimizer_ = -1;
+  std::vector<std::pair<int, std::pair<int, int>>> gathered_;  // ZeRO-3 gathers so far, with their layers
+  std::map<int, std::map<std::pair<int, int>, int>> reduced_;  // micro-batch -> (chunk, layer) -> bucket task
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Program& program) {
+  std::vector<std::string> problems;
+  if (int(program.roles.size()) != program.plan.pp)
+    problems.push_back("the Program has " + std::to_string(program.roles.size()) + " roles for pp " +
+                       std::to_string(program.plan.pp));
+  for (size_t r = 0; r < program.roles.size(); ++r) RoleVerifier(program, r, problems).run();
+  return problems;
+}
+
+}  // namespace paratwin

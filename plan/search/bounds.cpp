@@ -1,0 +1,331 @@
+// Lower bounds of a candidate's objective, in closed forms: valid for every layer partition, or
+// following one partition per pipeline rank.
+//
+// Lower bound of a candidate's iteration time (valid for every layer partition): each pipeline rank
+// runs its micro-batches' passes one after another on its compute stream, and each pass waits for the
+// previous one's TP/CP/EP collectives, so the slowest rank needs at least m x (its layers' forward +
+// backward + recompute time). Spreading L layers over ranks of per-layer times t_r gives a bottleneck
+// of at least L / sum_r(1 / t_r). Every micro-batch also crosses all layers once forward and once
+// backward. Embedding, head, optimizer, DP communication and bubbles only add time.
+#include "plan/search/bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace paratwin::search {
+
+using cost::CollectiveKind;
+
+Bounds::Bounds(const SearchContext& context, LayerCosts& costs) : ctx_(context), costs_(costs) {}
+
+// See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
+// over pp ranks; rank r cannot finish before the ranks ahead of it have passed one micro-batch on
+// and it has run all of its own: X >= P_r + m T_r for every r with sum T_r = W, which gives
+// X >= W / (1 - (1 - 1/m)^pp) (part of the pipeline bubble; refine() takes the integer version).
+// Interleaving and several pools get the plain m W / pp (per-layer speeds combined as a harmonic sum).
+double Bounds::time_lower_bound(const ParallelLayout& layout, int microbatches) {
+  const double L = ctx_.s.model.layers, m = microbatches;
+  if (ctx_.s.cluster.pools.size() == 1) {
+    const double W = microbatch_work(layout);
+    if (layout.pp == 1) return m * W + optimizer_bound(layout);
+    if (layout.schedule == Schedule::Interleaved) return m * W / layout.pp;
+    return W / (1 - std::pow(1 - 1 / m, layout.pp));
+  }
+  double speed = 0;
+  for (int pool : layout.rank_pool) speed += 1 / costs_.per_layer(costs_.times(pool, layout));
+  return m * L / speed;
+}
+
+// One micro-batch's forward and backward through the whole model at the cheaper layer kind's time
+// per layer (one pool).
+double Bounds::microbatch_work(const ParallelLayout& layout) {
+  const LayerTimes& t = costs_.times(layout.rank_pool.front(), layout);
+  return ctx_.s.model.layers * costs_.per_layer(t) + t.embedding() + t.head();
+}
+
+// The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
+// sharded: the smaller of the two, so that it bounds every ZeRO stage.
+double Bounds::optimizer_bound(const ParallelLayout& layout) {
+  const double params = ctx_.params.total / layout.tp / layout.replicas();
+  const auto& d = *ctx_.devices[layout.rank_pool.front()];
+  return cost::compute_time_bound(
+             cost::optimizer_step(params, ctx_.s.training.optimizer, ctx_.s.training.precision), d,
+             ctx_.s.training.precision)
+      .value();
+}
+
+// min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
+// micro-batch's forward reached it, runs m forwards and backwards, and its last backward still has to
+// travel back through the ranks before it. T_r counts forward + backward (+ recompute) of its layers,
+// the embedding on rank 0 and the head on the last. A DP over (rank, layers used) with the running
+// prefix; ties resolved by the smaller prefix, which only ever helps later ranks. One pool, so the
+// per-layer time is the cheaper layer kind's. Layouts with the same layer times, pp and micro-batches
+// share it.
+double Bounds::pipeline_bound(const ParallelLayout& layout, int microbatches) {
+  const int L = ctx_.s.model.layers, pp = layout.pp;
+  const double m = microbatches;
+  const LayerTimes& t = costs_.times(layout.rank_pool.front(), layout);
+  const auto key = std::tuple{&t, pp, microbatches};
+  if (const auto it = pipeline_bounds_.find(key); it != pipeline_bounds_.end()) return it->second;
+  const double layer = costs_.per_layer(t);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[l] = (worst, prefix) after some ranks covering l layers.
+  std::vector<std::pair<double, double>> best(L + 1, {kInf, kInf}), next(L + 1);
+  best[0] = {0, 0};
+  for (int r = 0; r < pp; ++r) {
+    std::fill(next.begin(), next.end(), std::pair{kInf, kInf});
+    for (int begin = r; begin <= L - (pp - r); ++begin) {
+      if (best[begin].first == kInf) continue;
+      for (int e = begin + 1; e <= L - (pp - r - 1); ++e) {
+        double T = (e - begin) * layer + (r == 0 ? t.embedding() : 0) + (r == pp - 1 ? t.head() : 0);
+        const std::pair<double, double> cand{std::max(best[begin].first, best[begin].second + m * T),
+                                             best[begin].second + T};
+        if (cand < next[e]) next[e] = cand;
+      }
+    }
+    std::swap(best, next);
+  }
+  return pipeline_bounds_[key] = best[L].first;
+}
+
+// A variant's bound valid for every partition (one pool; 0 on several): every rank r ends after
+// m load_r + step_r and after gathers_r + gradients_r + step_r on its DP stream (partition_bound), so
+// the slowest rank after the average of either over the ranks. The ranks' loads add up to at
+// least m micro-batches through the model; their steps, copies and collectives to at least those of
+// all their parameters at once, as optimizer steps and copies are affine and collectives concave
+// in their size, all with non-negative intercepts (so f(x) + f(y) >= f(x + y)).
+// `layout_costs`: what is worked out so far for the layout's (tp, cp, dp, pp, ep).
+double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, const Variant& v,
+                             VariantCosts& layout_costs) {
+  if (ctx_.s.cluster.pools.size() > 1) return 0;
+  const size_t index = ((size_t(v.zero) * 2 + v.offload) * 2 + v.topk) * ctx_.orders.size() + v.order;
+  std::optional<StateCosts>& costs = layout_costs[index];
+  if (!costs) {
+    const ChunkMemory memory = costs_.chunk_memory(layout);
+    costs = state_costs(
+        layout, v, 0,
+        (costs_.layer_parameters(layout) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9));
+  }
+  const StateCosts& t = *costs;
+  const double m = microbatches;
+  return std::max(m * microbatch_work(layout) + t.step, t.gradients + 2 * m * t.gather + t.step) / layout.pp;
+}
+
+StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params) {
+  const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
+  StateCosts out;
+  const double step = cost::compute_time_bound(
+                          cost::optimizer_step(shard, ctx_.s.training.optimizer, ctx_.s.training.precision),
+                          *ctx_.devices[pool], ctx_.s.training.precision)
+                          .value();
+  const double copy = v.offload ? shard *
+                                      cost::optimizer_bytes_per_parameter(ctx_.s.training.optimizer,
+                                                                          ctx_.s.training.precision) /
+                                      ctx_.s.cluster.pools[pool].pcie_bandwidth.value()
+                                : 0;
+  double gather = 0;
+  if (layout.replicas() > 1) {
+    out.gradients = gradient_collective(layout, v, pool, params);
+    if (v.zero == 1 || v.zero == 2)
+      gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.elem);
+    if (v.zero == 3)
+      out.gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.elem);
+  }
+  out.step = step + copy + std::max(copy, gather);
+  return out;
+}
+
+double Bounds::dp_collective(const ParallelLayout& layout, const Variant& v, int pool, CollectiveKind kind,
+                             double bytes) {
+  return cost::collective_time(kind, Bytes(bytes), costs_.dp_placement(layout, pool, v.order),
+                               ctx_.s.cluster.pools[pool], ctx_.s.cluster)
+      .time.value();
+}
+
+// The DP collective of `elements` gradients: all-reduced, reduce-scattered, or top-k pairs gathered.
+double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& v, int pool,
+                                   double elements) {
+  if (v.topk) {
+    const double ratio = ctx_.req.compression ? ctx_.req.compression->ratio : kSearchedTopkRatio;
+    return dp_collective(layout, v, pool, CollectiveKind::AllGather,
+                         topk_gatherers(layout) * ratio * elements * (ctx_.elem + 4));
+  }
+  return dp_collective(layout, v, pool,
+                       v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
+                       elements * ctx_.elem);
+}
+
+// For one partition, bounds per pipeline rank r, with the passes' times either as a chain of passes
+// with their TP/CP/EP collectives (each pass waits for the previous one's; selective recompute as in
+// LayerTimes::chain_recompute) or on the rank's one compute stream alone (recompute included):
+// - it starts once the first micro-batch's forward has passed the chunks before its first one, runs
+//   m passes of each of its chunks, and then either the last backward still travels back through
+//   those chunks or the rank runs its step: m load_r + max(prefix_r, step_r);
+// - its DP gradient collectives start no earlier than the first backward that finishes a chunk's
+//   gradients, run one after another on the DP stream, and the step waits for them all:
+//   forward prefix_r + passes before that backward + sum of its buckets' collectives + step_r.
+//   Collective times are concave in the bytes (a minimum of affine functions of them), so the
+//   collective of all the rank's gradients at once costs no more than its buckets together.
+// - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
+// - the critical path through its last passes (last_microbatch_terms).
+// step_r: the optimizer step, with offload the copy of the states in before it and out after it,
+// and with ZeRO 1/2 the all-gather of the updated parameters after it.
+double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int partition,
+                               const Ranges& ranges) {
+  auto terms = layout.partition_terms.find(partition);
+  if (terms == layout.partition_terms.end())
+    terms = layout.partition_terms.emplace(partition, partition_terms(layout, ranges)).first;
+  const auto [steps, gradients, gathers, dp_tails] = rank_tails(layout, v, ranges);
+  double bound = 0;
+  for (int r = 0; r < layout.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
+  for (const PartitionTerms::Costing& t : terms->second.costings)
+    for (int r = 0; r < layout.pp; ++r) {
+      bound = std::max(bound, t.load[r] + std::max(t.prefix[r], steps[r]));
+      bound = std::max(bound, t.before_buckets[r] + gradients[r] + steps[r]);
+      bound = std::max(bound, t.to_first_step[r] + steps[0]);
+      bound = std::max(bound, t.to_own_step[r] + steps[r]);
+      if (&t == &terms->second.costings[1] && layout.replicas() > 1)
+        bound = std::max(bound, t.to_dp_tail[r] + dp_tails[r] + steps[r]);
+    }
+  return bound;
+}
+
+PartitionTerms Bounds::partition_terms(const ParallelLayout& layout, const Ranges& ranges) const {
+  const int chunks = layout.pp * layout.v;
+  const int m = ctx_.microbatches(layout.dp, layout.mb);
+  PartitionTerms out;
+  std::vector<double> forward(chunks), backward(chunks), forward_prefixes(layout.pp);
+  for (bool alone : {false, true}) {
+    PartitionTerms::Costing& t = out.costings[alone ? 1 : 0];
+    t.load.assign(layout.pp, 0);
+    t.prefix.assign(layout.pp, 0);
+    t.before_buckets.assign(layout.pp, 0);
+    for (int c = 0; c < chunks; ++c) {
+      const int r = c % layout.pp;
+      forward[c] = chunk_bound_forward(layout, alone, c, ranges[c].first, ranges[c].second);
+      backward[c] = chunk_bound_backward(layout, alone, c, ranges[c].first, ranges[c].second);
+      t.load[r] += forward[c] + backward[c];
+      const auto& passes = layout.counts->before_buckets[r][c / layout.pp];
+      t.before_buckets[r] += passes[0] * forward[c] + passes[1] * backward[c];
+    }
+    double prefix = 0, forward_prefix = 0;
+    for (int r = 0; r < layout.pp; ++r) {
+      t.load[r] *= m;
+      t.prefix[r] = prefix;
+      t.before_buckets[r] = forward_prefix + t.before_buckets[r];
+      forward_prefixes[r] = forward_prefix;
+      prefix += forward[r] + backward[r];
+      forward_prefix += forward[r];
+    }
+    last_microbatch_terms(layout, forward, backward, forward_prefixes, t);
+  }
+  return out;
+}
+
+RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, const Ranges& ranges) {
+  const int chunks = layout.pp * layout.v;
+  const int m = ctx_.microbatches(layout.dp, layout.mb);
+  std::vector<double> params(layout.pp, 0);
+  for (int c = 0; c < chunks; ++c)
+    params[c % layout.pp] += costs_.chunk_params(layout, c, ranges[c].first, ranges[c].second);
+  RankTails out{std::vector<double>(layout.pp, 0), std::vector<double>(layout.pp, 0),
+                std::vector<double>(layout.pp, 0), std::vector<double>(layout.pp, 0)};
+  auto& [steps, gradients, gathers, dp_tails] = out;
+  // Ranks alike (pool, parameters, the elements of their DP tail) have the same tails: most of them.
+  std::vector<std::tuple<int, double, double, int>> worked_out;
+  for (int r = 0; r < layout.pp; ++r) {
+    const double first_chunk = costs_.chunk_params(layout, r, ranges[r].first, ranges[r].second);
+    const double tail_elements = std::max(0.0, params[r] - first_chunk) +
+                                 last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
+    const auto alike = std::find_if(worked_out.begin(), worked_out.end(), [&](const auto& w) {
+      return std::get<0>(w) == layout.rank_pool[r] && std::get<1>(w) == params[r] &&
+             std::get<2>(w) == tail_elements;
+    });
+    if (alike != worked_out.end()) {
+      const int q = std::get<3>(*alike);
+      steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q];
+      continue;
+    }
+    worked_out.push_back({layout.rank_pool[r], params[r], tail_elements, r});
+    const StateCosts costs = state_costs(layout, v, layout.rank_pool[r], params[r]);
+    steps[r] = costs.step;
+    gradients[r] = costs.gradients;
+    // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
+    gathers[r] = 2.0 * m * costs.gather;
+    // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
+    // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
+    // backward of that chunk ends, and every bucket of its other chunks still run after that
+    // backward (concavity again: together at least one collective of their elements). The factor
+    // absorbs the rounding of the prefix sums.
+    if (layout.replicas() > 1)
+      dp_tails[r] = gradient_collective(layout, v, layout.rank_pool[r], tail_elements * (1 - 1e-9));
+  }
+  return out;
+}
+
+// The critical path through the rank's last passes: rank r starts once the first micro-batch's
+// forward has reached it (forward prefix_r) and runs its passes in its schedule's order, one after
+// another on its compute stream, each waiting for the previous one's TP/CP/EP collectives (the
+// per-pass bounds of the tables, as in m load_r). After its last forward of chunk c, that
+// micro-batch still runs forward through chunks c+1 .. C-1 and backward through all chunks, each
+// pass after the previous one's send (a receive ends no earlier than its send starts, and a send
+// waits for its pass and collectives); after its last backward of chunk c, backward through chunks
+// c-1 .. 0. Chunk 0's backwards run on pipeline rank 0, whose optimizer step (compute stream, after
+// all its passes and their collectives, which run in issue order on the TP stream) and what follows
+// it (step_0) come after. After its own last pass, rank r runs its own step_r.
+// On the compute stream alone, the end of the rank's last backward of its first chunk is when that
+// chunk's last DP bucket becomes ready, and the DP collectives that follow it (partition_bound) and
+// the step come after. The terms leave out the steps and the DP tail (partition_bound adds them).
+void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,
+                                   const std::vector<double>& backward,
+                                   const std::vector<double>& forward_prefixes,
+                                   PartitionTerms::Costing& out) {
+  const int chunks = layout.pp * layout.v;
+  // forward_after[c]: forwards of chunks > c; backward_below[c]: backwards of chunks < c.
+  std::vector<double> forward_after(chunks, 0), backward_below(chunks, 0);
+  for (int c = chunks - 2; c >= 0; --c) forward_after[c] = forward_after[c + 1] + forward[c + 1];
+  for (int c = 1; c < chunks; ++c) backward_below[c] = backward_below[c - 1] + backward[c - 1];
+  const double all_backward = backward_below[chunks - 1] + backward[chunks - 1];
+  out.to_first_step.assign(layout.pp, 0);
+  out.to_own_step.assign(layout.pp, 0);
+  out.to_dp_tail.assign(layout.pp, 0);
+  for (int r = 0; r < layout.pp; ++r) {
+    auto run = [&](const PassCounts& n) {
+      double t = 0;
+      for (int j = 0; j < layout.v; ++j)
+        t += n[j][0] * forward[j * layout.pp + r] + n[j][1] * backward[j * layout.pp + r];
+      return t;
+    };
+    double own = 0, first = 0;
+    for (int j = 0; j < layout.v; ++j) {
+      const int c = j * layout.pp + r;
+      const auto& through = layout.counts->through_last[r][j];
+      first = std::max(first, forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward);
+      const double until_backward = run(through[1]);
+      first = std::max(first, forward_prefixes[r] + until_backward + backward_below[c]);
+      if (j == 0) out.to_dp_tail[r] = forward_prefixes[r] + until_backward;
+      own = std::max(own, until_backward);
+    }
+    out.to_first_step[r] = first;
+    out.to_own_step[r] = forward_prefixes[r] + own;
+  }
+}
+
+// Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
+// walked from the chunk's last layer as lowering walks it (learned positions left out: a bound).
+double Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
+  const double bucket_elements = ctx_.req.bucket_size.value_or(Plan().bucket_size).value() / ctx_.elem;
+  const ChunkMemory memory = costs_.chunk_memory(layout);
+  double filled = c == layout.pp * layout.v - 1 && memory.untied_last ? memory.embedding : 0;
+  for (int l = end - 1; l >= begin; --l) {
+    const double layer = ctx_.s.model.is_moe_layer(l) ? moe_layer_parameters(ctx_.params, layout.ep)
+                                                      : ctx_.params.per_dense_layer;
+    filled += layer / layout.tp;
+    if (l == begin) return filled + (c == 0 ? memory.embedding : 0);
+    if (filled >= bucket_elements) filled = 0;
+  }
+  return 0;
+}
+
+}  // namespace paratwin::search

@@ -1,0 +1,78 @@
+// Lower bounds of a candidate's objective in closed forms, per iteration second: for every layer
+// partition (a layout's coarse bound, a variant's), and following one partition per pipeline rank
+// (the refined bound). The pass graph (pass_graph.hpp) bounds tighter still.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "plan/search/layer_costs.hpp"
+#include "plan/search/layout.hpp"
+#include "plan/search/search_context.hpp"
+
+namespace paratwin::search {
+
+// What a rank holding some parameters on a pool spends beside its passes (Bounds::rank_tails, per
+// rank; Bounds::variant_bound, all ranks' parameters at once).
+struct StateCosts {
+  double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
+  double gradients = 0;  // the DP collective of all their gradients
+  double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
+};
+// By variant (ZeRO, offload, top-k, rank order; see Bounds::variant_bound), for all of a layout's ranks.
+using VariantCosts = std::array<std::optional<StateCosts>, 32>;
+
+// Per pipeline rank, what does not depend on the passes' times (see Bounds::partition_bound): the
+// step with what follows it, the gradient collectives, ZeRO-3's gathers and the DP tail.
+struct RankTails {
+  std::vector<double> steps, gradients, gathers, dp_tails;
+};
+
+class Bounds {
+ public:
+  Bounds(const SearchContext& context, LayerCosts& costs);
+
+  // The coarse bound of a layout's iteration time, valid for every variant and partition.
+  double time_lower_bound(const ParallelLayout& layout, int microbatches);
+  // The pipeline's fill and drain over integer layer counts (one pool, 1F1B or GPipe).
+  double pipeline_bound(const ParallelLayout& layout, int microbatches);
+  // What is worked out so far for the variants of the layout's (tp, cp, dp, pp, ep).
+  VariantCosts& variant_costs(const ParallelLayout& layout) {
+    return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep}];
+  }
+  // A variant's bound valid for every partition; `layout_costs` from variant_costs(layout).
+  double variant_bound(const ParallelLayout& layout, int microbatches, const Variant& v,
+                       VariantCosts& layout_costs);
+  // The bound that follows partition `partition` (its `ranges`), per pipeline rank.
+  double partition_bound(ParallelLayout& layout, const Variant& v, int partition, const Ranges& ranges);
+  RankTails rank_tails(const ParallelLayout& layout, const Variant& v, const Ranges& ranges);
+
+ private:
+  double microbatch_work(const ParallelLayout& layout);
+  double optimizer_bound(const ParallelLayout& layout);
+  StateCosts state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params);
+  double dp_collective(const ParallelLayout& layout, const Variant& v, int pool, cost::CollectiveKind kind,
+                       double bytes);
+  double gradient_collective(const ParallelLayout& layout, const Variant& v, int pool, double elements);
+  // Ranks whose top-k pairs a rank gathers: under EP the experts' pairs go to their dp / ep replicas
+  // only, so for bounds every element is counted so.
+  static double topk_gatherers(const ParallelLayout& layout) {
+    return layout.ep > 1 ? double(layout.replicas()) / layout.ep : layout.replicas();
+  }
+  PartitionTerms partition_terms(const ParallelLayout& layout, const Ranges& ranges) const;
+  static void last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,
+                                    const std::vector<double>& backward,
+                                    const std::vector<double>& forward_prefixes,
+                                    PartitionTerms::Costing& out);
+  double last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const;
+
+  const SearchContext& ctx_;
+  LayerCosts& costs_;
+  std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
+  std::map<std::tuple<int, int, int, int, int>, VariantCosts> variant_costs_;  // by (tp, cp, dp, pp, ep)
+};
+
+}  // namespace paratwin::search

@@ -1,0 +1,214 @@
+// Per-layer costs of a parallel layout: times of a layer's passes with their collectives, prefix
+// tables over the layers, where the groups sit, and the memory a rank holds.
+#include "plan/search/layer_costs.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace paratwin::search {
+
+LayerCosts::LayerCosts(const SearchContext& context) : ctx_(context) {}
+
+const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
+  const ComputeKey key{pool, layout.tp, layout.cp, layout.ep, layout.mb, layout.sp, layout.recompute};
+  auto it = times_.find(key);
+  if (it != times_.end()) return it->second;
+  const PoolSpec& p = ctx_.s.cluster.pools[pool];
+  const DeviceSpec& d = ctx_.s.cluster.device_of(p);
+  const Precision prec = ctx_.s.training.precision;
+  const cost::LayerWork w{layout.mb, ctx_.s.training.seq_len, layout.tp, layout.cp, layout.sp, prec};
+  // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
+  // evaluator's time for the aggregated work of a chunk.
+  auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
+  // Each group packed into as few nodes as it can be: no rank order places it better.
+  const auto [tp_pass, cp_f, cp_b, ep] = comm(
+      layout,
+      [&](GroupKind, int size) {
+        return cost::GroupPlacement{size, std::min(size, p.gpus_per_node), false};
+      },
+      p);
+  // A pass's collectives follow its GEMMs and the next pass waits for them; with TP overlap they run
+  // beside the GEMMs, so a pass takes the longer of the two (on a model with one layer kind; mixed
+  // layer kinds keep only the GEMMs, as the maximum of sums is not a sum of maxima).
+  const bool overlap = ctx_.req.overlap_tp.value_or(false);
+  auto pass = [&](double gemms, double comm) {
+    if (!overlap) return gemms + comm;
+    return ctx_.s.model.moe ? gemms : std::max(gemms, comm);
+  };
+  LayerTimes t;
+  t.forward_compute = compute(cost::layer_forward(ctx_.s.model, w, false));
+  t.backward_compute = compute(cost::layer_backward(ctx_.s.model, w, false));
+  t.moe_forward_compute = compute(cost::layer_forward(ctx_.s.model, w, true));
+  t.moe_backward_compute = compute(cost::layer_backward(ctx_.s.model, w, true));
+  t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
+  t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
+  t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
+  t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
+  if (layout.recompute == Recompute::Full) {
+    t.recompute = t.forward;
+    t.moe_recompute = t.moe_forward;
+  } else if (layout.recompute == Recompute::Selective) {
+    t.recompute = t.moe_recompute = compute(cost::attention_core_forward(ctx_.s.model, w));
+  }
+  const bool collectives = tp_pass + cp_f + cp_b + ep > 0;
+  const bool hidden = layout.recompute == Recompute::Selective && collectives;
+  t.chain_recompute = hidden ? 0 : t.recompute;
+  t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
+  t.backward_pure = t.backward_compute;
+  t.moe_backward_pure = t.moe_backward_compute;
+  const bool full_recompute = layout.recompute == Recompute::Full;
+  t.recompute_compute = full_recompute ? t.forward_compute : t.recompute;
+  t.moe_recompute_compute = full_recompute ? t.moe_forward_compute : t.moe_recompute;
+  t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
+  t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
+  t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(ctx_.s.model, w));
+  t.head_forward = compute(cost::head_forward(ctx_.s.model, w));
+  t.head_backward = compute(cost::head_backward(ctx_.s.model, w));
+  return times_.emplace(key, t).first->second;
+}
+
+double LayerCosts::per_layer(const LayerTimes& t) const {
+  // The cheaper layer kind, so that the bound stays below any mix of layers.
+  // Either the chain of passes with their collectives or the compute stream alone.
+  double chain = t.forward + t.backward + t.chain_recompute, alone = t.forward_compute + t.backward_compute;
+  if (ctx_.s.model.moe) {
+    chain = std::min(chain, t.moe_forward + t.moe_backward + t.moe_chain_recompute);
+    alone = std::min(alone, t.moe_forward_compute + t.moe_backward_compute);
+  }
+  return std::max(chain, alone);
+}
+
+// The tables follow the layers' times and memory on the layout's pools alone: layouts that differ only
+// in dp, pp or the schedule share them (a table is some kilobytes, and thousands of layouts are
+// refined).
+const CostTable& LayerCosts::table(const ParallelLayout& layout) {
+  unsigned pools_used = 0;
+  for (int pool : layout.rank_pool) pools_used |= 1u << pool;
+  const auto key =
+      std::tuple{layout.tp, layout.cp, layout.ep, layout.mb, layout.sp, layout.recompute, pools_used};
+  auto it = tables_.find(key);
+  if (it == tables_.end()) it = tables_.emplace(key, make_table(layout)).first;
+  return it->second;
+}
+
+CostTable LayerCosts::make_table(const ParallelLayout& layout) {
+  const int L = ctx_.s.model.layers;
+  CostTable c;
+  const size_t pools = ctx_.s.cluster.pools.size();
+  c.forward.resize(pools);
+  c.backward.resize(pools);
+  c.chain_backward.resize(pools);
+  c.compute_forward.resize(pools);
+  c.compute_backward.resize(pools);
+  c.passes.resize(pools);
+  c.ends.resize(pools);
+  for (int pool : layout.rank_pool) {
+    if (!c.forward[pool].empty()) continue;
+    const LayerTimes& t = times(pool, layout);
+    auto& f = c.forward[pool];
+    auto& bw = c.backward[pool];
+    auto& chain = c.chain_backward[pool];
+    f.assign(L + 1, 0);
+    bw.assign(L + 1, 0);
+    chain.assign(L + 1, 0);
+    auto& cf = c.compute_forward[pool];
+    auto& cb = c.compute_backward[pool];
+    auto& passes = c.passes[pool];
+    cf.assign(L + 1, 0);
+    cb.assign(L + 1, 0);
+    passes.assign(L + 1, {});
+    for (int l = 0; l < L; ++l) {
+      const bool moe = ctx_.s.model.is_moe_layer(l);
+      f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
+      bw[l + 1] = bw[l] + (moe ? t.moe_backward + t.moe_recompute : t.backward + t.recompute);
+      chain[l + 1] =
+          chain[l] + (moe ? t.moe_backward + t.moe_chain_recompute : t.backward + t.chain_recompute);
+      cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
+      cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
+      const CostTable::PassPrefix& before = passes[l];
+      passes[l + 1] = {before.backward_pure + (moe ? t.moe_backward_pure : t.backward_pure),
+                       before.recompute_compute + (moe ? t.moe_recompute_compute : t.recompute_compute),
+                       before.moe_layers + (moe ? 1 : 0)};
+    }
+    c.ends[pool] = t;
+  }
+  const cost::ActivationConfig act{
+      layout.mb,        ctx_.s.training.seq_len,  layout.tp, layout.cp, layout.sp,
+      layout.recompute, ctx_.s.training.precision};
+  const double dense_act = cost::layer_activation_bytes(ctx_.s.model, act, false).value();
+  const double moe_act = ctx_.s.model.moe ? cost::layer_activation_bytes(ctx_.s.model, act, true).value() : 0;
+  const double moe_params = ctx_.s.model.moe ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
+  c.activations.assign(L + 1, 0);
+  c.params.assign(L + 1, 0);
+  c.recompute_working = std::numeric_limits<double>::infinity();
+  for (int l = 0; l < L; ++l) {
+    const bool moe = ctx_.s.model.is_moe_layer(l);
+    c.recompute_working =
+        std::min(c.recompute_working, cost::recompute_working_bytes(ctx_.s.model, act, moe).value());
+    c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
+    c.params[l + 1] = c.params[l] + (moe ? moe_params : ctx_.params.per_dense_layer) / layout.tp;
+  }
+  c.embedding_activations = cost::embedding_activation_bytes(ctx_.s.model, act).value();
+  c.head_activations = cost::head_activation_bytes(ctx_.s.model, act).value();
+  return c;
+}
+
+const cost::GroupPlacement& LayerCosts::placement(const ParallelLayout& layout, GroupKind kind, int pool,
+                                                  int order) {
+  const auto key = std::tuple{kind, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, pool, order};
+  auto it = placements_.find(key);
+  if (it == placements_.end()) {
+    Plan degrees;
+    degrees.tp = layout.tp, degrees.cp = layout.cp, degrees.dp = layout.dp, degrees.pp = layout.pp,
+    degrees.ep = layout.ep;
+    degrees.order = ctx_.orders[order];
+    it = placements_.emplace(key, group_placement(degrees, kind, ctx_.s.cluster.pools[pool], ctx_.s.cluster))
+             .first;
+  }
+  return it->second;
+}
+
+ChunkMemory LayerCosts::chunk_memory(const ParallelLayout& layout) const {
+  return {double(ctx_.s.model.vocab) * ctx_.s.model.hidden / layout.tp,
+          !ctx_.s.model.tied_embeddings || layout.pp > 1};
+}
+
+double LayerCosts::chunk_params(const ParallelLayout& layout, int c, int begin, int end) const {
+  return search::chunk_params(layout, chunk_memory(layout), c, begin, end);
+}
+
+// Device bytes of model states per parameter a rank holds (states are linear in the parameters).
+double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
+  const auto st = cost::held_model_state_bytes(1, layout.replicas(), v.zero, ctx_.s.training.optimizer,
+                                               ctx_.s.training.precision);
+  return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
+}
+
+// Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
+// pipeline ranks.
+double LayerCosts::layer_parameters(const ParallelLayout& layout) const {
+  const double moe = ctx_.moe_layers > 0 ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
+  return ((ctx_.s.model.layers - ctx_.moe_layers) * ctx_.params.per_dense_layer + ctx_.moe_layers * moe) /
+         layout.tp;
+}
+
+// A rank's memory for states and kept activations: its device's, less what recomputing a layer
+// holds while the backward runs (the least any layer holds, so that no partition that fits is lost).
+double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
+  return ctx_.devices[layout.rank_pool[rank]]->memory.value() - layout.costs->recompute_working;
+}
+
+// Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
+bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
+  const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
+  auto states = cost::held_model_state_bytes(per_rank, layout.replicas(), v.zero, ctx_.s.training.optimizer,
+                                             ctx_.s.training.precision);
+  const double device =
+      (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
+  double largest_capacity = 0;
+  for (int pool : layout.rank_pool)
+    largest_capacity = std::max(largest_capacity, ctx_.devices[pool]->memory.value());
+  return device <= largest_capacity;
+}
+
+}  // namespace paratwin::search

@@ -1,0 +1,91 @@
+// Per-layer costs of the parallel layouts the optimizer searches: one layer's passes with their
+// TP/CP/EP collectives, prefix tables over the layers (shared by layouts alike in what they follow),
+// where a layout's groups sit, and the model states a rank holds. Each is worked out once and cached.
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "plan/cost/collectives.hpp"
+#include "plan/cost/compute.hpp"
+#include "plan/cost/layer_collectives.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/search/layout.hpp"
+#include "plan/search/search_context.hpp"
+
+namespace paratwin::search {
+
+class LayerCosts {
+ public:
+  explicit LayerCosts(const SearchContext& context);
+
+  // Per-layer times of one micro-batch of the layout on `pool`, each group packed into as few nodes
+  // as it can be (no rank order places it better); additive lower bounds of the evaluator's times.
+  const LayerTimes& times(int pool, const ParallelLayout& layout);
+  // One layer's model-parallel collectives per pass; `where(group, size)` places a group.
+  template <class Where>
+  LayerComm comm(const ParallelLayout& layout, const Where& where, const PoolSpec& pool) const;
+  // A layer's forward and backward at the cheaper layer kind, as a chain of passes with their
+  // collectives or on the compute stream alone, whichever is longer: below any mix of layers.
+  double per_layer(const LayerTimes& t) const;
+  // The layout's prefix tables.
+  const CostTable& table(const ParallelLayout& layout);
+
+  // Where a pipeline rank's group of `kind` sits on `pool` under rank order `order` (an index into
+  // SearchContext::orders).
+  const cost::GroupPlacement& placement(const ParallelLayout& layout, GroupKind kind, int pool, int order);
+  const cost::GroupPlacement& dp_placement(const ParallelLayout& layout, int pool, int order) {
+    return placement(layout, GroupKind::Dp, pool, order);
+  }
+
+  ChunkMemory chunk_memory(const ParallelLayout& layout) const;
+  // Parameters of layers [begin, end) of chunk c on one rank, as lowering counts them.
+  double chunk_params(const ParallelLayout& layout, int c, int begin, int end) const;
+  // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
+  double state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const;
+  // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
+  // pipeline ranks.
+  double layer_parameters(const ParallelLayout& layout) const;
+  // A rank's memory for states and kept activations (the layout's tables made).
+  double capacity(const ParallelLayout& layout, int rank) const;
+  // Whether the variant's model states can fit on some partition.
+  bool states_can_fit(const ParallelLayout& layout, const Variant& v) const;
+
+ private:
+  struct ComputeKey {
+    int pool, tp, cp, ep, mb;
+    bool sp;
+    Recompute recompute;
+    auto operator<=>(const ComputeKey&) const = default;
+  };
+  CostTable make_table(const ParallelLayout& layout);
+
+  const SearchContext& ctx_;
+  std::map<ComputeKey, LayerTimes> times_;
+  std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> tables_;
+  // By (group, tp, cp, dp, pp, ep, pool, rank order).
+  std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
+};
+
+template <class Where>
+LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, const PoolSpec& pool) const {
+  auto coll = [&](cost::CollectiveKind kind, GroupKind group, int size, Bytes bytes) {
+    if (size <= 1) return 0.0;
+    return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
+  };
+  using cost::CollectiveKind;
+  const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(
+      ctx_.s.model,
+      {layout.mb, ctx_.s.training.seq_len, layout.tp, layout.cp, layout.sp, ctx_.s.training.precision});
+  LayerComm out;
+  out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp) +
+                           coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
+                     : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
+  out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, layout.cp, bytes.cp);
+  out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, layout.cp, bytes.cp);
+  if (ctx_.s.model.moe && layout.ep > 1)
+    out.ep = 2 * coll(CollectiveKind::AllToAll, GroupKind::Ep, layout.ep, bytes.ep);
+  return out;
+}
+
+}  // namespace paratwin::search

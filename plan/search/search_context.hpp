@@ -1,0 +1,45 @@
+// What every part of the plan search reads: the scenario, the plan fields it fixes, and the figures
+// derived from them once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/cost/memory.hpp"
+#include "plan/ir/plan.hpp"
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin::search {
+
+// The density of top-k compression when the search chooses it.
+inline constexpr double kSearchedTopkRatio = 0.01;
+
+struct SearchContext {
+  SearchContext(const ScenarioSpec& scenario, bool exhaustive_search)
+      : s(scenario),
+        req(scenario.plan),
+        exhaustive(exhaustive_search),
+        elem(cost::element_bytes(scenario.training.precision)),
+        params(count_parameters(scenario.model)),
+        orders{scenario.plan.order.value_or(Plan().order), "tp-cp-pp-dp"} {
+    for (const PoolSpec& pool : s.cluster.pools) devices.push_back(&s.cluster.device_of(pool));
+    for (int l = 0; l < s.model.layers; ++l) moe_layers += s.model.is_moe_layer(l) ? 1 : 0;
+  }
+
+  const ScenarioSpec& s;
+  const PlanRequest& req;  // the plan fields the scenario fixes
+  bool exhaustive;         // every candidate evaluated, twins included (SearchOptions::exhaustive)
+  double elem;             // bytes per element in the training precision
+  std::vector<const DeviceSpec*> devices;  // by pool (device_of looks them up by name)
+  ParameterCount params;
+  int moe_layers = 0;
+  // The rank orders the search tries: the requested or default one, then the other (SearchSpace::orders).
+  std::vector<std::string> orders;
+
+  // Micro-batches per data-parallel replica and step.
+  int microbatches(int dp, int micro_batch) const {
+    return static_cast<int>(s.training.global_batch / dp / micro_batch);
+  }
+};
+
+}  // namespace paratwin::search

@@ -1,0 +1,37 @@
+// GPU and NIC sites of a cluster, and the fabric domain of a NIC.
+#include "plan/topology/cluster_sites.hpp"
+
+namespace paratwin {
+
+ClusterSites::ClusterSites(const ClusterSpec& cluster) {
+  for (size_t p = 0; p < cluster.pools.size(); ++p) {
+    const PoolSpec& pool = cluster.pools[p];
+    pool_first_gpu_.push_back(static_cast<int>(sites_.size()));
+    for (int n = 0; n < pool.nodes; ++n) {
+      for (int g = 0; g < pool.gpus_per_node; ++g) {
+        // GPUs share the node's NICs evenly: GPU g leaves through NIC g x count / gpus_per_node.
+        const int nic = nic_count_ + g * pool.nic.count / pool.gpus_per_node;
+        sites_.push_back({static_cast<int>(p), node_count_, g, nic});
+      }
+      ++node_count_;
+      nic_count_ += pool.nic.count;
+    }
+  }
+  nic_first_gpu_.assign(nic_count_, -1);
+  for (int g = 0; g < gpus(); ++g)
+    if (nic_first_gpu_[sites_[g].nic] < 0) nic_first_gpu_[sites_[g].nic] = g;
+}
+
+int ClusterSites::fabric_domain(const ClusterSpec& cluster, int nic) const {
+  const int first_gpu = nic_first_gpu_[nic];
+  const GpuSite& site = sites_[first_gpu];
+  const PoolSpec& pool = cluster.pools[site.pool];
+  if (cluster.network.topology == NetworkTopology::RailOptimized)
+    return site.local * pool.nic.count / pool.gpus_per_node;  // the rail: the NIC's index on its node
+  const int boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
+                       : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
+                                                       : pool.gpus_per_node;
+  return first_gpu / boundary;
+}
+
+}  // namespace paratwin

@@ -1,0 +1,42 @@
+// Where every GPU and NIC of a cluster sits: pools in file order, nodes in order, GPUs of a node in
+// order; a GPU's inter-node traffic leaves through NIC g x count / gpus_per_node of its node; NICs
+// grouped into fabric domains where the level above them is oversubscribed.
+#pragma once
+
+#include <vector>
+
+#include "plan/spec/cluster.hpp"
+
+namespace paratwin {
+
+// A GPU of the cluster.
+struct GpuSite {
+  int pool = 0;
+  int node = 0;   // counted over the whole cluster
+  int local = 0;  // index inside its node
+  int nic = 0;    // the NIC its inter-node traffic leaves through, counted over the cluster
+};
+
+class ClusterSites {
+ public:
+  explicit ClusterSites(const ClusterSpec& cluster);
+
+  int gpus() const { return static_cast<int>(sites_.size()); }
+  const GpuSite& site(int gpu) const { return sites_[gpu]; }
+  int nics() const { return nic_count_; }
+  int nodes() const { return node_count_; }
+  int first_gpu_of_pool(int pool) const { return pool_first_gpu_[pool]; }
+  // The first GPU whose traffic leaves through `nic`, -1 for a NIC no GPU uses.
+  int first_gpu_of_nic(int nic) const { return nic_first_gpu_[nic]; }
+  // The fabric domain `nic` hangs under when the level above the NICs is oversubscribed: its rail
+  // (its index on its node) on a rail-optimized network, else its pod, its leaf, or its node. `nic`
+  // must be used by some GPU (first_gpu_of_nic >= 0).
+  int fabric_domain(const ClusterSpec& cluster, int nic) const;
+
+ private:
+  std::vector<GpuSite> sites_;
+  std::vector<int> pool_first_gpu_, nic_first_gpu_;
+  int nic_count_ = 0, node_count_ = 0;
+};
+
+}  // namespace paratwin
