@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "exec/checkpoint/checkpoint.hpp"
 #include "exec/data/token_file.hpp"
@@ -79,9 +81,17 @@ void check_before_launch(const LiveRunOptions& o, const LiveRunSetup& setup) {
                             " each, with its copy of the data), more than this machine's " + gib(machine) +
                             "; run fewer ranks (--ranks), a smaller plan.micro_batch or training.seq_len, "
                             "or save memory with plan.zero, plan.recompute or a smaller model"});
-  // The tokens the run reads (its data position is a 64-bit count of sequences), and its trace.
-  const std::int64_t steps = o.steps > 0 ? o.steps : s.training.steps.value_or(0);
-  if (!checked_product({steps, s.training.global_batch, s.training.seq_len}))
+  // Its steps (the tokens a token budget makes), the tokens they read in a 64-bit count, and its trace.
+  const double tokens_per_step = double(s.training.global_batch) * s.training.seq_len;
+  const double budget_steps = s.training.tokens ? std::ceil(*s.training.tokens / tokens_per_step) : 0;
+  const std::int64_t steps = o.steps > 0           ? o.steps
+                             : s.training.steps    ? *s.training.steps
+                             : budget_steps < 9e18 ? std::int64_t(budget_steps)
+                                                   : std::numeric_limits<std::int64_t>::max();
+  if (steps <= 0)
+    problems.push_back(
+        {Severity::Error, Location{o.scenario}, "the run has no steps: give training.steps or --steps"});
+  else if (!checked_product({steps, s.training.global_batch, s.training.seq_len}))
     problems.push_back({Severity::Error,
                         Location{o.steps > 0 ? "<--steps " + std::to_string(o.steps) + ">" : o.scenario},
                         std::to_string(steps) + " steps of " + std::to_string(s.training.global_batch) +

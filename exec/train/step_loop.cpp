@@ -105,10 +105,10 @@ CheckpointSearch find_resume_checkpoint(const TrainOptions& options, const Scena
   }
   const TrainingState& s = *found.state;
   if (s.model != scenario.model.name || s.global_batch != scenario.training.global_batch)
-    throw std::invalid_argument("checkpoint " + found.path + " is of model " + s.model +
-                                " with global batch " + std::to_string(s.global_batch) +
-                                "; this run trains " + scenario.model.name + " with global batch " +
-                                std::to_string(scenario.training.global_batch));
+    throw InputError(Location{found.path}, "the checkpoint is of model " + s.model + " with global batch " +
+                                               std::to_string(s.global_batch) + "; this run trains " +
+                                               scenario.model.name + " with global batch " +
+                                               std::to_string(scenario.training.global_batch));
   return found;
 }
 

@@ -290,6 +290,40 @@ BOOST_AUTO_TEST_CASE(a_foreign_connection_is_dropped_while_the_job_trains_on) {
 
 // ---- Errors at the right depth ------------------------------------------------------------------------
 
+BOOST_AUTO_TEST_CASE(a_rank_that_finds_its_input_bad_stops_the_job_without_a_restart) {
+  TempDir dir;
+  const fs::path ckpt = dir.path / "ckpt";
+  const std::string run = "run " + kScenario + kSmall + " --ranks 2 --checkpoint-dir " + ckpt.string();
+  BOOST_REQUIRE(paratwin_test::paratwin(run + " --steps 2 --checkpoint-every 2").status == 0);
+  // Step 2 becomes a checkpoint of another model (its checksum kept right), and a newer step 9 a copy
+  // of it with tiny-gpt's state but corrupt weights. Before launch the newest names tiny-gpt; in the
+  // rank it is rejected (checksum) and the older one is of another model: only the rank can tell.
+  const fs::path two = ckpt / "step-00000002", nine = ckpt / "step-00000009";
+  fs::copy(two, nine);
+  nlohmann::json state = nlohmann::json::parse(slurp(two / "state.json"));
+  state["model"] = "other-model";
+  const std::string text = state.dump(1) + "\n";
+  std::ofstream(two / "state.json", std::ios::trunc) << text;
+  nlohmann::json manifest = nlohmann::json::parse(slurp(two / "MANIFEST.json"));
+  char sum[17];
+  std::snprintf(sum, sizeof sum, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(text.data(), text.size())));
+  manifest["files"]["state.json"] = {{"bytes", text.size()}, {"fnv1a64", sum}};
+  write_manifest(two, manifest);
+  {
+    std::fstream weights(nine / "weights.bin", std::ios::in | std::ios::out | std::ios::binary);
+    weights.seekp(10);
+    weights.put('\x7f');
+  }
+  const Result r = paratwin_test::paratwin(run + " --steps 4 --resume");
+  BOOST_TEST_INFO(r.out + r.err);
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.out.find("cannot run the job") != std::string::npos);
+  BOOST_TEST(r.err.find("the checkpoint is of model other-model") != std::string::npos);
+  BOOST_TEST(r.out.find("not restarting: the job's input is bad") != std::string::npos);
+  BOOST_TEST(r.out.find("the job is stopped") == std::string::npos);  // no failure counted, no restart
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_is_refused_before_any_rank_starts) {
   TempDir dir;
   // Data with a token outside tiny-gpt's 256-entry vocabulary.
@@ -325,6 +359,14 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused_before_any_rank_starts) {
   BOOST_TEST(r.err.find("ranks need about") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("more than this machine's") != std::string::npos, r.err);
   BOOST_TEST(r.out.find("supervising") == std::string::npos);
+  // A run without steps.
+  std::string without = slurp(kScenario);
+  without.erase(without.find("  steps: 50"),
+                without.find('\n', without.find("  steps: 50")) - without.find("  steps: 50"));
+  std::ofstream(dir.path / "no-steps.yaml") << without;
+  r = paratwin_test::paratwin("run " + (dir.path / "no-steps.yaml").string() + " --ranks 2");
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("the run has no steps: give training.steps or --steps") != std::string::npos, r.err);
   // Steps whose tokens no 64-bit count holds.
   r = paratwin_test::paratwin("run " + kScenario + " --ranks 2 --steps 9000000000000000000");
   BOOST_TEST(r.status == 2);
