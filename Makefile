@@ -5,7 +5,7 @@ FUZZ_TIME ?= 60
 FUZZ_TARGETS ?=
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build run test bench fuzz screenshots format clean
+.PHONY: all deps configure build run test bench fuzz fuzz-corpus screenshots format clean
 
 all: build
 
@@ -29,6 +29,11 @@ bench: build
 
 fuzz: build
 	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME) $(FUZZ_TARGETS)
+
+# Folds what `make fuzz` found into the committed seed corpus (tests/fuzz/corpus/), kept small: a merge,
+# then a set cover of at most CAP inputs per target (scripts/fuzz_corpus.py).
+fuzz-corpus:
+	@python3 scripts/fuzz_corpus.py $(BUILD) $(FUZZ_TARGETS)
 
 # Each GUI view as a PNG (written by the headless view tests into $(BUILD)/screenshots/), copied to
 # docs/screenshots/ for docs/gui.md.
