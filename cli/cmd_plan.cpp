@@ -39,9 +39,10 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option(
-         "--emit", opts->emit,
-         "print the plan as a plan file, Megatron-LM arguments or a DeepSpeed config instead of the report")
+  cmd->add_option("--emit", opts->emit,
+                  "print the plan as a plan file, a Megatron-LM launch (environment, torchrun, "
+                  "pretrain_gpt.py arguments) "
+                  "or a DeepSpeed config instead of the report; exit 2 when DeepSpeed cannot run the plan")
       ->check(CLI::IsMember({"plan", "megatron", "deepspeed"}));
   cmd->add_option("--top", opts->top,
                   "show the N best plans of the search (default: the scenario's search.top)")
@@ -54,10 +55,19 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     const ChosenPlan chosen = choose_plan(scenario, opts->plan_file, options);
     const Plan& plan = chosen.plan;
     const std::optional<SearchResult>& search = chosen.search;
+    if (opts->emit == "plan") {
+      std::cout << to_yaml(plan);
+      exit_status = kExitOk;
+      return;
+    }
     if (!opts->emit.empty()) {
-      std::cout << (opts->emit == "plan"       ? to_yaml(plan)
-                    : opts->emit == "megatron" ? megatron_arguments(plan, scenario)
-                                               : deepspeed_config(plan, scenario));
+      // Megatron's notes are comments in its launch text; DeepSpeed's JSON stays clean on standard output.
+      const EmittedConfig emitted =
+          opts->emit == "megatron" ? megatron_launch(plan, scenario) : deepspeed_config(plan, scenario);
+      std::cout << emitted.text;
+      if (opts->emit == "deepspeed")
+        for (const auto& note : emitted.notes)
+          std::cerr << "note: not in the DeepSpeed config: " << note << "\n";
       exit_status = kExitOk;
       return;
     }

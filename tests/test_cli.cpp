@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -138,6 +139,25 @@ BOOST_AUTO_TEST_CASE(plan_reports_the_architecture_keys_and_writes_trace_and_pla
   };
   BOOST_TEST(time_of(again.out) == time_of(report));
   fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(emit_prints_framework_configs_and_exits_2_for_a_plan_deepspeed_cannot_run) {
+  const std::string quickstart = "plan " + kSource + "/scenarios/quickstart.yaml";
+  Result megatron = paratwin(quickstart + " --emit megatron");
+  BOOST_TEST(megatron.status == 0);
+  BOOST_TEST(megatron.out.find("export CUDA_DEVICE_MAX_CONNECTIONS=1\ntorchrun --nnodes 4 --nproc-per-node 8 "
+                               "pretrain_gpt.py") != std::string::npos);
+  Result deepspeed = paratwin(quickstart + " --emit deepspeed");
+  BOOST_TEST(deepspeed.status == 0);
+  BOOST_TEST(nlohmann::json::parse(deepspeed.out)["train_batch_size"] == 512);
+  BOOST_TEST(deepspeed.err.find("note: not in the DeepSpeed config: sequence_parallel") != std::string::npos);
+  Result refused =
+      paratwin(quickstart + " --set plan.zero=3 --set plan.pp=2 --set plan.dp=8 --emit deepspeed");
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(refused.out.empty());
+  BOOST_TEST(refused.err.find("quickstart.yaml") != std::string::npos);
+  BOOST_TEST(refused.err.find("DeepSpeed cannot run this plan: ZeRO 3 with pipeline parallelism (pp=2)") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(plan_that_cannot_run_exits_2_with_every_reason) {

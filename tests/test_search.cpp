@@ -4,7 +4,6 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
-#include "plan/report/emit.hpp"
 #include "plan/search/optimizer.hpp"
 
 using namespace paratwin;
@@ -142,26 +141,6 @@ BOOST_AUTO_TEST_CASE(slower_pools_get_fewer_layers) {
   int h100 = 0, a100 = 0;
   for (const auto& st : p.stages) (st.pool == "h100" ? h100 : a100) += st.layer_end - st.layer_begin;
   BOOST_TEST(h100 > a100);
-}
-
-BOOST_AUTO_TEST_CASE(plans_render_as_megatron_arguments_and_deepspeed_config) {
-  const ScenarioSpec s = scenario(
-      "model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 128}\n"
-      "training: {global_batch: 1536}\n"
-      "plan: {tp: 8, pp: 8, dp: 16, micro_batch: 1, schedule: interleaved,"
-      " virtual_stages: 2, recompute: selective, sequence_parallel: true, zero: 1}\n");
-  const Plan plan = complete_plan(s);
-  const std::string m = megatron_arguments(plan, s);
-  BOOST_TEST(m.find("--tensor-model-parallel-size 8") != std::string::npos);
-  BOOST_TEST(m.find("--pipeline-model-parallel-size 8") != std::string::npos);
-  BOOST_TEST(m.find("--num-layers-per-virtual-pipeline-stage 6") != std::string::npos);
-  BOOST_TEST(m.find("--recompute-granularity selective") != std::string::npos);
-  BOOST_TEST(m.find("--sequence-parallel") != std::string::npos);
-  BOOST_TEST(m.find("--use-distributed-optimizer") != std::string::npos);
-  const auto ds = nlohmann::json::parse(deepspeed_config(plan, s));
-  BOOST_TEST(ds["train_batch_size"] == 1536);
-  BOOST_TEST(ds["gradient_accumulation_steps"] == 96);
-  BOOST_TEST(ds["zero_optimization"]["stage"] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(progress_advances_and_stopping_keeps_the_best_so_far) {
