@@ -13,6 +13,7 @@
 
 #include "plan/ir/plan.hpp"
 #include "plan/report/report.hpp"
+#include "plan/spec/catalog.hpp"
 #include "plan/spec/checked.hpp"
 #include "plan/spec/limits.hpp"
 #include "plan/spec/sweep_size.hpp"
@@ -152,6 +153,19 @@ BOOST_AUTO_TEST_CASE(an_input_file_past_the_size_limit_is_refused_without_readin
   const std::string message = error_of([] { load_yaml_file("/dev/zero"); });
   BOOST_TEST(message.find("/dev/zero: error: the file is too large; ParaTwin's limit is 100000 bytes") == 0u,
              message);
+}
+
+BOOST_AUTO_TEST_CASE(a_catalog_lists_an_alias_bomb_among_its_files_as_one_that_does_not_parse) {
+  // A shared catalog (PARATWIN_HOME) is input too: listing it reads each file under the same limits.
+  TempDir home;
+  fs::create_directories(home.path / "models");
+  std::ofstream(home.path / "models" / "bomb.yaml") << alias_bomb(8);
+  std::ofstream(home.path / "models" / "fine.yaml") << "name: a fine model\n";
+  const std::vector<CatalogEntry> entries = Catalog(home.path.string()).list(CatalogKind::Model);
+  BOOST_TEST_REQUIRE(entries.size() == 2u);
+  BOOST_TEST(entries[0].name == "bomb");
+  BOOST_TEST(entries[0].description == "(does not parse; see paratwin validate)");
+  BOOST_TEST(entries[1].description == "a fine model");
 }
 
 // ---- Sweeps -----------------------------------------------------------------------------------------
@@ -324,6 +338,10 @@ BOOST_AUTO_TEST_CASE(products_of_user_numbers_are_exact_or_refused_never_wrapped
              "<--set training.global_batch=1000000000000>:1:23: error: training.global_batch must be "
              "between 1 and 2147483647, got 1000000000000");
   BOOST_TEST(message.find('-') == message.find("--set"));  // no negative number anywhere
+  // A token budget whose steps would pass 64 bits (--emit megatron printed a negative --train-iters).
+  BOOST_TEST(
+      error_of([] { load_scenario(kQuickstart, {parse_override("training.tokens=1e30")}, catalog()); }) ==
+      "<--set training.tokens=1e30>:1:17: error: training.tokens must be at most 1e18 tokens, got 1e30");
   // A plan file's degrees whose product passes 64 bits: verify says so in words.
   const ScenarioSpec s = load_scenario(kQuickstart, {}, catalog());
   Plan plan = complete_plan(s);

@@ -162,6 +162,9 @@ BOOST_AUTO_TEST_CASE(numbers_that_would_overflow_are_errors_not_wrapped_values) 
   BOOST_TEST(r.err ==
              "<--set training.global_batch=1000000000000>:1:23: error: training.global_batch must be "
              "between 1 and 2147483647, got 1000000000000\n");
+  r = paratwin("plan " + kQuickstart + " --set training.tokens=1e30 --emit megatron");
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.out.find("--train-iters") == std::string::npos);
   // Within int, but a Program of 134M micro-batches: refused before lowering, naming the knobs.
   const Measured m = measured(kParatwin + " plan " + kQuickstart +
                               " --set training.global_batch=2147483632 --set plan.micro_batch=1");

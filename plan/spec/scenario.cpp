@@ -91,8 +91,17 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read("seq_len", t.seq_len, 1, 1 << 24);
   r.read_enum("precision", t.precision, kPrecisionNames);
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
-  if (const DocNode* tokens = r.get("tokens"))
+  if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
+    // At most 10^18 (a million times the largest runs): the steps a budget makes, tokens / (global_batch
+    // x seq_len), then fit a 64-bit count wherever they are counted (the live run, --emit megatron).
+    constexpr double kMostTokens = 1e18;
+    if (t.tokens && *t.tokens > kMostTokens) {
+      r.diagnostics().error(tokens->location,
+                            r.field("tokens") + " must be at most 1e18 tokens, got " + tokens->scalar);
+      t.tokens.reset();
+    }
+  }
   std::int64_t steps = 0;
   if (r.read("steps", steps, 1)) t.steps = steps;
   if (t.tokens && t.steps)
