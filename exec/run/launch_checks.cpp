@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "exec/checkpoint/checkpoint.hpp"
@@ -57,6 +60,16 @@ void check_before_launch(const LiveRunOptions& o, const LiveRunSetup& setup) {
                         "the corpus holds token " + std::to_string(tokens.largest) +
                             ", outside the model's vocabulary of " + std::to_string(s.model.vocab) +
                             " (model.vocab)"});
+  // The checkpoint directory, made now as rank 0 would make it: one it cannot make or write is refused
+  // here rather than failing every launch.
+  if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint_dir, ec);
+    if (ec || ::access(o.checkpoint_dir.c_str(), W_OK) != 0)
+      problems.push_back({Severity::Error, Location{"<--checkpoint-dir " + o.checkpoint_dir + ">"},
+                          "cannot " + std::string(ec ? "create" : "write to") +
+                              " the checkpoint directory: " + (ec ? ec.message() : std::strerror(errno))});
+  }
   if (o.resume && !o.checkpoint_dir.empty())
     if (const auto newest = peek_latest_checkpoint(o.checkpoint_dir);
         newest && (newest->model != s.model.name || newest->global_batch != s.training.global_batch))

@@ -318,8 +318,10 @@ BOOST_AUTO_TEST_CASE(a_rank_that_finds_its_input_bad_stops_the_job_without_a_res
   const Result r = paratwin_test::paratwin(run + " --steps 4 --resume");
   BOOST_TEST_INFO(r.out + r.err);
   BOOST_TEST(r.status == 2);
-  BOOST_TEST(r.out.find("cannot run the job") != std::string::npos);
-  BOOST_TEST(r.err.find("the checkpoint is of model other-model") != std::string::npos);
+  // The supervisor's report carries the rank's reason (the rank's own stderr may be cut short when
+  // mpirun stops the job).
+  BOOST_TEST(r.out.find("cannot run the job: " + two.string() +
+                        ": error: the checkpoint is of model other-model") != std::string::npos);
   BOOST_TEST(r.out.find("not restarting: the job's input is bad") != std::string::npos);
   BOOST_TEST(r.out.find("the job is stopped") == std::string::npos);  // no failure counted, no restart
 }
@@ -351,6 +353,15 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused_before_any_rank_starts) {
       r.err.find("the newest checkpoint is of model tiny-gpt with global batch 4; this run trains tiny-gpt "
                  "with global batch 8") != std::string::npos,
       r.err);
+  // A checkpoint directory that cannot be made (under a file): refused, not launched and retried.
+  std::ofstream(dir.path / "a-file") << "x";
+  r = paratwin_test::paratwin("run " + kScenario + kSmall + " --ranks 2 --steps 2 --checkpoint-dir " +
+                              (dir.path / "a-file" / "ckpt").string());
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(
+      r.err.find("error: cannot create the checkpoint directory: Not a directory") != std::string::npos,
+      r.err);
+  BOOST_TEST(r.out.find("supervising") == std::string::npos);
   // A job larger than this machine's memory by the twin's model.
   r = paratwin_test::paratwin("run " + kScenario +
                               " --ranks 2 --steps 2 --set model.hidden=16384 --set model.layers=64 "
