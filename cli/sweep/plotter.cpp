@@ -15,7 +15,8 @@ bool png_available() {
 }
 
 void write_sweep_png(const std::string& results_json, const std::string& path) {
-  const ChildProcess plotter = spawn_process({sibling_executable("paratwin-plot"), "sweep", results_json, path});
+  const ChildProcess plotter =
+      spawn_process({sibling_executable("paratwin-plot"), "sweep", results_json, path});
   const int status = wait_for_process(plotter.pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("paratwin-plot could not draw " + path + " (see its message above)");

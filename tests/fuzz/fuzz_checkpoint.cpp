@@ -17,7 +17,8 @@
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path dir = fs::temp_directory_path() / ("paratwin-fuzz-ckpt-" + std::to_string(::getpid()));
+  static const fs::path dir =
+      fs::temp_directory_path() / ("paratwin-fuzz-ckpt-" + std::to_string(::getpid()));
   std::string_view input(reinterpret_cast<const char*>(data), size);
   // The pure parts first, on the whole input.
   try {

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
   for (size_t begin = 0; begin <= text.size();) {
     const size_t end = std::min(text.find('\n', begin), text.size());
-    const paratwin::exec::ControlLine line = paratwin::exec::parse_control_line(text.substr(begin, end - begin));
+    const paratwin::exec::ControlLine line =
+        paratwin::exec::parse_control_line(text.substr(begin, end - begin));
     if (line.kind == paratwin::exec::ControlLine::Kind::Malformed && line.why.empty()) __builtin_trap();
     begin = end + 1;
   }

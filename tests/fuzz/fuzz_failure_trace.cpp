@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       paratwin::load_scenario(paratwin::Catalog::installed().root() + "/scenarios/live-cpu-tiny.yaml");
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const paratwin::FailureTrace trace = paratwin::parse_failure_trace(paratwin::parse_yaml(text, "trace.json"));
+    const paratwin::FailureTrace trace =
+        paratwin::parse_failure_trace(paratwin::parse_yaml(text, "trace.json"));
     paratwin::ScenarioSpec scenario = base;
     paratwin::apply_failure_trace(trace, scenario);
   } catch (const paratwin::InputError&) {

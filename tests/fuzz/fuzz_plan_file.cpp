@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     paratwin::Diagnostics diag;
-    const paratwin::PlanRequest request = paratwin::parse_plan_request(paratwin::parse_yaml(text, "plan.yaml"), diag);
+    const paratwin::PlanRequest request =
+        paratwin::parse_plan_request(paratwin::parse_yaml(text, "plan.yaml"), diag);
     diag.throw_if_errors();
     const paratwin::Plan plan = paratwin::complete_plan(request, scenario);
     if (paratwin::verify(plan, scenario.model, scenario.cluster, scenario.training).empty())

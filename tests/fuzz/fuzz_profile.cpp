@@ -9,7 +9,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const paratwin::Profile profile = paratwin::parse_profile(paratwin::parse_yaml(text, "profile.json"), "profile.json");
+    const paratwin::Profile profile =
+        paratwin::parse_profile(paratwin::parse_yaml(text, "profile.json"), "profile.json");
     paratwin::lower_profile(profile, "local-cpu");
   } catch (const paratwin::InputError&) {
   }

@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const auto tokens = paratwin::exec::parse_token_file(std::string_view(reinterpret_cast<const char*>(data), size), "t.bin");
+    const auto tokens = paratwin::exec::parse_token_file(
+        std::string_view(reinterpret_cast<const char*>(data), size), "t.bin");
     if (tokens.size() * 2 + 1024 > size) __builtin_trap();  // more tokens than the bytes hold
   } catch (const paratwin::InputError&) {
   }
