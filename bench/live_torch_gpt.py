@@ -1,20 +1,35 @@
 #!/usr/bin/env python3
-"""The reference for bench/live_bench.sh: tiny-gpt (4 layers, 128 wide, 4 heads, GELU, LayerNorm,
-learned positions, tied head) trained with PyTorch on one CPU thread, the same batch shape and
-AdamW as `paratwin run --ranks 1`. Prints tokens/s over the steps after a warm-up."""
+"""The PyTorch reference of bench/live_bench.sh and bench/live_vs_peers.sh: a GPT-2-shaped model (tiny-gpt,
+or GPT-2 124M with --model gpt2) trained as `paratwin run` trains it: byte tokens of the same corpus, the
+same batch shape, AdamW (betas 0.9/0.95, weight decay 0.1), gradient clipping at 1, fp32. PyTorch's own
+defaults otherwise, as a user would run it. Prints tokens/s over the steps after a warm-up, and which
+BLAS PyTorch loaded.
+
+  live_torch_gpt.py B T STEPS [DATA] [--model tiny|gpt2] [--threads N]
+"""
+import argparse
 import math
-import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-torch.set_num_threads(1)
+SHAPES = {"tiny": (4, 128, 4, 256, 128), "gpt2": (12, 768, 12, 50257, 1024)}  # layers, width, heads, vocab, max T
+
+parser = argparse.ArgumentParser()
+parser.add_argument("batch", type=int, nargs="?", default=4)
+parser.add_argument("seq", type=int, nargs="?", default=64)
+parser.add_argument("steps", type=int, nargs="?", default=20)
+parser.add_argument("data", nargs="?", default="data/tiny-corpus.txt")
+parser.add_argument("--model", choices=SHAPES, default="tiny")
+parser.add_argument("--threads", type=int, default=1)
+args = parser.parse_args()
+
+torch.set_num_threads(args.threads)
 torch.manual_seed(1337)
-L, C, H, V, MAXT = 4, 128, 4, 256, 128
-B, T = int(sys.argv[1]) if len(sys.argv) > 1 else 4, int(sys.argv[2]) if len(sys.argv) > 2 else 64
-STEPS = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+L, C, H, V, MAXT = SHAPES[args.model]
+B, T, STEPS = args.batch, args.seq, args.steps
 
 
 class Block(nn.Module):
@@ -49,8 +64,27 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
 
-data = torch.tensor(list(open(sys.argv[4] if len(sys.argv) > 4 else "data/tiny-corpus.txt", "rb").read()), dtype=torch.long)
+def blas_in_use():
+    try:
+        from threadpoolctl import threadpool_info
+        found = [f"{i.get('internal_api')} {i.get('version')} ({i.get('threading_layer', '?')} threads)"
+                 for i in threadpool_info() if i.get("user_api") == "blas"]
+        return ", ".join(found) or "none found"
+    except ImportError:
+        return "unknown (threadpoolctl missing)"
+
+
+def gpt2_init(module):
+    # GPT-2's initialization, as paratwin's: normal(0, 0.02) weights, zero biases (LayerNorm's defaults).
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear):
+        nn.init.zeros_(module.bias)
+
+
+data = torch.tensor(list(open(args.data, "rb").read()), dtype=torch.long)
 model = Gpt()
+model.apply(gpt2_init)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
 times = []
 for step in range(STEPS):
@@ -66,3 +100,4 @@ for step in range(STEPS):
     times.append(time.perf_counter() - t0)
 mean = sum(times[1:]) / (len(times) - 1)
 print(f"torch {torch.__version__} tokens_per_s {B * T / mean:.0f} step_ms {mean * 1e3:.2f} loss {loss.item():.4f}")
+print(f"blas {blas_in_use()}")

@@ -1,8 +1,8 @@
 // Plans, lowering and the analytic evaluator: schedules, bubbles, FLOPs conservation, memory, the
 // plan file round trip, verification, and golden Program texts (PARATWIN_UPDATE_GOLDEN=1 rewrites them).
 #define BOOST_TEST_MODULE program
-#include <boost/test/unit_test.hpp>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/report/report.hpp"
@@ -228,6 +229,34 @@ BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
   BOOST_TEST(overlapped.eval.iteration_time_s < serial.eval.iteration_time_s);
   const auto& b = overlapped.eval.roles[0].breakdown;
   BOOST_TEST(b.exposed_comm_s < b.dp_comm_s);
+}
+
+BOOST_AUTO_TEST_CASE(a_tied_embeddings_head_part_is_reduced_first_and_its_lookup_rows_last) {
+  // GPT-2 124M (tied) under dp 2 on one stage: the head's part of the tied gradient goes with the first
+  // bucket, and the last carries each replica's lookup rows (4 x 64 tokens) instead of the vocabulary.
+  const std::string base =
+      "model: gpt2-124m\ncluster: local-cpu\n"
+      "training: {global_batch: 8, seq_len: 64, precision: fp32}\n";
+  const Run dp2 = run(base + "plan: {tp: 1, pp: 1, dp: 2, micro_batch: 4}\n");
+  const ModelSpec& m = dp2.s.model;
+  BOOST_TEST_REQUIRE(m.tied_embeddings);
+  BOOST_TEST_REQUIRE(tied_head_reduced_early(dp2.plan, m));
+  const RankParameters held = plan_rank_parameters(dp2.plan, m, dp2.s.training, 0);
+  BOOST_TEST_REQUIRE(held.buckets.size() >= 2u);
+  const double vocab_rows = double(m.vocab) * m.hidden, lookup_rows = 2.0 * 4 * 64 * m.hidden;
+  BOOST_TEST(held.buckets.front().layer_end == m.layers);
+  BOOST_TEST(held.buckets.front().elements >= vocab_rows);
+  BOOST_TEST(held.buckets.back().layer_begin == 0);
+  BOOST_TEST(held.buckets.back().elements < vocab_rows);
+  double reduced = 0;
+  for (const GradientBucket& b : held.buckets) reduced += b.elements;
+  BOOST_TEST(reduced == held.total + lookup_rows);
+  // One replica, or the embedding and the head on two stages: nothing to move.
+  const Run dp1 =
+      run(base + "plan: {tp: 1, pp: 1, dp: 1, micro_batch: 4}\n", {"cluster.pools.local.gpus_per_node=1"});
+  BOOST_TEST(!tied_head_reduced_early(dp1.plan, m));
+  const Run pp2 = run(base + "plan: {tp: 1, pp: 2, dp: 1, micro_batch: 4}\n");
+  BOOST_TEST(!tied_head_reduced_early(pp2.plan, m));
 }
 
 BOOST_AUTO_TEST_CASE(plan_file_round_trip_is_exact) {

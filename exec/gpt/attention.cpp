@@ -1,45 +1,58 @@
 // Causal (grouped-query) self-attention: softmax(Q K^T / sqrt(D)) V per sequence and head, the
-// probabilities kept for the backward. Per head the work is three small GEMMs handed to Eigen.
+// probabilities kept for the backward. Per head the work is three small GEMMs handed to Eigen; the
+// rank's threads take sequences and heads (the backward: key/value heads, whose gradients the heads
+// of a group add into) apart.
 #include <cmath>
 #include <limits>
 
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
+#include "exec/threads.hpp"
 
 namespace paratwin::exec::kernels {
+
+namespace {
+
+template <class T>
+using RowArray = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+
+// Causal softmax of each row i of p (T,T) over keys 0..i; later keys get probability 0.
+template <class T>
+void causal_softmax(MatrixMap<T>& p, int Tn) {
+  for (int i = 0; i < Tn; ++i) {
+    RowArray<T> row(p.data() + long(i) * Tn, i + 1);
+    row = (row - row.maxCoeff()).exp();
+    row /= row.sum();
+    std::fill(p.data() + long(i) * Tn + i + 1, p.data() + long(i + 1) * Tn, T(0));
+  }
+}
+
+}  // namespace
 
 template <class T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D) {
   // qkv is (B,T,(H+2K)D), out is (B,T,H*D), att is (B,H,T,T)
   const int width = (H + 2 * K) * D, group = H / K;
   const T scale = T(1) / std::sqrt(T(D));
-  for (int b = 0; b < B; ++b) {
-    const T* base = qkv + static_cast<long>(b) * Tn * width;
-    for (int h = 0; h < H; ++h) {
-      const int g = h / group;
+  parallel_for(long(B) * H, 1, [&](long first, long last) {
+    for (long bh = first; bh < last; ++bh) {
+      const int b = int(bh / H), h = int(bh % H), g = h / group;
+      const T* base = qkv + static_cast<long>(b) * Tn * width;
       ConstStridedMap<T> q(base + h * D, Tn, D, Eigen::OuterStride<>(width));
       ConstStridedMap<T> k(base + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
       ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
-      MatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
+      MatrixMap<T> p(att + bh * Tn * Tn, Tn, Tn);
       {
         GemmTimer timer(gemm_seconds.attention_s);
         p.noalias() = (q * k.transpose()) * scale;  // (T,T) scores
       }
-      for (int i = 0; i < Tn; ++i) {
-        // Causal softmax of row i over keys 0..i; later keys get probability 0.
-        T max = -std::numeric_limits<T>::infinity();
-        for (int j = 0; j <= i; ++j) max = std::max(max, p(i, j));
-        T sum = 0;
-        for (int j = 0; j <= i; ++j) sum += (p(i, j) = std::exp(p(i, j) - max));
-        for (int j = 0; j <= i; ++j) p(i, j) /= sum;
-        for (int j = i + 1; j < Tn; ++j) p(i, j) = 0;
-      }
+      causal_softmax(p, Tn);
       GemmTimer timer(gemm_seconds.attention_s);
       StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
           .noalias() = p * v;
     }
-  }
+  });
 }
 
 template <class T>
@@ -49,38 +62,40 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
   const int width = (H + 2 * K) * D, group = H / K;
   const T scale = T(1) / std::sqrt(T(D));
   MatrixMap<T>(dqkv, static_cast<long>(B) * Tn, width).setZero();  // key/value heads sum over their group
-  Matrix<T> dp(Tn, Tn);
-  for (int b = 0; b < B; ++b) {
-    const T* base = qkv + static_cast<long>(b) * Tn * width;
-    T* dbase = dqkv + static_cast<long>(b) * Tn * width;
-    for (int h = 0; h < H; ++h) {
-      const int g = h / group;
-      ConstStridedMap<T> q(base + h * D, Tn, D, Eigen::OuterStride<>(width));
+  parallel_for(long(B) * K, 1, [&](long first, long last) {
+    Matrix<T> dp(Tn, Tn);
+    for (long bg = first; bg < last; ++bg) {
+      const int b = int(bg / K), g = int(bg % K);
+      const T* base = qkv + static_cast<long>(b) * Tn * width;
+      T* dbase = dqkv + static_cast<long>(b) * Tn * width;
       ConstStridedMap<T> k(base + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
       ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
-      StridedMap<T> dq(dbase + h * D, Tn, D, Eigen::OuterStride<>(width));
       StridedMap<T> dk(dbase + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
       StridedMap<T> dv(dbase + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
-      ConstMatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
-      ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
-                            Eigen::OuterStride<>(H * D));
-      {
+      for (int h = g * group; h < (g + 1) * group; ++h) {
+        ConstStridedMap<T> q(base + h * D, Tn, D, Eigen::OuterStride<>(width));
+        StridedMap<T> dq(dbase + h * D, Tn, D, Eigen::OuterStride<>(width));
+        ConstMatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
+        ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
+                              Eigen::OuterStride<>(H * D));
+        {
+          GemmTimer timer(gemm_seconds.attention_s);
+          dv.noalias() += p.transpose() * dy;  // (T,D)
+          dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
+        }
+        // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
+        for (int i = 0; i < Tn; ++i) {
+          T dot = 0;
+          for (int j = 0; j <= i; ++j) dot += p(i, j) * dp(i, j);
+          for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+          for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
+        }
         GemmTimer timer(gemm_seconds.attention_s);
-        dv.noalias() += p.transpose() * dy;  // (T,D)
-        dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
+        dq.noalias() += dp * k;
+        dk.noalias() += dp.transpose() * q;
       }
-      // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
-      for (int i = 0; i < Tn; ++i) {
-        T dot = 0;
-        for (int j = 0; j <= i; ++j) dot += p(i, j) * dp(i, j);
-        for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
-        for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
-      }
-      GemmTimer timer(gemm_seconds.attention_s);
-      dq.noalias() += dp * k;
-      dk.noalias() += dp.transpose() * q;
     }
-  }
+  });
 }
 
 template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);

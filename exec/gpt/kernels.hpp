@@ -84,7 +84,8 @@ void router_backward(T* dlogits, const T* dgates, const T* probs, const int32_t*
 // the mean loss over the N tokens, summed in double.
 template <class T>
 double cross_entropy_forward(T* probs, T* losses, const T* logits, const int32_t* targets, int N, int V);
-// dlogits (N,V) = (probs - onehot(target)) * scale (written); scale = dloss / N for a mean loss.
+// dlogits (N,V) = (probs - onehot(target)) * scale (written; may alias probs); scale = dloss / N for a mean
+// loss.
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, int N, int V, T scale);
 

@@ -7,10 +7,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/gpt/gemm.hpp"
 #include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/init.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
-#include "plan/util/seeded_random.hpp"
+#include "exec/threads.hpp"
 
 namespace paratwin::exec {
 
@@ -52,20 +54,12 @@ T* Gpt<T>::dhead() {
 
 template <class T>
 void Gpt<T>::initialize(uint64_t seed) {
-  SeededRandom rng(seed);  // portable: initial weights do not depend on the standard library
-  const double residual_std = 0.02 / std::sqrt(2.0 * config_.layers);
+  // Counter-based (init.hpp): the same weights as any shard of this model draws for its part.
   for (const auto& t : layout_.tensors) {
-    const std::string& n = t.name;
-    const auto ends = [&n](const char* s) { return n.size() >= std::string(s).size() && n.ends_with(s); };
-    T* w = params_.data() + t.offset;
-    if (ends("_b")) {
-      std::fill(w, w + t.size(), T(0));
-    } else if (ends("ln1_w") || ends("ln2_w") || n == "lnf_w") {
-      std::fill(w, w + t.size(), T(1));
-    } else {
-      const double std = ends("proj_w") ? residual_std : n == "wpe" ? 0.01 : 0.02;
-      for (size_t i = 0; i < t.size(); ++i) w[i] = T(std * rng.normal());
-    }
+    const InitialDistribution d = initial_distribution(t.name, config_.layers);
+    parallel_for(long(t.size()), 1L << 16, [&](long b, long e) {
+      initial_weights(params_.data() + t.offset + b, seed, t.offset + size_t(b), size_t(e - b), d);
+    });
   }
 }
 
@@ -131,8 +125,7 @@ double Gpt<T>::forward(Activations<T>& a) {
   // logits (N,V) = lnf (N,C) . head^T, head is (V,C); the softmax overwrites them in place
   {
     GemmTimer timer(gemm_seconds.dense_s);
-    MatrixMap<T>(a.probs.data(), N, V).noalias() =
-        ConstMatrixMap<T>(a.lnf.data(), N, C) * ConstMatrixMap<T>(head(), V, C).transpose();
+    k::gemm(false, true, N, V, C, T(1), a.lnf.data(), C, head(), C, T(0), a.probs.data(), V);
   }
   a.loss = k::cross_entropy_forward(a.probs.data(), a.losses.data(), a.probs.data(), a.targets.data(), N, V);
   return a.loss;
@@ -217,12 +210,11 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
   if (hi == c.layers) {
     // Loss and head: dlogits (N,V); the mean over N tokens, scaled for gradient accumulation.
     k::cross_entropy_backward(dlogits_.data(), a.probs.data(), a.targets.data(), N, V, loss_scale / T(N));
-    ConstMatrixMap<T> dlogits(dlogits_.data(), N, V);
     // dlnf (N,C) = dlogits . head; dhead (V,C) += dlogits^T . lnf
     {
       GemmTimer timer(gemm_seconds.dense_s);
-      MatrixMap<T>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<T>(head(), V, C);
-      MatrixMap<T>(dhead(), V, C).noalias() += dlogits.transpose() * ConstMatrixMap<T>(a.lnf.data(), N, C);
+      k::gemm(false, false, N, C, V, T(1), dlogits_.data(), V, head(), C, T(0), dln_.data(), C);
+      k::gemm(true, false, V, C, N, T(1), dlogits_.data(), V, a.lnf.data(), C, T(1), dhead(), C);
     }
     std::fill(dres, dres + size_t(N) * C, T(0));
     k::norm_backward(dres, g(lnf_w_), g(lnf_b_), dln_.data(), a.residual.data() + size_t(c.layers) * N * C,

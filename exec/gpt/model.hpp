@@ -55,7 +55,8 @@ class Gpt {
   Buffer<T>& gradients() { return grads_; }
 
   // GPT-2's initialization from a seed: normal(0, 0.02) weights, residual projections scaled by
-  // 1/sqrt(2L), norm weights 1, biases 0. The same seed gives the same weights on every machine.
+  // 1/sqrt(2L), norm weights 1, biases 0; counter-based (init.hpp), so every shard of the model draws
+  // the same values for its part.
   void initialize(uint64_t seed);
   void zero_gradients();
 

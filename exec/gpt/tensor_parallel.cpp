@@ -11,13 +11,21 @@
 #include <stdexcept>
 
 #include "exec/gpt/context_parallel.hpp"
+#include "exec/gpt/gemm.hpp"
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/memory/memory_meter.hpp"
+#include "exec/threads.hpp"
 
 namespace paratwin::exec {
 
 namespace k = kernels;
+
+namespace {
+constexpr long kRows = 16;  // rows (tokens) of a piece of the rank's threads
+template <class T>
+using RowArray = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+}  // namespace
 
 ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
     : full_(full), spec_(std::move(spec)), tp_(tp) {
@@ -132,10 +140,10 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   }
   {
     MemoryUseScope use(MemoryUse::Parameters);  // the memory report's make-up
-    params_.assign(total_, 0.0f);
+    params_.resize(total_);                     // zero (exec/tensor.hpp), untouched until initialized
   }
   MemoryUseScope use(MemoryUse::Gradients);
-  grads_.assign(total_, 0.0f);
+  grads_.resize(total_);  // zero, untouched until the first step zeroes it on the rank's threads
 }
 
 void ShardedGpt::add(const std::string& name, size_t full_offset, size_t full_rows, size_t full_cols,
@@ -156,29 +164,6 @@ void ShardedGpt::add(const std::string& name, size_t full_offset, size_t full_ro
   t.tied_copy = tied_copy;
   total_ += t.size();
   tensors_.push_back(std::move(t));
-}
-
-void ShardedGpt::take_shard(const float* full, float* shard) const {
-  for (const ShardTensor& t : tensors_) {
-    float* out = shard + t.offset;
-    for (size_t i = 0; i < t.rows; ++i)
-      for (const auto& [a, b] : t.columns) {
-        std::memcpy(out, full + t.full_offset + (t.row_begin + i) * t.full_cols + a, (b - a) * sizeof(float));
-        out += b - a;
-      }
-  }
-}
-
-void ShardedGpt::put_shard(const float* shard, float* full) const {
-  for (const ShardTensor& t : tensors_) {
-    if (t.tied_copy) continue;  // wte comes from the first stage
-    const float* in = shard + t.offset;
-    for (size_t i = 0; i < t.rows; ++i)
-      for (const auto& [a, b] : t.columns) {
-        std::memcpy(full + t.full_offset + (t.row_begin + i) * t.full_cols + a, in, (b - a) * sizeof(float));
-        in += b - a;
-      }
-  }
 }
 
 std::pair<size_t, size_t> ShardedGpt::range(int lo, int hi) const {
@@ -223,7 +208,39 @@ MoeTensorSplit<float> ShardedGpt::moe_split() {
 }
 
 void ShardedGpt::zero_gradients() {
-  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  parallel_for(long(grads_.size()), 1L << 18,
+               [&](long b, long e) { std::fill(grads_.data() + b, grads_.data() + e, 0.0f); });
+  for (int32_t row : lookup_rows_) lookup_slot_[size_t(row)] = -1;
+  lookup_rows_.clear();
+  lookup_gradients_.clear();
+}
+
+void ShardedGpt::add_lookup_gradient(const ChunkActivations& a, const float* d) {
+  // d (N,C): every token's gradient; this rank's vocabulary rows get slots in order of first use.
+  const int N = a.B * a.Tn, C = full_.hidden, v0 = spec_.tp_rank * Vl_;
+  if (lookup_slot_.empty()) lookup_slot_.assign(size_t(Vl_), -1);
+  std::vector<int32_t> slot(size_t(N), -1);
+  for (int i = 0; i < N; ++i) {
+    const int row = a.tokens[size_t(i)] - v0;
+    if (row < 0 || row >= Vl_) continue;
+    if (lookup_slot_[size_t(row)] < 0) {
+      lookup_slot_[size_t(row)] = int32_t(lookup_rows_.size());
+      lookup_rows_.push_back(row);
+    }
+    slot[size_t(i)] = lookup_slot_[size_t(row)];
+  }
+  {
+    MemoryUseScope use(MemoryUse::Gradients);
+    lookup_gradients_.resize(lookup_rows_.size() * C, 0.0f);
+  }
+  parallel_for(C, 64, [&](long j0, long j1) {
+    for (int i = 0; i < N; ++i) {
+      if (slot[size_t(i)] < 0) continue;
+      float* de = lookup_gradients_.data() + size_t(slot[size_t(i)]) * C;
+      const float* dy = d + size_t(i) * C;
+      for (long j = j0; j < j1; ++j) de[j] += dy[j];
+    }
+  });
 }
 
 void ShardedGpt::allreduce(float* data, size_t count) {
@@ -340,6 +357,15 @@ void ShardedGpt::gather(float* full, int N) {
   tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void ShardedGpt::residual_add(float* out, const float* sum, const float* bias, const float* residual,
+                              int rows) const {
+  const size_t C = full_.hidden;
+  parallel_for(rows, kRows, [&](long i0, long i1) {
+    for (size_t i = size_t(i0) * C; i < size_t(i1) * C; ++i)
+      out[i] = (bias ? sum[i] + bias[i % C] : sum[i]) + residual[i];
+  });
+}
+
 int ShardedGpt::first_row(int N) const {
   return sequence_parallel() ? spec_.tp_rank * (N / spec_.tp) : 0;
 }
@@ -376,20 +402,24 @@ double ShardedGpt::forward(ChunkActivations& a) {
         throw std::invalid_argument("token " + std::to_string(a.tokens[i]) +
                                     " is outside the vocabulary of " + std::to_string(V));
     // Vocabulary-parallel embedding: each rank looks up the tokens of its rows, the sum makes them whole.
-    for (int i = 0; i < N; ++i) {
-      const int row = a.tokens[i] - v0;
-      float* y = tmp + size_t(i) * C;
-      if (row >= 0 && row < Vl_)
-        std::memcpy(y, p(wte_) + size_t(row) * C, C * sizeof(float));
-      else
-        std::fill(y, y + C, 0.0f);
-    }
+    parallel_for(N, kRows, [&](long i0, long i1) {
+      for (long i = i0; i < i1; ++i) {
+        const int row = a.tokens[size_t(i)] - v0;
+        float* y = tmp + size_t(i) * C;
+        if (row >= 0 && row < Vl_)
+          std::memcpy(y, p(wte_) + size_t(row) * C, C * sizeof(float));
+        else
+          std::fill(y, y + C, 0.0f);
+      }
+    });
     const float* e = reduce(tmp, N);
     float* x = a.residual.data();
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < C; ++j)
-        x[size_t(i) * C + j] =
-            e[size_t(i) * C + j] + (wpe_ != kNone ? p(wpe_)[size_t(position((r0 + i) % Tn)) * C + j] : 0.0f);
+    parallel_for(n, kRows, [&](long i0, long i1) {
+      for (long i = i0; i < i1; ++i)
+        for (int j = 0; j < C; ++j)
+          x[size_t(i) * C + j] = e[size_t(i) * C + j] +
+                                 (wpe_ != kNone ? p(wpe_)[size_t(position(int(r0 + i) % Tn)) * C + j] : 0.0f);
+    });
   }
   forward_layers(a, lo, hi, false);
   return forward_head(a);
@@ -434,12 +464,8 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     else
       k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
-                      C);  // row-parallel
-    const float* proj = reduce(tmp, N);
-    for (size_t i = 0; i < nC; ++i) mid[i] = proj[i];
-    if (w.proj_b != kNone)
-      for (size_t i = 0; i < nC; ++i) mid[i] += p(w.proj_b)[i % C];
-    for (size_t i = 0; i < nC; ++i) mid[i] += x[i];  // residual connection
+                      C);                                  // row-parallel
+    residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
     k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid,
                     p(w.ln2_w), p(w.ln2_b), n, C);
     gather(ln2, N);
@@ -453,11 +479,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
         k::gelu_forward(act, fc, long(N) * Fl_);
       k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
     }
-    const float* mlp = reduce(tmp, N);
-    for (size_t i = 0; i < nC; ++i) out[i] = mlp[i];
-    if (w.fc_proj_b != kNone)
-      for (size_t i = 0; i < nC; ++i) out[i] += p(w.fc_proj_b)[i % C];
-    for (size_t i = 0; i < nC; ++i) out[i] += mid[i];
+    residual_add(out, reduce(tmp, N), p(w.fc_proj_b), mid, n);  // out = MLP + bias + mid
   }
 }
 
@@ -476,8 +498,7 @@ double ShardedGpt::forward_head(ChunkActivations& a) {
   // logits (N,Vl) = lnf (N,C) . head^T over this rank's vocabulary rows
   {
     GemmTimer timer(gemm_seconds.dense_s);
-    MatrixMap<float>(a.probs.data(), N, Vl_).noalias() =
-        ConstMatrixMap<float>(a.lnf.data(), N, C) * ConstMatrixMap<float>(p(head_), Vl_, C).transpose();
+    k::gemm(false, true, N, Vl_, C, 1.0f, a.lnf.data(), C, p(head_), C, 0.0f, a.probs.data(), Vl_);
   }
   // Vocabulary-parallel cross-entropy: the row maxima, the sums of exponentials and the target logits
   // reduced over the group; each rank keeps the probabilities of its columns.
@@ -485,31 +506,32 @@ double ShardedGpt::forward_head(ChunkActivations& a) {
   float* max = row_.data();
   float* sum = max + N;
   float* target = sum + N;
-  for (int i = 0; i < N; ++i) {
-    const float* z = a.probs.data() + size_t(i) * Vl_;
-    max[i] = *std::max_element(z, z + Vl_);
-  }
+  parallel_for(N, 1, [&](long i0, long i1) {
+    for (long i = i0; i < i1; ++i) max[i] = RowArray<float>(a.probs.data() + size_t(i) * Vl_, Vl_).maxCoeff();
+  });
   if (spec_.tp > 1) {
     const auto t0 = std::chrono::steady_clock::now();
     tp_->allreduce_max(max, N);
     tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  for (int i = 0; i < N; ++i) {
-    float* z = a.probs.data() + size_t(i) * Vl_;
-    const int t = a.targets[i] - v0;
-    target[i] = t >= 0 && t < Vl_ ? z[t] - max[i] : 0.0f;
-    float s = 0;
-    for (int v = 0; v < Vl_; ++v) s += (z[v] = std::exp(z[v] - max[i]));
-    sum[i] = s;
-  }
+  parallel_for(N, 1, [&](long i0, long i1) {
+    for (long i = i0; i < i1; ++i) {
+      RowArray<float> z(a.probs.data() + size_t(i) * Vl_, Vl_);
+      const int t = a.targets[size_t(i)] - v0;
+      target[i] = t >= 0 && t < Vl_ ? z[t] - max[i] : 0.0f;
+      z = (z - max[i]).exp();
+      sum[i] = z.sum();
+    }
+  });
   allreduce(sum, 2 * size_t(N));
-  double total = 0;
-  for (int i = 0; i < N; ++i) {
-    float* z = a.probs.data() + size_t(i) * Vl_;
-    for (int v = 0; v < Vl_; ++v) z[v] /= sum[i];
-    a.losses[i] = std::log(sum[i]) - target[i];
-    total += a.losses[i];
-  }
+  parallel_for(N, 1, [&](long i0, long i1) {
+    for (long i = i0; i < i1; ++i) {
+      RowArray<float>(a.probs.data() + size_t(i) * Vl_, Vl_) /= sum[i];
+      a.losses[size_t(i)] = std::log(sum[i]) - target[i];
+    }
+  });
+  double total = 0;  // in token order
+  for (int i = 0; i < N; ++i) total += a.losses[size_t(i)];
   // The mean over the micro-batch's tokens: this rank's share of every sequence, summed over CP.
   if (cp_) total = cp_->sum(total);
   return a.loss = total / (double(N) * cp_size());
@@ -526,7 +548,6 @@ void ShardedGpt::ensure_scratch(size_t N) {
   fit(dattn_, N * Hl_ * D);
   fit(dfc_, N * (full_.swiglu ? 2 : 1) * Fl_);
   fit(dact_, N * Fl_);
-  fit(dlogits_, spec_.last ? N * Vl_ : 0);
 }
 
 const float* ShardedGpt::whole(const float* rows, int N) {
@@ -551,22 +572,24 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
   ensure_scratch(N);
   float* dres = a.dresidual.data();  // (n,C)
   if (spec_.last && hi == c.layers) {
-    // dlogits (N,Vl) = (probs - onehot) x scale / N over this rank's columns
+    // dlogits (N,Vl) = (probs - onehot) x scale / N over this rank's columns, written over the
+    // probabilities (the backward is their last reader): no second (N,Vl) buffer.
     const int v0 = spec_.tp_rank * Vl_;
     const float scale = loss_scale / (float(N) * float(cp_size()));  // of the whole micro-batch's mean
-    for (int i = 0; i < N; ++i) {
-      float* d = dlogits_.data() + size_t(i) * Vl_;
-      const float* q = a.probs.data() + size_t(i) * Vl_;
-      for (int v = 0; v < Vl_; ++v) d[v] = q[v] * scale;
-      const int t = a.targets[i] - v0;
-      if (t >= 0 && t < Vl_) d[t] -= scale;
-    }
-    ConstMatrixMap<float> dlogits(dlogits_.data(), N, Vl_);
+    parallel_for(N, 1, [&](long i0, long i1) {
+      for (long i = i0; i < i1; ++i) {
+        float* d = a.probs.data() + size_t(i) * Vl_;
+        RowArray<float>(d, Vl_) *= scale;
+        const int t = a.targets[size_t(i)] - v0;
+        if (t >= 0 && t < Vl_) d[t] -= scale;
+      }
+    });
     {
+      // dlnf (N,C) = dlogits . head; dhead (Vl,C) += dlogits^T . lnf
+      const float* dlogits = a.probs.data();
       GemmTimer timer(gemm_seconds.dense_s);
-      MatrixMap<float>(dln_.data(), N, C).noalias() = dlogits * ConstMatrixMap<float>(p(head_), Vl_, C);
-      MatrixMap<float>(g(head_), Vl_, C).noalias() +=
-          dlogits.transpose() * ConstMatrixMap<float>(a.lnf.data(), N, C);
+      k::gemm(false, false, N, C, Vl_, 1.0f, dlogits, Vl_, p(head_), C, 0.0f, dln_.data(), C);
+      k::gemm(true, false, Vl_, C, N, 1.0f, dlogits, Vl_, a.lnf.data(), C, 1.0f, g(head_), C);
     }
     const float* dlnf =
         reduce(dln_.data(), N);  // the head's input gradient, summed over the vocabulary shards
@@ -627,18 +650,22 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     // positions'.
     const float* d = whole(dres, N);
     const int v0 = spec_.tp_rank * Vl_;
-    for (int i = 0; i < N; ++i) {
-      const float* dy = d + size_t(i) * C;
-      const int row = a.tokens[i] - v0;
-      if (row >= 0 && row < Vl_) {
-        float* de = g(wte_) + size_t(row) * C;
-        for (int j = 0; j < C; ++j) de[j] += dy[j];
+    if (lookup_apart_) add_lookup_gradient(a, d);
+    // Columns apart on the threads (two tokens may share a row), each adding the tokens in order.
+    parallel_for(C, 64, [&](long j0, long j1) {
+      for (int i = 0; i < N; ++i) {
+        const float* dy = d + size_t(i) * C;
+        const int row = a.tokens[size_t(i)] - v0;
+        if (!lookup_apart_ && row >= 0 && row < Vl_) {
+          float* de = g(wte_) + size_t(row) * C;
+          for (long j = j0; j < j1; ++j) de[j] += dy[j];
+        }
+        if (wpe_ != kNone) {
+          float* dp = g(wpe_) + size_t(position(i % Tn)) * C;
+          for (long j = j0; j < j1; ++j) dp[j] += dy[j];
+        }
       }
-      if (wpe_ != kNone) {
-        float* dp = g(wpe_) + size_t(position(i % Tn)) * C;
-        for (int j = 0; j < C; ++j) dp[j] += dy[j];
-      }
-    }
+    });
   }
 }
 

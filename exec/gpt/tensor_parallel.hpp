@@ -94,6 +94,10 @@ class ShardedGpt {
   Buffer<float>& parameters() { return params_; }
   Buffer<float>& gradients() { return grads_; }
 
+  // GPT-2's initial weights of this shard (exec/gpt/init.hpp): the values the whole model, initialized
+  // with `seed`, holds there, computed here alone on the rank's threads.
+  void initialize(uint64_t seed);
+
   // This rank's values out of a buffer laid out as parameter_layout(full) (weights or optimizer
   // moments), and back into one (the rest of `full` untouched).
   void take_shard(const float* full, float* shard) const;
@@ -106,7 +110,16 @@ class ShardedGpt {
   std::pair<size_t, size_t> head_range() const;
   std::pair<size_t, size_t> wte_range() const;
 
+  // Zeroes the gradients (and the lookup's rows kept apart).
   void zero_gradients();
+
+  // A tied embedding reduced early (plan/ir/buckets.hpp): the lookup's gradient goes to rows kept apart,
+  // so wte's gradient holds the head's part alone, final once the head's backward has run. The rows
+  // (local vocabulary rows, in order of first use since zero_gradients()) and their gradients (rows x C).
+  void keep_lookup_gradient_apart() { lookup_apart_ = true; }
+  const std::vector<int32_t>& lookup_rows() const { return lookup_rows_; }
+  const Buffer<float>& lookup_gradients() const { return lookup_gradients_; }
+
   void allocate(ChunkActivations& a, int chunk, int B, int Tn,
                 ActivationPolicy policy = ActivationPolicy::KeepAll) const;
   // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
@@ -159,6 +172,8 @@ class ShardedGpt {
   const float* whole(const float* rows, int N);
   void norm_backward(float* dinp, size_t dweight, size_t dbias, const float* dout, const float* inp,
                      size_t weight, const float* mean, const float* rstd, int rows);
+  // out (rows,C) = sum + bias (C; may be null) + residual, on the rank's threads.
+  void residual_add(float* out, const float* sum, const float* bias, const float* residual, int rows) const;
 
   static constexpr size_t kNone = size_t(-1);
   GptConfig full_;
@@ -174,7 +189,11 @@ class ShardedGpt {
   size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
   size_t tail_begin_ = 0;  // where the final norm starts
   Buffer<float> params_, grads_;
-  Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, dlogits_, row_, norm_grads_;
+  Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, row_, norm_grads_;
+  bool lookup_apart_ = false;
+  std::vector<int32_t> lookup_rows_, lookup_slot_;  // the rows kept apart; per local row, its slot or -1
+  Buffer<float> lookup_gradients_;
+  void add_lookup_gradient(const ChunkActivations& a, const float* d);
 };
 
 }  // namespace paratwin::exec

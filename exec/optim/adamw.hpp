@@ -1,6 +1,7 @@
 // AdamW (Loshchilov and Hutter 2019): Adam with weight decay applied to the weights directly, not
 // through the gradient. Decay applies to matrices only; biases and norm weights are not decayed.
-// Under ZeRO the optimizer of a rank holds the moments of the parameters it owns only.
+// Under ZeRO the optimizer of a rank holds the moments of the parameters it owns only. One step is one
+// fused pass over the parameters (gradient scale, moments, decay, update) on the rank's threads.
 #pragma once
 
 #include <cstddef>
@@ -21,16 +22,22 @@ struct AdamWSettings {
 
 using ParameterRanges = std::vector<std::pair<size_t, size_t>>;  // [begin, end) of the flat parameters
 
+// The ranges where `flags` is true, ascending (a per-parameter mask as ranges).
+ParameterRanges ranges_of(const std::vector<bool>& flags);
+
 class AdamW {
  public:
-  // `decay[i]`: whether parameter i is decayed. `owned`: the ranges of parameters this optimizer
-  // updates and keeps moments for, ascending and disjoint (empty: all of them).
-  AdamW(AdamWSettings settings, std::vector<bool> decay, ParameterRanges owned = {});
+  // `parameters`: how many the model has; `decayed`: the ranges of those that are decayed, ascending
+  // and disjoint. `owned`: the ranges of parameters this optimizer updates and keeps moments for,
+  // ascending and disjoint (empty: all of them).
+  AdamW(AdamWSettings settings, size_t parameters, ParameterRanges decayed, ParameterRanges owned = {});
 
   // One step on parameters [begin, end), which must lie in one owned range, with learning rate `lr`;
-  // `params` and `grads` point at parameter `begin`. `step` counts from 1 (bias correction). Throws
-  // std::invalid_argument for a range it does not own.
-  void update(float* params, const float* grads, size_t begin, size_t end, float lr, int64_t step);
+  // `params` and `grads` point at parameter `begin`, and each gradient counts multiplied by
+  // `grad_scale` (the mean over replicas times the clipping factor; grads are not written). `step`
+  // counts from 1 (bias correction). Throws std::invalid_argument for a range it does not own.
+  void update(float* params, const float* grads, size_t begin, size_t end, float lr, int64_t step,
+              float grad_scale = 1.0f);
 
   const ParameterRanges& owned() const { return owned_; }
   // The moments of the owned ranges, one after the other.
@@ -48,7 +55,8 @@ class AdamW {
   std::vector<float> full(const Buffer<float>& compact) const;
 
   AdamWSettings s_;
-  std::vector<bool> decay_;
+  size_t parameters_;
+  ParameterRanges decayed_;
   ParameterRanges owned_;
   Buffer<float> m_, v_;
 };

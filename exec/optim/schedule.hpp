@@ -20,7 +20,8 @@ struct LearningRate {
 // Scale that brings a gradient of global norm `norm` within `max_norm` (1 when it already is).
 float clip_scale(double norm, double max_norm);
 
-// Sum of squares of grads [begin, end), in double so the order of summation barely matters.
+// Sum of squares of grads [begin, end), on the rank's threads, in a fixed order of pieces (the same
+// bits on any number of threads).
 double sum_of_squares(const float* grads, size_t begin, size_t end);
 
 }  // namespace paratwin::exec

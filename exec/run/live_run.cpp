@@ -1,6 +1,7 @@
 // One rank of a live run: set-up, the training loop, progress, and rank 0's output files.
 #include "exec/run/live_run.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -8,15 +9,18 @@
 
 #include "exec/backend_info.hpp"
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/gemm.hpp"
 #include "exec/run/launch_checks.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
+#include "exec/threads.hpp"
 #include "exec/train/live_limits.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
+#include "plan/topology/rank_threads.hpp"
 #include "plan/util/child_process.hpp"
 
 namespace paratwin::exec {
@@ -29,6 +33,9 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
       ->type_name("KEY=VALUE");
   cmd.add_option("--backend", o.backend, "cpu (Eigen + MPI) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd.add_option("--ranks", o.ranks, "data-parallel ranks (default: the plan's dp)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--threads", o.threads,
+                 "threads per rank for the CPU kernels and GEMMs (default: the cores divided by the ranks)")
       ->check(CLI::PositiveNumber);
   cmd.add_option("--steps", o.steps, "total steps of the run (default: the scenario's)")
       ->check(CLI::PositiveNumber);
@@ -50,8 +57,9 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
 
 std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
                                              const std::vector<Override>& overrides) {
-  // The cluster as written (the --set overrides may not validate against it before dp changes too).
-  const ScenarioSpec as_written = load_scenario(path);
+  // The cluster as written (the --set overrides may not validate against it before dp changes too),
+  // whatever dp the file gives: --ranks replaces it (a dp 1 scenario on a 2-core local-cpu included).
+  const ScenarioSpec as_written = load_scenario(path, {parse_override("plan.dp=auto")});
   const ClusterSpec& c = as_written.cluster;
   // `ranks` data-parallel replicas of tp x pp x cp ranks each (the degrees as the overrides set them).
   int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1),
@@ -139,6 +147,11 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
       errors.push_back({Severity::Error, Location{o.scenario}, "the plan cannot run live: " + p});
     throw InputError(std::move(errors));
   }
+  if (o.backend == "cpu") {
+    // The ranks of this one-node job share its cores (as run_live_rank counts them).
+    setup.threads = o.threads > 0 ? o.threads : default_rank_threads(setup.plan.gpus());
+    scale_cpu_devices(setup.scenario.cluster, setup.threads);
+  }
   return setup;
 }
 
@@ -196,9 +209,12 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
       std::raise(SIGKILL);
     }
   };
+  const auto set_up_start = std::chrono::steady_clock::now();
   const std::unique_ptr<TrainingSession> chosen = opts.backend == "cuda"
                                                       ? make_cuda_trainer(scenario, plan, comm, o)
                                                       : std::make_unique<Trainer>(scenario, plan, comm, o);
+  const double set_up_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - set_up_start).count();
   TrainingSession& trainer = *chosen;
   trainer_of_hooks = &trainer;
   if (lead) {
@@ -210,6 +226,13 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
         plan.num_microbatches, plan.micro_batch, scenario.training.seq_len,
         static_cast<long long>(trainer.total_steps()));
     out << buf << std::flush;
+    if (opts.backend == "cpu")
+      out << "paratwin run: " << rank_threads() << (rank_threads() == 1 ? " thread" : " threads")
+          << " per rank; GEMMs on " << kernels::gemm_library() << "\n"
+          << std::flush;
+    char set_up[96];
+    std::snprintf(set_up, sizeof set_up, "paratwin run: model and optimizer set up in %.2fs\n", set_up_s);
+    out << set_up << std::flush;
     if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
           << plan.pp << (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : std::string()) << " processes ("
@@ -255,6 +278,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   const LiveRunSetup setup = prepare_live_run(opts);
   MpiSession session;
   auto comm = mpi_world();
+  if (opts.backend == "cpu") set_rank_threads(setup.threads);
   // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
   const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
   try {

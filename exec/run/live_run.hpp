@@ -17,6 +17,7 @@ struct LiveRunOptions {
   std::string scenario, plan_file, backend = "cpu", data, checkpoint_dir, profile, trace, json;
   std::vector<std::string> sets;
   int ranks = 0;
+  int threads = 0;  // per rank; 0: the node's cores divided by its ranks
   long long steps = 0, checkpoint_every = 0, stop_after = -1;
   long long kill_after = -1;  // tests: rank 0 dies by SIGKILL after this step (a real crash)
   bool resume = false;
@@ -40,10 +41,14 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
 struct LiveRunSetup {
   ScenarioSpec scenario;
   Plan plan;
+  // Threads per rank (CPU backend): --threads, else the cores divided by the ranks. The scenario's CPU
+  // devices are sized to them (plan/topology/rank_threads.hpp), so the twin predicts the run as it goes.
+  int threads = 1;
 };
 
-// Loads the scenario (with --set and --ranks as plan.dp), completes and verifies the plan and checks
-// that the live CPU backend can run it. Throws InputError listing every problem.
+// Loads the scenario (with --set and --ranks as plan.dp), completes and verifies the plan, checks that
+// the backend can run it and sizes CPU devices to the threads of a rank. Throws InputError listing every
+// problem.
 LiveRunSetup prepare_live_run(const LiveRunOptions& options);
 
 // Runs this process as one rank of the job (MPI initialized here); rank 0 prints progress and writes

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "exec/threads.hpp"
 #include "plan/calibrate/profile.hpp"
 #include "plan/report/report.hpp"
 
@@ -128,7 +129,8 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
           {"cluster", program.cluster},
           {"pool", role.pool},
           {"device", device},
-          {"ranks", program.world},  // the job's, which the Program is lowered for (t.ranks: those timed)
+          {"ranks", program.world},     // the job's, which the Program is lowered for (t.ranks: those timed)
+          {"threads", rank_threads()},  // per rank: each rank is a device of that many cores
           {"steps", t.steps},
           {"warmup_steps_excluded", first_measured_step(t)},
           {"role", role.pipeline_rank},

@@ -8,6 +8,8 @@
 
 #include "exec/data/loader.hpp"
 #include "exec/memory/memory_meter.hpp"
+#include "exec/threads.hpp"
+#include "plan/ir/buckets.hpp"
 
 namespace paratwin::exec {
 
@@ -59,15 +61,15 @@ std::unique_ptr<Communicator> group(Communicator& world, int color) {
 
 }  // namespace
 
-ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& full)
+ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& config)
     : setup_(setup),
       at_(rank_coordinates(setup.plan, setup.world.rank())),
       tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
       dp_(group(setup.world, at_.pp * setup.plan.tp + at_.tp)),  // over dp x cp, as Megatron-LM
       pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
-      model_(full.config(), shard_spec(setup.plan, at_), tp_.get()) {
+      model_(config, shard_spec(setup.plan, at_), tp_.get()) {
   const Plan& p = setup.plan;
-  const GptConfig& c = full.config();
+  const GptConfig& c = config;
   // Tied embeddings over several stages: wte (first stage) and its copy (last stage), each summed over
   // the DP replicas in its bucket, then summed between the two stages (the pair at this rank's tp, cp
   // and dp) by the Program's "AR embedding grads".
@@ -92,31 +94,43 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
       }
   }
   if (tied && end_stage) tied_ = at_.pp == 0 ? model_.wte_range() : model_.head_range();
-  model_.take_shard(full.parameters().data(), model_.parameters().data());
-  std::vector<bool> decay(model_.size(), false);
-  counted_.assign(model_.size(), 0);
+  model_.initialize(setup.seed);
+  ParameterRanges decayed;
+  const auto append = [](ParameterRanges& ranges, const ShardTensor& t) {
+    if (!ranges.empty() && ranges.back().second == t.offset)
+      ranges.back().second += t.size();
+    else
+      ranges.push_back({t.offset, t.offset + t.size()});
+  };
   for (const ShardTensor& t : model_.tensors()) {
-    if (t.full_rows > 1 && t.name != "wpe")
-      std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
+    if (t.full_rows > 1 && t.name != "wpe") append(decayed, t);
     // Each value once over the TP group (replicated tensors on its first rank) and the stages, and
     // without ZeRO (every replica holding all of its gradients) over the replicas.
-    if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0))
-      std::fill(counted_.begin() + long(t.offset), counted_.begin() + long(t.offset + t.size()), 1);
+    if (!t.tied_copy && (!t.replicated || at_.tp == 0) && (p.zero > 0 || holder(t) == 0)) append(counted_, t);
   }
 
   // DP buckets: each reduces the gradients of the layers its task names (the Program's bucket plan,
   // plan/ir/buckets.hpp). Under EP its experts' gradients are summed over the ranks that hold the same
   // experts. The tied embedding is a part of its own, so that its blocks under ZeRO line up on the two
   // stages.
+  // A tied embedding reduced early: wte is the first bucket's part (the head's gradient), and the last
+  // bucket gathers the lookup's rows instead.
+  if (tied_head_reduced_early(p, setup.scenario.model)) {
+    early_head_ = model_.wte_range();
+    model_.keep_lookup_gradient_apart();
+  }
   const Role& r = role();
   for (size_t i = 0; i < r.tasks.size(); ++i) {
     const Task& task = r.tasks[i];
     if (task.purpose != Purpose::GradientReduce && task.purpose != Purpose::GradientTopK) continue;
     const auto [begin, end] = parameter_range(task);
     std::vector<ShardedRange>& parts = buckets_[int(i)];
+    if (early_head_.second > 0 && task.layer_end == c.layers) parts.push_back({early_head_, dp_.get()});
+    if (early_head_.second > 0 && task.layer_begin == 0) lookup_bucket_ = int(i);
     for (const auto& [piece, expert] : cut(expert_ranges_, begin, end))
-      for (const auto& sub : cut({tied_}, piece.first, piece.second))
-        parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
+      for (const auto& sub : cut({tied_, early_head_}, piece.first, piece.second))
+        if (!(sub.first == early_head_))
+          parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
   }
   if (p.zero == 0 || buckets_.empty()) {
     owned_.push_back({0, model_.size()});
@@ -126,7 +140,8 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const Gpt<float>& ful
     owned_ = owned_blocks(parts);
   }
   // Under ZeRO the moments of this rank's blocks only.
-  adamw_ = std::make_unique<AdamW>(setup.adamw, std::move(decay), p.zero == 0 ? ParameterRanges{} : owned_);
+  adamw_ = std::make_unique<AdamW>(setup.adamw, model_.size(), std::move(decayed),
+                                   p.zero == 0 ? ParameterRanges{} : owned_);
   set_up_memory_modes();
 }
 
@@ -347,7 +362,50 @@ int ParallelRunner::reduce_gradients(int index, const Task& task) {
       requests.add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
                                     : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
   }
+  if (index == lookup_bucket_) gather_lookup_rows(requests);
   return launched(std::move(requests));
+}
+
+void ParallelRunner::gather_lookup_rows(Requests& requests) {
+  // Every replica's lookup rows, each as (row, C gradients); how many each has first.
+  const size_t C = size_t(model_.config().hidden), mine = model_.lookup_rows().size();
+  std::vector<float> counts(size_t(dp_->size()), 0.0f);
+  counts[size_t(dp_->rank())] = float(mine);
+  dp_->wait(dp_->start_allgather(counts.data(), std::vector<size_t>(counts.size(), 1)));
+  std::vector<size_t> blocks;
+  size_t offset = 0, total = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    blocks.push_back(size_t(counts[r]) * (C + 1));
+    if (int(r) < dp_->rank()) offset += blocks.back();
+    total += blocks.back();
+  }
+  {
+    MemoryUseScope use(MemoryUse::Communication);
+    gathered_lookup_.assign(total, 0.0f);
+  }
+  for (size_t i = 0; i < mine; ++i) {
+    float* row = gathered_lookup_.data() + offset + i * (C + 1);
+    row[0] = float(model_.lookup_rows()[i]);  // exact: rows are below 2^24
+    std::copy_n(model_.lookup_gradients().data() + i * C, C, row + 1);
+  }
+  dp_bytes_ += double(total) * sizeof(float);
+  requests.add(dp_.get(), dp_->start_allgather(gathered_lookup_.data(), blocks));
+}
+
+void ParallelRunner::add_gathered_lookup_rows() {
+  // After every DP task has ended: the replicas' lookup rows, in rank and row order, into wte's
+  // gradient (the head's part, summed over the replicas).
+  if (gathered_lookup_.empty()) return;
+  const size_t C = size_t(model_.config().hidden), rows = gathered_lookup_.size() / (C + 1);
+  float* wte = model_.gradients().data() + early_head_.first;
+  parallel_for(long(C), 64, [&](long j0, long j1) {
+    for (size_t i = 0; i < rows; ++i) {
+      const float* row = gathered_lookup_.data() + i * (C + 1);
+      float* g = wte + size_t(row[0]) * C;
+      for (long j = j0; j < j1; ++j) g[j] += row[1 + j];
+    }
+  });
+  Buffer<float>().swap(gathered_lookup_);
 }
 
 bool ParallelRunner::poll(int handle) {
@@ -404,24 +462,23 @@ void ParallelRunner::optimizer_step() {
   pending_sends_.clear();
   sending_in_line_.clear();
   const Plan& p = setup_.plan;
-  float* grads = model_.gradients().data();
+  add_gathered_lookup_rows();
+  const float* grads = model_.gradients().data();
   float* params = model_.parameters().data();
-  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean.
-  const float inverse_dp = 1.0f / float(p.dp);
+  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean, whose norm
+  // is clipped. Both factors scale the gradients inside the fused AdamW pass (grads stay as reduced).
+  const double inverse_dp = 1.0 / double(p.dp);
   double squares = 0;
-  for (const auto& [begin, end] : owned_) {
-    if (p.dp > 1)
-      for (size_t i = begin; i < end; ++i) grads[i] *= inverse_dp;
-    for (size_t i = begin; i < end; ++i)
-      if (counted_[i]) squares += double(grads[i]) * grads[i];
-  }
-  squares = setup_.world.allreduce_sum(squares);
+  for (const auto& [begin, end] : owned_)
+    for (const auto& [counted_begin, counted_end] : counted_) {
+      const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
+      if (b < e) squares += sum_of_squares(grads, b, e);
+    }
+  squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp);
   const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {
-    if (scale != 1.0f)
-      for (size_t i = begin; i < end; ++i) grads[i] *= scale;
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;
-    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1);
+    adamw_->update(w, grads + begin, begin, end, setup_.lr.at(step_), step_ + 1, float(inverse_dp * scale));
   }
 }
 

@@ -46,13 +46,15 @@ struct ParallelSetup {
   const LearningRate& lr;
   AdamWSettings adamw;
   float max_grad_norm = 1.0f;
+  uint64_t seed = 1337;  // of the initial weights (exec/gpt/init.hpp)
 };
 
 class ParallelRunner final : public StepRunner {
  public:
-  // Collective over `world` (it splits the TP, DP, PP and embedding groups). `full` holds the
-  // initialized whole model, of which this rank takes its shard.
-  ParallelRunner(const ParallelSetup& setup, const Gpt<float>& full);
+  // Collective over `world` (it splits the TP, DP, PP and embedding groups). This rank's shard of the
+  // model `config` describes starts from GPT-2's initial weights for setup.seed, drawn here for the
+  // shard alone (the values the whole model holds there).
+  ParallelRunner(const ParallelSetup& setup, const GptConfig& config);
   ~ParallelRunner() override;
 
   const RankCoordinates& coordinates() const { return at_; }
@@ -162,8 +164,16 @@ class ParallelRunner final : public StepRunner {
   std::vector<Buffer<float>> sending_in_line_;
   std::unique_ptr<ActivationOffload> activations_;  // after slots_: its copies end before they go
   std::pair<size_t, size_t> tied_;  // the tied embedding's range: a part of its own (empty if none)
-  std::vector<std::pair<size_t, size_t>> owned_;  // ranges this rank's optimizer updates
-  std::vector<unsigned char> counted_;            // per parameter: counted in the gradient norm here
+  // A tied embedding reduced early (plan/ir/buckets.hpp): wte's range (the head's part, in the first
+  // bucket), the bucket that gathers every replica's lookup rows, and what it gathered: per row, the
+  // local vocabulary row, then its C gradients.
+  std::pair<size_t, size_t> early_head_{0, 0};
+  int lookup_bucket_ = -1;
+  Buffer<float> gathered_lookup_;
+  void gather_lookup_rows(Requests& requests);
+  void add_gathered_lookup_rows();
+  std::vector<std::pair<size_t, size_t>> owned_;              // ranges this rank's optimizer updates
+  ParameterRanges counted_;                                   // ranges counted in the gradient norm here
   std::vector<std::vector<Communicator::Handle>> in_flight_;  // per start(): (communicator, handle)
   std::vector<std::vector<Communicator*>> in_flight_comm_;
   std::vector<Communicator::Handle> pending_sends_;  // sends issued on the compute stream

@@ -1,6 +1,7 @@
 // The live CPU trainer: the session's hooks over the ParallelRunner (see trainer.hpp).
 #include "exec/train/trainer.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 #include "exec/memory/memory_meter.hpp"
@@ -9,17 +10,12 @@
 namespace paratwin::exec {
 
 Trainer::Trainer(const ScenarioSpec& scenario, const Plan& plan, Communicator& comm, TrainOptions options)
-    : TrainingSession(scenario, plan, comm, std::move(options), LiveBackend::Cpu),
-      model_(gpt_config(scenario.model)) {
-  // The whole model, initialized as on one rank, of which the runner takes this rank's shard.
-  model_.initialize(this->options().seed);
+    : TrainingSession(scenario, plan, comm, std::move(options), LiveBackend::Cpu) {
+  // This rank's shard only, initialized as the whole model would be there (no whole copy is made).
   runner_ = std::make_unique<ParallelRunner>(
       ParallelSetup{this->scenario(), this->plan(), program(), world(), data(), lr(), this->options().adamw,
-                    this->options().max_grad_norm},
-      model_);
-  // The runner's shard is this rank's model: the whole one's buffers would only weigh on its memory.
-  Buffer<float>().swap(model_.parameters());
-  Buffer<float>().swap(model_.gradients());
+                    this->options().max_grad_norm, this->options().seed},
+      gpt_config(scenario.model));
   timing_group_ = world().split(runner_->coordinates().pp == 0 ? 0 : -1);
 }
 
@@ -51,14 +47,21 @@ void Trainer::steps_starting() {
 
 void Trainer::steps_ended(RunResult& result) {
   result.memory = read_memory();
-  // Where one rank holds the whole model, the trained model, whole, on every rank.
+  // Where one rank holds the whole model, its shard is the trained model (under ZeRO 3, gathered whole
+  // again on every rank).
   const Plan& p = plan();
-  if (p.tp * p.pp * p.cp * p.ep == 1) {
-    const Buffer<float>& shard = runner_->shard_weights();
-    MemoryUseScope use(MemoryUse::Parameters);
-    model_.parameters().assign(model_.layout().total, 0.0f);
-    runner_->model().put_shard(shard.data(), model_.parameters().data());
-  }
+  if (p.tp * p.pp * p.cp * p.ep == 1) runner_->shard_weights();
+}
+
+const Buffer<float>& Trainer::weights() const {
+  static const Buffer<float> none;
+  const Plan& p = plan();
+  if (p.tp * p.pp * p.cp * p.ep != 1) return none;
+  // One rank's shard of the whole model is laid out as the whole model is.
+  for (const ShardTensor& t : runner_->model().tensors())
+    if (t.offset != t.full_offset || t.cols != t.full_cols)
+      throw std::logic_error("the shard of " + t.name + " is not laid out as the whole model");
+  return runner_->model().parameters();
 }
 
 }  // namespace paratwin::exec

@@ -28,10 +28,9 @@ class Trainer final : public TrainingSession {
   const Role& role() const override;
   Communicator* timing_group() const override { return timing_group_.get(); }
   std::string devices() const override { return "CPU ranks"; }
-  // The whole model as trained (tp = pp = cp = ep = 1: after run(), every rank holds the trained
-  // weights here). Under tp, pp, cp or ep the shards hold the weights and this model's buffers are
-  // empty.
-  const Gpt<float>& model() const { return model_; }
+  // The whole model's weights as trained, laid out as parameter_layout() (tp = pp = cp = ep = 1: after
+  // run(), every rank holds them). Under tp, pp, cp or ep the shards hold the weights and this is empty.
+  const Buffer<float>& weights() const;
 
  private:
   StepRunner& steps() override;
@@ -41,7 +40,6 @@ class Trainer final : public TrainingSession {
   void steps_starting() override;
   void steps_ended(RunResult& result) override;
 
-  Gpt<float> model_;
   std::unique_ptr<ParallelRunner> runner_;
   std::unique_ptr<Communicator> timing_group_;
 };

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/topology/rank_threads.hpp"
 
 namespace paratwin {
 namespace {
@@ -145,14 +146,17 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
       const ProfiledTask& m = run.profile.tasks[i];
       const cost::KernelCost& w = t.work;
       if (t.stream == StreamKind::Compute) {
-        dense.push_back({(w.gemm_flops - w.attention_flops).value(), 0, m.gemm_s});
-        attention.push_back({w.attention_flops.value(), 0, m.attention_s});
+        // A rank of T threads is T cores of the cluster's device, each doing 1/T of the work: the
+        // figures fitted are a core's (rank_threads.hpp); launch costs stay whole.
+        const double cores = run.profile.threads;
+        dense.push_back({(w.gemm_flops - w.attention_flops).value() / cores, 0, m.gemm_s});
+        attention.push_back({w.attention_flops.value() / cores, 0, m.attention_s});
         const double rest = m.cpu_s - m.gemm_s - m.attention_s;
         if (w.optimizer_bytes.value() > 0) {
-          optimizer.push_back({w.optimizer_bytes.value(), double(w.launches), rest});
+          optimizer.push_back({w.optimizer_bytes.value() / cores, double(w.launches), rest});
         } else {
           Row& r = per_microbatch[t.microbatch];
-          r.a += w.elementwise_bytes.value(), r.b += w.launches, r.time += rest;
+          r.a += w.elementwise_bytes.value() / cores, r.b += w.launches, r.time += rest;
         }
       } else if (t.kind == TaskKind::Collective && t.placement.size == t.placement.per_node &&
                  m.transfer_s > 0) {
@@ -224,6 +228,7 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   for (const ProfiledRun& run : runs) {
     ClusterSpec sized = run.scenario.cluster;
     copy_figures(cal.cluster, sized, cal.device, cal.pool);
+    scale_cpu_devices(sized, run.profile.threads);
     const Role& role = run.program.roles.front();
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];

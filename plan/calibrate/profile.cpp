@@ -1,5 +1,6 @@
 // Reading a live run's profile back and lowering the Program it measured.
 #include "plan/calibrate/profile.hpp"
+#include "plan/topology/rank_threads.hpp"
 
 #include <cmath>
 #include <sstream>
@@ -53,6 +54,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
   r.read("pool", p.pool, true);
   r.read("device", p.device, true);
   r.read("ranks", p.ranks, 1, 1 << 24, true);
+  r.read("threads", p.threads, 1, 1 << 16);  // profiles before threads per rank ran one
   r.read("steps", p.steps, 1, 1 << 30, true);
   int warmup = 0;
   r.read("warmup_steps_excluded", warmup, 0, 1 << 30);
@@ -139,6 +141,7 @@ ProfiledRun lower_profile(const Profile& profile, const std::string& cluster) {
         std::erase_if(stage.entries, [](const DocEntry& e) { return e.key == "pool"; });
 
   ProfiledRun run{profile, load_scenario(document, sizing(base, profile.ranks, argument)), {}};
+  scale_cpu_devices(run.scenario.cluster, profile.threads);  // as the run's twin sized its ranks
   if (profile.backend == "cpu" && run.scenario.training.precision != Precision::Fp32)
     throw InputError(
         profile.inputs_location,

@@ -37,6 +37,7 @@ struct Profile {
   std::string path;
   std::string scenario, backend, model, cluster, pool, device;
   int ranks = 0;
+  int threads = 1;  // per rank (CPU runs): each rank a device of that many cores (rank_threads.hpp)
   int steps = 0, measured_steps = 0;
   std::string inputs;  // profile_inputs_yaml of the run
   Location inputs_location;

@@ -1,12 +1,25 @@
 // Gradient buckets of a pipeline rank (see buckets.hpp).
 #include "plan/ir/buckets.hpp"
 
+#include <algorithm>
+
 #include "plan/cost/memory.hpp"
 
 namespace paratwin {
 
-RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, Precision precision, int rank) {
+bool tied_head_reduced_early(const Plan& p, const ModelSpec& m) {
+  return m.tied_embeddings && p.pp == 1 && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None;
+}
+
+double tied_lookup_rows(const Plan& p, const ModelSpec& m, const TrainingSpec& training) {
+  const double tokens = double(p.micro_batch) * p.num_microbatches * training.seq_len / p.cp;
+  return std::min(double(m.vocab) / p.tp, tokens);
+}
+
+RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const TrainingSpec& training,
+                                    int rank) {
   RankParameters out;
+  const Precision precision = training.precision;
   const ParameterCount pc = count_parameters(m);
   const double embedding = double(m.vocab) * m.hidden / p.tp;
   const double positions = m.position == PositionKind::Learned ? double(m.seq_len) * m.hidden : 0;
@@ -24,6 +37,13 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, Precision
     // stage's copy of a tied one, on the last.
     const double first = chunk == 0 ? embedding + positions : 0;
     const double last = chunk == p.chunks() - 1 && (!m.tied_embeddings || p.pp > 1) ? embedding : 0;
+    // What the end buckets reduce of them: a tied embedding reduced early has its head's part in the
+    // first bucket, with the last layers, and its lookup's rows, gathered from every replica, in the last
+    // (see the header).
+    const bool early = tied_head_reduced_early(p, m) && chunk == 0;
+    const double lookup = double(p.dp) * p.cp * tied_lookup_rows(p, m, training) * m.hidden;
+    const double first_bucket = early ? lookup + positions : first;
+    const double last_bucket = early ? embedding : last;
     double total = first + last;
     for (double lp : layer_params) total += lp;
     out.per_chunk[chunk] = total;
@@ -31,13 +51,14 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, Precision
     for (double e : layer_experts) out.experts += e;
 
     // In gradient order: the head, then the layers from the last, then the embedding.
-    double filled = last, filled_experts = 0;
+    double filled = last_bucket, filled_experts = 0;
     int hi = st.layer_end;
     for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
       filled += layer_params[size_t(l - st.layer_begin)];
       filled_experts += layer_experts[size_t(l - st.layer_begin)];
       if (filled >= bucket_elements || l == st.layer_begin) {
-        out.buckets.push_back({chunk, l, hi, filled + (l == st.layer_begin ? first : 0), filled_experts});
+        out.buckets.push_back(
+            {chunk, l, hi, filled + (l == st.layer_begin ? first_bucket : 0), filled_experts});
         hi = l;
         filled = filled_experts = 0;
       }

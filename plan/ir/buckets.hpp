@@ -30,7 +30,20 @@ struct RankParameters {
   std::vector<GradientBucket> buckets;
 };
 
-// `plan` must be verified (verify() in plan/ir/plan.hpp); bucket sizes count elements of `precision`.
-RankParameters plan_rank_parameters(const Plan& plan, const ModelSpec& model, Precision precision, int rank);
+// Tied embeddings on one pipeline stage under data parallelism (dense buckets): the head's part of the
+// tied gradient is final once the head's backward has run, the lookup's only at the end, and it touches
+// the batch's tokens' rows alone. So the head's part is reduced in the first bucket (with the last
+// layers) and the lookup's rows, gathered from every replica, in the last one (with the positions): the
+// embedding leaves the critical path's last bucket. The CPU runner and the twin follow this (the CUDA
+// runner still reduces the whole embedding in its last bucket).
+bool tied_head_reduced_early(const Plan& plan, const ModelSpec& model);
+// The rows the lookup's part can touch on one rank of the DP group in a step: its tokens, at most the
+// rank's vocabulary rows; each replica's are gathered by all (the twin counts this bound).
+double tied_lookup_rows(const Plan& plan, const ModelSpec& model, const TrainingSpec& training);
+
+// `plan` must be verified (verify() in plan/ir/plan.hpp); bucket sizes count elements of the training
+// precision.
+RankParameters plan_rank_parameters(const Plan& plan, const ModelSpec& model, const TrainingSpec& training,
+                                    int rank);
 
 }  // namespace paratwin

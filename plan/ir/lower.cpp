@@ -432,7 +432,7 @@ class RoleBuilder {
   // Parameters per chunk on this rank and its DP buckets (plan/ir/buckets.hpp); each chunk's final
   // backward is cut where its buckets end.
   void parameters_and_buckets() {
-    RankParameters held = plan_rank_parameters(p_, m_, t_.precision, rank_);
+    RankParameters held = plan_rank_parameters(p_, m_, t_, rank_);
     chunk_params_ = std::move(held.per_chunk);
     role_.parameters = held.total;
     experts_ = held.experts;

@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(training_steps_follow_cpu_and_weights_resume_on_cpu) {
   for (const auto& t : cpu.layout().tensors)
     if (t.rows > 1 && t.name != "wpe")
       std::fill(decay.begin() + long(t.offset), decay.begin() + long(t.offset + t.size()), true);
-  AdamW cpu_adamw({}, decay);
+  AdamW cpu_adamw({}, decay.size(), ranges_of(decay));
   CudaAdamW gpu_adamw({}, gpu.layout(), stream.get());
   Activations<float> ca;
   cpu.allocate(ca, B, Tn);

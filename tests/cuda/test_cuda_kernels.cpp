@@ -259,7 +259,7 @@ BOOST_AUTO_TEST_CASE(adamw_matches_cpu_and_writes_bf16_copy) {
   std::vector<bool> decay(P);
   std::vector<uint8_t> decay8(P);
   for (size_t i = 0; i < P; ++i) decay8[i] = decay[i] = i % 3 != 0;
-  AdamW cpu({}, decay);
+  AdamW cpu({}, decay.size(), ranges_of(decay));
   std::vector<float> wc = w0;
   auto master = to_device(w0), g = to_device(grads), m = to_device(std::vector<float>(P, 0)),
        v = to_device(std::vector<float>(P, 0));

@@ -154,6 +154,25 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
   BOOST_TEST(t["plan"]["zero"] == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_dp_1_scenario_runs_as_one_rank_of_the_two_core_local_cpu) {
+  // --ranks sizes the node whatever dp the file gives: a dp 1 scenario on local-cpu (2 cores) runs as
+  // one rank, with the threads asked for.
+  TempDir dir;
+  std::stringstream text;
+  text << std::ifstream(kScenario).rdbuf();
+  std::string yaml = text.str();
+  const size_t dp = yaml.find("  dp: 2\n");
+  BOOST_TEST_REQUIRE(dp != std::string::npos);
+  yaml.replace(dp, 8, "  dp: 1\n");
+  std::ofstream(dir.path / "dp1.yaml") << yaml;
+  const Output out =
+      run_paratwin("run " + (dir.path / "dp1.yaml").string() + kSmall + " --ranks 1 --threads 2 --steps 1");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST(out.status == 0);
+  BOOST_TEST(out.text.find("2 threads per rank") != std::string::npos);
+  BOOST_TEST(out.text.find("step     1/1  loss") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
   // A plan no backend runs (sequence parallelism splitting 33 tokens over tp 2), and one the live
   // backend does not (a vocabulary of 255 rows over tp 2): refused with the reason.
@@ -258,7 +277,8 @@ BOOST_AUTO_TEST_CASE(calibrate_refuses_what_is_not_a_profile_with_status_2) {
 // predicted / measured is what is checked. See docs/calibration.md.
 BOOST_AUTO_TEST_CASE(after_calibration_the_twin_predicts_another_plan_within_10_percent) {
   TempDir dir;
-  const std::string base = kScenario + " --ranks 1 --set training.global_batch=8";
+  // One rank on one thread: the plan predicted is one core's.
+  const std::string base = kScenario + " --ranks 1 --threads 1 --set training.global_batch=8";
   // Calibration plan: micro-batch 4 x 2, sequences of 64. Other plan: micro-batch 2 x 4, sequences of
   // 128 (twice the attention per token).
   const std::string other = " --set plan.micro_batch=2 --set training.seq_len=128";

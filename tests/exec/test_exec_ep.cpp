@@ -110,7 +110,7 @@ Trained train(const Layout& l, const TrainOptions& o) {
     // After a data-parallel run every rank holds the whole model.
     if (l.world() == l.dp && l.ep == 1) {
       double sum = 0;
-      for (float w : trainer.model().parameters()) sum += double(w) * double(w);
+      for (float w : trainer.weights()) sum += double(w) * double(w);
       const double most = group->allreduce_max(sum);
       t.weights_spread = (most + group->allreduce_max(-sum)) / most;
     }

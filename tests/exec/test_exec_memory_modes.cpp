@@ -69,7 +69,7 @@ Outcome train_on(int replicas, const std::vector<std::string>& sets, TrainOption
     std::copy(r.losses.begin(), r.losses.end(), out.losses.begin());
     if (r.dp_bytes.size() == size_t(o.steps)) out.dp_bytes = r.dp_bytes;
     double sum = 0;
-    for (float w : trainer.model().parameters()) sum = sum * 1.000001 + w;
+    for (float w : trainer.weights()) sum = sum * 1.000001 + w;
     if (ranks == plan.dp) BOOST_TEST(group->allreduce_max(sum) == -group->allreduce_max(-sum));
     numbers[0] = group->allreduce_max(double(r.memory.device_peak));
     numbers[3] = group->allreduce_max(double(r.memory.host_peak));

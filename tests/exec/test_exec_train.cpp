@@ -15,6 +15,7 @@
 #include "exec/data/loader.hpp"
 #include "exec/data/token_file.hpp"
 #include "exec/run/live_run.hpp"
+#include "exec/threads.hpp"
 #include "exec/train/interpreter.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/spec/scenario.hpp"
@@ -94,6 +95,37 @@ BOOST_AUTO_TEST_CASE(loss_on_the_shipped_corpus_falls_well_below_its_start) {
   BOOST_TEST(r.losses.back() < 0.6 * r.losses.front());
 }
 
+BOOST_AUTO_TEST_CASE(one_rank_on_two_threads_follows_one_thread_within_1e_5) {
+  // The same run on 1 and on 2 threads of one rank: every kernel cuts its work into pieces whose bounds
+  // do not depend on the threads, so only the GEMMs' own splits may round differently.
+  const ScenarioSpec s = small_scenario();
+  const Plan plan = complete_plan(s);
+  LocalCommunicator comm;
+  std::vector<std::vector<double>> losses;
+  std::vector<double> weights_sum;
+  for (int threads : {1, 2}) {
+    set_rank_threads(threads);
+    BOOST_TEST_REQUIRE(rank_threads() == threads);
+    Trainer trainer(s, plan, comm, options(10));
+    losses.push_back(trainer.run().losses);
+    double sum = 0;
+    for (float w : trainer.weights()) sum += double(w) * w;
+    weights_sum.push_back(sum);
+  }
+  set_rank_threads(1);
+  BOOST_TEST_REQUIRE(losses[0].size() == 10u);
+  BOOST_TEST_REQUIRE(losses[1].size() == 10u);
+  double worst = 0;
+  for (size_t i = 0; i < 10; ++i) worst = std::max(worst, std::abs(losses[1][i] / losses[0][i] - 1));
+  BOOST_TEST_MESSAGE("2 threads against 1 over 10 steps: worst relative loss difference " << worst);
+  for (size_t i = 0; i < 10; ++i) {
+    BOOST_TEST_INFO("step " << i + 1 << ": 1 thread " << losses[0][i] << ", 2 threads " << losses[1][i]);
+    BOOST_TEST(std::abs(losses[1][i] - losses[0][i]) <= 1e-5 * std::abs(losses[0][i]));
+  }
+  BOOST_TEST(std::abs(weights_sum[1] - weights_sum[0]) <= 1e-5 * weights_sum[0]);
+  BOOST_TEST(losses[0].back() < losses[0].front());  // it trained
+}
+
 BOOST_AUTO_TEST_CASE(a_run_killed_between_checkpoints_resumes_bit_identical) {
   const ScenarioSpec s = small_scenario();
   const Plan plan = complete_plan(s);
@@ -116,7 +148,7 @@ BOOST_AUTO_TEST_CASE(a_run_killed_between_checkpoints_resumes_bit_identical) {
   BOOST_TEST(resumed.resumed_from == 4);
   BOOST_TEST(resumed.lost_steps == 1);
   BOOST_TEST(resumed.losses == expected.losses);  // exact: the same computation in the same order
-  BOOST_TEST(second.model().parameters() == uninterrupted.model().parameters());
+  BOOST_TEST(second.weights() == uninterrupted.weights());
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reason) {
@@ -127,7 +159,7 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reaso
   o.checkpoint_every = 1;
   Trainer trainer(s, complete_plan(s), comm, o);
   trainer.run();
-  const size_t n = trainer.model().parameters().size();
+  const size_t n = trainer.weights().size();
   BOOST_TEST(load_latest_checkpoint(dir.path.string(), n).state->step == 3);
 
   // Flip one bit of the newest weights: it is skipped, the one before is taken.
