@@ -2,9 +2,10 @@
 BUILD     ?= build
 JOBS      ?= $(shell nproc)
 FUZZ_TIME ?= 60
+FUZZ_TARGETS ?=
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build run test bench fuzz screenshots format clean
+.PHONY: all deps configure build run test bench fuzzers fuzz fuzz-corpus screenshots format clean
 
 all: build
 
@@ -26,8 +27,18 @@ test: build
 bench: build
 	@bash bench/run.sh $(BUILD)
 
-fuzz: build
-	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME)
+# The sanitized libFuzzer build (tests/fuzz, clang + ASan + UBSan), not part of `make build`.
+fuzzers: build
+	@cmake --build $(BUILD) --target fuzzers
+
+# Fuzzes each reader for FUZZ_TIME seconds (FUZZ_TARGETS picks some); findings in $(BUILD)/fuzz/crashes.
+fuzz: fuzzers
+	@bash scripts/fuzz.sh $(BUILD) $(FUZZ_TIME) $(FUZZ_TARGETS)
+
+# Folds what `make fuzz` found into the committed seed corpus (tests/fuzz/corpus/), kept small: a merge,
+# then a set cover of at most CAP inputs per target (scripts/fuzz_corpus.py).
+fuzz-corpus: fuzzers
+	@python3 scripts/fuzz_corpus.py $(BUILD) $(FUZZ_TARGETS)
 
 # Each GUI view as a PNG (written by the headless view tests into $(BUILD)/screenshots/), copied to
 # docs/screenshots/ for docs/gui.md.

@@ -80,7 +80,15 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     nlohmann::json json = to_json(report);
     if (search) add_search(json, *search, scenario);
     if (!opts->json.empty()) write_file_atomically(opts->json, json.dump(2) + "\n");
-    if (!opts->trace.empty()) write_file_atomically(opts->trace, chrome_trace(program, evaluation));
+    if (!opts->trace.empty()) {
+      if (const std::string big =
+              trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
+          !big.empty())
+        throw InputError(Location{"<--trace " + opts->trace + ">"}, big);
+      AtomicFileWriter out(opts->trace);
+      write_chrome_trace(out.stream(), program, evaluation);
+      out.commit();
+    }
     if (!opts->output.empty()) write_file_atomically(opts->output, to_yaml(plan));
     if (!opts->program.empty()) write_file_atomically(opts->program, to_text(program));
     exit_status = kExitOk;

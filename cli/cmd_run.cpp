@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/launch.hpp"
+#include "exec/run/launch_checks.hpp"
 #include "exec/run/live_run.hpp"
 #include "exec/supervise/supervisor.hpp"
 
@@ -24,10 +25,12 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
     // The flags after `run`, handed on to every rank unchanged.
     auto run = std::find(argv.begin(), argv.end(), "run");
     const std::vector<std::string> args(run == argv.end() ? argv.end() : run + 1, argv.end());
-    if (exec::under_mpirun())
+    if (exec::under_mpirun()) {
       exit_status = exec::replace_with_rank(args);
-    else
+    } else {
+      exec::check_before_launch(*opts, setup);
       exit_status = exec::supervise_run(*opts, setup, *supervision, args);
+    }
   });
 }
 

@@ -41,8 +41,8 @@ int run_worker(const SweepOptions& options) {
       sweep.scenario.sweep.simulate ? PointSimulator(simulate_point) : PointSimulator();
   for (std::string line; std::getline(std::cin, line);) {
     const int index = std::atoi(line.c_str());
-    if (index < 0 || index >= int(sweep.points.size())) throw std::runtime_error("no sweep point " + line);
-    const SweepPoint& point = sweep.points[index];
+    if (index < 0 || index >= sweep.points.size()) throw std::runtime_error("no sweep point " + line);
+    const SweepPoint point = sweep.points.at(index);
     PointResult result;
     try {
       result = evaluate_point(sweep.scenario, point, simulator);

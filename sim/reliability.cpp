@@ -310,21 +310,53 @@ std::vector<Failure> sample_failures(const FailureSpec& fs, const JobShape& job,
   return out;
 }
 
+namespace {
+
+// The job's failure rate from the per-component rates, and the centre of the checkpoint intervals
+// replay() tries: Young/Daly (or, without rates, as if the horizon were the MTBF).
+struct IntervalSearch {
+  double rate_per_s = 0, mtbf_s = 0, young_daly_s = 0, centre_s = 0;
+};
+constexpr int kIntervalSteps = 12;  // candidates centre x 2^(k/4), k = -12..12
+
+IntervalSearch interval_search(const ScenarioSpec& scenario, const JobShape& job, double horizon_s) {
+  IntervalSearch s;
+  for (const auto& [component, f] : scenario.failures.rates)
+    s.rate_per_s += component_count(component, job) / f.mtbf.value();
+  s.mtbf_s = s.rate_per_s > 0 ? 1 / s.rate_per_s : 0;
+  const double cost = job.checkpoint_cost_s;
+  s.young_daly_s = s.mtbf_s > 0 ? std::sqrt(2 * s.mtbf_s * cost) : 0;
+  s.centre_s = s.young_daly_s > 0 ? s.young_daly_s : std::sqrt(2 * horizon_s * std::max(cost, 1e-3));
+  return s;
+}
+
+}  // namespace
+
+HorizonWork expected_horizon_work(const ScenarioSpec& scenario, const JobShape& job, double horizon_s) {
+  const IntervalSearch search = interval_search(scenario, job, horizon_s);
+  HorizonWork work;
+  for (int k = -kIntervalSteps; k <= kIntervalSteps; ++k)
+    work.blocks += horizon_s / (search.centre_s * std::pow(2.0, k / 4.0));
+  if (scenario.checkpoint.interval) work.blocks += horizon_s / scenario.checkpoint.interval->value();
+  // As sample_failures draws them: each component fails, is repaired, lives again.
+  for (const auto& [component, f] : scenario.failures.rates)
+    work.failures +=
+        component_count(component, job) * horizon_s / (f.mtbf.value() + scenario.failures.repair.value());
+  work.failures += double(scenario.failures.events.size());
+  return work;
+}
+
 Reliability replay(const ScenarioSpec& scenario, const JobShape& job, double horizon_s, std::uint64_t seed,
                    const Throughput& throughput) {
   const std::vector<Failure> failures = sample_failures(scenario.failures, job, horizon_s, seed);
-  double rate_per_s = 0;  // job failure rate from the per-component rates
-  for (const auto& [component, f] : scenario.failures.rates)
-    rate_per_s += component_count(component, job) / f.mtbf.value();
-  const double mtbf = rate_per_s > 0 ? 1 / rate_per_s : 0;
-  const double cost = job.checkpoint_cost_s;
-  const double young_daly = mtbf > 0 ? std::sqrt(2 * mtbf * cost) : 0;
+  const IntervalSearch search = interval_search(scenario, job, horizon_s);
+  const double mtbf = search.mtbf_s;
+  const double young_daly = search.young_daly_s;
 
   const Timeline quiet{scenario, job, failures, horizon_s, throughput, false};
-  // Candidates: Young/Daly (or, without rates, as if the horizon were the MTBF) times 2^(k/4).
-  const double centre = young_daly > 0 ? young_daly : std::sqrt(2 * horizon_s * std::max(cost, 1e-3));
+  const double centre = search.centre_s;
   double best_interval = centre, best_goodput = -1;
-  for (int k = -12; k <= 12; ++k) {
+  for (int k = -kIntervalSteps; k <= kIntervalSteps; ++k) {
     const double interval = centre * std::pow(2.0, k / 4.0);
     const double g = replay_once(quiet, interval).goodput;
     if (g > best_goodput + 1e-12) {

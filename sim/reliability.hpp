@@ -79,4 +79,13 @@ using Throughput = std::function<double(int dp)>;
 Reliability replay(const ScenarioSpec& scenario, const JobShape& job, double horizon_s, std::uint64_t seed,
                    const Throughput& throughput);
 
+// What replay() will walk through, expected before it samples anything (for the budgets of
+// plan/spec/limits.hpp): the failures of the horizon (each component's lifetimes and repairs, and the
+// scripted ones) and the blocks of training between checkpoints over every interval it tries.
+struct HorizonWork {
+  double failures = 0;
+  double blocks = 0;
+};
+HorizonWork expected_horizon_work(const ScenarioSpec& scenario, const JobShape& job, double horizon_s);
+
 }  // namespace paratwin::sim

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/trace.hpp"
+#include "plan/spec/limits.hpp"
 #include "plan/util/child_process.hpp"
 #include "plan/util/seeded_random.hpp"
 #include "sim/interpreter.hpp"
@@ -159,39 +161,103 @@ nlohmann::json link_utilization_json(const std::vector<LinkSeries>& links, doubl
   return out;
 }
 
-// The analytic trace, plus link-usage counters and failure markers.
+// The analytic trace, plus link-usage counters and failure markers, written event by event.
 std::string make_trace(const Program& program, const Evaluation& ev, const Interpretation& in,
                        const std::optional<Reliability>& reliability) {
-  nlohmann::json trace = nlohmann::json::parse(chrome_trace(program, ev));
-  auto& events = trace["traceEvents"];
-  const int links_pid = 1000, reliability_pid = 1001;
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", links_pid},
-                    {"args", {{"name", "links (GB/s in use)"}}}});
-  for (const auto& l : in.links)
-    for (const auto& [t, usage] : l.usage_Bps)
-      events.push_back({{"name", l.link},
-                        {"ph", "C"},
-                        {"pid", links_pid},
-                        {"ts", t * 1e6},
-                        {"args", {{"GBps", usage / 1e9}}}});
-  if (reliability) {
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", reliability_pid},
-                      {"args", {{"name", "reliability (horizon time)"}}}});
+  std::ostringstream out;
+  write_chrome_trace(out, program, ev, [&](const TraceEventSink& write) {
+    const int links_pid = 1000, reliability_pid = 1001;
+    write({{"name", "process_name"},
+           {"ph", "M"},
+           {"pid", links_pid},
+           {"args", {{"name", "links (GB/s in use)"}}}});
+    for (const auto& l : in.links)
+      for (const auto& [t, usage] : l.usage_Bps)
+        write({{"name", l.link},
+               {"ph", "C"},
+               {"pid", links_pid},
+               {"ts", t * 1e6},
+               {"args", {{"GBps", usage / 1e9}}}});
+    if (!reliability) return;
+    write({{"name", "process_name"},
+           {"ph", "M"},
+           {"pid", reliability_pid},
+           {"args", {{"name", "reliability (horizon time)"}}}});
     for (const auto& e : reliability->events)
-      events.push_back({{"name", e.what},
-                        {"ph", "i"},
-                        {"s", "g"},
-                        {"pid", reliability_pid},
-                        {"tid", 0},
-                        {"ts", e.at_s * 1e6},
-                        {"cat", e.what.substr(0, e.what.find(' '))},
-                        {"args", {{"useful_tokens", e.useful_tokens}}}});
+      write({{"name", e.what},
+             {"ph", "i"},
+             {"s", "g"},
+             {"pid", reliability_pid},
+             {"tid", 0},
+             {"ts", e.at_s * 1e6},
+             {"cat", e.what.substr(0, e.what.find(' '))},
+             {"args", {{"useful_tokens", e.useful_tokens}}}});
+  });
+  return out.str();
+}
+
+// The simulation's work, estimated before it is done: each rank SimGrid runs executes its role's
+// tasks, and a communication task is one or two flows (about 1.4 to 1.7 activities a task, measured).
+void check_simulation_size(const ScenarioSpec& scenario, const Program& program, const RankLayout& layout,
+                           int iterations, bool trace) {
+  const std::int64_t simulated_ranks = layout.world() / layout.folded_lanes();
+  const std::int64_t tasks_per_rank = std::int64_t(program.task_count()) / std::max(1, program.plan.pp);
+  const std::int64_t activities = 2 * tasks_per_rank * simulated_ranks * iterations;
+  if (activities > limit_value(kSimActivitiesLimit))
+    throw InputError(
+        Location{scenario.file.empty() ? "<scenario>" : scenario.file},
+        "the simulation would run about " + std::to_string(activities) + " activities (" +
+            std::to_string(tasks_per_rank) + " tasks on each of " + std::to_string(simulated_ranks) +
+            " simulated ranks x " + std::to_string(iterations) +
+            " iterations); fewer --iterations, fewer micro-batches per step (raise plan.micro_batch) "
+            "or a smaller cluster bring it under" +
+            limit_note(kSimActivitiesLimit));
+  if (trace)
+    if (const std::string big =
+            trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
+        !big.empty())
+      throw InputError(Location{"<--trace>"}, big);
+}
+
+// The job as the failure model sees it (simulate(): a horizon is replayed over it).
+JobShape job_shape(const ScenarioSpec& scenario, const Plan& plan, const Program& program,
+                   const RankLayout& layout, const SimulateOptions& options) {
+  const PoolSpec& pool = scenario.cluster.pools.front();
+  JobShape job;
+  job.nodes = layout.nodes();
+  job.gpus_per_node = pool.gpus_per_node;
+  job.nics_per_node = pool.nic.count;
+  const int boundary =
+      scenario.cluster.network.gpus_per_leaf ? scenario.cluster.network.gpus_per_leaf : pool.gpus_per_node;
+  job.switches = std::max(1, layout.gpus() / boundary);
+  job.dp = plan.dp;
+  job.replica_gpus = plan.tp * plan.pp * plan.cp;
+  job.checkpoint_cost_s = options.checkpoint_cost_s.value_or(checkpoint_cost_s(program, scenario.cluster));
+  job.checkpoint_write_behind_s = options.checkpoint_write_behind_s;
+  job.regrow_at_checkpoint = options.regrow_at_checkpoint;
+  if (options.device_failure_domains) {
+    job.nodes = layout.gpus();
+    job.gpus_per_node = job.nics_per_node = job.switches = 1;
   }
-  return trace.dump() + "\n";
+  const TrainingSpec& tr = scenario.training;
+  job.tokens_to_train = tr.tokens  ? *tr.tokens
+                        : tr.steps ? double(*tr.steps) * program.tokens_per_iteration
+                                   : 0;
+  // The horizon's failures and blocks of training, counted before any is sampled (or anything simulated).
+  const HorizonWork work = expected_horizon_work(scenario, job, options.horizon->value());
+  const auto refuse_past = [&](double count, const InputLimit& limit, const std::string& what,
+                               const std::string& fix) {
+    if (count <= double(limit_value(limit))) return;
+    throw InputError(Location{"<--horizon>"},
+                     "a horizon of " + to_string(*options.horizon) + " would " + what + " about " +
+                         std::to_string(static_cast<long long>(std::min(count, 9e18))) + "; " + fix +
+                         " bring it under" + limit_note(limit));
+  };
+  refuse_past(work.failures, kHorizonFailuresLimit,
+              "sample failures:", "a shorter --horizon or lower failure rates (a longer failures.*.mtbf)");
+  refuse_past(work.blocks, kHorizonBlocksLimit, "replay blocks of training between checkpoints:",
+              "a shorter --horizon or a longer checkpoint.interval");
+  return job;
 }
 
 }  // namespace
@@ -203,6 +269,9 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   if (!options.all_ranks) layout.fold_tp_lanes(scenario.cluster);
   InterpretOptions io;
   io.iterations = std::max(1, options.iterations);
+  check_simulation_size(scenario, program, layout, io.iterations, options.trace);
+  std::optional<JobShape> horizon_job;
+  if (options.horizon) horizon_job = job_shape(scenario, plan, program, layout, options);
   io.gpu_slowdown = straggler_slowdowns(scenario.failures, layout, options.seed, result.straggler_nodes);
   if (options.trace) {
     const double estimate = evaluate(program, scenario.cluster, scenario.training).iteration_time_s;
@@ -228,26 +297,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   nlohmann::json configurations = nlohmann::json::array();  // shrunk configurations met on the horizon
   if (options.horizon) {
     const PoolSpec& pool = scenario.cluster.pools.front();
-    JobShape job;
-    job.nodes = layout.nodes();
-    job.gpus_per_node = pool.gpus_per_node;
-    job.nics_per_node = pool.nic.count;
-    const int boundary =
-        scenario.cluster.network.gpus_per_leaf ? scenario.cluster.network.gpus_per_leaf : pool.gpus_per_node;
-    job.switches = std::max(1, layout.gpus() / boundary);
-    job.dp = plan.dp;
-    job.replica_gpus = plan.tp * plan.pp * plan.cp;
-    job.checkpoint_cost_s = options.checkpoint_cost_s.value_or(checkpoint_cost_s(program, scenario.cluster));
-    job.checkpoint_write_behind_s = options.checkpoint_write_behind_s;
-    job.regrow_at_checkpoint = options.regrow_at_checkpoint;
-    if (options.device_failure_domains) {
-      job.nodes = layout.gpus();
-      job.gpus_per_node = job.nics_per_node = job.switches = 1;
-    }
-    const TrainingSpec& tr = scenario.training;
-    job.tokens_to_train = tr.tokens  ? *tr.tokens
-                          : tr.steps ? double(*tr.steps) * program.tokens_per_iteration
-                                     : 0;
+    const JobShape job = *horizon_job;
 
     // Tokens/s per configuration: the full one from above; a shrunk one simulated in detail when the
     // cluster is one pool, the replicas fill whole nodes and the simulation is small (at most

@@ -39,7 +39,9 @@ struct SimulationResult {
   std::vector<int> straggler_nodes;
 };
 
-// Throws std::runtime_error when the child simulation fails (the message says why).
+// Throws std::runtime_error when the child simulation fails (the message says why), and InputError
+// before any work when the simulation, its horizon or its trace would pass their limits
+// (plan/spec/limits.hpp), naming what brings it under.
 SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const SimulateOptions& options);
 
 // Text form of the reliability figures, appended to the report's table.

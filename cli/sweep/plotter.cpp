@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <stdexcept>
 
 #include "plan/util/child_process.hpp"
@@ -15,17 +14,9 @@ bool png_available() {
   return ::access(sibling_executable("paratwin-plot").c_str(), X_OK) == 0;
 }
 
-void write_sweep_png(const SweepResults& results, const std::string& path) {
-  const std::string text = to_json(results).dump();
+void write_sweep_png(const std::string& results_json, const std::string& path) {
   const ChildProcess plotter =
-      spawn_process({sibling_executable("paratwin-plot"), "sweep", "-", path}, {.input = ChildStream::Pipe});
-  for (size_t sent = 0; sent < text.size();) {
-    const ssize_t n = ::write(plotter.to, text.data() + sent, text.size() - sent);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the plotter ended early; its status says why
-    sent += size_t(n);
-  }
-  ::close(plotter.to);
+      spawn_process({sibling_executable("paratwin-plot"), "sweep", results_json, path});
   const int status = wait_for_process(plotter.pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("paratwin-plot could not draw " + path + " (see its message above)");

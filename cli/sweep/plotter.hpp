@@ -4,14 +4,13 @@
 
 #include <string>
 
-#include "plan/sweep/results.hpp"
-
 namespace paratwin::cli {
 
 // False when paratwin-plot was not built (no Qt 6 Gui) or is missing beside this executable.
 bool png_available();
 
-// Runs paratwin-plot with the results on its standard input. Throws std::runtime_error when it fails.
-void write_sweep_png(const SweepResults& results, const std::string& path);
+// Runs paratwin-plot on a results file (what `sweep --json` writes). Throws std::runtime_error when it
+// fails.
+void write_sweep_png(const std::string& results_json, const std::string& path);
 
 }  // namespace paratwin::cli

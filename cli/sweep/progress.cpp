@@ -20,6 +20,13 @@ std::string Progress::eta() const {
 void Progress::point_finished(const PointResult& point) {
   ++done_;
   ++done_here_;
+  // A line per point for sweeps people read point by point; in larger ones a line (or a redraw) at most
+  // every second (a tenth on a terminal), and the last: millions of points make no million lines.
+  constexpr int kEveryPoint = 1000;
+  const auto now = std::chrono::steady_clock::now();
+  const auto every = terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000);
+  if (total_ > kEveryPoint && done_ < total_ && drawn_at_ && now - *drawn_at_ < every) return;
+  drawn_at_ = now;
   if (!terminal_) {
     std::string outcome = point.ok()
                               ? point_summary(point)

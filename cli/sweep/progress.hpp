@@ -1,8 +1,9 @@
 // Progress of a sweep on standard error: a bar with the ETA redrawn in place on a terminal, one
-// plain line per finished point otherwise (logs, CI).
+// plain line per finished point otherwise (logs, CI); past 1000 points, a line a second.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "plan/sweep/point.hpp"
@@ -24,6 +25,7 @@ class Progress {
   bool terminal_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_;
+  std::optional<std::chrono::steady_clock::time_point> drawn_at_;  // the last line or redraw
 };
 
 }  // namespace paratwin::cli

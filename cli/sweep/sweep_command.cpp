@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
+#include <map>
+#include <optional>
 
 #include "cli/sweep/plotter.hpp"
 #include "cli/sweep/progress.hpp"
 #include "cli/sweep/worker_pool.hpp"
 #include "plan/io/atomic_file.hpp"
+#include "plan/sweep/journal.hpp"
 #include "plan/sweep/results.hpp"
 #include "plan/util/child_process.hpp"
 
@@ -48,51 +50,157 @@ class InterruptGuard {
   }, term_{};
 };
 
-// The results to continue from: those of --json FILE for this very sweep, without its failed points.
-void resume_into(SweepResults& results, const std::string& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    std::cerr << "sweep: " << file << " does not exist yet; starting from the first point\n";
-    return;
-  }
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
-  if (json.is_discarded())
-    throw InputError(Location{file},
-                     "cannot resume: the file is not JSON (was it written by paratwin sweep --json?)");
-  SweepResults before;
-  try {
-    before = results_from_json(json);
-  } catch (const std::exception& e) {
-    throw InputError(Location{file}, std::string("cannot resume: ") + e.what());
-  }
-  if (before.fingerprint != results.fingerprint || before.total != results.total)
-    throw InputError(
-        Location{file},
-        "cannot resume: the file holds the results of another sweep (the scenario, --set, --grid or "
-        "sweep.simulate differ); give another --json file or run without --resume");
-  for (auto& p : before.points)
-    if (p.status != PointStatus::Failed && p.index >= 0 && p.index < results.total)
-      add_point(results, std::move(p));
-}
-
 bool writes_file(const std::string& path) {
   return !path.empty() && path != "-";
 }
 
-// Rewrites the JSON and CSV files; `sync` at the end only (a kill leaves them whole either way).
-void save(const SweepResults& results, const SweepOptions& o, bool sync) {
-  if (writes_file(o.json)) write_file_atomically(o.json, to_json(results).dump(2) + "\n", sync);
-  if (writes_file(o.csv)) write_file_atomically(o.csv, to_csv(results), sync);
+// Where the journal goes: beside --json FILE, so that --resume finds it; else a temporary file.
+std::string journal_path(const SweepOptions& o) {
+  if (writes_file(o.json)) return o.json + ".partial";
+  std::string tmp = (std::filesystem::temp_directory_path() / "paratwin-sweep-XXXXXX").string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the sweep's results");
+  ::close(fd);
+  return tmp;
 }
+
+// Rewrites the JSON and CSV files from the journal; `sync` at the end only (a kill leaves them whole
+// either way).
+void save(const SweepHeader& header, const SweepJournal& journal, const SweepOptions& o, bool sync) {
+  if (writes_file(o.json)) {
+    AtomicFileWriter out(o.json);
+    write_json(out.stream(), header, journal.points());
+    out.commit(sync);
+  }
+  if (writes_file(o.csv)) {
+    AtomicFileWriter out(o.csv);
+    write_csv(out.stream(), header, journal.points());
+    out.commit(sync);
+  }
+}
+
+// The points still to evaluate, in index order, made as they are asked for: those the journal does not
+// hold, or holds as failed.
+class PendingPoints {
+ public:
+  PendingPoints(JournalReader done, int total) : done_(std::move(done)), total_(total) {
+    finished_ = done_.next();
+    advance();
+  }
+  std::optional<int> peek() const { return next_ < total_ ? std::optional<int>(next_) : std::nullopt; }
+  void pop() {
+    ++next_;
+    advance();
+  }
+
+ private:
+  void advance() {
+    for (; next_ < total_; ++next_) {
+      while (finished_ && finished_->index < next_) finished_ = done_.next();
+      if (!finished_ || finished_->index != next_ || finished_->status == PointStatus::Failed) return;
+    }
+  }
+  JournalReader done_;
+  std::optional<PointResult> finished_;
+  int total_, next_ = 0;
+};
+
+// Results that arrive in any order go to the journal in the order the points were handed out. Points
+// are handed out no further than `window` ahead of the oldest unfinished one, so what waits here stays
+// small whatever the size of the sweep.
+class InOrder {
+ public:
+  explicit InOrder(std::size_t window) : window_(window) {}
+  bool has_room() const { return handed_.size() < window_; }
+  void handed_out(int index) { handed_.push_back(index); }
+  void finished(PointResult point, SweepJournal& journal) {
+    waiting_.emplace(point.index, std::move(point));
+    while (!handed_.empty()) {
+      const auto it = waiting_.find(handed_.front());
+      if (it == waiting_.end()) break;
+      journal.append(it->second);
+      waiting_.erase(it);
+      handed_.pop_front();
+    }
+  }
+
+ private:
+  std::size_t window_;
+  std::deque<int> handed_;
+  std::map<int, PointResult> waiting_;
+};
 
 std::string axes_text(const LoadedSweep& sweep) {
   std::string out;
   for (const auto& axis : sweep.scenario.sweep.grid) out += (out.empty() ? "" : " x ") + axis.path;
   if (!sweep.scenario.sweep.list.empty())
     out = std::to_string(sweep.scenario.sweep.list.size()) + " listed" + (out.empty() ? "" : " x " + out);
+  return out;
+}
+
+struct Evaluated {
+  int failed = 0;
+  bool interrupted = false;  // a worker was stopped by a signal (Ctrl-C reaches them too)
+};
+
+// Hands the pending points to the channels' slots, one at a time, journals their results in order and
+// saves the outputs now and then, until every point is done or the sweep is interrupted.
+Evaluated evaluate_pending(PendingPoints& pending, const std::vector<PointChannel*>& channels,
+                           const LoadedSweep& sweep, const SweepHeader& header, int done_before,
+                           SweepJournal& journal, const SweepOptions& o) {
+  std::deque<std::pair<PointChannel*, int>> idle;
+  for (auto* c : channels)
+    for (int s = 0; s < c->slots(); ++s) idle.push_back({c, s});
+  InOrder in_order(std::max<std::size_t>(256, 16 * idle.size()));
+  Progress progress(header.total, done_before, ::isatty(STDERR_FILENO));
+  // Results are saved as points finish, but saving takes at most a tenth of the time: fast points
+  // (milliseconds each, analytic) are saved together, slow ones (searches, simulations) one by one.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point saved = Clock::now();
+  Clock::duration save_cost{};
+  bool unsaved = false;
+  int busy = 0;
+  Evaluated out;
+  while ((pending.peek() || busy > 0) && !g_interrupted && !out.interrupted) {
+    while (!idle.empty() && pending.peek() && in_order.has_room()) {
+      idle.front().first->assign(idle.front().second, *pending.peek());
+      in_order.handed_out(*pending.peek());
+      idle.pop_front();
+      pending.pop();
+      ++busy;
+    }
+    for (auto* c : channels) {
+      for (Finished& f : c->poll(channels.size() > 1 ? 2 : 200)) {
+        if (f.interrupted) {
+          out.interrupted = true;
+          break;
+        }
+        --busy;
+        idle.push_back({c, f.slot});
+        PointResult point;
+        try {
+          point = f.result.empty() ? failed_point(sweep.points.at(f.index), f.failure)
+                                   : point_from_json(nlohmann::json::parse(f.result));
+        } catch (const std::exception& e) {
+          point = failed_point(sweep.points.at(f.index),
+                               std::string("unreadable result from the worker: ") + e.what());
+        }
+        out.failed += point.status == PointStatus::Failed;
+        progress.point_finished(point);
+        in_order.finished(std::move(point), journal);
+        unsaved = true;
+      }
+    }
+    // Checked after every wait, so a point is saved soon even when no other follows it for long.
+    if (unsaved && Clock::now() - saved >= 9 * save_cost) {
+      const Clock::time_point start = Clock::now();
+      save(header, journal, o, false);
+      saved = Clock::now();
+      save_cost = saved - start;
+      unsaved = false;
+    }
+  }
+  progress.close();
   return out;
 }
 
@@ -126,7 +234,9 @@ LoadedSweep load_sweep(const SweepOptions& o) {
     throw InputError(Location{o.scenario},
                      "nothing to sweep: add a sweep: section (grid or list) to the scenario, "
                      "or give --grid PATH=V1,V2,... such as --grid cluster.nodes=16,32,64");
-  sweep.points = expand_sweep(sweep.scenario.sweep);
+  sweep.points = SweepPoints(sweep.scenario.sweep);
+  // Every point copies the scenario's document: without its sweep, which may hold millions of values.
+  std::erase_if(sweep.scenario.document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
   return sweep;
 }
 
@@ -144,106 +254,76 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
         Location{"<--png " + o.png + ">"},
         "--png needs paratwin-plot, which is built when Qt 6 Gui is found; install qt6-base-dev and "
         "rebuild");
-  SweepResults results = start_results(sweep.scenario, sweep.points);
-  if (o.resume) {
-    if (!writes_file(o.json))
-      throw InputError(Location{"<--resume>"},
-                       "--resume needs --json FILE, the results file of the sweep to continue");
-    resume_into(results, o.json);
-  }
-  std::deque<int> pending;
+  if (o.resume && !writes_file(o.json))
+    throw InputError(Location{"<--resume>"},
+                     "--resume needs --json FILE, the results file of the sweep to continue");
+  const SweepHeader header = sweep_header(sweep.scenario);
+  const std::string journal_file = journal_path(o);
+  std::error_code ec;
+  if (o.resume && !std::filesystem::exists(journal_file, ec) && !std::filesystem::exists(o.json, ec))
+    std::cerr << "sweep: " << o.json << " does not exist yet; starting from the first point\n";
+  SweepJournal journal = o.resume ? SweepJournal::resume(journal_file, header, o.json)
+                                  : SweepJournal::create(journal_file, header);
+  int done_before = 0;
   {
-    size_t k = 0;
-    for (const auto& point : sweep.points) {
-      while (k < results.points.size() && results.points[k].index < point.index) ++k;
-      if (k == results.points.size() || results.points[k].index != point.index)
-        pending.push_back(point.index);
-    }
+    JournalReader before = journal.reader();
+    while (auto p = before.next()) done_before += p->status != PointStatus::Failed;
   }
+  PendingPoints pending(journal.reader(), header.total);
+  journal.start_run();
 
   int slots = 0;
   for (auto* r : remote) slots += r->slots();
-  const int local_workers = std::min<int>(o.jobs, std::max<int>(1, int(pending.size())));
-  std::cerr << "sweep " << sweep.scenario.name << ": " << sweep.points.size() << " points ("
-            << axes_text(sweep) << ")"
-            << (results.points.empty() ? "" : ", " + std::to_string(results.points.size()) + " done before")
-            << ", " << (sweep.scenario.sweep.simulate ? "simulated" : "analytic") << ", on "
-            << local_workers + slots << " worker" << (local_workers + slots == 1 ? "" : "s") << "\n";
+  const int to_do = header.total - done_before;
+  const int local_workers = std::min<int>(o.jobs, std::max<int>(1, to_do));
+  std::cerr << "sweep " << sweep.scenario.name << ": " << header.total << " points (" << axes_text(sweep)
+            << ")" << (done_before > 0 ? ", " + std::to_string(done_before) + " done before" : "") << ", "
+            << (sweep.scenario.sweep.simulate ? "simulated" : "analytic") << ", on " << local_workers + slots
+            << " worker" << (local_workers + slots == 1 ? "" : "s") << "\n";
 
   int failed = 0;
   bool interrupted = false;
-  if (!pending.empty()) {
+  if (pending.peek()) {
     InterruptGuard guard;
     WorkerPool local(worker_command(o), local_workers);
     std::vector<PointChannel*> channels = {&local};
     channels.insert(channels.end(), remote.begin(), remote.end());
-    std::deque<std::pair<PointChannel*, int>> idle;
-    for (auto* c : channels)
-      for (int s = 0; s < c->slots(); ++s) idle.push_back({c, s});
-    Progress progress(results.total, static_cast<int>(results.points.size()), ::isatty(STDERR_FILENO));
-    // Results are saved as points finish, but saving takes at most a tenth of the time: fast points
-    // (milliseconds each, analytic) are saved together, slow ones (searches, simulations) one by one.
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point saved = Clock::now();
-    Clock::duration save_cost{};
-    bool unsaved = false;
-    int busy = 0;
-    while ((!pending.empty() || busy > 0) && !g_interrupted && !interrupted) {
-      while (!idle.empty() && !pending.empty()) {
-        idle.front().first->assign(idle.front().second, pending.front());
-        idle.pop_front();
-        pending.pop_front();
-        ++busy;
-      }
-      for (auto* c : channels) {
-        for (Finished& f : c->poll(channels.size() > 1 ? 2 : 200)) {
-          if (f.interrupted) {
-            interrupted = true;
-            break;
-          }
-          --busy;
-          idle.push_back({c, f.slot});
-          PointResult point;
-          try {
-            point = f.result.empty() ? failed_point(sweep.points.at(f.index), f.failure)
-                                     : point_from_json(nlohmann::json::parse(f.result));
-          } catch (const std::exception& e) {
-            point = failed_point(sweep.points.at(f.index),
-                                 std::string("unreadable result from the worker: ") + e.what());
-          }
-          failed += point.status == PointStatus::Failed;
-          progress.point_finished(point);
-          add_point(results, std::move(point));
-          unsaved = true;
-        }
-      }
-      // Checked after every wait, so a point is saved soon even when no other follows it for long.
-      if (unsaved && Clock::now() - saved >= 9 * save_cost) {
-        const Clock::time_point start = Clock::now();
-        save(results, o, false);
-        saved = Clock::now();
-        save_cost = saved - start;
-        unsaved = false;
-      }
-    }
-    progress.close();
+    const Evaluated e = evaluate_pending(pending, channels, sweep, header, done_before, journal, o);
+    failed = e.failed;
+    interrupted = e.interrupted;
     if (g_interrupted || interrupted) {
-      save(results, o, true);
-      std::cerr << "sweep: interrupted; " << results.points.size() << " of " << results.total << " points"
-                << (writes_file(o.json) ? " saved in " + o.json + "; continue with --resume"
-                                        : " (none saved: no --json FILE)")
+      save(header, journal, o, true);
+      std::cerr << "sweep: interrupted"
+                << (writes_file(o.json) ? "; the finished points are saved in " + o.json + " and " +
+                                              journal.path() + "; continue with --resume"
+                                        : " (nothing saved: no --json FILE)")
                 << "\n";
+      if (!writes_file(o.json)) std::filesystem::remove(journal.path(), ec);
       return 130;
     }
     for (auto* c : channels) c->finish();
   }
 
-  save(results, o, true);
-  if (o.json == "-")
-    std::cout << to_json(results).dump(2) << "\n";
-  else
-    std::cout << to_text(results);
-  if (!o.png.empty()) write_sweep_png(results, o.png);
+  save(header, journal, o, true);
+  if (o.json == "-") {
+    write_json(std::cout, header, journal.points());
+  } else {
+    write_text(std::cout, header, journal.points());
+  }
+  std::cout << std::flush;
+  if (!o.png.empty()) {
+    // paratwin-plot reads the JSON file; without one, a temporary one.
+    std::string json = o.json;
+    if (!writes_file(json)) {
+      json = journal.path() + ".json";
+      AtomicFileWriter out(json);
+      write_json(out.stream(), header, journal.points());
+      out.commit(false);
+    }
+    write_sweep_png(json, o.png);
+    if (json != o.json) std::filesystem::remove(json, ec);
+  }
+  std::filesystem::remove(journal.path(), ec);
   if (failed > 0) {
     std::cerr << "sweep: " << failed << " point" << (failed == 1 ? "" : "s")
               << " could not be evaluated (see above); --resume evaluates them again\n";

@@ -25,8 +25,8 @@ struct SweepOptions {
 void add_sweep_options(CLI::App& command, SweepOptions& options);
 
 struct LoadedSweep {
-  ScenarioSpec scenario;
-  std::vector<SweepPoint> points;
+  ScenarioSpec scenario;  // its document without the sweep: section (each point copies it)
+  SweepPoints points;
 };
 
 // The scenario with --set applied and --grid axes added, and its points. Throws InputError (bad input,
@@ -37,9 +37,12 @@ LoadedSweep load_sweep(const SweepOptions& options);
 std::vector<std::string> worker_command(const SweepOptions& options);
 
 // Runs the points not yet in the results (with --resume, those of --json FILE that did not fail) on
-// `jobs` local workers plus the slots of `remote`, saves the JSON and CSV after each point, and writes
-// every output at the end. Returns the exit status: 0 done, 1 when points failed (rerun with --resume),
-// 130 interrupted. Throws InputError for a results file that cannot be resumed.
+// `jobs` local workers plus the slots of `remote`. Each result goes to the sweep's journal (FILE.partial
+// beside --json FILE, else a temporary file) as it finishes, in index order; the JSON and CSV files are
+// rewritten from the journal now and then and at the end, the journal then removed. Memory does not
+// grow with the number of points. Returns the exit status: 0 done, 1 when points failed (rerun with
+// --resume), 130 interrupted (the journal kept for --resume). Throws InputError for results that cannot
+// be resumed.
 int run_sweep(const SweepOptions& options, const LoadedSweep& sweep,
               const std::vector<PointChannel*>& remote = {});
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace paratwin::exec {
@@ -38,8 +39,32 @@ struct CheckpointSearch {
 // `expected_parameters` entries; corrupt or truncated ones are listed in `rejected`, never loaded.
 CheckpointSearch load_latest_checkpoint(const std::string& dir, size_t expected_parameters);
 
-// Reads one checkpoint directory; throws std::runtime_error saying what is wrong with it.
+// Reads one checkpoint directory; throws std::runtime_error saying what is wrong with it. A checkpoint
+// may come from elsewhere: the manifest is checked before any other file is read and before anything
+// is allocated for it (it names exactly the four files a checkpoint holds, nothing outside its
+// directory; sizes that match the files on disk and this model; no links), then the checksums, then
+// every field of state.json.
 TrainingState load_checkpoint(const std::string& path, size_t expected_parameters);
+
+// What a manifest promises, checked against this model: the four files and their sizes and checksums.
+struct CheckpointManifest {
+  struct File {
+    std::string name;
+    uint64_t bytes = 0;
+    std::string fnv1a64;  // 16 hex digits
+  };
+  int64_t step = 0;
+  std::vector<File> files;  // weights.bin, optimizer.bin, state.json, plan.yaml
+};
+// Parses MANIFEST.json's text; throws std::runtime_error saying what is wrong.
+CheckpointManifest parse_checkpoint_manifest(std::string_view text, size_t expected_parameters);
+// Parses state.json's text (weights and moments left empty); throws std::runtime_error.
+TrainingState parse_checkpoint_state(std::string_view text);
+
+// The step, model and global batch of the newest checkpoint in `dir` whose manifest and state.json
+// read (the tensors are not read): to refuse a resume of another model before any rank starts.
+// nullopt when there is none.
+std::optional<TrainingState> peek_latest_checkpoint(const std::string& dir);
 
 // Removes what writers killed mid-write left in `dir` (temporary directories and files, never a
 // complete checkpoint); returns how many. Only while no writer runs there.

@@ -1,21 +1,23 @@
 // The deterministic data stream.
 #include "exec/data/loader.hpp"
 
-#include <stdexcept>
 #include <string>
+
+#include "plan/spec/diagnostics.hpp"
 
 namespace paratwin::exec {
 
 DataLoader::DataLoader(std::vector<uint16_t> tokens, int seq_len, int vocab)
     : tokens_(std::move(tokens)), seq_len_(seq_len) {
   if (seq_len < 1 || tokens_.size() < size_t(seq_len) + 1)
-    throw std::invalid_argument("the corpus holds " + std::to_string(tokens_.size()) +
-                                " tokens; a sequence of " + std::to_string(seq_len) + " needs " +
-                                std::to_string(seq_len + 1));
+    throw InputError(Location{"<--data>"}, "the corpus holds " + std::to_string(tokens_.size()) +
+                                               " tokens; a sequence of " + std::to_string(seq_len) +
+                                               " needs " + std::to_string(seq_len + 1));
   for (uint16_t t : tokens_)
     if (t >= vocab)
-      throw std::invalid_argument("the corpus holds token " + std::to_string(t) +
-                                  ", outside the model's vocabulary of " + std::to_string(vocab));
+      throw InputError(Location{"<--data>"}, "the corpus holds token " + std::to_string(t) +
+                                                 ", outside the model's vocabulary of " +
+                                                 std::to_string(vocab));
   per_epoch_ = int64_t((tokens_.size() - 1) / size_t(seq_len));
 }
 

@@ -13,8 +13,8 @@ namespace paratwin::exec {
 
 class DataLoader {
  public:
-  // Throws std::invalid_argument when the corpus holds fewer than seq_len + 1 tokens, or a token
-  // is outside the vocabulary.
+  // Throws InputError when the corpus holds fewer than seq_len + 1 tokens, or a token is outside the
+  // vocabulary (`paratwin run` checks both before any rank starts: see exec/run/launch_checks.hpp).
   DataLoader(std::vector<uint16_t> tokens, int seq_len, int vocab);
 
   // Fills inputs and targets (B,T) with global sequences first, first + 1, ..., first + B - 1.

@@ -10,6 +10,7 @@
 #include "exec/backend_info.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/gemm.hpp"
+#include "exec/run/launch_checks.hpp"
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/threads.hpp"
@@ -167,28 +168,21 @@ std::string duration_text(double s) {
   return buf;
 }
 
-}  // namespace
-
-int run_live_rank(const LiveRunOptions& opts) {
-  const LiveRunSetup setup = prepare_live_run(opts);
+// The rank's training and, on rank 0, its progress and output files.
+int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicator& comm, RankAgent* agent) {
   const ScenarioSpec& scenario = setup.scenario;
   const Plan& plan = setup.plan;
-  MpiSession session;
-  auto comm = mpi_world();
-  const bool lead = comm->rank() == 0;
-  if (opts.backend == "cpu") set_rank_threads(setup.threads);
+  const bool lead = comm.rank() == 0;
   std::ostream& out = opts.json == "-" ? std::cerr : std::cout;
   TrainOptions o;
   o.steps = opts.steps;
-  o.data = opts.data.empty() ? Catalog::installed().root() + "/data/tiny-corpus.txt" : opts.data;
+  o.data = live_data_path(opts);
   o.checkpoint_dir = opts.checkpoint_dir;
   o.checkpoint_every = opts.checkpoint_every;
   o.resume = opts.resume;
   o.seed = opts.seed;
   o.learning_rate = opts.lr;
   o.stop_after = opts.stop_after;
-  // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
-  const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
   TrainingSession* trainer_of_hooks = nullptr;  // the hooks run inside trainer.run()
   if (agent)
     o.on_checkpoint = [&agent](int64_t step, double snapshot_s, double write_s) {
@@ -207,7 +201,7 @@ int run_live_rank(const LiveRunOptions& opts) {
     if (agent)
       agent->after_step(r, [&] {
         trainer_of_hooks->wait_for_checkpoints();
-        comm->barrier();
+        comm.barrier();
       });
     // Fault injection for the resume tests: an abrupt death once the checkpoints taken are on disk.
     if (lead && r.step == kill_after) {
@@ -217,8 +211,8 @@ int run_live_rank(const LiveRunOptions& opts) {
   };
   const auto set_up_start = std::chrono::steady_clock::now();
   const std::unique_ptr<TrainingSession> chosen = opts.backend == "cuda"
-                                                      ? make_cuda_trainer(scenario, plan, *comm, o)
-                                                      : std::make_unique<Trainer>(scenario, plan, *comm, o);
+                                                      ? make_cuda_trainer(scenario, plan, comm, o)
+                                                      : std::make_unique<Trainer>(scenario, plan, comm, o);
   const double set_up_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - set_up_start).count();
   TrainingSession& trainer = *chosen;
@@ -242,7 +236,7 @@ int run_live_rank(const LiveRunOptions& opts) {
     if (plan.tp * plan.pp * plan.cp > 1)
       out << "paratwin run: each of the " << plan.dp << " data-parallel ranks is tp " << plan.tp << " x pp "
           << plan.pp << (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : std::string()) << " processes ("
-          << comm->size() << " in all)\n"
+          << comm.size() << " in all)\n"
           << std::flush;
     if (opts.backend == "cpu" && scenario.training.precision != Precision::Fp32)
       out << "paratwin run: the scenario trains in "
@@ -258,7 +252,7 @@ int run_live_rank(const LiveRunOptions& opts) {
   // The profile is of pipeline rank 0's role (world rank 0's): its ranks have the same tasks.
   RunTimings timings;
   if (Communicator* group = trainer.timing_group()) timings = gather_timings(*group, trainer.role(), result);
-  const nlohmann::json measured = measured_memory_json(*comm, scenario, trainer.program(), result);
+  const nlohmann::json measured = measured_memory_json(comm, scenario, trainer.program(), result);
   if (lead) {
     if (!opts.profile.empty()) {
       nlohmann::json profile = profile_json(scenario, trainer.program(), timings);
@@ -280,6 +274,24 @@ int run_live_rank(const LiveRunOptions& opts) {
   }
   if (agent) agent->done();
   return 0;
+}
+
+}  // namespace
+
+int run_live_rank(const LiveRunOptions& opts) {
+  const LiveRunSetup setup = prepare_live_run(opts);
+  MpiSession session;
+  auto comm = mpi_world();
+  if (opts.backend == "cpu") set_rank_threads(setup.threads);
+  // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
+  const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
+  try {
+    return train_rank(opts, setup, *comm, agent.get());
+  } catch (const InputError& e) {
+    // Bad input the checks before launch could not see: the supervisor must not restart the job.
+    if (agent) agent->refused(e.diagnostics().empty() ? e.what() : e.diagnostics().front().str());
+    throw;
+  }
 }
 
 std::string rank_executable() {

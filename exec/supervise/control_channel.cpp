@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -20,7 +21,7 @@ namespace paratwin::exec {
 
 namespace {
 
-constexpr size_t kMaxLine = 4096;  // a heartbeat is under 200 bytes
+constexpr size_t kMaxStrangers = 64;  // connections waiting to say hello
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -58,16 +59,95 @@ bool count(const nlohmann::json& j, const char* key, int64_t& out, std::string& 
   return true;
 }
 
+// Compares the secret in time independent of where the texts differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+bool loopback(const std::string& host) {
+  return host.rfind("127.", 0) == 0;
+}
+
 }  // namespace
+
+ControlLine parse_control_line(std::string_view line) {
+  ControlLine out;
+  if (line.size() > kMaxControlLine) {
+    out.why = "longer than " + std::to_string(kMaxControlLine) + " bytes";
+    return out;
+  }
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    out.why = "not a JSON object with a 'type'";
+    return out;
+  }
+  const std::string type = j["type"];
+  std::string why;
+  ControlMessage& m = out.message;
+  bool ok = false;
+  if (type == "hello") {
+    ok = j.contains("token") && j["token"].is_string() && count(j, "rank", out.rank, why) &&
+         count(j, "pid", out.pid, why);
+    if (ok) out.token = j["token"];
+    if (!ok && why.empty()) why = "'token' is missing or not text";
+    out.kind = ControlLine::Kind::Hello;
+  } else if (type == "step") {
+    m.kind = ControlMessage::Kind::Step;
+    ok = count(j, "step", m.step, why) && count(j, "steps", m.steps, why) && number(j, "loss", m.loss, why) &&
+         number(j, "step_s", m.step_s, why);
+  } else if (type == "checkpoint") {
+    m.kind = ControlMessage::Kind::Checkpoint;
+    ok = count(j, "step", m.step, why) && number(j, "snapshot_s", m.snapshot_s, why) &&
+         number(j, "write_s", m.write_s, why);
+  } else if (type == "fault") {
+    m.kind = ControlMessage::Kind::Fault;
+    ok = count(j, "step", m.step, why);
+    if (ok && !(j.contains("fault") && j["fault"].is_string())) {
+      ok = false;
+      why = "'fault' is missing or not text";
+    }
+    if (ok) m.fault = j["fault"];
+  } else if (type == "refused") {
+    m.kind = ControlMessage::Kind::Refused;
+    ok = j.contains("reason") && j["reason"].is_string();
+    if (ok)
+      m.reason = j["reason"];
+    else
+      why = "'reason' is missing or not text";
+  } else if (type == "done") {
+    m.kind = ControlMessage::Kind::Done;
+    ok = true;
+  } else {
+    why = "unknown type '" + type + "'";
+  }
+  if (!ok) {
+    out.kind = ControlLine::Kind::Malformed;
+    out.why = why;
+  } else if (type != "hello") {
+    out.kind = ControlLine::Kind::Message;
+  }
+  return out;
+}
 
 struct ControlServer::Peer {
   int fd = -1;
   std::string address;  // "127.0.0.1:53012"
   std::string buffer;   // bytes after the last newline
   int rank = -1;        // -1 until a valid hello
+  double connected_s = 0;
 };
 
-ControlServer::ControlServer(const std::string& address, Log log) : log_(std::move(log)), host_(address) {
+ControlServer::ControlServer(const std::string& address, Log log, double hello_timeout_s)
+    : log_(std::move(log)), hello_timeout_s_(hello_timeout_s), host_(address) {
   sockaddr_in a = ipv4(address, 0);
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error(system_error("control channel: socket"));
@@ -80,6 +160,10 @@ ControlServer::ControlServer(const std::string& address, Log log) : log_(std::mo
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
   port_ = ntohs(a.sin_port);
   started_ = steady_seconds();
+  if (!loopback(address))
+    log_("control channel: warning: listening on " + address +
+         ", not loopback: other machines can connect (they are dropped without the job's secret, which "
+         "travels unencrypted on the network)");
 }
 
 ControlServer::~ControlServer() {
@@ -107,25 +191,54 @@ std::vector<ControlMessage> ControlServer::poll(double timeout_s) {
   std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
   for (auto& p : peers_) fds.push_back({p->fd, POLLIN, 0});
   std::vector<ControlMessage> out;
-  if (::poll(fds.data(), fds.size(), int(timeout_s * 1000)) <= 0) return out;
-  for (size_t i = 1; i < fds.size(); ++i)
-    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*peers_[i - 1], out);
-  if (fds[0].revents & POLLIN) {
-    sockaddr_in from{};
-    socklen_t len = sizeof from;
-    const int fd =
-        ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      char host[INET_ADDRSTRLEN] = "?";
-      ::inet_ntop(AF_INET, &from.sin_addr, host, sizeof host);
-      peers_.push_back(std::make_unique<Peer>(
-          Peer{fd, std::string(host) + ":" + std::to_string(ntohs(from.sin_port)), "", -1}));
-    }
+  if (::poll(fds.data(), fds.size(), int(timeout_s * 1000)) > 0) {
+    for (size_t i = 1; i < fds.size(); ++i)
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*peers_[i - 1], out);
+    if (fds[0].revents & POLLIN) accept_peer();
   }
+  // A peer that has not said hello in time holds a connection for nothing (checked when nothing came
+  // too: silence is what it does).
+  const double t = now();
+  for (auto& p : peers_)
+    if (p->fd >= 0 && p->rank < 0 && t - p->connected_s > hello_timeout_s_)
+      drop_stranger(*p, "said no hello within " + seconds_text(hello_timeout_s_));
   // Connections that ended or were dropped go.
   peers_.erase(std::remove_if(peers_.begin(), peers_.end(), [](const auto& p) { return p->fd < 0; }),
                peers_.end());
   return out;
+}
+
+void ControlServer::accept_peer() {
+  sockaddr_in from{};
+  socklen_t len = sizeof from;
+  const int fd =
+      ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return;
+  char host[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &from.sin_addr, host, sizeof host);
+  auto peer = std::make_unique<Peer>(
+      Peer{fd, std::string(host) + ":" + std::to_string(ntohs(from.sin_port)), "", -1, now()});
+  // A crowd of strangers waiting to say hello: the one waiting longest makes room, so that a rank
+  // (which says hello as soon as it connects) still gets in while a flood goes on.
+  std::vector<Peer*> waiting;
+  for (auto& p : peers_)
+    if (p->fd >= 0 && p->rank < 0) waiting.push_back(p.get());
+  if (waiting.size() >= kMaxStrangers)
+    drop_stranger(
+        **std::min_element(waiting.begin(), waiting.end(),
+                           [](const Peer* a, const Peer* b) { return a->connected_s < b->connected_s; }),
+        std::to_string(kMaxStrangers) + " connections were waiting to say hello; the oldest goes");
+  peers_.push_back(std::move(peer));
+}
+
+void ControlServer::drop_stranger(Peer& peer, const std::string& why) {
+  ++strangers_dropped_;
+  if (strangers_dropped_ <= 20 || strangers_dropped_ % 1000 == 0)
+    log_("control channel: dropped unknown peer " + peer.address + " (" + why +
+         ") and closed its connection" +
+         (strangers_dropped_ > 20 ? "; " + std::to_string(strangers_dropped_) + " dropped so far" : ""));
+  ::close(peer.fd);
+  peer.fd = -1;
 }
 
 void ControlServer::read_from(Peer& peer, std::vector<ControlMessage>& out) {
@@ -140,11 +253,14 @@ void ControlServer::read_from(Peer& peer, std::vector<ControlMessage>& out) {
         peer.buffer.erase(0, newline + 1);
         handle_line(peer, line, out);
       }
-      if (peer.fd >= 0 && peer.buffer.size() > kMaxLine) {
-        log_("control channel: dropped an oversized message from " +
-             (peer.rank >= 0 ? "rank " + std::to_string(peer.rank) : "unknown peer " + peer.address) +
-             " and closed its connection");
-        close(peer, out);
+      if (peer.fd >= 0 && peer.buffer.size() > kMaxControlLine) {
+        if (peer.rank < 0) {
+          drop_stranger(peer, "an oversized message");
+        } else {
+          log_("control channel: dropped an oversized message from rank " + std::to_string(peer.rank) +
+               " and closed its connection");
+          close(peer, out);
+        }
       }
       if (peer.fd < 0) return;
       continue;
@@ -170,59 +286,25 @@ void ControlServer::close(Peer& peer, std::vector<ControlMessage>& out) {
 }
 
 void ControlServer::handle_line(Peer& peer, const std::string& line, std::vector<ControlMessage>& out) {
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  const bool object = !j.is_discarded() && j.is_object() && j.contains("type") && j["type"].is_string();
+  const ControlLine parsed = parse_control_line(line);
   if (peer.rank < 0) {
-    // Only a hello with this job's token for a free rank makes a peer known.
-    int64_t rank = -1, pid = 0;
-    std::string why;
-    const bool hello = object && j["type"] == "hello" && j.contains("token") && j["token"] == token_ &&
-                       count(j, "rank", rank, why) && count(j, "pid", pid, why) && rank < ranks_ &&
-                       pids_[size_t(rank)] == 0;
-    if (!hello) {
-      log_("control channel: dropped a message from unknown peer " + peer.address +
-           " (not a hello with this job's token for a free rank) and closed its connection");
-      ::close(peer.fd);
-      peer.fd = -1;
-      return;
-    }
-    peer.rank = int(rank);
-    pids_[size_t(rank)] = int(pid);
+    // Only a hello with this job's secret for a free rank makes a peer known.
+    const bool hello = parsed.kind == ControlLine::Kind::Hello && same_secret(parsed.token, token_) &&
+                       parsed.rank < ranks_ && pids_[size_t(parsed.rank)] == 0;
+    if (!hello)
+      return drop_stranger(peer, "its first message is not a hello with this job's secret for a free rank");
+    peer.rank = int(parsed.rank);
+    pids_[size_t(parsed.rank)] = int(parsed.pid);
     return;
   }
-  const auto drop = [&](const std::string& why) {
-    log_("control channel: dropped a malformed message from rank " + std::to_string(peer.rank) + ": " + why);
-  };
-  if (!object) return drop("not a JSON object with a 'type'");
-  ControlMessage m;
+  if (parsed.kind != ControlLine::Kind::Message) {
+    log_("control channel: dropped a malformed message from rank " + std::to_string(peer.rank) + ": " +
+         (parsed.kind == ControlLine::Kind::Hello ? std::string("a second hello") : parsed.why));
+    return;
+  }
+  ControlMessage m = parsed.message;
   m.rank = peer.rank;
   m.received_s = now();
-  const std::string type = j["type"];
-  std::string why;
-  bool ok = false;
-  if (type == "step") {
-    m.kind = ControlMessage::Kind::Step;
-    ok = count(j, "step", m.step, why) && count(j, "steps", m.steps, why) && number(j, "loss", m.loss, why) &&
-         number(j, "step_s", m.step_s, why);
-  } else if (type == "checkpoint") {
-    m.kind = ControlMessage::Kind::Checkpoint;
-    ok = count(j, "step", m.step, why) && number(j, "snapshot_s", m.snapshot_s, why) &&
-         number(j, "write_s", m.write_s, why);
-  } else if (type == "fault") {
-    m.kind = ControlMessage::Kind::Fault;
-    ok = count(j, "step", m.step, why);
-    if (ok && !(j.contains("fault") && j["fault"].is_string())) {
-      ok = false;
-      why = "'fault' is missing or not text";
-    }
-    if (ok) m.fault = j["fault"];
-  } else if (type == "done") {
-    m.kind = ControlMessage::Kind::Done;
-    ok = true;
-  } else {
-    why = "unknown type '" + type + "'";
-  }
-  if (!ok) return drop(why);
   out.push_back(m);
 }
 

@@ -72,4 +72,9 @@ void RankAgent::done() {
   channel_->send({{"type", "done"}});
 }
 
+void RankAgent::refused(const std::string& reason) {
+  // Within the channel's line limit, whatever the message.
+  channel_->send({{"type", "refused"}, {"reason", reason.substr(0, kMaxControlLine / 2)}});
+}
+
 }  // namespace paratwin::exec

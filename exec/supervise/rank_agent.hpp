@@ -34,6 +34,9 @@ class RankAgent {
   // Rank 0, from the checkpoint writer's thread.
   void checkpoint_done(int64_t step, double snapshot_s, double write_s);
   void done();
+  // The rank cannot run the job (bad input, such as data or a checkpoint of another model): the
+  // supervisor stops the job and exits 2 instead of restarting it.
+  void refused(const std::string& reason);
 
  private:
   std::unique_ptr<ControlClient> channel_;

@@ -133,7 +133,8 @@ struct Launch {
   bool grow_announced = false;
 };
 
-enum class Outcome { Finished, Failed, Grow, Interrupted };
+// Refused: a rank cannot run the job (bad input it found, exit status 2); restarting would fail alike.
+enum class Outcome { Finished, Failed, Grow, Refused, Interrupted };
 
 class Supervisor {
  public:
@@ -363,6 +364,9 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
               std::to_string(m.step));
           break;
         }
+        case ControlMessage::Kind::Refused:
+          say("rank " + std::to_string(m.rank) + " cannot run the job: " + m.reason);
+          return Outcome::Refused;
         case ControlMessage::Kind::Done:
           l.done[size_t(m.rank)] = true;
           break;
@@ -372,7 +376,8 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
       }
     }
     const double now = server_->now();
-    if (status) return *status == 0 ? Outcome::Finished : ended(-1, now);
+    // Exit status 2 is a rank's InputError (one it could not report over the channel).
+    if (status) return *status == 0 ? Outcome::Finished : *status == 2 ? Outcome::Refused : ended(-1, now);
     // The watchdog: no rank got further for the hang timeout (start-up has a grace period).
     const double deadline =
         l.training ? l.last_progress_s + hang_s_ : l.started_s + hang_s_ + kStartupGrace_s;
@@ -457,6 +462,9 @@ int Supervisor::run() {
       case Outcome::Interrupted:
         say("interrupted: the job is stopped");
         return finish(130);
+      case Outcome::Refused:
+        say("not restarting: the job's input is bad (see above); a restart would fail the same way");
+        return finish(2);
       case Outcome::Grow:
         say("checkpoint written with slots to spare: restarting on more ranks");
         regrowing_ = true;

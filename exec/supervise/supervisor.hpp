@@ -35,8 +35,8 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& options);
 
 // Runs the job under supervision. `setup` is the job on all --ranks; `args` the flags after `run`.
 // Returns the exit status: 0 when the run finished, 1 when it could not recover (restarts used up,
-// no capacity), 130 when interrupted. Throws InputError for bad supervision flags (before starting
-// anything).
+// no capacity), 2 when a rank found the job's input bad (never restarted), 130 when interrupted. Throws
+// InputError for bad supervision flags (before starting anything).
 int supervise_run(const LiveRunOptions& live, const LiveRunSetup& setup, const SuperviseOptions& options,
                   const std::vector<std::string>& args);
 

@@ -42,6 +42,7 @@ TrainingSession::TrainingSession(const ScenarioSpec& scenario, const Plan& plan,
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+    // prepare_live_run refused the same problems before launch: here they are the launcher's bug.
     throw std::invalid_argument("the plan cannot run live: " + all);
   }
   program_ = lower(plan_, scenario.model, scenario.cluster, scenario.training);
@@ -50,7 +51,8 @@ TrainingSession::TrainingSession(const ScenarioSpec& scenario, const Plan& plan,
   if (const auto broken = verify(program_); !broken.empty())
     throw std::logic_error("lowering made an unsound Program: " + broken.front());
   total_steps_ = options_.steps > 0 ? options_.steps : scenario_steps(scenario);
-  if (total_steps_ <= 0) throw std::invalid_argument("the run has no steps: give training.steps or --steps");
+  if (total_steps_ <= 0)
+    throw InputError(Location{scenario.file}, "the run has no steps: give training.steps or --steps");
   data_ = std::make_unique<DataLoader>(load_tokens(options_.data), scenario.training.seq_len,
                                        scenario.model.vocab);
   lr_.max = options_.learning_rate;

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/spec/diagnostics.hpp"
+
 namespace paratwin::exec {
 
 namespace {
@@ -32,9 +34,10 @@ std::unique_ptr<BackgroundCheckpointWriter> open_checkpoint_writer(const TrainOp
   if (options.checkpoint_dir.empty() || rank != 0) return nullptr;
   std::error_code ec;
   std::filesystem::create_directories(options.checkpoint_dir, ec);
+  // The user's directory: refused like any bad input (exit 2), not counted as a failure and retried.
   if (ec)
-    throw std::runtime_error("cannot create checkpoint directory " + options.checkpoint_dir + ": " +
-                             ec.message());
+    throw InputError(Location{"<--checkpoint-dir " + options.checkpoint_dir + ">"},
+                     "cannot create the checkpoint directory: " + ec.message());
   return std::make_unique<BackgroundCheckpointWriter>(options.checkpoint_dir, options.on_checkpoint);
 }
 
@@ -105,10 +108,10 @@ CheckpointSearch find_resume_checkpoint(const TrainOptions& options, const Scena
   }
   const TrainingState& s = *found.state;
   if (s.model != scenario.model.name || s.global_batch != scenario.training.global_batch)
-    throw std::invalid_argument("checkpoint " + found.path + " is of model " + s.model +
-                                " with global batch " + std::to_string(s.global_batch) +
-                                "; this run trains " + scenario.model.name + " with global batch " +
-                                std::to_string(scenario.training.global_batch));
+    throw InputError(Location{found.path}, "the checkpoint is of model " + s.model + " with global batch " +
+                                               std::to_string(s.global_batch) + "; this run trains " +
+                                               scenario.model.name + " with global batch " +
+                                               std::to_string(scenario.training.global_batch));
   return found;
 }
 

@@ -27,7 +27,10 @@ std::string profile_inputs_yaml(const ScenarioSpec& s, const Plan& plan) {
 
 Profile load_profile(const std::string& path) {
   // JSON is YAML: reading the profile as a document gives every field its line and column.
-  const DocNode document = load_yaml_file(path);
+  return parse_profile(load_yaml_file(path), path);
+}
+
+Profile parse_profile(const DocNode& document, const std::string& path) {
   Diagnostics diag;
   Profile p;
   p.path = path;

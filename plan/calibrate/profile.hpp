@@ -47,6 +47,8 @@ struct Profile {
 // Reads a profile written by `paratwin run --profile`. Throws InputError (file:line:col) when the file
 // is not such a profile or a field is missing or malformed.
 Profile load_profile(const std::string& path);
+// The same from a document already read; `path` names it in messages (fuzzing).
+Profile parse_profile(const DocNode& document, const std::string& path);
 
 // The cluster named on the command line: a catalog name or a path. Throws InputError.
 ClusterSpec load_cluster_argument(const std::string& cluster);

@@ -26,7 +26,10 @@ nlohmann::json to_json(const FailureTrace& t) {
 }
 
 FailureTrace load_failure_trace(const std::string& path) {
-  const DocNode doc = load_yaml_file(path);
+  return parse_failure_trace(load_yaml_file(path));
+}
+
+FailureTrace parse_failure_trace(const DocNode& doc) {
   Diagnostics diag;
   FailureTrace t;
   MapReader r(doc, "", diag);

@@ -37,6 +37,8 @@ nlohmann::json to_json(const FailureTrace& trace);
 
 // Reads a trace file; throws InputError naming the file and the key that is missing or mistyped.
 FailureTrace load_failure_trace(const std::string& path);
+// The same from a document already read (fuzzing).
+FailureTrace parse_failure_trace(const DocNode& document);
 
 // The trace as scenario fields: its failures as scripted GPU failures (index = slot), no random
 // ones, detection, restart and repair (= down time), the checkpoint interval, and the elasticity

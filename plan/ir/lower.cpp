@@ -13,6 +13,7 @@
 #include "plan/cost/layer_collectives.hpp"
 #include "plan/ir/role_builder.hpp"
 #include "plan/ir/schedule.hpp"
+#include "plan/spec/limits.hpp"
 #include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
@@ -67,7 +68,8 @@ Role RoleBuilder::build() {
   forward_done_.resize(static_cast<size_t>(p_.num_microbatches) * p_.chunks());
   // Up to about 20 tasks per pass pair (compute, collectives, transfers, ZeRO-3 gathers, offload
   // copies, bucket segments); growing the vector would move them all.
-  role_.tasks.reserve(static_cast<size_t>(p_.num_microbatches) * p_.virtual_stages * 24 + 4 * m_.layers + 64);
+  role_.tasks.reserve(static_cast<size_t>(
+      estimated_role_tasks(p_.virtual_stages, p_.num_microbatches, m_.layers, p_.pp, p_.zero)));
   const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
   // The last backward of each chunk finalizes its gradients.
   std::map<int, int> last_backward;
@@ -439,10 +441,10 @@ void RoleBuilder::optimizer() {
 
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
   const bool sharded = reduces_every_microbatch();
-  const cost::ModelStateBytes dense = cost::held_model_state_bytes(role_.parameters - experts_, replicas(),
-                                                                   p_.zero, sharded, t_.optimizer, t_.precision);
-  const cost::ModelStateBytes experts = cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero,
-                                                                     sharded, t_.optimizer, t_.precision);
+  const cost::ModelStateBytes dense = cost::held_model_state_bytes(
+      role_.parameters - experts_, replicas(), p_.zero, sharded, t_.optimizer, t_.precision);
+  const cost::ModelStateBytes experts =
+      cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
                  dense.optimizer + experts.optimizer};
   if (p_.offload_optimizer) {

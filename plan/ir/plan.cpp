@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include "plan/spec/checked.hpp"
+#include "plan/spec/limits.hpp"
 #include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
@@ -40,9 +42,10 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.pp = *r.pp;
   p.cp = r.cp.value_or(1);
   p.ep = r.ep.value_or(1);
-  p.dp = r.dp ? *r.dp : s.cluster.gpus() / (p.tp * p.pp * p.cp);
+  p.dp = r.dp ? *r.dp : int(s.cluster.gpus() / (std::int64_t(p.tp) * p.pp * p.cp));
   p.order = r.order.value_or(p.order);
   p.micro_batch = *r.micro_batch;
+  // At most global_batch (an int, see parse_training): never wrapped.
   const long long per_replica = s.training.global_batch / std::max(1, p.dp);
   p.num_microbatches = r.num_microbatches.value_or(static_cast<int>(per_replica / p.micro_batch));
   p.schedule = r.schedule.value_or(Schedule::OneFOneB);
@@ -93,11 +96,15 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.ep > 1 && (!m.moe || m.moe->experts % p.ep != 0 || p.dp % p.ep != 0))
     add("ep=" + num(p.ep) + " needs a mixture-of-experts model whose experts and dp=" + num(p.dp) +
         " it divides");
-  const long long per_step = static_cast<long long>(p.dp) * p.micro_batch * p.num_microbatches;
+  const std::optional<std::int64_t> per_step = checked_product({p.dp, p.micro_batch, p.num_microbatches});
   if (per_step != t.global_batch)
     add("dp x micro_batch x num_microbatches = " + num(p.dp) + " x " + num(p.micro_batch) + " x " +
-        num(p.num_microbatches) + " = " + num(per_step) + " sequences, but the global batch is " +
-        num(t.global_batch));
+        num(p.num_microbatches) + " = " + (per_step ? num(*per_step) : std::string("more than 9.2e18")) +
+        " sequences, but the global batch is " + num(t.global_batch));
+  if (const std::string big =
+          program_size_problem(p.pp, p.virtual_stages, p.num_microbatches, m.layers, p.zero);
+      !big.empty())
+    add(big);
   if (p.schedule != Schedule::Interleaved && p.virtual_stages != 1)
     add("virtual_stages=" + num(p.virtual_stages) + " needs schedule interleaved");
   if (p.schedule == Schedule::Interleaved) {

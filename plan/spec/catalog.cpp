@@ -1,11 +1,11 @@
 // Catalog lookup on disk.
 #include "plan/spec/catalog.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+
+#include "plan/spec/doc.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,13 +55,14 @@ std::vector<CatalogEntry> Catalog::list(CatalogKind kind) const {
   for (const auto& f : fs::directory_iterator(directory(kind), ec)) {
     if (!f.is_regular_file() || f.path().extension() != ".yaml") continue;
     CatalogEntry e{f.path().stem().string(), f.path().string(), ""};
+    // Read under the same limits as every YAML input: a catalog directory may be shared.
     try {
-      YAML::Node doc = YAML::LoadFile(e.path);
-      if (doc.IsMap() && doc["description"] && doc["description"].IsScalar())
-        e.description = doc["description"].Scalar();
-      else if (doc.IsMap() && doc["name"] && doc["name"].IsScalar())
-        e.description = doc["name"].Scalar();
-    } catch (const YAML::Exception&) {
+      const DocNode doc = load_yaml_file(e.path);
+      const DocNode* description = doc.is_mapping() ? doc.find("description") : nullptr;
+      if (!description || !description->is_scalar())
+        description = doc.is_mapping() ? doc.find("name") : nullptr;
+      if (description && description->is_scalar()) e.description = description->scalar;
+    } catch (const InputError&) {
       e.description = "(does not parse; see paratwin validate)";
     }
     out.push_back(std::move(e));

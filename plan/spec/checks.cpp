@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "plan/spec/limits.hpp"
+
 namespace paratwin {
 namespace {
 
@@ -157,6 +159,14 @@ class Checker {
         return;
       }
       const long long microbatches = gb / per_step;
+      const std::string too_large = program_size_problem(p.pp.value_or(1), p.virtual_stages.value_or(1),
+                                                         microbatches, s_.model.layers, p.zero.value_or(0));
+      if (!too_large.empty()) {
+        error("training.global_batch", kv("training.global_batch", gb) +
+                                           " / (dp x micro_batch) = " + std::to_string(microbatches) +
+                                           " micro-batches per step: " + too_large);
+        return;
+      }
       if (p.schedule == Schedule::Interleaved && p.pp && microbatches % *p.pp != 0)
         error("plan.schedule", "schedule: interleaved needs the number of micro-batches (" +
                                    std::to_string(microbatches) +
@@ -233,8 +243,21 @@ class Checker {
   // "; the nearest plan.tp that works is 4" for a degree that must divide `n`.
   static std::string nearest_divisor(long long n, long long wanted, const std::string& field) {
     long long best = 1;
-    for (long long d = 1; d <= n; ++d)
-      if (n % d == 0 && std::llabs(d - wanted) < std::llabs(best - wanted)) best = d;
+    auto consider = [&](long long d) {
+      if (std::llabs(d - wanted) < std::llabs(best - wanted) ||
+          (std::llabs(d - wanted) == std::llabs(best - wanted) && d < best))
+        best = d;
+    };
+    // Divisors come in pairs around the square root; past 10^12 (a million candidates), the hint looks
+    // no further than a million values either side of the wanted one.
+    constexpr long long kMostCandidates = 1'000'000;
+    if (n <= kMostCandidates * kMostCandidates) {
+      for (long long d = 1; d * d <= n; ++d)
+        if (n % d == 0) consider(d), consider(n / d);
+    } else {
+      for (long long d = std::max(1LL, wanted - kMostCandidates); d <= wanted + kMostCandidates; ++d)
+        if (n % d == 0) consider(d);
+    }
     return "; the nearest " + field + " that works is " + std::to_string(best);
   }
 

@@ -1,12 +1,18 @@
-// yaml-cpp documents converted into located DocNode trees; merging and --set overrides.
+// Located DocNode trees from YAML text (plan/spec/yaml_builder.cpp reads the events); merging and --set
+// overrides.
 #include "plan/spec/doc.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
+
+#include "plan/spec/limits.hpp"
+#include "plan/spec/yaml_builder.hpp"
 
 namespace paratwin {
 
@@ -94,48 +100,6 @@ namespace {
 Location location_of(const YAML::Mark& mark, const std::string& file, const Location& fallback) {
   if (mark.line < 0) return fallback;
   return {file, mark.line + 1, mark.column + 1};
-}
-
-DocNode convert(const YAML::Node& node, const std::string& file, const Location& fallback) {
-  DocNode out;
-  out.location = location_of(node.Mark(), file, fallback);
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      out.kind = DocNode::Kind::Null;
-      break;
-    case YAML::NodeType::Scalar:
-      out.kind = DocNode::Kind::Scalar;
-      out.scalar = node.Scalar();
-      out.quoted = node.Tag() == "!";  // yaml-cpp tags quoted scalars with the non-specific "!"
-      break;
-    case YAML::NodeType::Sequence:
-      out.kind = DocNode::Kind::Sequence;
-      for (const auto& item : node) out.items.push_back(convert(item, file, out.location));
-      break;
-    case YAML::NodeType::Map:
-      out.kind = DocNode::Kind::Mapping;
-      for (const auto& kv : node) {
-        const Location key_loc = location_of(kv.first.Mark(), file, out.location);
-        if (!kv.first.IsScalar())
-          throw InputError(key_loc,
-                           "expected a plain key, got " + describe(convert(kv.first, file, key_loc)));
-        const std::string key = kv.first.Scalar();
-        for (const auto& e : out.entries)
-          if (e.key == key)
-            throw InputError(key_loc, "duplicate key '" + key + "' (first defined at line " +
-                                          std::to_string(e.key_location.line) + ")");
-        // A key written with nothing after it ("hidden:") has no mark of its own; point after the key.
-        Location value_fallback = key_loc;
-        value_fallback.column += static_cast<int>(key.size()) + 1;
-        DocNode value = convert(kv.second, file, value_fallback);
-        // yaml-cpp marks an empty value at the next token, often on the next line.
-        if (value.is_null() && value.location.line != key_loc.line) value.location = value_fallback;
-        out.entries.push_back({key, key_loc, {std::move(value)}});
-      }
-      break;
-  }
-  return out;
 }
 
 // Where the last `open` bracket that is never closed sits, skipping quoted text and comments; yaml-cpp
@@ -232,7 +196,8 @@ Outline outline(std::string_view text) {
     size_t end = text.find('\n', begin);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view l = text.substr(begin, end - begin);
-    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    const bool marker =
+        l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
     const size_t first = l.find_first_not_of(" \t\r");
     if (marker && o.first_content_line) {
       o.second_document_line = line;
@@ -254,26 +219,27 @@ Outline outline(std::string_view text) {
 DocNode parse_yaml(std::string_view text, const std::string& file_name) {
   const Location start{file_name, 1, 1};
   if (auto quote = unclosed_quote(text, file_name))
-    throw InputError(quote->first, std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
+    throw InputError(quote->first,
+                     std::string("YAML syntax error: ") + quote->second + " is never closed on its line");
   const Outline shape = outline(text);
   if (shape.second_document_line)
     throw InputError({file_name, shape.second_document_line, 1},
                      "a second YAML document starts here; ParaTwin reads one document per file");
-  YAML::Node root;
+  DocNode root;
   try {
-    root = YAML::Load(std::string(text));
+    root = build_yaml_document(text, file_name, start);
   } catch (const YAML::Exception& e) {
     throw syntax_error(e, text, file_name, start, "YAML syntax error: ");
   }
   // yaml-cpp returns nothing, without an error, for a document that starts with a token it cannot
   // place (such as ','); content that reads as nothing is a syntax error.
-  if (root.IsNull() && shape.first_content_line) {
+  if (root.is_null() && shape.first_content_line) {
     const std::string_view rest = text.substr(text.find_first_not_of(" \t\r\n"));
     if (rest.rfind("null", 0) != 0 && rest.rfind("~", 0) != 0)
       throw InputError({file_name, shape.first_content_line, shape.first_content_column},
                        "YAML syntax error: cannot read a value here");
   }
-  return convert(root, file_name, start);
+  return root;
 }
 
 DocNode load_yaml_file(const std::string& path) {
@@ -282,9 +248,42 @@ DocNode load_yaml_file(const std::string& path) {
     throw InputError(Location{path}, "cannot read file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Location{path}, "cannot read file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_yaml(text.str(), path);
+  // Read no further than the limit: a path such as /dev/zero never ends.
+  const auto most = std::size_t(limit_value(kInputBytesLimit));
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, std::size_t(in.gcount()));
+    if (text.size() > most)
+      throw InputError(Location{path}, "the file is too large" + limit_note(kInputBytesLimit));
+  }
+  return parse_yaml(text, path);
+}
+
+DocNode load_yaml_file_cached(const std::string& path) {
+  struct Entry {
+    std::filesystem::file_time_type time;
+    std::uintmax_t size;
+    DocNode document;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Entry> cache;
+  constexpr size_t kMostFiles = 64;  // the catalog's files, a few of the user's
+  std::error_code ec;
+  const auto time = std::filesystem::last_write_time(path, ec);
+  const auto size = ec ? 0 : std::filesystem::file_size(path, ec);
+  if (ec) return load_yaml_file(path);  // says why it cannot be read
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = cache.find(path);
+        it != cache.end() && it->second.time == time && it->second.size == size)
+      return it->second.document;
+  }
+  DocNode document = load_yaml_file(path);
+  std::lock_guard lock(mutex);
+  if (cache.size() >= kMostFiles) cache.clear();
+  cache[path] = Entry{time, size, document};
+  return document;
 }
 
 void deep_merge(DocNode& base, const DocNode& over) {
@@ -300,12 +299,20 @@ void deep_merge(DocNode& base, const DocNode& over) {
   base = over;
 }
 
+// "<--set plan.tp=x>". Every node of an argument's value carries this name: a long argument is cut
+// short in it, or a --grid of 10^4 values would hold 10^4 copies of itself.
+static std::string argument_name(const std::string& flag, const std::string& value) {
+  constexpr size_t kMostShown = 80;
+  return "<" + flag + " " + (value.size() > kMostShown ? value.substr(0, kMostShown - 3) + "..." : value) +
+         ">";
+}
+
 Location override_location(const std::string& argument, int column) {
-  return {"<--set " + argument + ">", 1, column};
+  return {argument_name("--set", argument), 1, column};
 }
 
 Location argument_location(const std::string& flag, const std::string& value) {
-  return {"<" + flag + " " + value + ">", 1, 1};
+  return {argument_name(flag, value), 1, 1};
 }
 
 bool is_override_location(const Location& where) {
@@ -333,23 +340,11 @@ Override parse_override(const std::string& argument) {
   const std::string value_text = argument.substr(eq + 1);
   const Location value_loc{whole.file, 1, static_cast<int>(eq) + 2};
   try {
-    o.value = convert(YAML::Load(value_text), whole.file, value_loc);
+    // Positions on the argument's one line start after the '='.
+    o.value = build_yaml_document(value_text, whole.file, value_loc);
   } catch (const YAML::Exception& e) {
     throw syntax_error(e, value_text, whole.file, value_loc, "YAML syntax error in value: ");
   }
-  // Positions inside the value are relative to the value; shift them onto the argument.
-  struct Shift {
-    int by;
-    void operator()(DocNode& n) const {
-      n.location.column += by;
-      for (auto& i : n.items) (*this)(i);
-      for (auto& e : n.entries) {
-        e.key_location.column += by;
-        (*this)(e.value.front());
-      }
-    }
-  };
-  Shift{static_cast<int>(eq) + 1}(o.value);
   if (o.value.is_null()) o.value.location = value_loc;
   return o;
 }

@@ -55,6 +55,9 @@ std::string to_flow_yaml(const DocNode& node);
 DocNode parse_yaml(std::string_view text, const std::string& file_name);
 // Reads and parses a file; a missing or unreadable file throws InputError naming it.
 DocNode load_yaml_file(const std::string& path);
+// The same, reusing the tree of an earlier read while the file's size and modification time are
+// unchanged: a sweep loads the same model and cluster files for each of its points. Thread-safe.
+DocNode load_yaml_file_cached(const std::string& path);
 
 // Overlays `over` onto `base`: mappings merge key by key, anything else replaces.
 void deep_merge(DocNode& base, const DocNode& over);

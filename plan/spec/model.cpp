@@ -74,6 +74,12 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
                                                       std::to_string(m.kv_heads) +
                                                       " (each key/value head serves a whole group of heads)");
   }
+  // Rotary positions turn pairs of a head's dimensions.
+  if (m.position == PositionKind::Rope && m.head_dim % 2 != 0)
+    diag.error(node.find("position") ? node.find("position")->location : node.location,
+               "position: rope needs an even head_dim, got " + r.field("head_dim") + "=" +
+                   std::to_string(m.head_dim) + " (hidden / heads unless given); the nearest that works is " +
+                   std::to_string(m.head_dim + 1));
   if (!has_ffn && m.hidden > 0)
     m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
   return m;

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <set>
 
 #include "plan/spec/checks.hpp"
+#include "plan/spec/sweep_size.hpp"
 
 namespace fs = std::filesystem;
 
@@ -87,13 +90,23 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   const DocNode* node = top.require("training");
   if (!node) return t;
   MapReader r(*node, "training", top.diagnostics(), locations);
-  r.read("global_batch", t.global_batch, 1, std::int64_t(1) << 40, true);
+  // Up to 2^31 - 1 sequences: micro-batch counts and rank products stay within int everywhere.
+  r.read("global_batch", t.global_batch, 1, std::numeric_limits<int>::max(), true);
   r.read("seq_len", t.seq_len, 1, 1 << 24);
   r.read_enum("precision", t.precision, kPrecisionNames);
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
-  if (const DocNode* tokens = r.get("tokens"))
+  if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
+    // At most 10^18 (a million times the largest runs): the steps a budget makes, tokens / (global_batch
+    // x seq_len), then fit a 64-bit count wherever they are counted (the live run, --emit megatron).
+    constexpr double kMostTokens = 1e18;
+    if (t.tokens && *t.tokens > kMostTokens) {
+      r.diagnostics().error(tokens->location,
+                            r.field("tokens") + " must be at most 1e18 tokens, got " + tokens->scalar);
+      t.tokens.reset();
+    }
+  }
   std::int64_t steps = 0;
   if (r.read("steps", steps, 1)) t.steps = steps;
   if (t.tokens && t.steps)
@@ -418,7 +431,7 @@ std::optional<DocNode> resolve_reference(const DocNode& value, CatalogKind kind,
       return std::nullopt;
     }
     try {
-      return load_yaml_file(path);
+      return load_yaml_file_cached(path);
     } catch (const InputError& e) {
       for (const auto& d : e.diagnostics()) diag.error(d.where, d.message);
       return std::nullopt;
@@ -485,18 +498,43 @@ void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, co
       if (!seen) diag.error(where, message);
     }
   };
+  // Each check loads the scenario (about a millisecond): a sweep of thousands of values is checked on
+  // its first kMostChecks distinct ones, the others when their points run (an invalid value makes an
+  // invalid point there), so that loading a scenario stays quick whatever its sweep holds.
+  constexpr size_t kMostChecks = 200;
+  std::set<std::string> checked;
+  size_t skipped = 0, values = 0;
+  auto check_once = [&](const std::vector<SweepSetting>& settings, const std::string& name) {
+    ++values;
+    std::string key;
+    for (const auto& setting : settings) key += setting.path + "=" + to_flow_yaml(setting.value) + "\n";
+    if (checked.count(key)) return;
+    if (checked.size() >= kMostChecks) {
+      ++skipped;
+      return;
+    }
+    checked.insert(key);
+    check(settings, name);
+  };
   for (const auto& axis : sweep.grid)
     for (const auto& value : axis.values)
-      check({{axis.path, axis.location, value}}, "sweep.grid." + axis.path);
+      check_once({{axis.path, axis.location, value}}, "sweep.grid." + axis.path);
   for (size_t i = 0; i < sweep.list.size(); ++i)
-    check(sweep.list[i], "sweep.list[" + std::to_string(i) + "]");
+    check_once(sweep.list[i], "sweep.list[" + std::to_string(i) + "]");
+  if (skipped > 0)
+    diag.warning(sweep.location,
+                 std::to_string(skipped) + " of the sweep's " + std::to_string(values) +
+                     " values were not checked here (only the first " + std::to_string(kMostChecks) +
+                     " distinct ones are); each is checked when its points run, and an invalid "
+                     "one makes them invalid points");
 }
 
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides, const Catalog& catalog) {
   for (const auto& o : overrides) apply_override(document, o);
   Diagnostics diag;
   ScenarioSpec s = parse_scenario(std::move(document), catalog, diag, /*run_checks=*/true);
-  if (!diag.has_errors() && !s.sweep.empty()) check_sweep_values(s, s.sweep, catalog, diag);
+  if (!diag.has_errors() && !s.sweep.empty() && check_sweep_size(s.sweep, diag))
+    check_sweep_values(s, s.sweep, catalog, diag);
   diag.throw_if_errors();
   s.warnings = diag.warnings();
   return s;

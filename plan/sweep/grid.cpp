@@ -2,26 +2,41 @@
 #include "plan/sweep/grid.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "plan/spec/sweep_size.hpp"
 
 namespace paratwin {
 
-std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep) {
-  const std::vector<std::vector<SweepSetting>> entries =
-      sweep.list.empty() ? std::vector<std::vector<SweepSetting>>{{}} : sweep.list;
-  std::vector<SweepPoint> points;
-  for (const auto& entry : entries) {
-    std::vector<size_t> at(sweep.grid.size(), 0);  // an odometer over the axes, the last one fastest
-    while (true) {
-      SweepPoint point{static_cast<int>(points.size()), entry};
-      for (size_t a = 0; a < sweep.grid.size(); ++a)
-        point.settings.push_back({sweep.grid[a].path, sweep.grid[a].location, sweep.grid[a].values[at[a]]});
-      points.push_back(std::move(point));
-      size_t a = sweep.grid.size();
-      while (a > 0 && ++at[a - 1] == sweep.grid[a - 1].values.size()) at[--a] = 0;
-      if (a == 0) break;
-    }
+SweepPoints::SweepPoints(SweepSpec sweep) : sweep_(std::move(sweep)) {
+  Diagnostics diag;
+  check_sweep_size(sweep_, diag);
+  diag.throw_if_errors();
+  size_ = static_cast<int>(sweep_point_count(sweep_));
+}
+
+SweepPoint SweepPoints::at(int index) const {
+  if (index < 0 || index >= size_)
+    throw std::out_of_range("no sweep point " + std::to_string(index) + " of " + std::to_string(size_));
+  // The index in mixed radix: the list entry, then one digit per axis, the last axis fastest.
+  int rest = index;
+  std::vector<size_t> digit(sweep_.grid.size(), 0);
+  for (size_t a = sweep_.grid.size(); a-- > 0;) {
+    const int radix = static_cast<int>(sweep_.grid[a].values.size());
+    digit[a] = static_cast<size_t>(rest % radix);
+    rest /= radix;
   }
-  return points;
+  SweepPoint point{index, sweep_.list.empty() ? std::vector<SweepSetting>{} : sweep_.list[size_t(rest)]};
+  for (size_t a = 0; a < sweep_.grid.size(); ++a)
+    point.settings.push_back({sweep_.grid[a].path, sweep_.grid[a].location, sweep_.grid[a].values[digit[a]]});
+  return point;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep) {
+  const SweepPoints points(sweep);
+  std::vector<SweepPoint> out;
+  for (int i = 0; i < points.size(); ++i) out.push_back(points.at(i));
+  return out;
 }
 
 std::string describe(const SweepPoint& point) {
@@ -31,7 +46,7 @@ std::string describe(const SweepPoint& point) {
 }
 
 SweepAxis parse_grid_argument(const std::string& argument) {
-  const std::string file = "<--grid " + argument + ">";
+  const std::string file = argument_location("--grid", argument).file;
   const size_t eq = argument.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError(Location{file, 1, 1}, "expected PATH=V1,V2,... such as cluster.gpus=64,128,256");
@@ -70,18 +85,22 @@ SweepAxis parse_grid_argument(const std::string& argument) {
 
 void add_grid_axes(ScenarioSpec& scenario, const std::vector<SweepAxis>& axes, const Catalog& catalog) {
   if (axes.empty()) return;
-  Diagnostics diag;
-  check_sweep_values(scenario, SweepSpec{axes, {}, false, {}}, catalog, diag);
-  diag.throw_if_errors();
-  if (scenario.sweep.empty()) scenario.sweep.location = axes.front().location;
+  SweepSpec merged = scenario.sweep;
+  if (merged.empty()) merged.location = axes.front().location;
   for (const auto& axis : axes) {
-    auto same = std::find_if(scenario.sweep.grid.begin(), scenario.sweep.grid.end(),
+    auto same = std::find_if(merged.grid.begin(), merged.grid.end(),
                              [&](const SweepAxis& a) { return a.path == axis.path; });
-    if (same != scenario.sweep.grid.end())
+    if (same != merged.grid.end())
       *same = axis;
     else
-      scenario.sweep.grid.push_back(axis);
+      merged.grid.push_back(axis);
   }
+  // The size first: a grid too large to run is refused before its values are checked.
+  Diagnostics diag;
+  if (check_sweep_size(merged, diag))
+    check_sweep_values(scenario, SweepSpec{axes, {}, false, {}}, catalog, diag);
+  diag.throw_if_errors();
+  scenario.sweep = std::move(merged);
 }
 
 }  // namespace paratwin

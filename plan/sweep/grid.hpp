@@ -14,8 +14,26 @@ struct SweepPoint {
   std::vector<SweepSetting> settings;  // the list entry's fields, then one value of each grid axis
 };
 
-// Every point, in order: list entries outermost (in file order), then the grid's axes as nested loops
-// (the first axis varies slowest). A sweep without a list is its grid; one without a grid, its list.
+// The points of a sweep, in order: list entries outermost (in file order), then the grid's axes as
+// nested loops (the first axis varies slowest). A sweep without a list is its grid; one without a grid,
+// its list. Each point is made from its index when asked for, so a sweep of millions of points holds
+// no more than its axes.
+class SweepPoints {
+ public:
+  SweepPoints() = default;
+  // Throws InputError when the sweep has more points than the limit (plan/spec/sweep_size.hpp).
+  explicit SweepPoints(SweepSpec sweep);
+
+  int size() const { return size_; }
+  // Throws std::out_of_range for an index outside [0, size()).
+  SweepPoint at(int index) const;
+
+ private:
+  SweepSpec sweep_;
+  int size_ = 0;
+};
+
+// Every point at once: for small sweeps and tests.
 std::vector<SweepPoint> expand_sweep(const SweepSpec& sweep);
 
 // "cluster=dgx-h100 cluster.nodes=64": the point's settings as --set would write them.

@@ -1,6 +1,7 @@
 // Evaluating one sweep point: load, choose the plan, evaluate (or simulate), and cost the training.
 #include "plan/sweep/point.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
@@ -101,6 +102,8 @@ PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint&
       r.metrics = simulated.metrics;
       r.goodput = simulated.goodput;
       r.evaluator = "simulation";
+    } catch (const InputError& e) {  // too large to simulate: the point's settings, not a failure
+      return with_status(r, PointStatus::Invalid, messages_of(e));
     } catch (const std::exception& e) {
       return with_status(r, PointStatus::Failed, std::string("simulation failed: ") + e.what());
     }
@@ -145,10 +148,33 @@ nlohmann::json to_json(const PointResult& p) {
   return j;
 }
 
+namespace {
+
+// `j[key]` as a whole number from `min` to INT_MAX (a float or a larger number would not convert).
+int whole_number(const nlohmann::json& j, const char* key, std::int64_t min, const std::string& where) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < min ||
+      v.get<std::int64_t>() > std::numeric_limits<int>::max())
+    throw std::runtime_error("'" + where + key + "' is not a whole number from " + std::to_string(min));
+  return v.get<int>();
+}
+
+// The plan of a point read back: what the table and the CSV show of it, typed.
+void check_plan(const nlohmann::json& plan) {
+  if (!plan.is_object()) throw std::runtime_error("'plan' is not a mapping");
+  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "micro_batch", "virtual_stages"})
+    whole_number(plan, key, 1, "plan.");
+  whole_number(plan, "zero", 0, "plan.");
+  for (const char* key : {"schedule", "recompute"})
+    if (!plan.at(key).is_string()) throw std::runtime_error(std::string("'plan.") + key + "' is not text");
+}
+
+}  // namespace
+
 PointResult point_from_json(const nlohmann::json& j) {
   try {
     PointResult p;
-    p.index = j.at("index").get<int>();
+    p.index = whole_number(j, "index", 0, "");
     p.settings = j.at("settings").get<std::map<std::string, std::string>>();
     const std::string status = j.at("status").get<std::string>();
     bool known = false;
@@ -161,9 +187,10 @@ PointResult point_from_json(const nlohmann::json& j) {
     }
     p.cluster = j.at("cluster").get<std::string>();
     p.devices = j.at("devices").get<std::string>();
-    p.gpus = j.at("gpus").get<int>();
-    p.plan_gpus = j.at("plan_gpus").get<int>();
+    p.gpus = whole_number(j, "gpus", 0, "");
+    p.plan_gpus = whole_number(j, "plan_gpus", 0, "");
     p.evaluator = j.at("evaluator").get<std::string>();
+    check_plan(j.at("plan"));
     p.plan = j.at("plan");
     const nlohmann::json& m = j.at("metrics");
     p.metrics = {m.at("iteration_time_s").get<double>(),

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
+
+#include "plan/spec/sweep_size.hpp"
 
 namespace paratwin {
 namespace {
@@ -55,23 +59,260 @@ std::string value_of(const PointResult& p, const std::string& field) {
   return it == p.settings.end() ? "" : it->second;
 }
 
+// The points' fields in the order the points set them: each list entry's, then the grid's axes.
+std::vector<std::string> sweep_fields(const SweepSpec& sweep) {
+  std::vector<std::string> fields;
+  auto add = [&](const std::string& path) {
+    if (std::find(fields.begin(), fields.end(), path) == fields.end()) fields.push_back(path);
+  };
+  const std::vector<std::vector<SweepSetting>> entries =
+      sweep.list.empty() ? std::vector<std::vector<SweepSetting>>{{}} : sweep.list;
+  for (const auto& entry : entries) {
+    for (const auto& s : entry) add(s.path);
+    for (const auto& axis : sweep.grid) add(axis.path);
+  }
+  return fields;
+}
+
+std::vector<std::string> table_row(const SweepHeader& h, const PointResult& p, char mark) {
+  std::vector<std::string> row = {std::to_string(p.index) + mark};
+  for (const auto& f : h.fields) row.push_back(value_of(p, f));
+  if (p.ok()) {
+    const Metrics& m = p.metrics;
+    row.insert(row.end(), {std::to_string(p.gpus), plan_text(p.plan), fixed("%.3f", m.iteration_time_s),
+                           format_count(m.tokens_per_s), fixed("%.1f%%", 100 * m.mfu),
+                           fixed("%.1f", m.peak_memory_gib), to_string(Seconds(p.time_to_train_s)),
+                           p.cost_usd ? to_string(Dollars(*p.cost_usd)) : "-", energy_text(p.energy_mwh)});
+  } else {
+    row.push_back("");
+    row.push_back(enum_name(p.status, kPointStatusNames));
+  }
+  return row;
+}
+
+std::string csv_row(const SweepHeader& h, const PointResult& p, bool on_front) {
+  auto number = [](double v) { return fixed("%.10g", v); };
+  std::string out = std::to_string(p.index);
+  for (const auto& f : h.fields) out += "," + csv_cell(value_of(p, f));
+  out += "," + enum_name(p.status, kPointStatusNames);
+  if (p.ok()) {
+    out += "," + csv_cell(p.cluster) + "," + csv_cell(p.devices) + "," + std::to_string(p.gpus) + "," +
+           std::to_string(p.plan_gpus);
+    for (const char* k : {"tp", "pp", "dp", "cp", "ep", "micro_batch"})
+      out += "," + std::to_string(p.plan.at(k).get<int>());
+    out += "," + p.plan.at("schedule").get<std::string>() + "," +
+           std::to_string(p.plan.at("virtual_stages").get<int>()) + "," +
+           p.plan.at("recompute").get<std::string>() + "," + std::to_string(p.plan.at("zero").get<int>()) +
+           "," + p.evaluator;
+    const Metrics& m = p.metrics;
+    for (double v :
+         {m.iteration_time_s, m.tokens_per_s, m.mfu, m.hfu, m.peak_memory_gib, m.memory_capacity_gib,
+          p.tokens, p.time_to_train_s, p.time_to_train_s / 86400, p.gpu_hours})
+      out += "," + number(v);
+    out += "," + (p.cost_usd ? number(*p.cost_usd) : "") + "," + number(p.energy_mwh) + "," +
+           (p.goodput ? number(*p.goodput) : "");
+  } else {
+    out += std::string(28, ',');
+  }
+  return out + "," + (on_front ? "1" : "0") + "," + csv_cell(p.message) + "\n";
+}
+
+SweepSummary summarize(const SweepHeader& h, const PointSource& points) {
+  SweepSummary summary(h.goal);
+  points([&](const PointResult& p) { summary.add(p); });
+  return summary;
+}
+
+nlohmann::json header_json(const SweepHeader& h, int finished) {
+  return {{"fingerprint", h.fingerprint}, {"fields", h.fields},     {"points", h.total},
+          {"finished", finished},         {"simulate", h.simulate}, {"complete", finished == h.total}};
+}
+
+nlohmann::json goal_json(const SweepHeader& h, const GoalAnswer& answer) {
+  auto index = [](const std::optional<int>& i) { return i ? nlohmann::json(*i) : nlohmann::json(); };
+  return {{"deadline_s", h.goal.deadline ? nlohmann::json(h.goal.deadline->value()) : nlohmann::json()},
+          {"budget_usd", h.goal.budget ? nlohmann::json(h.goal.budget->value()) : nlohmann::json()},
+          {"met", answer.met},
+          {"chosen", index(answer.chosen)},
+          {"closest", index(answer.closest)},
+          {"message", answer.message}};
+}
+
+SweepHeader header_from_json(const nlohmann::json& scenario, const nlohmann::json& s,
+                             const nlohmann::json& g) {
+  SweepHeader h;
+  h.scenario = scenario.get<std::string>();
+  h.fingerprint = s.at("fingerprint").get<std::string>();
+  h.fields = s.at("fields").get<std::vector<std::string>>();
+  const nlohmann::json& points = s.at("points");
+  const auto total = points.is_number_integer() ? points.get<std::int64_t>() : std::int64_t(-1);
+  if (total < 0 || total > std::numeric_limits<int>::max())
+    throw std::runtime_error("sweep.points is not a count of points: " + std::to_string(total));
+  h.total = int(total);
+  h.simulate = s.at("simulate").get<bool>();
+  if (!g.at("deadline_s").is_null()) h.goal.deadline = Seconds(g.at("deadline_s").get<double>());
+  if (!g.at("budget_usd").is_null()) h.goal.budget = Dollars(g.at("budget_usd").get<double>());
+  return h;
+}
+
 }  // namespace
 
-SweepResults start_results(const ScenarioSpec& scenario, const std::vector<SweepPoint>& points) {
-  SweepResults r;
-  r.scenario = scenario.name;
-  r.simulate = scenario.sweep.simulate;
-  r.total = static_cast<int>(points.size());
-  r.goal = scenario.goal;
+SweepHeader sweep_header(const ScenarioSpec& scenario) {
+  SweepHeader h;
+  h.scenario = scenario.name;
+  h.simulate = scenario.sweep.simulate;
+  h.total = static_cast<int>(sweep_point_count(scenario.sweep));
+  h.goal = scenario.goal;
+  h.fields = sweep_fields(scenario.sweep);
+  // The scenario (after --set) and the points' settings, from the list and the axes that make them.
   DocNode document = scenario.document;
   std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
-  std::string identity = to_flow_yaml(document) + "\nsimulate " + (r.simulate ? "true" : "false") + "\n";
-  for (const auto& point : points) {
-    identity += describe(point) + "\n";
-    for (const auto& s : point.settings)
-      if (std::find(r.fields.begin(), r.fields.end(), s.path) == r.fields.end()) r.fields.push_back(s.path);
+  std::string identity = to_flow_yaml(document) + "\nsimulate " + (h.simulate ? "true" : "false") + "\n";
+  for (const auto& entry : scenario.sweep.list) {
+    identity += "list";
+    for (const auto& s : entry) identity += " " + s.path + "=" + to_flow_yaml(s.value);
+    identity += "\n";
   }
-  r.fingerprint = fnv1a_hex(identity);
+  for (const auto& axis : scenario.sweep.grid) {
+    identity += "grid " + axis.path + "=";
+    for (const auto& v : axis.values) identity += to_flow_yaml(v) + ",";
+    identity += "\n";
+  }
+  h.fingerprint = fnv1a_hex(identity);
+  return h;
+}
+
+void write_json(std::ostream& out, const SweepHeader& h, const PointSource& points) {
+  const SweepSummary summary = summarize(h, points);
+  out << "{\"scenario\": " << nlohmann::json(h.scenario).dump()
+      << ",\n\"sweep\": " << header_json(h, summary.points()).dump()
+      << ",\n\"goal\": " << goal_json(h, summary.answer()).dump()
+      << ",\n\"pareto\": " << nlohmann::json(summary.front()).dump() << ",\n\"points\": [";
+  bool first = true;
+  points([&](const PointResult& p) {
+    out << (first ? "\n" : ",\n") << to_json(p).dump();
+    first = false;
+  });
+  out << "\n]}\n";
+}
+
+void write_csv(std::ostream& out, const SweepHeader& h, const PointSource& points) {
+  const SweepSummary summary = summarize(h, points);
+  out << "index";
+  for (const auto& f : h.fields) out << "," << csv_cell(f);
+  out << ",status,cluster,devices,gpus,plan_gpus,tp,pp,dp,cp,ep,micro_batch,schedule,virtual_stages,"
+         "recompute,"
+         "zero,evaluator,iteration_time_s,tokens_per_s,mfu,hfu,peak_memory_gib,memory_capacity_gib,tokens,"
+         "time_to_train_s,time_to_train_days,gpu_hours,cost_usd,energy_mwh,goodput,pareto,message\n";
+  points([&](const PointResult& p) { out << csv_row(h, p, summary.on_front(p.index)); });
+}
+
+void write_text(std::ostream& out, const SweepHeader& h, const PointSource& points) {
+  std::vector<std::string> header = {"#"};
+  header.insert(header.end(), h.fields.begin(), h.fields.end());
+  for (const char* c :
+       {"GPUs", "plan", "iter s", "tokens/s", "MFU", "mem GiB", "time to train", "cost", "energy"})
+    header.push_back(c);
+  const size_t first_metric = 1 + h.fields.size();
+  // First pass: the front, the goal and the columns' widths.
+  SweepSummary summary(h.goal);
+  std::vector<size_t> width(header.size(), 0);
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  points([&](const PointResult& p) {
+    summary.add(p);
+    const std::vector<std::string> row = table_row(h, p, ' ');
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  });
+  const GoalAnswer answer = summary.answer();
+  // Numbers align right; text (the fields, the plan) left.
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text = " ";
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const bool left = (c > 0 && c < first_metric) || c == first_metric + 1;
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      text += " " + (left ? cells[c] + pad : pad + cells[c]);
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text + "\n";
+  };
+  out << "sweep " << h.scenario << ": " << summary.points() << " of " << h.total << " points"
+      << (h.simulate ? ", simulated" : ", analytic") << "\n";
+  out << line(header);
+  points([&](const PointResult& p) {
+    const bool chosen = answer.chosen && *answer.chosen == p.index;
+    out << line(table_row(h, p, chosen ? '>' : summary.on_front(p.index) ? '*' : ' '));
+    if (!p.ok()) out << "      " << p.message << "\n";
+  });
+  out << "  * on the Pareto front of time to train vs cost"
+      << (answer.chosen ? "; > meets the goal\n" : "\n");
+  out << "  Pareto front (fastest first):";
+  const std::vector<int> front = summary.front();
+  for (int i : front) out << " #" << i;
+  out << (front.empty() ? " none (no point with a time and a cost)\n" : "\n");
+  if (!answer.message.empty()) out << "  goal: " << answer.message << "\n";
+}
+
+void read_results(std::istream& in, const std::function<void(const SweepHeader&)>& on_header,
+                  const PointVisitor& on_point) {
+  // nlohmann's parser callback sees every value as it completes: the header's parts are kept, each point
+  // is handed on and dropped, so the document is never whole in memory.
+  using Event = nlohmann::json::parse_event_t;
+  nlohmann::json scenario, sweep, goal;
+  std::string key;  // the top-level key being read
+  bool header_given = false;
+  int depth = 0;
+  auto callback = [&](int, Event event, nlohmann::json& parsed) {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        ++depth;
+        return true;
+      case Event::key:
+        if (depth == 1) {
+          key = parsed.get<std::string>();
+          if (key == "points") {
+            if (scenario.is_null() || sweep.is_null() || goal.is_null())
+              throw std::runtime_error("'points' comes before 'scenario', 'sweep' and 'goal'");
+            on_header(header_from_json(scenario, sweep, goal));
+            header_given = true;
+          }
+        }
+        return true;
+      case Event::object_end:
+      case Event::array_end:
+        --depth;
+        if (depth == 2 && key == "points" && event == Event::object_end) {
+          on_point(point_from_json(parsed));
+          return false;
+        }
+        [[fallthrough]];
+      case Event::value:
+        if (depth == 1) {
+          if (key == "scenario") scenario = parsed;
+          if (key == "sweep") sweep = parsed;
+          if (key == "goal") goal = parsed;
+        }
+        return depth != 2 || key != "points";
+    }
+    return true;
+  };
+  try {
+    [[maybe_unused]] const nlohmann::json rest = nlohmann::json::parse(in, callback);  // the header
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("not a sweep results file: ") + e.what());
+  }
+  if (!header_given) throw std::runtime_error("not a sweep results file: it has no 'points'");
+}
+
+PointSource SweepResults::source() const {
+  return [this](const PointVisitor& visit) {
+    for (const PointResult& p : points) visit(p);
+  };
+}
+
+SweepResults start_results(const ScenarioSpec& scenario) {
+  SweepResults r;
+  static_cast<SweepHeader&>(r) = sweep_header(scenario);
   return r;
 }
 
@@ -85,46 +326,15 @@ void add_point(SweepResults& results, PointResult point) {
 }
 
 nlohmann::json to_json(const SweepResults& r) {
-  nlohmann::json points = nlohmann::json::array();
-  for (const auto& p : r.points) points.push_back(to_json(p));
-  nlohmann::json pareto = nlohmann::json::array();
-  for (int i : pareto_front(r.points)) pareto.push_back(r.points[i].index);
-  const GoalAnswer answer = answer_goal(r.goal, r.points);
-  auto index_of = [&](const std::optional<int>& i) {
-    return i ? nlohmann::json(r.points[*i].index) : nlohmann::json();
-  };
-  return {{"scenario", r.scenario},
-          {"sweep",
-           {{"fingerprint", r.fingerprint},
-            {"fields", r.fields},
-            {"points", r.total},
-            {"finished", r.points.size()},
-            {"simulate", r.simulate},
-            {"complete", r.complete()}}},
-          {"goal",
-           {{"deadline_s", r.goal.deadline ? nlohmann::json(r.goal.deadline->value()) : nlohmann::json()},
-            {"budget_usd", r.goal.budget ? nlohmann::json(r.goal.budget->value()) : nlohmann::json()},
-            {"met", answer.met},
-            {"chosen", index_of(answer.chosen)},
-            {"closest", index_of(answer.closest)},
-            {"message", answer.message}}},
-          {"pareto", pareto},
-          {"points", points}};
+  std::ostringstream out;
+  write_json(out, r, r.source());
+  return nlohmann::json::parse(out.str());
 }
 
 SweepResults results_from_json(const nlohmann::json& j) {
   try {
     SweepResults r;
-    r.scenario = j.at("scenario").get<std::string>();
-    const nlohmann::json& s = j.at("sweep");
-    r.fingerprint = s.at("fingerprint").get<std::string>();
-    r.fields = s.at("fields").get<std::vector<std::string>>();
-    r.total = s.at("points").get<int>();
-    r.simulate = s.at("simulate").get<bool>();
-    if (const auto& g = j.at("goal"); !g.at("deadline_s").is_null())
-      r.goal.deadline = Seconds(g.at("deadline_s").get<double>());
-    if (const auto& g = j.at("goal"); !g.at("budget_usd").is_null())
-      r.goal.budget = Dollars(g.at("budget_usd").get<double>());
+    static_cast<SweepHeader&>(r) = header_from_json(j.at("scenario"), j.at("sweep"), j.at("goal"));
     for (const auto& p : j.at("points")) add_point(r, point_from_json(p));
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -133,105 +343,15 @@ SweepResults results_from_json(const nlohmann::json& j) {
 }
 
 std::string to_csv(const SweepResults& r) {
-  const std::vector<int> front = pareto_front(r.points);
-  std::string out = "index";
-  for (const auto& f : r.fields) out += "," + csv_cell(f);
-  out +=
-      ",status,cluster,devices,gpus,plan_gpus,tp,pp,dp,cp,ep,micro_batch,schedule,virtual_stages,recompute,"
-      "zero,"
-      "evaluator,iteration_time_s,tokens_per_s,mfu,hfu,peak_memory_gib,memory_capacity_gib,tokens,"
-      "time_to_train_s,time_to_train_days,gpu_hours,cost_usd,energy_mwh,goodput,pareto,message\n";
-  auto number = [](double v) { return fixed("%.10g", v); };
-  for (int i = 0; i < int(r.points.size()); ++i) {
-    const PointResult& p = r.points[i];
-    out += std::to_string(p.index);
-    for (const auto& f : r.fields) out += "," + csv_cell(value_of(p, f));
-    out += "," + enum_name(p.status, kPointStatusNames);
-    if (p.ok()) {
-      out += "," + csv_cell(p.cluster) + "," + csv_cell(p.devices) + "," + std::to_string(p.gpus) + "," +
-             std::to_string(p.plan_gpus);
-      for (const char* k : {"tp", "pp", "dp", "cp", "ep", "micro_batch"})
-        out += "," + std::to_string(p.plan.at(k).get<int>());
-      out += "," + p.plan.at("schedule").get<std::string>() + "," +
-             std::to_string(p.plan.at("virtual_stages").get<int>()) + "," +
-             p.plan.at("recompute").get<std::string>() + "," + std::to_string(p.plan.at("zero").get<int>()) +
-             "," + p.evaluator;
-      const Metrics& m = p.metrics;
-      for (double v :
-           {m.iteration_time_s, m.tokens_per_s, m.mfu, m.hfu, m.peak_memory_gib, m.memory_capacity_gib,
-            p.tokens, p.time_to_train_s, p.time_to_train_s / 86400, p.gpu_hours})
-        out += "," + number(v);
-      out += "," + (p.cost_usd ? number(*p.cost_usd) : "") + "," + number(p.energy_mwh) + "," +
-             (p.goodput ? number(*p.goodput) : "");
-    } else {
-      out += std::string(28, ',');
-    }
-    out += std::string(",") + (std::find(front.begin(), front.end(), i) != front.end() ? "1" : "0") + "," +
-           csv_cell(p.message) + "\n";
-  }
-  return out;
+  std::ostringstream out;
+  write_csv(out, r, r.source());
+  return out.str();
 }
 
 std::string to_text(const SweepResults& r) {
-  const std::vector<int> front = pareto_front(r.points);
-  const GoalAnswer answer = answer_goal(r.goal, r.points);
-  std::vector<std::string> header = {"#"};
-  header.insert(header.end(), r.fields.begin(), r.fields.end());
-  for (const char* h :
-       {"GPUs", "plan", "iter s", "tokens/s", "MFU", "mem GiB", "time to train", "cost", "energy"})
-    header.push_back(h);
-  const size_t first_metric = 1 + r.fields.size();
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> notes;  // the message of each point that is not ok, after its row
-  for (int i = 0; i < int(r.points.size()); ++i) {
-    const PointResult& p = r.points[i];
-    const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
-    const bool chosen = answer.chosen && *answer.chosen == i;
-    std::vector<std::string> row = {std::to_string(p.index) + (chosen ? ">" : on_front ? "*" : " ")};
-    for (const auto& f : r.fields) row.push_back(value_of(p, f));
-    if (p.ok()) {
-      const Metrics& m = p.metrics;
-      row.insert(row.end(), {std::to_string(p.gpus), plan_text(p.plan), fixed("%.3f", m.iteration_time_s),
-                             format_count(m.tokens_per_s), fixed("%.1f%%", 100 * m.mfu),
-                             fixed("%.1f", m.peak_memory_gib), to_string(Seconds(p.time_to_train_s)),
-                             p.cost_usd ? to_string(Dollars(*p.cost_usd)) : "-", energy_text(p.energy_mwh)});
-      notes.push_back("");
-    } else {
-      row.push_back("");
-      row.push_back(enum_name(p.status, kPointStatusNames));
-      notes.push_back(p.message);
-    }
-    rows.push_back(std::move(row));
-  }
-  std::vector<size_t> width(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  // Numbers align right; text (the fields, the plan) left.
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out = " ";
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const bool left = (c > 0 && c < first_metric) || c == first_metric + 1;
-      const std::string pad(width[c] - cells[c].size(), ' ');
-      out += " " + (left ? cells[c] + pad : pad + cells[c]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out = "sweep " + r.scenario + ": " + std::to_string(r.points.size()) + " of " +
-                    std::to_string(r.total) + " points" + (r.simulate ? ", simulated" : ", analytic") + "\n";
-  out += line(header);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    out += line(rows[i]);
-    if (!notes[i].empty()) out += "      " + notes[i] + "\n";
-  }
-  out += "  * on the Pareto front of time to train vs cost";
-  out += answer.chosen ? "; > meets the goal\n" : "\n";
-  out += "  Pareto front (fastest first):";
-  for (int i : front) out += " #" + std::to_string(r.points[i].index);
-  out += front.empty() ? " none (no point with a time and a cost)\n" : "\n";
-  if (!answer.message.empty()) out += "  goal: " + answer.message + "\n";
-  return out;
+  std::ostringstream out;
+  write_text(out, r, r.source());
+  return out.str();
 }
 
 }  // namespace paratwin

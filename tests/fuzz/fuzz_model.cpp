@@ -9,7 +9,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     paratwin::Diagnostics diag;
-    const paratwin::ModelSpec m = paratwin::parse_model(paratwin::parse_yaml(text, "fuzz.yaml"), "model", diag);
+    const paratwin::ModelSpec m =
+        paratwin::parse_model(paratwin::parse_yaml(text, "fuzz.yaml"), "model", diag);
     diag.throw_if_errors();
     paratwin::count_parameters(m);
     paratwin::training_flops_per_token(m, m.seq_len);

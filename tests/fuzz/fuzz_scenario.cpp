@@ -15,9 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<paratwin::Override> overrides;
     if (text.starts_with("#set ")) {
       const size_t end = text.find('\n');
-      overrides.push_back(paratwin::parse_override(std::string(text.substr(5, end == text.npos ? text.npos : end - 5))));
+      overrides.push_back(
+          paratwin::parse_override(std::string(text.substr(5, end == text.npos ? text.npos : end - 5))));
     }
-    const paratwin::ScenarioSpec s = paratwin::load_scenario(paratwin::parse_yaml(text, "fuzz.yaml"), overrides);
+    const paratwin::ScenarioSpec s =
+        paratwin::load_scenario(paratwin::parse_yaml(text, "fuzz.yaml"), overrides);
     paratwin::to_text(paratwin::summarize(s));
   } catch (const paratwin::InputError&) {
   }
