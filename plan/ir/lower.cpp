@@ -97,10 +97,14 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
   return k;
 }
 
+cost::ActivationConfig RoleBuilder::activation_config(int chunk) const {
+  return {p_.micro_batch,         t_.seq_len,   p_.tp,       p_.cp, p_.sequence_parallel,
+          stage(chunk).recompute, t_.precision, t_.attention};
+}
+
 Bytes RoleBuilder::chunk_activations(int chunk) const {
   const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  const cost::ActivationConfig a = activation_config(chunk);
   Bytes total;
   for (int l = st.layer_begin; l < st.layer_end; ++l)
     total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
@@ -111,8 +115,7 @@ Bytes RoleBuilder::chunk_activations(int chunk) const {
 
 Bytes RoleBuilder::recompute_working_set(int chunk) const {
   const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  const cost::ActivationConfig a = activation_config(chunk);
   Bytes most;
   for (int l = st.layer_begin; l < st.layer_end; ++l)
     most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));

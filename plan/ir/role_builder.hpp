@@ -103,6 +103,7 @@ class RoleBuilder {
     if (!activations_[chunk]) activations_[chunk] = chunk_activations(chunk);
     return *activations_[chunk];
   }
+  cost::ActivationConfig activation_config(int chunk) const;  // a chunk's activation memory inputs
   Bytes chunk_activations(int chunk) const;
 
   // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
