@@ -220,8 +220,9 @@ BOOST_AUTO_TEST_CASE(one_rank_communicates_for_free) {
 // The cluster without its measured busbw curves: the alpha-beta algorithms alone.
 static ClusterSpec alpha_beta(const std::string& name) {
   ClusterSpec c = cluster(name);
-  for (PoolSpec& p : c.pools) p.intra_node.all_reduce_curve = p.intra_node.all_gather_curve =
-                                  p.intra_node.reduce_scatter_curve = std::nullopt;
+  for (PoolSpec& p : c.pools)
+    p.intra_node.all_reduce_curve = p.intra_node.all_gather_curve = p.intra_node.reduce_scatter_curve =
+        std::nullopt;
   return c;
 }
 
@@ -248,10 +249,10 @@ BOOST_AUTO_TEST_CASE(group_inside_a_node_follows_the_measured_curve_at_its_size)
   // H100 has its own all-gather curve (ring: 344.57 GB/s at 1 GiB) beside NVLink SHARP's all-reduce.
   const ClusterSpec h100 = cluster("dgx-h100");
   BOOST_TEST(collective_time(CollectiveKind::AllGather, Bytes(GiB), {8, 8, false}, h100.pools[0], h100)
-                 .time.value() == GiB * 7 / 8 / 344.57e9,
+                     .time.value() == GiB * 7 / 8 / 344.57e9,
              tt::tolerance(1e-12));
   BOOST_TEST(collective_time(CollectiveKind::AllReduce, Bytes(GiB), {8, 8, false}, h100.pools[0], h100)
-                 .time.value() == GiB * 1.75 / 466.91e9,
+                     .time.value() == GiB * 1.75 / 466.91e9,
              tt::tolerance(1e-12));
 }
 
@@ -379,7 +380,8 @@ BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   batched.gemms.add(Gemm{64, 64, 64, 256});
   batched.launches = 1;
   const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
-  const double math = 2.0 * 64 * 64 * 64 * 256 / (312e12 * 0.87 * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
+  const double math =
+      2.0 * 64 * 64 * 64 * 256 / (312e12 * 0.87 * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
   const double memory = 256 * 3 * 64 * 64 * 2 / (2039e9 * 0.83);
   BOOST_TEST(compute_time(batched, a100, Precision::Bf16).value() == std::max(math, memory) + 5e-6,
              tt::tolerance(1e-12));
@@ -455,7 +457,8 @@ BOOST_AUTO_TEST_CASE(unfused_attention_writes_the_scores_and_costs_more_than_fla
   w.attention = AttentionKind::Flash2;
   const KernelCost flash = attention_core_forward(m, w);
   BOOST_TEST(flash.elementwise_bytes.value() == 0);
-  BOOST_TEST(compute_time(unfused, d, Precision::Bf16).value() > compute_time(flash, d, Precision::Bf16).value());
+  BOOST_TEST(compute_time(unfused, d, Precision::Bf16).value() >
+             compute_time(flash, d, Precision::Bf16).value());
   // Both count the same model FLOPs (MFU's numerator).
   BOOST_TEST(unfused.gemm_flops.value() == flash.gemm_flops.value(), tt::tolerance(1e-12));
 }

@@ -144,7 +144,8 @@ BOOST_AUTO_TEST_CASE(one_f_one_b_holds_fewer_activations_than_gpipe) {
 BOOST_AUTO_TEST_CASE(recomputation_holds_one_layers_activations_beside_what_it_keeps) {
   const Run none = run(pipeline(4, 1, "1f1b"), {"training.attention=unfused"});
   for (const char* mode : {"selective", "full"}) {
-    const Run r = run(pipeline(4, 1, "1f1b"), {std::string("plan.recompute=") + mode, "training.attention=unfused"});
+    const Run r =
+        run(pipeline(4, 1, "1f1b"), {std::string("plan.recompute=") + mode, "training.attention=unfused"});
     const int layers = r.plan.stages[0].layer_end - r.plan.stages[0].layer_begin;
     double working = 0;
     for (const Task& t : r.program.roles[0].tasks)
@@ -369,8 +370,8 @@ BOOST_AUTO_TEST_CASE(every_lowered_layout_verifies_and_its_buckets_cover_each_la
       for (const Role& role : r.program.roles) {
         // The buckets' spans, laid side by side, are the role's layers, each once a step, or once a
         // micro-batch where ZeRO 2 and 3 reduce-scatter every micro-batch's gradients.
-        const bool every = (r.plan.zero == 2 || r.plan.zero == 3) &&
-                           r.plan.compression.kind == CompressionKind::None;
+        const bool every =
+            (r.plan.zero == 2 || r.plan.zero == 3) && r.plan.compression.kind == CompressionKind::None;
         std::vector<int> reduced;
         for (Purpose p : {Purpose::GradientReduce, Purpose::GradientTopK})
           for (size_t i : tasks_for(role, p))
@@ -387,8 +388,9 @@ BOOST_AUTO_TEST_CASE(every_lowered_layout_verifies_and_its_buckets_cover_each_la
                    (r.plan.zero == 1 || r.plan.zero == 2 ? 1u : 0u));
         // ZeRO 3: one gather of each layer before each forward and each backward of every micro-batch.
         BOOST_TEST(tasks_for(role, Purpose::PassGather).size() ==
-                   (r.plan.zero == 3 ? size_t(2 * r.plan.num_microbatches) * layers.size() / r.plan.num_microbatches
-                                     : 0u));
+                   (r.plan.zero == 3
+                        ? size_t(2 * r.plan.num_microbatches) * layers.size() / r.plan.num_microbatches
+                        : 0u));
       }
     }
   }

@@ -137,7 +137,8 @@ CollectiveCost collective_time(CollectiveKind kind, Bytes n, const GroupPlacemen
   if (group.size == 1) return {Seconds(0), Algorithm::Ring};
 
   const IntraNodeSpec& fabric = pool.intra_node;
-  const Level intra{group.per_node, fabric.allreduce_busbw.value_or(fabric.bandwidth), fabric.latency, &fabric};
+  const Level intra{group.per_node, fabric.allreduce_busbw.value_or(fabric.bandwidth), fabric.latency,
+                    &fabric};
   if (group.size == group.per_node) {
     // A measured curve already holds the algorithm NCCL chose at each size (NVLink SHARP included).
     if (auto t = measured_time(kind, n, group.size, fabric)) return {*t, Algorithm::Ring};

@@ -44,9 +44,9 @@ struct CollectiveCost {
 // Link figures used:
 //   inside a node: the fabric's measured busbw curve at n when it has one (measured_busbw: it holds
 //     the latency and the algorithm NCCL chose at each size), n x 2(p-1)/p / busbw(n) for an
-//     all-reduce and n x (p-1)/p / busbw(n) for the others; else intra_node.allreduce_busbw when given (a measured all-reduce bus bandwidth),
-//     else intra_node.bandwidth; latency intra_node.latency. With intra_node.sharp, an all-reduce
-//     inside a node may use in-switch reduction: 2 alpha + n / busbw.
+//     all-reduce and n x (p-1)/p / busbw(n) for the others; else intra_node.allreduce_busbw when given (a
+//     measured all-reduce bus bandwidth), else intra_node.bandwidth; latency intra_node.latency. With
+//     intra_node.sharp, an all-reduce inside a node may use in-switch reduction: 2 alpha + n / busbw.
 //   between nodes: per GPU, nic.count x (nic.achievable or nic.bandwidth) / gpus_per_node shared by
 //     the group's members on a node; divided by network.oversubscription when crosses_pods; latency
 //     nic.latency + 2 x network.switch_latency.

@@ -53,7 +53,8 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
     for (double lp : layer_params) total += lp;
     for (int l = st.layer_begin; l < st.layer_end; ++l) {
       const size_t i = size_t(l - st.layer_begin);
-      out.per_layer[l] = layer_params[i] + (l == st.layer_begin ? first : 0) + (l == st.layer_end - 1 ? last : 0);
+      out.per_layer[l] =
+          layer_params[i] + (l == st.layer_begin ? first : 0) + (l == st.layer_end - 1 ? last : 0);
       out.per_layer_experts[l] = layer_experts[i];
     }
     out.per_chunk[chunk] = total;

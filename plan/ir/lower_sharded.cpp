@@ -21,7 +21,7 @@ bool RoleBuilder::reduces_every_microbatch() const {
 
 Bytes RoleBuilder::unit_activations(int chunk, int layer) const {
   const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
                                  p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
   Bytes bytes = cost::layer_activation_bytes(m_, a, m_.is_moe_layer(layer));
   if (chunk == 0 && layer == st.layer_begin) bytes += cost::embedding_activation_bytes(m_, a);
@@ -54,12 +54,12 @@ int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDep
 int RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
   // Expert gradients are reduced over their replicas only; the task carries the dense and expert
   // bytes together on the DP group, as the once-a-step buckets do.
-  Task t = collective(CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end), 1,
-                      StreamKind::Dp,
-                      names_ ? named("RS dp grads ", mb, chunk) + " L" + std::to_string(begin) + "-" +
-                                   std::to_string(end)
-                             : std::string(),
-                      {after});
+  Task t = collective(
+      CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end), 1,
+      StreamKind::Dp,
+      names_ ? named("RS dp grads ", mb, chunk) + " L" + std::to_string(begin) + "-" + std::to_string(end)
+             : std::string(),
+      {after});
   t.free = t.bytes;  // the unsharded gradients the backward left, now in the rank's partition
   t.purpose = Purpose::GradientReduce;
   t.microbatch = mb;
@@ -127,7 +127,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
       r.work = st.recompute == Recompute::Full ? pass_work(l, l + 1, true, false, false)
                                                : cost::attention_core_forward(m_, layer_work());
       r.recompute_flops = r.work.gemm_flops;
-      const cost::ActivationConfig a{p_.micro_batch, t_.seq_len,   p_.tp,        p_.cp,
+      const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
                                      p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
       r.alloc = working = cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l));
       r.deps = deps;

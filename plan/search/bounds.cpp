@@ -239,11 +239,10 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     // Reduce-scattered every micro-batch (ZeRO 2 and 3 uncompressed), the other chunks' buckets run
     // during their own backward; ZeRO 3's last one is a single layer's, left out.
     const bool every_microbatch = (v.zero == 2 || v.zero == 3) && !v.topk;
-    const double tail_elements =
-        v.zero == 3 && !v.topk
-            ? 0
-            : (every_microbatch ? 0 : std::max(0.0, params[r] - first_chunk)) +
-                  last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
+    const double tail_elements = v.zero == 3 && !v.topk
+                                     ? 0
+                                     : (every_microbatch ? 0 : std::max(0.0, params[r] - first_chunk)) +
+                                           last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
     const auto alike = std::find_if(worked_out.begin(), worked_out.end(), [&](const auto& w) {
       return std::get<0>(w) == layout.rank_pool[r] && std::get<1>(w) == params[r] &&
              std::get<2>(w) == tail_elements;

@@ -255,8 +255,7 @@ class Search {
     if (o_.exhaustive && objective_value(s_, plan, end) < e.bound * (1 - 1e-12))
       throw std::logic_error("search: the lower bound of a plan (" + std::to_string(e.bound) +
                              ") is above its evaluated objective (" +
-                             std::to_string(objective_value(s_, plan, end)) + "):\n" +
-                             to_yaml(plan));
+                             std::to_string(objective_value(s_, plan, end)) + "):\n" + to_yaml(plan));
     // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
     // and only the others are summarized into a report (the same figures, by the same functions).
     if (!best_.empty()) {

@@ -68,14 +68,16 @@ std::optional<BusbwCurve> read_curve(MapReader& parent, std::string_view key) {
   Diagnostics& diag = parent.diagnostics();
   const std::string field = parent.field(key);
   if (!node->is_mapping() || node->entries.size() < 2) {
-    diag.error(node->location, field + " should map at least two message sizes to bus bandwidths, e.g. "
-                                       "{1MiB: 36GBps, 1GiB: 228GBps}; got " + describe(*node));
+    diag.error(node->location, field +
+                                   " should map at least two message sizes to bus bandwidths, e.g. "
+                                   "{1MiB: 36GBps, 1GiB: 228GBps}; got " +
+                                   describe(*node));
     return std::nullopt;
   }
   BusbwCurve curve;
   for (const DocEntry& e : node->entries) {
-    const auto size = read_quantity(DocNode::scalar_node(e.key, e.key_location), field + " size", Dimension::DataSize,
-                                    diag);
+    const auto size = read_quantity(DocNode::scalar_node(e.key, e.key_location), field + " size",
+                                    Dimension::DataSize, diag);
     const auto busbw = read_quantity(e.value.front(), field + "." + e.key, Dimension::Bandwidth, diag);
     if (size && busbw) curve.points.push_back({Bytes(*size), BytesPerSecond(*busbw)});
   }
@@ -136,7 +138,8 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
       if (const DocNode* k = er.get(key)) {
         MapReader kr(*k, er.field(key), diag, locations);
         EfficiencySpec::FusedAttention f;
-        if (kr.read("forward", f.forward, 0.001, 1.0, true) && kr.read("backward", f.backward, 0.001, 1.0, true))
+        if (kr.read("forward", f.forward, 0.001, 1.0, true) &&
+            kr.read("backward", f.backward, 0.001, 1.0, true))
           *rates = f;
         kr.finish();
       }

@@ -100,7 +100,8 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
     for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
       if (*rates)
-        w.line(6, key, "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) + "}",
+        w.line(6, key,
+               "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) + "}",
                dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");

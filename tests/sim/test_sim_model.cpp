@@ -1,12 +1,12 @@
 // The simulator's parts that need no SimGrid engine: where ranks sit, how collectives become flows,
 // and the replay of a horizon with failures, checkpoints and restarts.
 #define BOOST_TEST_MODULE sim_model
-#include <tuple>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <tuple>
 
-#include "sim/flows.hpp"
 #include "plan/topology/rank_layout.hpp"
+#include "sim/flows.hpp"
 #include "sim/reliability.hpp"
 
 using namespace paratwin;
@@ -106,7 +106,8 @@ BOOST_AUTO_TEST_CASE(ring_all_gather_loads_every_nvlink_port_with_its_share_at_b
   PoolSpec alpha_beta = pool;
   alpha_beta.intra_node.all_reduce_curve = std::nullopt;
   const double measured = pool.intra_node.all_reduce_curve->at(t.bytes).value();
-  for (const auto& [p, busbw, latency] : {std::tuple{&pool, measured, 0.0}, {&alpha_beta, 230e9, 7 * 2e-6 * 3}}) {
+  for (const auto& [p, busbw, latency] :
+       {std::tuple{&pool, measured, 0.0}, {&alpha_beta, 230e9, 7 * 2e-6 * 3}}) {
     const auto phases = collective_phases(t, {0, 1, 2, 3, 4, 5, 6, 7}, layout, *p, s.cluster);
     BOOST_REQUIRE(phases.size() == 1u);
     BOOST_TEST(phases[0].flows.size() == 8u);
