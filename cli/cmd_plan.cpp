@@ -11,6 +11,7 @@
 #include "plan/report/emit.hpp"
 #include "plan/report/report.hpp"
 #include "plan/report/trace.hpp"
+#include "plan/report/trace_file.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/search/search_report.hpp"
 
@@ -34,7 +35,8 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       ->type_name("PLAN.yaml");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option("--trace", opts->trace, "write the schedule as a Chrome trace (Perfetto)")
+  cmd->add_option("--trace", opts->trace,
+                  "write the schedule as a Chrome trace (Perfetto); gzip when FILE ends in .gz")
       ->type_name("FILE");
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
@@ -85,9 +87,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
               trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
           !big.empty())
         throw InputError(Location{"<--trace " + opts->trace + ">"}, big);
-      AtomicFileWriter out(opts->trace);
-      write_chrome_trace(out.stream(), program, evaluation);
-      out.commit();
+      write_trace_file(opts->trace, [&](std::ostream& out) { write_chrome_trace(out, program, evaluation); });
     }
     if (!opts->output.empty()) write_file_atomically(opts->output, to_yaml(plan));
     if (!opts->program.empty()) write_file_atomically(opts->program, to_text(program));

@@ -8,6 +8,7 @@
 #include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
+#include "plan/report/trace_file.hpp"
 #include "plan/search/choose.hpp"
 #include "sim/simulate.hpp"
 
@@ -44,7 +45,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option("--trace", opts->trace, "write a Chrome trace with link usage and failure markers")
+  cmd->add_option("--trace", opts->trace,
+                  "write a Chrome trace with link usage and failure markers; gzip when FILE ends in .gz")
       ->type_name("FILE");
   cmd->callback([opts, &exit_status] {
     // A live run's trace brings the overrides that made its plan; the command line's come after.
@@ -85,7 +87,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       if (result.reliability) std::cout << sim::to_text(*result.reliability);
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
-    if (!opts->trace.empty()) write_file_atomically(opts->trace, result.trace);
+    if (!opts->trace.empty()) write_trace_file(opts->trace, [&](std::ostream& out) { out << result.trace; });
     exit_status = kExitOk;
   });
 }

@@ -6,9 +6,11 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "plan/io/gzip_stream.hpp"
 #include "plan/util/axis_ticks.hpp"
 #include "plan/util/child_process.hpp"
 #include "plan/util/seeded_random.hpp"
@@ -101,4 +103,29 @@ BOOST_AUTO_TEST_CASE(ticks_are_the_multiples_within_the_range) {
   const auto [lo, hi] = widen_to_multiples(0.3, 9.1, 2.0);
   BOOST_TEST(lo == 0.0);
   BOOST_TEST(hi == 10.0);
+}
+
+// Gzip written in pieces across zlib's 64 KiB chunks reads back whole; damage and truncation are errors.
+BOOST_AUTO_TEST_CASE(gzip_stream_round_trips_and_rejects_damaged_data) {
+  std::string text;
+  SeededRandom random(7);
+  for (int i = 0; i < 40000; ++i) text += "event " + std::to_string(random.uniform() * 1e6) + "\n";
+  BOOST_REQUIRE(text.size() > 3 * (size_t(1) << 16));
+  std::ostringstream sink;
+  GzipOStream gz(sink);
+  gz << text.substr(0, 1000);
+  gz.write(text.data() + 1000, std::streamsize(text.size() - 1000));
+  gz.finish();
+  const std::string packed = sink.str();
+  BOOST_TEST(looks_gzipped(packed));
+  BOOST_TEST(packed.size() < text.size() / 2);
+  BOOST_TEST(gunzip(packed) == text);
+  BOOST_TEST(gunzip(packed + packed) == text + text);  // concatenated members, as `cat` makes them
+  BOOST_CHECK_THROW(gunzip(packed.substr(0, packed.size() / 2)), std::runtime_error);
+  std::string damaged = packed;
+  damaged[damaged.size() / 2] = char(damaged[damaged.size() / 2] ^ 0x55);
+  BOOST_CHECK_THROW(gunzip(damaged), std::runtime_error);
+  BOOST_CHECK_THROW(gunzip("plain text"), std::runtime_error);
+  BOOST_TEST(is_gzip_path("trace.json.gz"));
+  BOOST_TEST(!is_gzip_path("trace.json"));
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/io/gzip_stream.hpp"
 #include "plan/spec/diagnostics.hpp"
 #include "plan/spec/units.hpp"
 
@@ -234,7 +235,16 @@ Trace load_chrome_trace(const QString& path) {
   if (!file.open(QIODevice::ReadOnly))
     throw InputError(Location{path.toStdString()},
                      "cannot read the trace: " + file.errorString().toStdString());
-  return parse_chrome_trace(file.readAll(), path);
+  QByteArray bytes = file.readAll();
+  if (looks_gzipped({bytes.constData(), size_t(bytes.size())})) {  // `--trace FILE.json.gz`
+    try {
+      const std::string text = gunzip({bytes.constData(), size_t(bytes.size())});
+      bytes = QByteArray(text.data(), qsizetype(text.size()));
+    } catch (const std::runtime_error& e) {
+      throw InputError(Location{path.toStdString()}, std::string("cannot read the trace: ") + e.what());
+    }
+  }
+  return parse_chrome_trace(bytes, path);
 }
 
 Trace trace_of(const Program& program, const Evaluation& evaluation, const QString& source) {

@@ -2,6 +2,7 @@
 // geometry (level of detail, hit testing), the candidate table, comparison, memory bars, topology,
 // reliability history, live progress lines and the session (checking, searching, selecting).
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
@@ -15,6 +16,7 @@
 #include "gui/model/topology.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/trace.hpp"
+#include "plan/report/trace_file.hpp"
 
 using namespace paratwin;
 using namespace paratwin::gui;
@@ -132,6 +134,38 @@ class TestGuiModel : public QObject {
         QCOMPARE(x.spans[i].details, y.spans[i].details);
         QVERIFY(std::abs(x.spans[i].start_s - y.spans[i].start_s) < 1e-9);  // the JSON keeps microseconds
       }
+    }
+  }
+
+  // `--trace FILE.json.gz` opens as its JSON form does; damaged gzip is an InputError naming the file.
+  void a_gzip_trace_opens_as_its_json_trace() {
+    const Analytic a = analytic(quickstart(), complete_plan(quickstart()));
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString plain = dir.filePath("t.json"), packed = dir.filePath("t.json.gz");
+    for (const QString& path : {plain, packed})
+      write_trace_file(path.toStdString(),
+                       [&](std::ostream& out) { write_chrome_trace(out, a.program, a.evaluation); });
+    const Trace want = load_chrome_trace(plain), got = load_chrome_trace(packed);
+    QVERIFY(want.task_count > 0);
+    QCOMPARE(got.task_count, want.task_count);
+    QCOMPARE(got.lanes.size(), want.lanes.size());
+    QCOMPARE(got.begin_s, want.begin_s);
+    QCOMPARE(got.end_s, want.end_s);
+    QFile file(packed);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray half = file.readAll().left(int(file.size() / 2));
+    file.close();
+    QFile cut(dir.filePath("cut.json.gz"));
+    QVERIFY(cut.open(QIODevice::WriteOnly));
+    cut.write(half);
+    cut.close();
+    try {
+      load_chrome_trace(cut.fileName());
+      QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+      const QString message = QString::fromStdString(e.diagnostics().front().str());
+      QVERIFY2(message.contains("cut.json.gz") && message.contains("gzip"), qPrintable(message));
     }
   }
 
