@@ -35,7 +35,7 @@ for case in 175b 16k; do
   fi
   base=$(best_ms "$bin" plan "${args[@]}")
   echo "| $case | (no trace) | - | $base | - |"
-  for ext in json json.gz; do
+  for ext in json json.gz pftrace; do
     file="$tmp/trace.$ext"
     ms=$(best_ms "$bin" plan "${args[@]}" --trace "$file")
     echo "| $case | $ext | $(stat -c %s "$file") | $ms | $((ms - base)) |"

@@ -9,6 +9,7 @@
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/perfetto_trace.hpp"
 #include "plan/report/report.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/report/trace_file.hpp"
@@ -36,7 +37,8 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
   cmd->add_option("--trace", opts->trace,
-                  "write the schedule as a Chrome trace (Perfetto); gzip when FILE ends in .gz")
+                  "write the schedule as a Chrome trace (Perfetto); gzip when FILE ends in .gz, Perfetto "
+                  "protobuf for .pftrace")
       ->type_name("FILE");
   cmd->add_option("-o,--output", opts->output, "write the plan file")->type_name("PLAN.yaml");
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
@@ -87,7 +89,12 @@ void add_plan_command(CLI::App& app, int& exit_status) {
               trace_size_problem(chrome_trace_events(program), std::int64_t(program.task_count()));
           !big.empty())
         throw InputError(Location{"<--trace " + opts->trace + ">"}, big);
-      write_trace_file(opts->trace, [&](std::ostream& out) { write_chrome_trace(out, program, evaluation); });
+      write_trace_file(opts->trace, [&](std::ostream& out) {
+        if (is_perfetto_path(opts->trace))
+          write_perfetto_trace(out, program, evaluation);
+        else
+          write_chrome_trace(out, program, evaluation);
+      });
     }
     if (!opts->output.empty()) write_file_atomically(opts->output, to_yaml(plan));
     if (!opts->program.empty()) write_file_atomically(opts->program, to_text(program));

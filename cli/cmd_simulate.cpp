@@ -64,6 +64,10 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     sim::SimulateOptions options;
     options.iterations = opts->iterations;
     options.seed = opts->seed;
+    if (is_perfetto_path(opts->trace))
+      throw InputError(Location{"<--trace " + opts->trace + ">"},
+                       "simulate writes its trace as Chrome JSON (FILE.json, or FILE.json.gz "
+                       "gzip-compressed); .pftrace is written by `paratwin plan --trace` only");
     options.trace = !opts->trace.empty();
     options.all_ranks = opts->all_ranks;
     if (!opts->horizon.empty()) {

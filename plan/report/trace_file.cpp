@@ -18,4 +18,8 @@ void write_trace_file(const std::string& path, const std::function<void(std::ost
   file.commit();
 }
 
+bool is_perfetto_path(const std::string& path) {
+  return path.ends_with(".pftrace");
+}
+
 }  // namespace paratwin

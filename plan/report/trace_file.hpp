@@ -13,4 +13,7 @@ namespace paratwin {
 // AtomicFileWriter does.
 void write_trace_file(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+// True when `path` asks for Perfetto's protobuf trace (".pftrace") rather than Chrome JSON.
+bool is_perfetto_path(const std::string& path);
+
 }  // namespace paratwin
