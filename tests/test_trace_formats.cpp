@@ -36,6 +36,20 @@ std::vector<std::pair<double, double>> chrome_spans(const std::string& text) {
   return out;
 }
 
+// A fresh directory holding `paratwin COMMAND` run once per trace name (`--trace DIR/NAME`).
+fs::path write_traces(const std::string& tag, const std::string& command,
+                      const std::vector<std::string>& names) {
+  const fs::path dir = fs::temp_directory_path() / ("paratwin_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const std::string& name : names) {
+    const Output r = run_paratwin(command + " --trace " + (dir / name).string());
+    BOOST_TEST_INFO(r.text);
+    BOOST_REQUIRE(r.status == 0);
+  }
+  return dir;
+}
+
 // What a .pftrace holds, decoded field by field with Perfetto's field numbers.
 struct Decoded {
   std::map<std::uint64_t, std::uint64_t> tracks;  // uuid -> parent uuid (0: none)
@@ -101,16 +115,9 @@ Decoded decode_pftrace(const std::string& bytes) {
 // `--trace FILE.json.gz` writes the JSON trace of the same plan, gzip-compressed: decoded, it holds the
 // same tasks at the same times; no temporary file is left beside it.
 BOOST_AUTO_TEST_CASE(plan_writes_a_gzip_trace_that_decodes_to_the_json_trace) {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_tracegz_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string scenario = kSource + "/scenarios/gpt3-175b-1024-a100.yaml";
+  const fs::path dir = write_traces("tracegz", "plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml",
+                                    {"trace.json", "trace.json.gz"});
   const std::string plain = (dir / "trace.json").string(), packed = (dir / "trace.json.gz").string();
-  for (const std::string& trace : {plain, packed}) {
-    const Output r = run_paratwin("plan " + scenario + " --trace " + trace);
-    BOOST_TEST_INFO(r.text);
-    BOOST_REQUIRE(r.status == 0);
-  }
   const std::string json_text = slurp(plain), gz_bytes = slurp(packed);
   BOOST_REQUIRE(looks_gzipped(gz_bytes));
   BOOST_TEST(gz_bytes.size() * 5 < json_text.size());
@@ -128,16 +135,9 @@ BOOST_AUTO_TEST_CASE(plan_writes_a_gzip_trace_that_decodes_to_the_json_trace) {
 
 // `simulate --trace FILE.json.gz` compresses the simulator's trace (link counters and all) the same way.
 BOOST_AUTO_TEST_CASE(simulate_writes_a_gzip_trace_that_decodes_to_its_json_trace) {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_simgz_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string scenario = kSource + "/scenarios/quickstart.yaml";
+  const fs::path dir = write_traces("simgz", "simulate " + kSource + "/scenarios/quickstart.yaml --seed 3",
+                                    {"trace.json", "trace.json.gz"});
   const std::string plain = (dir / "trace.json").string(), packed = (dir / "trace.json.gz").string();
-  for (const std::string& trace : {plain, packed}) {
-    const Output r = run_paratwin("simulate " + scenario + " --seed 3 --trace " + trace);
-    BOOST_TEST_INFO(r.text);
-    BOOST_REQUIRE(r.status == 0);
-  }
   const std::string gz_bytes = slurp(packed);
   BOOST_REQUIRE(looks_gzipped(gz_bytes));
   BOOST_TEST(gunzip(gz_bytes) == slurp(plain));
@@ -148,16 +148,9 @@ BOOST_AUTO_TEST_CASE(simulate_writes_a_gzip_trace_that_decodes_to_its_json_trace
 // (collective tracks under their stream's), one slice per task at the JSON trace's times (to the
 // nanosecond the protobuf keeps), every begin ended, and each flow id on exactly a send and a receive.
 BOOST_AUTO_TEST_CASE(plan_writes_a_perfetto_trace_with_the_json_traces_tasks) {
-  const fs::path dir = fs::temp_directory_path() / ("paratwin_pftrace_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string scenario = kSource + "/scenarios/gpt3-175b-1024-a100.yaml";
+  const fs::path dir = write_traces("pftrace", "plan " + kSource + "/scenarios/gpt3-175b-1024-a100.yaml",
+                                    {"trace.json", "trace.pftrace"});
   const std::string plain = (dir / "trace.json").string(), packed = (dir / "trace.pftrace").string();
-  for (const std::string& trace : {plain, packed}) {
-    const Output r = run_paratwin("plan " + scenario + " --trace " + trace);
-    BOOST_TEST_INFO(r.text);
-    BOOST_REQUIRE(r.status == 0);
-  }
   const auto want = chrome_spans(slurp(plain));
   const std::string bytes = slurp(packed);
   const Decoded got = decode_pftrace(bytes);

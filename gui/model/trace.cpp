@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/io/gzip_stream.hpp"
+#include "plan/io/protobuf_wire.hpp"
+#include "plan/report/perfetto_trace.hpp"
 #include "plan/spec/diagnostics.hpp"
 #include "plan/spec/units.hpp"
 
@@ -194,6 +196,101 @@ Trace read_events(const QByteArray& text, const QString& source) {
   return trace;
 }
 
+// What a Perfetto track is to the timeline: the lane of its thread (a collective's child track draws
+// in its stream's lane, as in the Chrome trace), or a process's name.
+struct PerfettoTrack {
+  std::uint64_t parent = 0;
+  int pid = -1, tid = -1;
+  QString name;
+};
+
+PerfettoTrack read_track(std::string_view bytes) {
+  namespace pf = perfetto_field;
+  using protowire::Field;
+  using protowire::Reader;
+  PerfettoTrack track;
+  Reader reader(bytes);
+  for (Field f; reader.next(f);) {
+    if (f.number == pf::kParentUuid) track.parent = f.number_value;
+    if (f.number == pf::kTrackName) track.name = qs(std::string(f.bytes));
+    if (f.number != pf::kProcess && f.number != pf::kThread) continue;
+    Reader who(f.bytes);
+    for (Field g; who.next(g);) {
+      if (g.number == pf::kPid) track.pid = int(g.number_value);
+      if (f.number == pf::kThread && g.number == pf::kTid) track.tid = int(g.number_value);
+      if ((f.number == pf::kProcess && g.number == pf::kProcessName) ||
+          (f.number == pf::kThread && g.number == pf::kThreadName))
+        track.name = qs(std::string(g.bytes));
+    }
+  }
+  return track;
+}
+
+// `plan --trace FILE.pftrace`: track descriptors, then begin/end track events (category = task kind).
+Trace read_perfetto(const QByteArray& bytes, const QString& source) {
+  namespace pf = perfetto_field;
+  using protowire::Field;
+  using protowire::Reader;
+  Trace trace;
+  trace.source = source;
+  std::map<std::uint64_t, PerfettoTrack> tracks;
+  std::map<int, QString> processes;
+  std::map<std::uint64_t, Span> open;  // by track
+  LaneMap lanes;
+  const auto lane_of = [&](std::uint64_t uuid) -> Lane& {
+    const PerfettoTrack* t = &tracks.at(uuid);
+    while (t->tid < 0) t = &tracks.at(t->parent);  // a child track: its thread's lane
+    Lane& lane = lanes[{t->pid, t->tid}];
+    lane.pid = t->pid, lane.tid = t->tid, lane.thread = t->name;
+    lane.process = processes[t->pid];
+    return lane;
+  };
+  Reader file(std::string_view(bytes.constData(), size_t(bytes.size())));
+  for (Field packet; file.next(packet);) {
+    if (packet.number != pf::kTracePacket) throw std::runtime_error("a field that is not a TracePacket");
+    std::uint64_t ts = 0;
+    Reader fields(packet.bytes);
+    for (Field f; fields.next(f);) {
+      if (f.number == pf::kTimestamp) ts = f.number_value;
+      if (f.number == pf::kTrackDescriptor) {
+        std::uint64_t uuid = 0;
+        Reader track(f.bytes);
+        for (Field g; track.next(g);)
+          if (g.number == pf::kUuid) uuid = g.number_value;
+        PerfettoTrack t = read_track(f.bytes);
+        if (t.tid < 0 && t.pid >= 0) processes[t.pid] = t.name;
+        tracks[uuid] = t;
+      }
+      if (f.number != pf::kTrackEvent) continue;
+      std::uint64_t type = 0, uuid = 0;
+      Span span{double(ts) * 1e-9, double(ts) * 1e-9, SpanKind::Other, {}, {}, -1};
+      std::string category;
+      Reader event(f.bytes);
+      for (Field g; event.next(g);) {
+        if (g.number == pf::kType) type = g.number_value;
+        if (g.number == pf::kTrackUuid) uuid = g.number_value;
+        if (g.number == pf::kName) span.name = qs(std::string(g.bytes));
+        if (g.number == pf::kCategories) category = std::string(g.bytes);
+      }
+      if (!tracks.count(uuid)) throw std::runtime_error("an event on a track never described");
+      if (type == pf::kSliceBegin) {
+        auto known = std::find_if(kTaskKindNames.begin(), kTaskKindNames.end(),
+                                  [&](const auto& n) { return n.first == category; });
+        if (known != kTaskKindNames.end())
+          span.kind = classify(known->second, lane_of(uuid).thread, span.name);
+        open[uuid] = span;
+      } else if (type == pf::kSliceEnd && open.count(uuid)) {
+        Span done = open[uuid];
+        done.end_s = std::max(done.start_s, span.start_s);
+        open.erase(uuid);
+        add_span(trace, lane_of(uuid), std::move(done));
+      }
+    }
+  }
+  finish(trace, lanes);
+  return trace;
+}
+
 }  // namespace
 
 QString span_kind_label(SpanKind kind) {
@@ -242,6 +339,13 @@ Trace load_chrome_trace(const QString& path) {
       bytes = QByteArray(text.data(), qsizetype(text.size()));
     } catch (const std::runtime_error& e) {
       throw InputError(Location{path.toStdString()}, std::string("cannot read the trace: ") + e.what());
+    }
+  }
+  if (path.endsWith(".pftrace")) {  // `plan --trace FILE.pftrace`
+    try {
+      return read_perfetto(bytes, path);
+    } catch (const std::exception& e) {
+      throw InputError(Location{path.toStdString()}, std::string("not a Perfetto trace: ") + e.what());
     }
   }
   return parse_chrome_trace(bytes, path);

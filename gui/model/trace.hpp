@@ -65,7 +65,8 @@ struct Trace {
 // Parses Chrome trace event JSON ({"traceEvents": [...]} or a bare array). Throws InputError naming
 // `source` when the text is not such a trace.
 Trace parse_chrome_trace(const QByteArray& json, const QString& source);
-// Reads and parses a trace file, plain or gzip-compressed (`--trace FILE.json.gz`); a missing file throws
+// Reads and parses a trace file: Chrome JSON, plain or gzip-compressed (`--trace FILE.json.gz`), or
+// Perfetto's protobuf trace (`plan --trace FILE.pftrace`); a missing file throws
 // InputError naming it.
 Trace load_chrome_trace(const QString& path);
 

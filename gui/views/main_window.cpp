@@ -47,7 +47,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   file->addAction("Open &trace...", this, [this] {
     const QString path =
-        QFileDialog::getOpenFileName(this, "Open a Chrome trace", {}, "Chrome trace (*.json *.json.gz)");
+        QFileDialog::getOpenFileName(this, "Open a trace", {}, "Trace (*.json *.json.gz *.pftrace)");
     if (path.isEmpty()) return;
     timeline_->open_trace(path);
     tabs_->setCurrentWidget(timeline_);

@@ -85,7 +85,7 @@ TimelineView::TimelineView(Session& session, QWidget* parent)
   connect(zoom_out, &QPushButton::clicked, this, [this] { timeline_->zoom(0.5); });
   connect(open, &QPushButton::clicked, this, [this] {
     const QString path =
-        QFileDialog::getOpenFileName(this, "Open a Chrome trace", {}, "Chrome trace (*.json *.json.gz)");
+        QFileDialog::getOpenFileName(this, "Open a trace", {}, "Trace (*.json *.json.gz *.pftrace)");
     if (!path.isEmpty()) open_trace(path);
   });
   connect(simulate_, &QPushButton::clicked, this, [this] { session_.simulate({}); });

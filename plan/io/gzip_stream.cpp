@@ -112,14 +112,14 @@ std::string gunzip(std::string_view data) {
       continue;
     }
     if (rc == Z_STREAM_END) break;
+    if (z.avail_in == 0 && (rc == Z_BUF_ERROR || z.avail_out != 0)) {
+      inflateEnd(&z);
+      throw std::runtime_error("the gzip data ends early (a truncated file?)");
+    }
     if (rc != Z_OK) {
       const std::string why = z.msg ? z.msg : zError(rc);
       inflateEnd(&z);
       throw std::runtime_error("not valid gzip: " + why);
-    }
-    if (z.avail_in == 0 && z.avail_out != 0) {
-      inflateEnd(&z);
-      throw std::runtime_error("the gzip data ends early (a truncated file?)");
     }
   }
   inflateEnd(&z);

@@ -15,6 +15,7 @@
 #include "gui/model/timeline_layout.hpp"
 #include "gui/model/topology.hpp"
 #include "plan/analytic/evaluate.hpp"
+#include "plan/report/perfetto_trace.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/report/trace_file.hpp"
 
@@ -29,6 +30,26 @@ QString quickstart_path() {
 
 ScenarioSpec quickstart() {
   return load_scenario(quickstart_path().toStdString());
+}
+
+// Two readings of one schedule: the same lanes holding the same spans, times within `tolerance_s`
+// (and the same hover details when `details`).
+void same_lanes(const Trace& got, const Trace& want, double tolerance_s, bool details) {
+  QCOMPARE(got.task_count, want.task_count);
+  QCOMPARE(got.lanes.size(), want.lanes.size());
+  for (size_t l = 0; l < got.lanes.size(); ++l) {
+    const Lane &x = got.lanes[l], &y = want.lanes[l];
+    QCOMPARE(x.process, y.process);
+    QCOMPARE(x.thread, y.thread);
+    QCOMPARE(x.spans.size(), y.spans.size());
+    for (size_t i = 0; i < x.spans.size(); ++i) {
+      QCOMPARE(x.spans[i].name, y.spans[i].name);
+      QCOMPARE(x.spans[i].kind, y.spans[i].kind);
+      if (details) QCOMPARE(x.spans[i].details, y.spans[i].details);
+      QVERIFY(std::abs(x.spans[i].start_s - y.spans[i].start_s) < tolerance_s);
+      QVERIFY(std::abs(x.spans[i].end_s - y.spans[i].end_s) < tolerance_s);
+    }
+  }
 }
 
 struct Analytic {
@@ -121,24 +142,12 @@ class TestGuiModel : public QObject {
                                          {parse_override("plan.pp=4"), parse_override("plan.dp=4")});
     const Analytic a = analytic(s, complete_plan(s));
     const Trace direct = trace_of(a.program, a.evaluation, "direct");
-    QCOMPARE(direct.task_count, a.trace.task_count);
-    QCOMPARE(direct.lanes.size(), a.trace.lanes.size());
-    for (size_t l = 0; l < direct.lanes.size(); ++l) {
-      const Lane &x = direct.lanes[l], &y = a.trace.lanes[l];
-      QCOMPARE(x.process, y.process);
-      QCOMPARE(x.thread, y.thread);
-      QCOMPARE(x.spans.size(), y.spans.size());
-      for (size_t i = 0; i < x.spans.size(); ++i) {
-        QCOMPARE(x.spans[i].name, y.spans[i].name);
-        QCOMPARE(x.spans[i].kind, y.spans[i].kind);
-        QCOMPARE(x.spans[i].details, y.spans[i].details);
-        QVERIFY(std::abs(x.spans[i].start_s - y.spans[i].start_s) < 1e-9);  // the JSON keeps microseconds
-      }
-    }
+    same_lanes(direct, a.trace, 1e-9, true);  // the JSON keeps microseconds
   }
 
-  // `--trace FILE.json.gz` opens as its JSON form does; damaged gzip is an InputError naming the file.
-  void a_gzip_trace_opens_as_its_json_trace() {
+  // `--trace FILE.json.gz` and `FILE.pftrace` open as the JSON form does; damaged gzip is an
+  // InputError naming the file.
+  void gzip_and_perfetto_traces_open_as_their_json_trace() {
     const Analytic a = analytic(quickstart(), complete_plan(quickstart()));
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
@@ -152,6 +161,12 @@ class TestGuiModel : public QObject {
     QCOMPARE(got.lanes.size(), want.lanes.size());
     QCOMPARE(got.begin_s, want.begin_s);
     QCOMPARE(got.end_s, want.end_s);
+    // `--trace FILE.pftrace`: the same lanes and tasks, times to the nanosecond it keeps.
+    const QString perfetto = dir.filePath("t.pftrace");
+    write_trace_file(perfetto.toStdString(),
+                     [&](std::ostream& out) { write_perfetto_trace(out, a.program, a.evaluation); });
+    const Trace pf = load_chrome_trace(perfetto);
+    same_lanes(pf, want, 2e-9, false);  // the protobuf has no task arguments
     QFile file(packed);
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QByteArray half = file.readAll().left(int(file.size() / 2));
