@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/io/atomic_file.hpp"
+#include "plan/report/import_deepspeed.hpp"
 #include "plan/report/import_megatron.hpp"
 #include "plan/spec/suggest.hpp"
 
@@ -29,6 +30,61 @@ PoolSpec cluster_pool(const std::string& cluster) {
                          " pools; a Megatron-LM launch says nothing of which runs which stage: give one "
                          "with a single pool");
   return spec.pools.front();
+}
+
+// A catalog model or a model file.
+ModelSpec model_named(const std::string& name) {
+  const Catalog& catalog = Catalog::installed();
+  auto file = catalog.find(CatalogKind::Model, name);
+  if (!file && std::filesystem::exists(name)) file = name;
+  if (!file)
+    throw InputError(argument_location("--model", name),
+                     "unknown model '" + name + "'" + did_you_mean(name, catalog.names(CatalogKind::Model)));
+  return load_model_file(*file);
+}
+
+// The scenario on standard output or in `output`; the warnings on standard error.
+void write_scenario(const ImportedLaunch& launch, const std::string& cluster, const std::string& output) {
+  const PoolSpec pool = cluster_pool(cluster);
+  for (const auto& warning : launch.warnings) std::cerr << "warning: " << warning << "\n";
+  const std::string yaml = imported_scenario_yaml(launch, cluster, pool.name, pool.gpus_per_node);
+  if (output.empty()) {
+    std::cout << yaml;
+  } else {
+    write_file_atomically(output, yaml);
+    std::cout << output << ": " << launch.world << " GPUs of " << cluster << ", " << launch.warnings.size()
+              << " warnings\n";
+  }
+}
+
+void add_deepspeed(CLI::App& import, int& exit_status) {
+  struct Options {
+    std::string config, model, cluster = "dgx-h100", output;
+    int gpus = 0, seq_len = 0;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = import.add_subcommand("deepspeed", "a DeepSpeed config (JSON) and the model it trains");
+  cmd->add_option("config", opts->config, "DeepSpeed config")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--model", opts->model, "catalog model or model file")->required();
+  cmd->add_option("--cluster", opts->cluster, "catalog cluster or file the scenario runs on")
+      ->capture_default_str();
+  cmd->add_option("--gpus", opts->gpus, "world size, when the config leaves out gradient_accumulation_steps")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--seq-len", opts->seq_len, "training sequence length (default: the model's)")
+      ->check(CLI::Range(1, 1 << 26));
+  cmd->add_option("-o,--output", opts->output, "scenario file to write (default: standard output)")
+      ->type_name("SCENARIO.yaml");
+  cmd->callback([opts, &exit_status] {
+    std::ifstream in(opts->config);
+    std::stringstream text;
+    text << in.rdbuf();
+    const ImportedLaunch launch =
+        import_deepspeed(text.str(), opts->config, model_named(opts->model),
+                         opts->seq_len ? std::optional<int>(opts->seq_len) : std::nullopt,
+                         opts->gpus ? std::optional<int>(opts->gpus) : std::nullopt);
+    write_scenario(launch, opts->cluster, opts->output);
+    exit_status = kExitOk;
+  });
 }
 
 }  // namespace
@@ -67,18 +123,10 @@ void add_import_command(CLI::App& app, int& exit_status) {
     words.insert(words.end(), opts->arguments.begin(), opts->arguments.end());
     const ImportedLaunch launch =
         import_megatron(words, opts->gpus ? std::optional<int>(opts->gpus) : std::nullopt);
-    const PoolSpec pool = cluster_pool(opts->cluster);
-    for (const auto& warning : launch.warnings) std::cerr << "warning: " << warning << "\n";
-    const std::string yaml = imported_scenario_yaml(launch, opts->cluster, pool.name, pool.gpus_per_node);
-    if (opts->output.empty()) {
-      std::cout << yaml;
-    } else {
-      write_file_atomically(opts->output, yaml);
-      std::cout << opts->output << ": " << launch.world << " GPUs of " << opts->cluster << ", "
-                << launch.warnings.size() << " warnings\n";
-    }
+    write_scenario(launch, opts->cluster, opts->output);
     exit_status = kExitOk;
   });
+  add_deepspeed(*cmd, exit_status);
 }
 
 }  // namespace paratwin::cli

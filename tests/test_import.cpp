@@ -9,6 +9,7 @@
 #include "emit_cases.hpp"
 #include "paratwin_process.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/import_deepspeed.hpp"
 #include "plan/report/import_megatron.hpp"
 #include "plan/spec/doc.hpp"
 
@@ -166,6 +167,68 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   BOOST_TEST(message({}, std::nullopt).find("--gpus") != std::string::npos);
 }
 
+// What of the plan a DeepSpeed config carries, as emit_deepspeed.cpp writes it (cp and ep are the model's).
+BOOST_AUTO_TEST_CASE(deepspeed_configs_import_back_to_the_same_plan) {
+  int imported = 0;
+  for (const auto& [name, s] : every_fixed_plan()) {
+    const Plan p = complete_plan(s);
+    if (!deepspeed_refusals(p, s).empty()) continue;
+    BOOST_TEST_CONTEXT(name) {
+      const ImportedLaunch l =
+          import_deepspeed(deepspeed_config(p, s).text, name + ".json", s.model, s.training.seq_len);
+      const Plan& q = l.plan;
+      BOOST_TEST(q.dp == p.dp);
+      BOOST_TEST(q.tp == p.tp);
+      BOOST_TEST(q.pp == p.pp);
+      BOOST_TEST(q.micro_batch == p.micro_batch);
+      BOOST_TEST(q.num_microbatches == p.num_microbatches);
+      BOOST_TEST(q.zero == p.zero);
+      BOOST_TEST(q.offload_optimizer == (p.offload_optimizer && p.zero >= 1));
+      BOOST_TEST(q.overlap_dp == p.overlap_dp);
+      BOOST_TEST(std::abs(q.bucket_size.value() - p.bucket_size.value()) < 8.0);
+      const bool partition = p.tp > 1 && p.sequence_parallel;
+      BOOST_TEST(q.sequence_parallel == partition);
+      std::vector<std::string> notes;
+      const Recompute r = emit_detail::uniform_recompute(p, notes);
+      BOOST_TEST(q.offload_activations == (p.offload_activations && partition && r != Recompute::None));
+      // Without a pipeline, DeepSpeed's config says that layers are checkpointed, not which part of them.
+      const Recompute expected = p.pp == 1 && r == Recompute::Selective ? Recompute::Full : r;
+      for (const auto& st : q.stages) BOOST_TEST((st.recompute == expected));
+      const Precision precision =
+          s.training.precision == Precision::Fp8 ? Precision::Bf16 : s.training.precision;
+      BOOST_TEST((l.training.precision == precision));
+      BOOST_TEST(l.training.global_batch == s.training.global_batch);
+      ++imported;
+    }
+  }
+  BOOST_TEST(imported > 5);
+}
+
+BOOST_AUTO_TEST_CASE(deepspeed_keys_the_import_does_not_read_are_reported) {
+  const ModelSpec model = load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/gpt3-1.7b.yaml");
+  const ImportedLaunch l = import_deepspeed(
+      R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+          "zero_optimization": {"stage": 2, "round_robin_gradients": true}, "flops_profiler": {"enabled": true},
+          "optimizer": {"type": "AdamW"}})",
+      "ds.json", model);
+  BOOST_TEST(l.plan.dp == 8);
+  BOOST_TEST(l.plan.zero == 2);
+  const std::string all = join(l.warnings, "\n");
+  BOOST_TEST(all.find("zero_optimization.round_robin_gradients") != std::string::npos);
+  BOOST_TEST(all.find("flops_profiler.enabled") != std::string::npos);
+  BOOST_TEST(all.find("optimizer") == std::string::npos);
+  BOOST_CHECK_THROW(import_deepspeed(R"({"train_batch_size": 64, "zero_optimization": {"stage": 4}})",
+                                     "ds.json", model, std::nullopt, 8),
+                    InputError);
+  try {
+    import_deepspeed(R"({"train_batch_size": 60, "train_micro_batch_size_per_gpu": 8})", "ds.json", model,
+                     std::nullopt, 8);
+    BOOST_FAIL("a batch that micro-batch x dp does not divide was accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("train_batch_size") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_command_writes_a_scenario_that_plan_evaluates) {
   const auto dir = test_dir("paratwin-import-");
   const std::string scenario = (dir / "imported.yaml").string();
@@ -186,4 +249,15 @@ BOOST_AUTO_TEST_CASE(the_command_writes_a_scenario_that_plan_evaluates) {
   Result bad = paratwin_test::paratwin("import megatron --gpus 8 -- --num-layers 2 --hidden-size x");
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(bad.err.find("--hidden-size: expected an integer") != std::string::npos);
+
+  Result config = paratwin_test::paratwin("plan " + source + "/scenarios/quickstart.yaml --emit deepspeed");
+  BOOST_TEST_REQUIRE(config.status == 0);
+  std::ofstream((dir / "ds.json").string()) << config.out;
+  Result deepspeed = paratwin_test::paratwin("import deepspeed " + (dir / "ds.json").string() +
+                                             " --model gpt3-1.7b --cluster dgx-a100-80g -o " + scenario);
+  BOOST_TEST_INFO(deepspeed.err);
+  BOOST_TEST(deepspeed.status == 0);
+  planned = paratwin_test::paratwin("plan " + scenario);
+  BOOST_TEST(planned.status == 0);
+  BOOST_TEST(planned.out.find("dp 16 x tp 2 x pp 1") != std::string::npos);
 }

@@ -482,9 +482,9 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   auto b = [](bool v) { return std::string(v ? "true" : "false"); };
   const Plan& p = l.plan;
   const TrainingSpec& t = l.training;
-  std::string y = "# Imported from a Megatron-LM launch by `paratwin import megatron`.\n";
+  std::string y = "# Imported from " + l.source + " by `paratwin import`.\n";
   for (const auto& w : l.warnings) y += "# warning: " + w + "\n";
-  y += "name: imported-megatron\ndescription: a Megatron-LM launch on " + n(l.world) + " GPUs\nmodel:\n";
+  y += "name: imported\ndescription: " + l.source + " on " + n(l.world) + " GPUs\nmodel:\n";
   std::istringstream model(to_yaml(l.model));
   for (std::string line; std::getline(model, line);) y += "  " + line + "\n";
   // Whole nodes when the world fills them; else one node of the world's size, as torchrun would run it.

@@ -19,6 +19,7 @@ struct ImportedLaunch {
   Plan plan;                   // stages, when a --pipeline-model-parallel-layout gives them, have no pool yet
   bool uneven_stages = false;  // the stages come from a layout, not from the even split
   int world = 0;               // GPUs: dp x tp x pp x cp
+  std::string source = "a Megatron-LM launch";  // what was read, for the scenario's description
   std::vector<std::string> warnings;
 };
 
