@@ -40,17 +40,27 @@ ImportedLaunch round_trip(const Plan& plan, const ScenarioSpec& s) {
   return import_megatron(launch_script_words(megatron_launch(plan, s).text));
 }
 
-// What of the plan a Megatron-LM launch carries, as emit_megatron.cpp writes it.
-void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch& l) {
-  const Plan& q = l.plan;
+// What both frameworks carry: dp, tp, pp, the batch, ZeRO and its gradient buckets.
+void check_degrees_batch_and_zero(const Plan& p, const Plan& q) {
   BOOST_TEST(q.dp == p.dp);
   BOOST_TEST(q.tp == p.tp);
   BOOST_TEST(q.pp == p.pp);
+  BOOST_TEST(q.micro_batch == p.micro_batch);
+  BOOST_TEST(q.num_microbatches == p.num_microbatches);
+  BOOST_TEST(q.zero == p.zero);
+  BOOST_TEST(q.offload_optimizer == (p.offload_optimizer && p.zero >= 1));
+  BOOST_TEST(q.overlap_dp == p.overlap_dp);
+  // The bucket travels in whole gradient elements.
+  BOOST_TEST(std::abs(q.bucket_size.value() - p.bucket_size.value()) < 8.0);
+}
+
+// What of the plan a Megatron-LM launch carries, as emit_megatron.cpp writes it.
+void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch& l) {
+  const Plan& q = l.plan;
+  check_degrees_batch_and_zero(p, q);
   BOOST_TEST(q.cp == p.cp);
   BOOST_TEST(q.ep == p.ep);
   BOOST_TEST(l.world == p.gpus());
-  BOOST_TEST(q.micro_batch == p.micro_batch);
-  BOOST_TEST(q.num_microbatches == p.num_microbatches);
   BOOST_TEST(q.virtual_stages == p.virtual_stages);
   if (p.schedule != Schedule::GPipe) BOOST_TEST((q.schedule == p.schedule));  // gpipe runs as 1F1B (a note)
   BOOST_TEST(emit_detail::chunk_layers(q) == emit_detail::chunk_layers(p));
@@ -58,13 +68,8 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   const Recompute recompute = emit_detail::uniform_recompute(p, notes);
   for (const auto& st : q.stages) BOOST_TEST((st.recompute == recompute));
   BOOST_TEST(q.sequence_parallel == (p.sequence_parallel && p.tp > 1));
-  BOOST_TEST(q.zero == p.zero);
-  BOOST_TEST(q.offload_optimizer == (p.offload_optimizer && p.zero >= 1));
-  BOOST_TEST(q.overlap_dp == p.overlap_dp);
   BOOST_TEST(q.overlap_tp == (p.overlap_tp && p.tp > 1 && p.sequence_parallel));
   if (p.virtual_stages > 1 && p.pp > 2) BOOST_TEST(q.overlap_pp == p.overlap_pp);
-  // The bucket travels in whole gradient elements.
-  BOOST_TEST(std::abs(q.bucket_size.value() - p.bucket_size.value()) < 8.0);
   const bool pp_before_dp = p.order == "tp-cp-pp-dp" || p.order == "tp-pp-cp-dp";
   BOOST_TEST(q.order == (pp_before_dp ? "tp-cp-pp-dp" : "tp-cp-dp-pp"));
   BOOST_TEST((l.training.precision == s.training.precision));
@@ -177,15 +182,7 @@ BOOST_AUTO_TEST_CASE(deepspeed_configs_import_back_to_the_same_plan) {
       const ImportedLaunch l =
           import_deepspeed(deepspeed_config(p, s).text, name + ".json", s.model, s.training.seq_len);
       const Plan& q = l.plan;
-      BOOST_TEST(q.dp == p.dp);
-      BOOST_TEST(q.tp == p.tp);
-      BOOST_TEST(q.pp == p.pp);
-      BOOST_TEST(q.micro_batch == p.micro_batch);
-      BOOST_TEST(q.num_microbatches == p.num_microbatches);
-      BOOST_TEST(q.zero == p.zero);
-      BOOST_TEST(q.offload_optimizer == (p.offload_optimizer && p.zero >= 1));
-      BOOST_TEST(q.overlap_dp == p.overlap_dp);
-      BOOST_TEST(std::abs(q.bucket_size.value() - p.bucket_size.value()) < 8.0);
+      check_degrees_batch_and_zero(p, q);
       const bool partition = p.tp > 1 && p.sequence_parallel;
       BOOST_TEST(q.sequence_parallel == partition);
       std::vector<std::string> notes;
