@@ -23,10 +23,22 @@ struct Named {
   ScenarioSpec scenario;
 };
 
-// The emit tests' plans and every catalog scenario that fixes its plan.
+// Plans with what the emit tests' plans leave at the defaults: overlap off, TP overlap, other kernels.
+const std::vector<Case> kOverlaps = {
+    {"quickstart-overlap-tp-no-dp",
+     "quickstart",
+     {"cluster.from=dgx-h100", "plan.overlap.dp=false", "plan.overlap.tp=true", "training.attention=unfused",
+      "training.precision=fp8"}},
+    {"llama-interleaved-no-p2p-overlap", "quickstart",
+     with(kLlama,
+          {"plan.tp=2", "plan.pp=4", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
+           "plan.overlap.pp=false", "training.precision=fp32", "plan.zero=0"})},
+};
+
+// The emit tests' plans, those above and every catalog scenario that fixes its plan.
 std::vector<Named> every_fixed_plan() {
   std::vector<Named> out;
-  for (const auto* cases : {&kGolden, &kMore})
+  for (const auto* cases : {&kGolden, &kMore, &kOverlaps})
     for (const Case& c : *cases) out.push_back({c.name, load(c)});
   const Catalog catalog(PARATWIN_SOURCE_DIR);
   for (const auto& entry : catalog.list(CatalogKind::Scenario)) {
@@ -89,7 +101,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
 
 BOOST_AUTO_TEST_CASE(emitted_launches_import_back_to_the_same_plan) {
   const auto all = every_fixed_plan();
-  BOOST_TEST(all.size() > kGolden.size() + kMore.size());
+  BOOST_TEST(all.size() > kGolden.size() + kMore.size() + kOverlaps.size());
   for (const auto& [name, s] : all) {
     BOOST_TEST_CONTEXT(name) {
       const Plan plan = complete_plan(s);
