@@ -152,6 +152,18 @@ BOOST_AUTO_TEST_CASE(arguments_the_import_does_not_read_are_reported) {
   BOOST_TEST(l.warnings.size() == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(uneven_first_and_last_stages_become_the_plans_stages) {
+  const ImportedLaunch l =
+      import_megatron({"--num-layers", "30", "--hidden-size", "64", "--num-attention-heads", "4",
+                       "--seq-length", "128", "--vocab-size", "256", "--pipeline-model-parallel-size", "4",
+                       "--decoder-first-pipeline-num-layers", "6", "--decoder-last-pipeline-num-layers", "4"},
+                      8);
+  BOOST_TEST(l.uneven_stages);
+  BOOST_TEST(emit_detail::chunk_layers(l.plan) == std::vector<int>({6, 10, 10, 4}),
+             boost::test_tools::per_element());
+  BOOST_TEST(l.warnings.empty());
+}
+
 BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   const std::vector<std::string> base = {"--num-layers",          "4",  "--hidden-size", "64",
                                          "--num-attention-heads", "4",  "--seq-length",  "128",
@@ -182,6 +194,9 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   BOOST_TEST(message({"--num-experts", "4", "--moe-layer-freq", "[1,0,0,1]"}).find("--moe-layer-freq") !=
              std::string::npos);
   BOOST_TEST(message({}, std::nullopt).find("--gpus") != std::string::npos);
+  BOOST_TEST(message({"--pipeline-model-parallel-size", "2", "--decoder-first-pipeline-num-layers", "1",
+                      "--decoder-last-pipeline-num-layers", "1"})
+                 .find("--decoder-first-pipeline-num-layers") != std::string::npos);
 }
 
 // What of the plan a DeepSpeed config carries, as emit_deepspeed.cpp writes it (cp and ep are the model's).

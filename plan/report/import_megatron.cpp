@@ -301,10 +301,46 @@ std::vector<StagePlan> read_layout(const std::string& layout, int layers) {
   return stages;
 }
 
+// --decoder-first/last-pipeline-num-layers (one chunk per rank): the first and last stages take what they
+// say, the stages between share the rest evenly, as Megatron-LM asserts they can.
+std::vector<StagePlan> first_and_last_stages(Arguments& a, const Plan& p, int layers) {
+  const auto first = a.integer("decoder-first-pipeline-num-layers", 1, layers);
+  const auto last = a.integer("decoder-last-pipeline-num-layers", 1, layers);
+  if (!first && !last) return {};
+  const Location where =
+      Arguments::where(first ? "decoder-first-pipeline-num-layers" : "decoder-last-pipeline-num-layers",
+                       std::to_string(first ? *first : *last));
+  if (p.pp < 2)
+    throw InputError(where, "an uneven first or last stage needs --pipeline-model-parallel-size > 1");
+  const int middle = p.pp - (first ? 1 : 0) - (last ? 1 : 0);
+  const long long rest = layers - first.value_or(0) - last.value_or(0);
+  if (rest < middle || (middle == 0 && rest != 0) || (middle > 0 && rest % middle))
+    throw InputError(where, "the " + std::to_string(rest) +
+                                " layers left by the first and last stages do not "
+                                "split evenly over the " +
+                                std::to_string(middle) + " stages between");
+  std::vector<int> sizes;
+  if (first) sizes.push_back(static_cast<int>(*first));
+  for (int i = 0; i < middle; ++i) sizes.push_back(static_cast<int>(rest / middle));
+  if (last) sizes.push_back(static_cast<int>(*last));
+  std::vector<StagePlan> stages;
+  int next = 0;
+  for (int k : sizes) stages.push_back({next, next += k, "", Recompute::None});
+  return stages;
+}
+
 void read_pipeline(Arguments& a, ImportedLaunch& out) {
   Plan& p = out.plan;
   const int layers = out.model.layers;
-  if (const auto layout = a.text("pipeline-model-parallel-layout")) {
+  if (auto stages = first_and_last_stages(a, p, layers); !stages.empty()) {
+    if (a.flag("num-layers-per-virtual-pipeline-stage") || a.flag("pipeline-model-parallel-layout"))
+      throw InputError(Arguments::where("decoder-first-pipeline-num-layers", ""),
+                       "the import reads uneven first and last stages without interleaving; give "
+                       "--pipeline-model-parallel-layout instead");
+    p.stages = std::move(stages);
+    out.uneven_stages = true;
+    p.virtual_stages = 1;
+  } else if (const auto layout = a.text("pipeline-model-parallel-layout")) {
     p.stages = read_layout(*layout, layers);
     out.uneven_stages = true;
     const int chunks = static_cast<int>(p.stages.size());
