@@ -25,6 +25,7 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
 void add_tokenize_command(CLI::App& app, int& exit_status);
 void add_sweep_command(CLI::App& app, int& exit_status, const std::vector<std::string>& argv);
 void add_calibrate_command(CLI::App& app, int& exit_status);
+void add_import_command(CLI::App& app, int& exit_status);
 
 // Parses each `--set KEY=VALUE`; throws InputError on a malformed one.
 std::vector<Override> parse_overrides(const std::vector<std::string>& arguments);

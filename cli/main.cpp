@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   add_tokenize_command(app, status);
   add_sweep_command(app, status, std::vector<std::string>(argv, argv + argc));
   add_calibrate_command(app, status);
+  add_import_command(app, status);
 
   try {
     app.parse(argc, argv);

@@ -151,7 +151,15 @@ ControlServer::ControlServer(const std::string& address, Log log, double hello_t
   sockaddr_in a = ipv4(address, 0);
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error(system_error("control channel: socket"));
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 64) != 0) {
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    // The address is the user's choice (--control-address): one this machine does not have is bad
+    // input, refused with exit 2 like a malformed one.
+    const std::string why = system_error("control channel: cannot listen on " + address) +
+                            " (an address of this machine, e.g. 127.0.0.1)";
+    ::close(listen_fd_);
+    throw std::invalid_argument(why);
+  }
+  if (::listen(listen_fd_, 64) != 0) {
     const std::string why = system_error("control channel: cannot listen on " + address);
     ::close(listen_fd_);
     throw std::runtime_error(why);

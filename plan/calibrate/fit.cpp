@@ -107,20 +107,14 @@ void copy_figures(const ClusterSpec& from, ClusterSpec& to, const std::string& d
     if (p.name == pool) p.intra_node = pool_named(from, pool).intra_node;
 }
 
-}  // namespace
-
-Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& cluster) {
-  if (runs.empty()) throw std::logic_error("calibrate without runs");
-  Calibration cal;
-  cal.cluster = cluster;
-  cal.pool = runs.front().program.roles.front().pool;
-  cal.device = pool_named(cluster, cal.pool).device;
-  const Precision precision = runs.front().scenario.training.precision;
+// Every run must be of the calibrated pool and precision: one device's figures are fitted at a time.
+void check_runs_agree(const std::vector<ProfiledRun>& runs, const std::string& pool_name,
+                      Precision precision) {
   for (const ProfiledRun& run : runs) {
     const std::string& pool = run.program.roles.front().pool;
-    if (pool != cal.pool)
+    if (pool != pool_name)
       throw InputError(Location{run.profile.path}, "this profile ran on pool " + pool + ", " +
-                                                       runs.front().profile.path + " on pool " + cal.pool +
+                                                       runs.front().profile.path + " on pool " + pool_name +
                                                        "; calibrate one pool at a time");
     if (run.scenario.training.precision != precision)
       throw InputError(Location{run.profile.path},
@@ -129,36 +123,40 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
                            runs.front().profile.path + " in " + enum_name(precision, kPrecisionNames) +
                            "; calibrate one precision at a time");
   }
-  DeviceSpec& device = cal.cluster.devices.at(cal.device);
-  PoolSpec& pool = pool_named(cal.cluster, cal.pool);
-  const std::string dp = "devices." + cal.device, pp = "pools." + cal.pool;
+}
 
-  // Rows of every term, over every measured task of every run. The memory-bound rest of the forward
-  // and backward passes is summed per micro-batch: the model's backward does twice the forward's
-  // traffic, a CPU's backward kernels do not, and only their sum shapes an iteration.
+// Rows of every term, over every measured task of every run.
+struct Rows {
   std::vector<Row> dense, attention, memory, optimizer, collective;
+};
+
+// The memory-bound rest of the forward and backward passes is summed per micro-batch: the model's
+// backward does twice the forward's traffic, a CPU's backward kernels do not, and only their sum shapes
+// an iteration.
+Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name) {
+  Rows rows;
   for (const ProfiledRun& run : runs) {
     const Role& role = run.program.roles.front();
-    const PoolSpec& run_pool = pool_named(run.scenario.cluster, cal.pool);
+    const PoolSpec& run_pool = pool_named(run.scenario.cluster, pool_name);
+    const DeviceSpec& run_device = run.scenario.cluster.device_of(run_pool);
+    const Precision precision = run.scenario.training.precision;
+    // A rank of T threads is T cores of the cluster's device, each doing 1/T of the work: the figures
+    // fitted are a core's (rank_threads.hpp); launch costs stay whole.
+    const double cores = run.profile.threads;
     std::map<int, Row> per_microbatch;
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];
       const ProfiledTask& m = run.profile.tasks[i];
       const cost::KernelCost& w = t.work;
       if (t.stream == StreamKind::Compute) {
-        // The dense GEMMs' FLOPs as the device runs them (divided by their wave efficiency). A rank of
-        // T threads is T cores of the cluster's device, each doing 1/T of the work: the figures
-        // fitted are a core's (rank_threads.hpp); launch costs stay whole.
-        const double cores = run.profile.threads;
-        const DeviceSpec& run_device = run.scenario.cluster.device_of(run_pool);
-        const Precision precision = run.scenario.training.precision;
-        dense.push_back({cost::dense_gemm_seconds_at_full_efficiency(w, run_device, precision) *
-                             run_device.peak.at(precision).value() / cores,
-                         0, m.gemm_s});
-        attention.push_back({w.attention_flops.value() / cores, 0, m.attention_s});
+        // The dense GEMMs' FLOPs as the device runs them (divided by their wave efficiency).
+        rows.dense.push_back({cost::dense_gemm_seconds_at_full_efficiency(w, run_device, precision) *
+                                  run_device.peak.at(precision).value() / cores,
+                              0, m.gemm_s});
+        rows.attention.push_back({w.attention_flops.value() / cores, 0, m.attention_s});
         const double rest = m.cpu_s - m.gemm_s - m.attention_s;
         if (w.optimizer_bytes.value() > 0) {
-          optimizer.push_back({w.optimizer_bytes.value() / cores, double(w.launches), rest});
+          rows.optimizer.push_back({w.optimizer_bytes.value() / cores, double(w.launches), rest});
         } else {
           Row& r = per_microbatch[t.microbatch];
           r.a += w.elementwise_bytes.value() / cores, r.b += w.launches, r.time += rest;
@@ -168,21 +166,25 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
         const auto chosen =
             cost::collective_time(t.collective, t.bytes, t.placement, run_pool, run.scenario.cluster);
         const auto [steps, factor] = coefficients(t.collective, chosen.algorithm, t.placement.size);
-        collective.push_back({factor * t.bytes.value() * t.count, steps * t.count, m.transfer_s});
+        rows.collective.push_back({factor * t.bytes.value() * t.count, steps * t.count, m.transfer_s});
       }
     }
-    for (const auto& [microbatch, row] : per_microbatch) memory.push_back(row);
+    for (const auto& [microbatch, row] : per_microbatch) rows.memory.push_back(row);
   }
-  if (memory.empty() && optimizer.empty())
-    throw InputError(Location{runs.front().profile.path}, "the profiles measured no compute task");
+  return rows;
+}
 
-  auto figure = [&](const std::string& field, const std::string& what, const TwoTermFit& f,
-                    const std::string& measured) {
-    cal.figures.push_back({field, what, f.samples ? measured : "not measured: kept", f.samples > 0 && f.x > 0,
-                           f.samples, f.rms});
-  };
+void add_figure(Calibration& cal, const std::string& field, const std::string& what, const TwoTermFit& f,
+                const std::string& measured) {
+  cal.figures.push_back(
+      {field, what, f.samples ? measured : "not measured: kept", f.samples > 0 && f.x > 0, f.samples, f.rms});
+}
+
+// The dense and attention GEMM rates (the peak raised when the device beats its datasheet).
+void fit_gemms(const Rows& rows, Precision precision, DeviceSpec& device, const std::string& dp,
+               Calibration& cal) {
   const FlopsPerSecond old_peak = device.peak.at(precision);
-  const TwoTermFit d = fit_two_terms(dense, 0), a = fit_two_terms(attention, 0);
+  const TwoTermFit d = fit_two_terms(rows.dense, 0), a = fit_two_terms(rows.attention, 0);
   const double dense_rate = d.x > 0 ? 1 / d.x : 0, attention_rate = a.x > 0 ? 1 / a.x : 0;
   if (std::max(dense_rate, attention_rate) > old_peak.value()) {
     device.peak[precision] = FlopsPerSecond(std::max(dense_rate, attention_rate));
@@ -193,13 +195,16 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   const double peak = device.peak.at(precision).value();
   if (dense_rate > 0) device.efficiency.gemm = std::max(0.01, dense_rate / peak);
   if (attention_rate > 0) device.efficiency.attention = std::max(0.001, attention_rate / peak);
-  figure(dp + ".efficiency.gemm", "dense GEMMs", d, to_string(FlopsPerSecond(dense_rate)));
-  figure(dp + ".efficiency.attention", "attention GEMMs", a, to_string(FlopsPerSecond(attention_rate)));
+  add_figure(cal, dp + ".efficiency.gemm", "dense GEMMs", d, to_string(FlopsPerSecond(dense_rate)));
+  add_figure(cal, dp + ".efficiency.attention", "attention GEMMs", a,
+             to_string(FlopsPerSecond(attention_rate)));
+}
 
-  // Elementwise bandwidth and the launch cost together (they are told apart only when tasks mix them
-  // in different proportions), then the optimizer with that launch cost.
-  const TwoTermFit m = fit_two_terms(memory, device.efficiency.kernel_launch.value());
-  const TwoTermFit o = fit_two_terms(optimizer, m.y, /*fit_y=*/false);
+// Elementwise bandwidth and the launch cost together (they are told apart only when tasks mix them in
+// different proportions), then the optimizer with that launch cost.
+void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Calibration& cal) {
+  const TwoTermFit m = fit_two_terms(rows.memory, device.efficiency.kernel_launch.value());
+  const TwoTermFit o = fit_two_terms(rows.optimizer, m.y, /*fit_y=*/false);
   const double memory_bw = m.x > 0 ? 1 / m.x : 0, optimizer_bw = o.x > 0 ? 1 / o.x : 0;
   if (std::max(memory_bw, optimizer_bw) > device.memory_bandwidth.value()) {
     cal.notes.push_back("memory_bandwidth raised from " + to_string(device.memory_bandwidth) +
@@ -211,25 +216,30 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   if (optimizer_bw > 0)
     device.efficiency.optimizer = std::max(0.001, optimizer_bw / device.memory_bandwidth.value());
   if (m.both) device.efficiency.kernel_launch = Seconds(m.y);
-  figure(dp + ".efficiency.memory", "memory-bound kernels", m, to_string(BytesPerSecond(memory_bw)));
-  figure(dp + ".efficiency.optimizer", "optimizer step", o, to_string(BytesPerSecond(optimizer_bw)));
+  add_figure(cal, dp + ".efficiency.memory", "memory-bound kernels", m, to_string(BytesPerSecond(memory_bw)));
+  add_figure(cal, dp + ".efficiency.optimizer", "optimizer step", o, to_string(BytesPerSecond(optimizer_bw)));
   cal.figures.push_back({dp + ".efficiency.kernel_launch", "kernel launch",
                          m.both ? to_string(Seconds(m.y))
                                 : "kept: launches and memory traffic are in one proportion in every "
                                   "micro-batch (profile two micro-batch sizes to fit it)",
                          m.both, m.samples, m.rms});
+}
 
-  const TwoTermFit c = fit_two_terms(collective, pool.intra_node.latency.value());
+// The node's collective bus bandwidth and step latency.
+void fit_collectives(const Rows& rows, PoolSpec& pool, const std::string& pp, Calibration& cal) {
+  const TwoTermFit c = fit_two_terms(rows.collective, pool.intra_node.latency.value());
   if (c.x > 0) pool.intra_node.allreduce_busbw = BytesPerSecond(1 / c.x);
   if (c.both) pool.intra_node.latency = Seconds(c.y);
-  figure(pp + ".intra_node.allreduce_busbw", "collectives' bus bandwidth", c,
-         to_string(BytesPerSecond(c.x > 0 ? 1 / c.x : 0)));
+  add_figure(cal, pp + ".intra_node.allreduce_busbw", "collectives' bus bandwidth", c,
+             to_string(BytesPerSecond(c.x > 0 ? 1 / c.x : 0)));
   cal.figures.push_back(
       {pp + ".intra_node.latency", "collectives' step latency",
        c.both ? to_string(Seconds(c.y)) : "kept: every collective measured had the same size", c.both,
        c.samples, c.rms});
+}
 
-  // Every measured task against the calibrated model, on the cluster each run had.
+// Every measured task against the calibrated model, on the cluster each run had.
+void compare_tasks(const std::vector<ProfiledRun>& runs, Precision precision, Calibration& cal) {
   for (const ProfiledRun& run : runs) {
     ClusterSpec sized = run.scenario.cluster;
     copy_figures(cal.cluster, sized, cal.device, cal.pool);
@@ -244,6 +254,27 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
                            task_duration_s(t, pool_named(sized, cal.pool), sized, precision)});
     }
   }
+}
+
+}  // namespace
+
+Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& cluster) {
+  if (runs.empty()) throw std::logic_error("calibrate without runs");
+  Calibration cal;
+  cal.cluster = cluster;
+  cal.pool = runs.front().program.roles.front().pool;
+  cal.device = pool_named(cluster, cal.pool).device;
+  const Precision precision = runs.front().scenario.training.precision;
+  check_runs_agree(runs, cal.pool, precision);
+  const Rows rows = rows_of(runs, cal.pool);
+  if (rows.memory.empty() && rows.optimizer.empty())
+    throw InputError(Location{runs.front().profile.path}, "the profiles measured no compute task");
+  DeviceSpec& device = cal.cluster.devices.at(cal.device);
+  const std::string dp = "devices." + cal.device;
+  fit_gemms(rows, precision, device, dp, cal);
+  fit_memory(rows, device, dp, cal);
+  fit_collectives(rows, pool_named(cal.cluster, cal.pool), "pools." + cal.pool, cal);
+  compare_tasks(runs, precision, cal);
   return cal;
 }
 

@@ -70,8 +70,9 @@ double peak_of(const DeviceSpec& device, Precision precision) {
   return peak->second.value();
 }
 
-// Fused attention stays in 16 bits under fp8 training (Transformer Engine's default).
-double attention_peak(const DeviceSpec& device, Precision precision) {
+// The peak of what stays in 16 bits under fp8 training (attention, the output layer, the router:
+// Transformer Engine runs only the layers' linear GEMMs in fp8).
+double sixteen_bit_peak(const DeviceSpec& device, Precision precision) {
   if (precision == Precision::Fp8)
     for (Precision p : {Precision::Bf16, Precision::Fp16})
       if (auto it = device.peak.find(p); it != device.peak.end()) return it->second.value();
@@ -90,7 +91,7 @@ double gemm_math_s(const Gemm& g, const DeviceSpec& device, double peak, double 
 // GEMMs that stay in 16 bits (output layer, router) run at the 16-bit peak and efficiency.
 std::pair<double, double> gemm_peak_and_share(const Gemm& g, const DeviceSpec& device, Precision precision) {
   if (precision != Precision::Fp8) return {peak_of(device, precision), device.efficiency.gemm};
-  if (!g.fp8) return {attention_peak(device, precision), device.efficiency.gemm};
+  if (!g.fp8) return {sixteen_bit_peak(device, precision), device.efficiency.gemm};
   return {peak_of(device, precision), device.efficiency.gemm_fp8.value_or(device.efficiency.gemm)};
 }
 
@@ -107,7 +108,7 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
                                                                        : e.flash2;
     const EfficiencySpec::FusedAttention rates =
         figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
-    const double peak = attention_peak(device, precision);
+    const double peak = sixteen_bit_peak(device, precision);
     s += cost.flash_forward_flops.value() / (peak * rates.forward) +
          cost.flash_backward_flops.value() / (peak * rates.backward);
   }
@@ -197,7 +198,7 @@ KernelCost elementwise(double bytes, int launches = 1) {
 // products, GEMM FLOPs of their own class.
 KernelCost attention_gemm(double batch, double M, double K, double N, double e) {
   KernelCost c;
-  const Gemm g{.m = M, .n = N, .k = K, .batch = batch, .attention = true};
+  const Gemm g{.m = M, .n = N, .k = K, .batch = batch, .attention = true, .fp8 = false};
   c.gemm_flops = c.attention_flops = Flops(g.flops());
   c.gemm_bytes = Bytes(g.bytes(e));
   c.gemms.add(g);
