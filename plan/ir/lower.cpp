@@ -226,13 +226,7 @@ void RoleBuilder::forward(int mb, int chunk) {
   if (p_.zero == 3) {
     sharded_forward(mb, chunk, std::move(deps));
   } else {
-    Task f;
-    f.kind = TaskKind::Forward;
-    f.name = named("F ", mb, chunk);
-    f.microbatch = mb;
-    f.chunk = chunk;
-    f.layer_begin = st.layer_begin;
-    f.layer_end = st.layer_end;
+    Task f = pass_task(TaskKind::Forward, mb, chunk, st.layer_begin, st.layer_end, named("F ", mb, chunk));
     f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
     f.alloc = activations(chunk);
     f.deps = deps;
@@ -286,13 +280,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   }
   Bytes working_set;
   if (st.recompute != Recompute::None) {
-    Task r;
-    r.kind = TaskKind::Recompute;
-    r.name = named("R ", mb, chunk);
-    r.microbatch = mb;
-    r.chunk = chunk;
-    r.layer_begin = st.layer_begin;
-    r.layer_end = st.layer_end;
+    Task r = pass_task(TaskKind::Recompute, mb, chunk, st.layer_begin, st.layer_end, named("R ", mb, chunk));
     if (st.recompute == Recompute::Full) {
       r.work = pass_work(st.layer_begin, st.layer_end, true, false, false);
     } else {
@@ -315,14 +303,10 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   if ((final_microbatch || every) && p_.overlap_dp && replicas() > 1) segments = bucket_segments_[chunk];
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto [hi, lo] = segments[i];
-    Task b;
-    b.kind = TaskKind::Backward;
-    b.microbatch = mb;
-    b.chunk = chunk;
-    b.layer_begin = lo;
-    b.layer_end = hi;
-    b.name = named("B ", mb, chunk) +
-             (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : "");
+    Task b = pass_task(
+        TaskKind::Backward, mb, chunk, lo, hi,
+        named("B ", mb, chunk) +
+            (segments.size() > 1 && names_ ? " L" + std::to_string(lo) + "-" + std::to_string(hi) : ""));
     const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
     b.work = pass_work(lo, hi, false, embedding, head);
     if (i + 1 == segments.size()) b.free = activations(chunk) + working_set;

@@ -84,13 +84,7 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
       after.push_back(unit_compute[unit_compute.size() - 2]);
     }
     const int gather = unit_gather(mb, chunk, l, true, std::move(after));
-    Task f;
-    f.kind = TaskKind::Forward;
-    f.name = names_ ? named("F ", mb, chunk) + " L" + std::to_string(l) : std::string();
-    f.microbatch = mb;
-    f.chunk = chunk;
-    f.layer_begin = l;
-    f.layer_end = l + 1;
+    Task f = pass_task(TaskKind::Forward, mb, chunk, l, l + 1, unit_name("F ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
     f.alloc = unit_activations(chunk, l);
@@ -117,13 +111,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     Bytes working;
     if (st.recompute != Recompute::None) {
       // Activation checkpointing per unit: the layer's forward again, right before its backward.
-      Task r;
-      r.kind = TaskKind::Recompute;
-      r.name = names_ ? named("R ", mb, chunk) + " L" + std::to_string(l) : std::string();
-      r.microbatch = mb;
-      r.chunk = chunk;
-      r.layer_begin = l;
-      r.layer_end = l + 1;
+      Task r = pass_task(TaskKind::Recompute, mb, chunk, l, l + 1, unit_name("R ", mb, chunk, l));
       r.work = st.recompute == Recompute::Full ? pass_work(l, l + 1, true, false, false)
                                                : cost::attention_core_forward(m_, layer_work());
       r.recompute_flops = r.work.gemm_flops;
@@ -134,13 +122,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
       deps = st.recompute == Recompute::Full ? compute_with_comm(std::move(r), chunk, l, l + 1, true, mb, 1)
                                              : TaskDeps{add(std::move(r))};
     }
-    Task b;
-    b.kind = TaskKind::Backward;
-    b.microbatch = mb;
-    b.chunk = chunk;
-    b.layer_begin = l;
-    b.layer_end = l + 1;
-    b.name = names_ ? named("B ", mb, chunk) + " L" + std::to_string(l) : std::string();
+    Task b = pass_task(TaskKind::Backward, mb, chunk, l, l + 1, unit_name("B ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "plan/ir/buckets.hpp"
@@ -66,6 +67,21 @@ class RoleBuilder {
     out.reserve(prefix.size() + t.size());
     out.append(prefix).append(t);
     return out;
+  }
+  // named(prefix, mb, chunk) of one layer's unit (ZeRO 3), " L<layer>" added.
+  std::string unit_name(std::string_view prefix, int mb, int chunk, int layer) const {
+    return names_ ? named(prefix, mb, chunk) + " L" + std::to_string(layer) : std::string();
+  }
+  // A forward, backward or recompute pass of micro-batch `mb` over layers [begin, end) of `chunk`.
+  static Task pass_task(TaskKind kind, int mb, int chunk, int begin, int end, std::string name) {
+    Task t;
+    t.kind = kind;
+    t.name = std::move(name);
+    t.microbatch = mb;
+    t.chunk = chunk;
+    t.layer_begin = begin;
+    t.layer_end = end;
+    return t;
   }
   // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the DP ranks that hold
   // it (EP is carved out of dp).
