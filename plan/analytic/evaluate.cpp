@@ -48,10 +48,15 @@ double length(const Intervals& v) {
   return s;
 }
 
-// Length of `a` not covered by `b` (both merged).
+// Length of `a` not covered by `b` (both merged). The first of `b` that can matter is found by binary
+// search, so that one interval against a role's communication costs log n (the SM fixed point asks
+// this of every compute task).
 double uncovered(const Intervals& a, const Intervals& b) {
+  if (a.empty()) return 0;
   double s = 0;
-  size_t j = 0;
+  size_t j = std::upper_bound(b.begin(), b.end(), a.front().first,
+                              [](double x, const auto& iv) { return x < iv.second; }) -
+             b.begin();
   for (const auto& [lo, hi] : a) {
     double cursor = lo;
     while (j < b.size() && b[j].second <= cursor) ++j;
@@ -62,15 +67,6 @@ double uncovered(const Intervals& a, const Intervals& b) {
     }
     if (cursor < hi) s += hi - cursor;
   }
-  return s;
-}
-
-// How much of [lo, hi) the merged (sorted, disjoint) intervals `b` cover: a binary search to the first
-// that ends after lo, so that a role's compute tasks against its communication cost n log n.
-double covered(double lo, double hi, const Intervals& b) {
-  auto it = std::upper_bound(b.begin(), b.end(), lo, [](double x, const auto& iv) { return x < iv.second; });
-  double s = 0;
-  for (; it != b.end() && it->first < hi; ++it) s += std::min(hi, it->second) - std::max(lo, it->first);
   return s;
 }
 
@@ -324,7 +320,8 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
       comm = merged(std::move(comm));
       for (size_t i = 0; i < role.tasks.size(); ++i) {
         if (!is_compute(role.tasks[i].kind) || nominal[r][i] <= 0) continue;
-        const double overlap = covered(timing[r][i].start_s, timing[r][i].end_s, comm);
+        const double span = timing[r][i].end_s - timing[r][i].start_s;
+        const double overlap = span - uncovered({{timing[r][i].start_s, timing[r][i].end_s}}, comm);
         const double d = nominal[r][i] + overlap * shares[r];
         change = std::max(change, std::abs(d - durations[r][i]));
         durations[r][i] = d;
