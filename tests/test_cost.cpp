@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(large_gemm_is_compute_bound_at_peak_times_gemm_efficiency_a
   // 2048 / 2052 of the waves do work.
   const Gemm g{8192, 8192, 8192};
   BOOST_TEST(wave_efficiency(g, 108) == 2048.0 / (19 * 108), tt::tolerance(1e-12));
-  const double math = 2.0 * 8192 * 8192 * 8192 / (312e12 * 0.87 * 2048 / (19 * 108));
+  const double math = 2.0 * 8192 * 8192 * 8192 / (312e12 * a100.efficiency.gemm * 2048 / (19 * 108));
   BOOST_TEST(compute_time(one_gemm(8192, 8192, 8192), a100, Precision::Bf16).value() == math + 5e-6,
              tt::tolerance(1e-12));
 }
@@ -381,14 +381,14 @@ BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   batched.launches = 1;
   const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
   const double math =
-      2.0 * 64 * 64 * 64 * 256 / (312e12 * 0.87 * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
+      2.0 * 64 * 64 * 64 * 256 / (312e12 * a100.efficiency.gemm * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
   const double memory = 256 * 3 * 64 * 64 * 2 / (2039e9 * 0.83);
   BOOST_TEST(compute_time(batched, a100, Precision::Bf16).value() == std::max(math, memory) + 5e-6,
              tt::tolerance(1e-12));
   // One small GEMM: 24,576 B = 15 ns of traffic and less math, 5 us of launch.
   // Its one tile of 128 x 64 runs on one SM of 108: 0.4 us.
   const double t = compute_time(one_gemm(64, 64, 64), a100, Precision::Bf16).value();
-  BOOST_TEST(t == 5e-6 + 2.0 * 128 * 64 * 64 / (312e12 * 0.87 / 108), tt::tolerance(1e-12));
+  BOOST_TEST(t == 5e-6 + 2.0 * 128 * 64 * 64 / (312e12 * a100.efficiency.gemm / 108), tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_traffic_runs_at_memory_bandwidth_times_efficiency) {
@@ -533,6 +533,23 @@ BOOST_AUTO_TEST_CASE(backward_doubles_the_forward_gemms) {
   BOOST_TEST(head_backward(m, w).gemm_flops.value() == 2 * head_forward(m, w).gemm_flops.value());
   // Logits: 2 b s h V / t.
   BOOST_TEST(head_forward(m, w).gemm_flops.value() == 2.0 * 2048 * 12288 * 51200 / 8, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_moves_48_bytes_per_bf16_logit_through_hbm) {
+  // Unfused fp32 cross-entropy: forward 2 + 4 (upcast) + 3 x 4 + 4 (softmax passes) = 22 bytes per
+  // logit, backward 4 + 16 + 4 + 2 = 26. Only the logits grow with the vocabulary, so a larger one
+  // adds exactly that traffic (the final norm stays).
+  ModelSpec small = model("gpt3-175b"), large = small;
+  large.vocab = 2 * small.vocab;
+  LayerWork w;
+  w.seq_len = 2048;
+  w.tp = 8;
+  const double added_logits = 2048.0 * (large.vocab - small.vocab) / 8;
+  const auto traffic = [&](const KernelCost& c) { return c.elementwise_bytes.value(); };
+  BOOST_TEST(traffic(head_forward(large, w)) - traffic(head_forward(small, w)) == 22 * added_logits,
+             tt::tolerance(1e-9));
+  BOOST_TEST(traffic(head_backward(large, w)) - traffic(head_backward(small, w)) == 26 * added_logits,
+             tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {

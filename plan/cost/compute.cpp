@@ -340,18 +340,40 @@ KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
+namespace {
+
+// The final norm and the vocabulary-parallel logits: 2 b s h V / tp.
+KernelCost logits_forward(const ModelSpec& m, const Shape& s) {
+  KernelCost c = norm(s, m.hidden);
+  c += gemm(s.tokens, m.hidden, m.vocab / s.t, s.e, 1, false);
+  return c;
+}
+
+// Cross-entropy in fp32 over the rank's logits, as PyTorch's F.cross_entropy and Megatron-LM's
+// vocab_parallel_cross_entropy run it: unfused kernels, each a pass over b s V / tp elements. Forward:
+// the fp32 upcast (reads e, writes 4 bytes), then the softmax's max, sum-of-exponentials and output
+// passes (reads 3 x 4, writes 4). Backward: the one-hot gradient written whole (4), the softmax
+// backward's sum and output passes (reads the gradient twice and the saved softmax, writes: 16), the
+// cast back to 16 bits (reads 4, writes e). Rows of tens of thousands of fp32 values do not stay on
+// chip between passes, so each pass is HBM traffic.
+double cross_entropy_bytes_per_logit(const Shape& s, bool backward) {
+  return backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4;
+}
+
+}  // namespace
+
 KernelCost head_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
-  const double h = m.hidden, V = m.vocab;
-  KernelCost c = norm(s, h);
-  c += gemm(s.tokens, h, V / s.t, s.e, 1, false);  // vocabulary-parallel logits: 2 b s h V / tp
-  // Cross-entropy reads the logits and keeps an fp32 softmax for the backward.
-  c += elementwise((s.e + 4) * s.tokens * V / s.t);
+  KernelCost c = logits_forward(m, s);
+  c += elementwise(cross_entropy_bytes_per_logit(s, false) * s.tokens * m.vocab / s.t, 4);
   return c;
 }
 
 KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
-  return backward_of(head_forward(m, w));
+  const Shape s = shape_of(w);
+  KernelCost c = backward_of(logits_forward(m, s));
+  c += elementwise(cross_entropy_bytes_per_logit(s, true) * s.tokens * m.vocab / s.t, 4);
+  return c;
 }
 
 KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision) {
