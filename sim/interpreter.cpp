@@ -11,6 +11,7 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
+#include "plan/ir/transfer_key.hpp"
 #include "sim/flows.hpp"
 #include "sim/platform.hpp"
 
@@ -20,16 +21,6 @@ namespace paratwin::sim {
 namespace {
 
 constexpr int kStreams = 5;
-
-// A transfer is known by its direction, micro-batch and the chunk that receives it (as in the
-// analytic evaluator).
-using P2pKey = std::tuple<int, int, int>;
-
-P2pKey key_of(const Task& t) {
-  int receiver = t.chunk;
-  if (t.kind == TaskKind::Send) receiver = t.direction == Direction::Forward ? t.chunk + 1 : t.chunk - 1;
-  return {static_cast<int>(t.direction), t.microbatch, receiver};
-}
 
 const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
   for (const auto& p : c.pools)
@@ -44,9 +35,10 @@ struct Collective {
 
 struct RankState {
   int role = 0;
-  std::vector<unsigned short> done;                   // per task: iterations in which it has ended
-  long long completed = 0;                            // tasks ended, all iterations
-  std::map<P2pKey, std::pair<int, double>> arrivals;  // sends received (all iterations), last one's start
+  std::vector<unsigned short> done;  // per task: iterations in which it has ended
+  long long completed = 0;           // tasks ended, all iterations
+  // Sends received (all iterations), and the last one's start.
+  std::map<TransferKey, std::pair<int, double>> arrivals;
   sg4::ConditionVariablePtr changed;
   int waiting = 0;  // actors of this rank blocked on `changed`
   bool observed = false;
@@ -315,7 +307,7 @@ class Interpreter {
         run_phase(p2p_phase(t.bytes.value(), layout_.gpu_of(rank), layout_.gpu_of(peer), layout_,
                             *pools_[rs.role], cluster_));
         {
-          auto& arrival = ranks_[peer].arrivals[key_of(t)];
+          auto& arrival = ranks_[peer].arrivals[transfer_key(t)];
           ++arrival.first;
           arrival.second = send_start;
         }
@@ -323,7 +315,7 @@ class Interpreter {
         break;
       }
       case TaskKind::Recv: {
-        const P2pKey key = key_of(t);
+        const TransferKey key = transfer_key(t);
         wait_until(rank, [&] {
           auto found = rs.arrivals.find(key);
           return found != rs.arrivals.end() && found->second.first >= it + 1;
