@@ -1,0 +1,240 @@
+// `paratwin plan --emit chakra DIR`, end to end: the files read back with libprotobuf and checked
+// against the Program they came from. Every dependency resolves inside its file, every send has its
+// receive in the peer's file, every collective's group is the same in the files of all its members
+// (who run the same collectives on it in the same order), and the FLOPs and bytes add up to the
+// Program's.
+#define BOOST_TEST_MODULE chakra
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "paratwin_process.hpp"
+#include "plan/chakra/chakra_reader.hpp"
+#include "plan/chakra/chakra_writer.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/spec/doc.hpp"
+#include "plan/spec/scenario.hpp"
+
+namespace fs = std::filesystem;
+namespace et = ChakraProtoMsg;
+using namespace paratwin;
+using paratwin::chakra::int_attr;
+using paratwin_test::Output;
+using paratwin_test::run_paratwin;
+
+namespace {
+
+const std::string kQuickstart = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+struct Case {
+  std::string name;
+  std::vector<std::string> sets;
+};
+
+// Small plans of every communication kind: TP and DP collectives with pipeline transfers; interleaved
+// stages with ZeRO 3's gathers; context parallelism.
+const std::vector<Case> kCases = {
+    {"tp2-pp2-dp2", {"plan.tp=2", "plan.pp=2", "plan.dp=2", "cluster.nodes=1", "training.global_batch=32"}},
+    {"pp2x2-dp4-zero3",
+     {"plan.tp=1", "plan.pp=2", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
+      "plan.zero=3", "plan.sequence_parallel=false", "cluster.nodes=1", "training.global_batch=32"}},
+    {"tp2-cp2-dp2", {"plan.tp=2", "plan.cp=2", "plan.dp=2", "cluster.nodes=1", "training.global_batch=16"}},
+};
+
+std::string set_args(const Case& c) {
+  std::string out;
+  for (const std::string& s : c.sets) out += " --set " + s;
+  return out;
+}
+
+Program lowered(const Case& c) {
+  std::vector<Override> overrides;
+  for (const std::string& s : c.sets) overrides.push_back(parse_override(s));
+  const ScenarioSpec scenario = load_scenario(kQuickstart, overrides);
+  return lower(complete_plan(scenario), scenario.model, scenario.cluster, scenario.training);
+}
+
+std::vector<chakra::RankTrace> emitted(const Case& c) {
+  const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / c.name;
+  fs::remove_all(dir);
+  const Output r = run_paratwin("plan " + kQuickstart + set_args(c) + " --emit chakra " + dir.string());
+  BOOST_TEST_INFO(r.text);
+  BOOST_REQUIRE(r.status == 0);
+  return chakra::read_trace_directory(dir.string());
+}
+
+// A rank's process groups as its metadata node lists them: id -> members.
+std::map<std::string, std::vector<int>> listed_groups(const chakra::RankTrace& t) {
+  BOOST_REQUIRE(!t.nodes.empty());
+  const et::Node& meta = t.nodes.front();
+  BOOST_REQUIRE(meta.type() == et::METADATA_NODE);
+  const std::string& values = meta.inputs().values();
+  BOOST_REQUIRE(values.size() >= 4);
+  std::map<std::string, std::vector<int>> out;
+  for (const auto& g : nlohmann::json::parse(values.substr(2, values.size() - 4)))
+    out[g.at("pg_name").get<std::string>()] = g.at("ranks").get<std::vector<int>>();
+  return out;
+}
+
+struct Totals {
+  double flops = 0, tensor_bytes = 0, collective_bytes = 0, p2p_bytes = 0, copy_bytes = 0;
+};
+
+Totals program_totals(const Program& p) {
+  Totals t;
+  for (const Role& role : p.roles)
+    for (const Task& task : role.tasks) {
+      const double n = role.instances;
+      t.flops += n * task.work.gemm_flops.value();
+      t.tensor_bytes +=
+          n * (task.work.gemm_bytes + task.work.elementwise_bytes + task.work.optimizer_bytes).value();
+      if (task.kind == TaskKind::Collective) t.collective_bytes += n * task.count * task.bytes.value();
+      if (task.kind == TaskKind::Send) t.p2p_bytes += n * task.bytes.value();
+      if (task.kind == TaskKind::Copy) t.copy_bytes += n * task.bytes.value();
+    }
+  return t;
+}
+
+void check_close(double got, double want, const std::string& what) {
+  BOOST_TEST_INFO(what << ": " << got << " vs " << want);
+  // Each node's value is rounded to a whole number: at most half a unit per node.
+  BOOST_TEST(std::abs(got - want) <= 1e-9 * want + 1e4);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_file_per_rank_with_resolved_dependencies) {
+  for (const Case& c : kCases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const Program program = lowered(c);
+      const auto traces = emitted(c);
+      BOOST_TEST(int(traces.size()) == program.world);
+      long long nodes = 0;
+      for (const auto& t : traces) {
+        BOOST_TEST(t.metadata.version() == chakra::kSchemaVersion);
+        std::set<std::uint64_t> seen;
+        for (const et::Node& n : t.nodes) {
+          // Dependencies point to nodes earlier in the same file: they resolve, and there is no cycle.
+          for (std::uint64_t d : n.data_deps())
+            BOOST_TEST(seen.count(d) == 1u, "rank " << t.rank << " node " << n.id());
+          for (std::uint64_t d : n.ctrl_deps())
+            BOOST_TEST(seen.count(d) == 1u, "rank " << t.rank << " node " << n.id());
+          BOOST_TEST(seen.insert(n.id()).second);
+          BOOST_TEST(n.type() != et::INVALID_NODE);
+        }
+        nodes += static_cast<long long>(t.nodes.size());
+      }
+      BOOST_TEST(nodes == chakra::chakra_nodes(program));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_send_has_its_receive_and_every_group_agrees) {
+  for (const Case& c : kCases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const auto traces = emitted(c);
+      using Transfer = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // src, dst, tag
+      std::map<Transfer, std::int64_t> sends, receives;                       // -> bytes
+      std::map<std::string, std::vector<int>> groups;                         // over all ranks
+      std::map<std::string, std::map<int, std::vector<std::pair<std::int64_t, std::int64_t>>>> calls;
+      for (const auto& t : traces) {
+        const auto mine = listed_groups(t);
+        for (const auto& [id, members] : mine) {
+          BOOST_TEST(std::count(members.begin(), members.end(), t.rank) == 1);
+          const auto [it, added] = groups.try_emplace(id, members);
+          BOOST_TEST(it->second == members, "group " << id << " differs at rank " << t.rank);
+        }
+        for (const et::Node& n : t.nodes) {
+          if (n.type() == et::COMM_SEND_NODE || n.type() == et::COMM_RECV_NODE) {
+            const Transfer key{*int_attr(n, "comm_src"), *int_attr(n, "comm_dst"), *int_attr(n, "comm_tag")};
+            const bool send = n.type() == et::COMM_SEND_NODE;
+            BOOST_TEST((send ? std::get<0>(key) : std::get<1>(key)) == t.rank);
+            BOOST_TEST((send ? sends : receives).emplace(key, *int_attr(n, "comm_size")).second,
+                       "a transfer's tag is used twice");
+          }
+          if (n.type() == et::COMM_COLL_NODE) {
+            const auto* pg = chakra::find_attr(n, "pg_name");
+            BOOST_REQUIRE(pg);
+            BOOST_TEST(mine.count(pg->string_val()) == 1u, "rank " << t.rank << " uses an unlisted group");
+            calls[pg->string_val()][t.rank].emplace_back(*int_attr(n, "comm_type"),
+                                                         *int_attr(n, "comm_size"));
+          }
+        }
+      }
+      BOOST_TEST(sends.size() == receives.size());
+      BOOST_TEST((sends == receives));
+      // Every member of a group runs the same collectives on it in the same order, and only members do.
+      for (const auto& [id, by_rank] : calls) {
+        const std::vector<int>& members = groups.at(id);
+        BOOST_TEST(by_rank.size() == members.size(), "group " << id);
+        for (int m : members)
+          BOOST_TEST((by_rank.at(m) == by_rank.begin()->second), "group " << id << " rank " << m);
+      }
+      // ASTRA-sim's comm group file lists the same groups.
+      const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / c.name;
+      const auto file = paratwin_test::read_json(dir / "quickstart.comm_groups.json");
+      BOOST_TEST(file.size() == groups.size());
+      for (const auto& [id, members] : groups) BOOST_TEST((file.at(id).get<std::vector<int>>() == members));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(flops_and_bytes_add_up_to_the_programs) {
+  for (const Case& c : kCases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const Totals want = program_totals(lowered(c));
+      Totals got;
+      for (const auto& t : emitted(c))
+        for (const et::Node& n : t.nodes) {
+          if (n.type() == et::COMP_NODE) {
+            got.flops += double(*int_attr(n, "num_ops"));
+            got.tensor_bytes += double(*int_attr(n, "tensor_size"));
+          }
+          if (n.type() == et::COMM_COLL_NODE) got.collective_bytes += double(*int_attr(n, "comm_size"));
+          if (n.type() == et::COMM_SEND_NODE) got.p2p_bytes += double(*int_attr(n, "comm_size"));
+          if (n.type() == et::MEM_LOAD_NODE || n.type() == et::MEM_STORE_NODE)
+            got.copy_bytes += double(*int_attr(n, "tensor_size"));
+        }
+      BOOST_TEST(want.flops > 0);
+      BOOST_TEST(want.collective_bytes > 0);
+      check_close(got.flops, want.flops, "FLOPs");
+      check_close(got.tensor_bytes, want.tensor_bytes, "tensor bytes");
+      check_close(got.collective_bytes, want.collective_bytes, "collective bytes");
+      check_close(got.p2p_bytes, want.p2p_bytes, "send bytes");
+      check_close(got.copy_bytes, want.copy_bytes, "copy bytes");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_directories_and_arguments_exit_2) {
+  const fs::path blocker = paratwin_test::test_dir("paratwin_chakra_") / "a-file";
+  { std::ofstream(blocker) << "x"; }
+  Output r = run_paratwin("plan " + kQuickstart + " --emit chakra " + (blocker / "traces").string());
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.text.find("cannot create the trace directory") != std::string::npos, r.text);
+  r = run_paratwin("plan " + kQuickstart + " --emit chakra");
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.text.find("--emit chakra DIR") != std::string::npos, r.text);
+  r = run_paratwin("plan " + kQuickstart + " --emit megatron somewhere");
+  BOOST_TEST(r.status == 2);
+  r = run_paratwin("plan " + kQuickstart + " --emit onnx");
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.text.find("chakra") != std::string::npos, r.text);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_trace_is_an_input_error) {
+  const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / "garbage";
+  fs::create_directories(dir);
+  { std::ofstream(dir / "x.0.et") << "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"; }
+  BOOST_CHECK_THROW(chakra::read_trace_directory(dir.string()), InputError);
+  fs::remove(dir / "x.0.et");
+  BOOST_CHECK_THROW(chakra::read_trace_directory(dir.string()), InputError);
+}
