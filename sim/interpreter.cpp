@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <tuple>
 
-#include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
 #include "plan/ir/transfer_key.hpp"
@@ -159,25 +158,7 @@ class Interpreter {
   }
 
   void run_phase(const Phase& phase) {
-    if (phase.latency_s > 0) {
-      sg4::this_actor::sleep_for(phase.latency_s);
-      ++activities_;
-    }
-    std::vector<sg4::CommPtr> comms;
-    comms.reserve(phase.flows.size());
-    for (const Flow& f : phase.flows) {
-      if (f.bytes <= 0 || !gpu_simulated_[f.src_gpu]) continue;  // folded lanes send nothing
-      sg4::Host* src =
-          f.path == Path::Nic ? platform_.nics[layout_.site(f.src_gpu).nic] : platform_.gpus[f.src_gpu];
-      sg4::Host* dst =
-          f.path == Path::Nic ? platform_.nics[layout_.site(f.dst_gpu).nic] : platform_.gpus[f.dst_gpu];
-      if (src == nullptr || dst == nullptr)
-        throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
-      if (src == dst) continue;  // two members behind one NIC: no wire between them
-      comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
-    }
-    activities_ += static_cast<long long>(comms.size());
-    if (!comms.empty()) sg4::Comm::wait_all(comms);
+    activities_ += sim::run_phase(phase, platform_, layout_, gpu_simulated_);
   }
 
   void collective(int rank, int task_index, const Task& t) {
@@ -358,11 +339,7 @@ Interpretation interpret(const Program& program, const ClusterSpec& cluster, con
   char name[] = "paratwin-simulate";
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:critical");
-  // No correction factors and no TCP window bound: a lone flow gets its links' bandwidth exactly.
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("contexts/stack-size:128");
+  configure_engine();
   const Platform platform = build_platform(cluster, layout, options.gpu_slowdown);
   Interpreter interpreter(program, cluster, training, layout, options, platform);
   interpreter.start_actors();

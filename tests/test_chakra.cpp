@@ -2,8 +2,10 @@
 // against the Program they came from. Every dependency resolves inside its file, every send has its
 // receive in the peer's file, every collective's group is the same in the files of all its members
 // (who run the same collectives on it in the same order), and the FLOPs and bytes add up to the
-// Program's.
+// Program's. Replayed with `simulate --chakra`, they give the simulated iteration time of their plan;
+// a hand-written trace of another producer replays, and what cannot be replayed is refused.
 #define BOOST_TEST_MODULE chakra
+#include <google/protobuf/util/delimited_message_util.h>
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -33,6 +35,11 @@ using paratwin_test::run_paratwin;
 namespace {
 
 const std::string kQuickstart = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+// The traces this process wrote go when it ends.
+struct RemoveTraces {
+  ~RemoveTraces() { fs::remove_all(paratwin_test::test_dir("paratwin_chakra_")); }
+};
 
 struct Case {
   std::string name;
@@ -110,6 +117,8 @@ void check_close(double got, double want, const std::string& what) {
 }
 
 }  // namespace
+
+BOOST_TEST_GLOBAL_FIXTURE(RemoveTraces);
 
 BOOST_AUTO_TEST_CASE(one_file_per_rank_with_resolved_dependencies) {
   for (const Case& c : kCases) {
@@ -237,4 +246,106 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_not_a_trace_is_an_input_error) {
   BOOST_CHECK_THROW(chakra::read_trace_directory(dir.string()), InputError);
   fs::remove(dir / "x.0.et");
   BOOST_CHECK_THROW(chakra::read_trace_directory(dir.string()), InputError);
+}
+
+namespace {
+
+double iteration_time(const std::string& args, const char* key_path) {
+  const paratwin_test::Result r = paratwin_test::paratwin(args + " --json -");
+  BOOST_TEST_INFO(r.err);
+  BOOST_REQUIRE(r.status == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  return std::string(key_path) == "metrics" ? j["metrics"]["iteration_time_s"].get<double>()
+                                            : j["iteration_time_s"].get<double>();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(replaying_our_traces_gives_the_simulated_iteration_time) {
+  std::vector<Case> cases = {kCases[0], kCases[1]};
+  // Two nodes: collectives and transfers over the NICs too.
+  cases.push_back({"tp2-pp2-dp4-2nodes",
+                   {"plan.tp=2", "plan.pp=2", "plan.dp=4", "cluster.nodes=2", "training.global_batch=64"}});
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      emitted(c);
+      const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / c.name;
+      const std::string scenario = "simulate " + kQuickstart + set_args(c);
+      const double simulated = iteration_time(scenario, "metrics");
+      const double replayed = iteration_time(scenario + " --chakra " + dir.string(), "top");
+      // The same flows on the same platform; compute replays the analytic schedule's durations, which
+      // differ from the simulator's only where compute overlaps communication kernels.
+      BOOST_TEST(replayed == simulated, boost::test_tools::tolerance(0.01));
+    }
+  }
+}
+
+namespace {
+
+// A two-rank trace as another producer might write it: a compute node, an all-reduce on the default
+// group, a send from rank 0 to rank 1 (tag 7), all in microseconds, no process group node.
+void write_foreign(const fs::path& dir, et::CollectiveCommType kind, bool with_receive) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ofstream out(dir / ("foreign." + std::to_string(rank) + ".et"), std::ios::binary);
+    et::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    google::protobuf::util::SerializeDelimitedToOstream(meta, &out);
+    const auto attr = [](et::Node& n, const char* name) {
+      et::AttributeProto* a = n.add_attr();
+      a->set_name(name);
+      return a;
+    };
+    et::Node comp;
+    comp.set_id(10);
+    comp.set_name("matmul");
+    comp.set_type(et::COMP_NODE);
+    comp.set_duration_micros(1000);
+    google::protobuf::util::SerializeDelimitedToOstream(comp, &out);
+    et::Node coll;
+    coll.set_id(11);
+    coll.set_name("allreduce");
+    coll.set_type(et::COMM_COLL_NODE);
+    coll.add_data_deps(10);
+    attr(coll, "comm_type")->set_int64_val(kind);
+    attr(coll, "comm_size")->set_int64_val(1 << 20);
+    google::protobuf::util::SerializeDelimitedToOstream(coll, &out);
+    if (rank == 1 && !with_receive) continue;
+    et::Node p2p;
+    p2p.set_id(12);
+    p2p.set_name(rank == 0 ? "send" : "recv");
+    p2p.set_type(rank == 0 ? et::COMM_SEND_NODE : et::COMM_RECV_NODE);
+    p2p.add_ctrl_deps(11);
+    attr(p2p, "comm_src")->set_int32_val(0);
+    attr(p2p, "comm_dst")->set_int32_val(1);
+    attr(p2p, "comm_tag")->set_int32_val(7);
+    attr(p2p, "comm_size")->set_int64_val(1 << 20);
+    google::protobuf::util::SerializeDelimitedToOstream(p2p, &out);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_foreign_trace_replays_and_what_cannot_be_replayed_is_refused) {
+  const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / "foreign";
+  const std::string simulate = "simulate " + kQuickstart + " --chakra " + dir.string();
+  write_foreign(dir, et::ALL_REDUCE, true);
+  const double t = iteration_time(simulate, "top");
+  // 1 ms of compute, then an all-reduce and a send of 1 MiB over NVLink: tens of microseconds more.
+  BOOST_TEST(t > 1e-3);
+  BOOST_TEST(t < 1.5e-3);
+
+  write_foreign(dir, et::REDUCE, true);
+  Output r = run_paratwin(simulate);
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.text.find("collective REDUCE is not replayed") != std::string::npos, r.text);
+
+  write_foreign(dir, et::ALL_REDUCE, false);
+  r = run_paratwin(simulate);
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.text.find("has no receive") != std::string::npos, r.text);
+
+  r = run_paratwin(simulate + " --horizon 1d");
+  BOOST_TEST(r.status == 2);
 }
