@@ -62,6 +62,18 @@ int group_id(const std::string& pg_name, const Location& where) {
   throw InputError(where, "process group name '" + pg_name + "' is not a group id (a whole number)");
 }
 
+std::vector<int> rank_list(const nlohmann::json& ranks, const Location& where) {
+  std::vector<int> out;
+  if (ranks.is_array())
+    for (const auto& r : ranks) {
+      if (!r.is_number_integer()) break;
+      out.push_back(r.get<int>());
+    }
+  if (!ranks.is_array() || out.size() != ranks.size())
+    throw InputError(where, "a process group's ranks: expected a list of whole numbers");
+  return out;
+}
+
 // Groups listed as PyTorch's process_group:init node lists them: JSON inside a Python list literal.
 void listed_groups(const RankTrace& t, const et::Node& n, std::map<int, std::vector<int>>& groups) {
   const std::string& values = n.inputs().values();
@@ -73,7 +85,7 @@ void listed_groups(const RankTrace& t, const et::Node& n, std::map<int, std::vec
     if (!g.is_object() || !g.contains("pg_name") || !g.contains("ranks") || !g["pg_name"].is_string() ||
         !g["ranks"].is_array())
       throw InputError(at(t, n), "a process group without a pg_name string and a ranks list");
-    groups[group_id(g["pg_name"].get<std::string>(), at(t, n))] = g["ranks"].get<std::vector<int>>();
+    groups[group_id(g["pg_name"].get<std::string>(), at(t, n))] = rank_list(g["ranks"], at(t, n));
   }
 }
 
@@ -218,11 +230,9 @@ ReplayWorkload load_replay_workload(const std::string& dir) {
     const auto json = nlohmann::json::parse(in, nullptr, false);
     if (!json.is_object())
       throw InputError(Location{file.string()}, "expected a JSON object of group id: ranks");
-    for (const auto& [id, ranks] : json.items()) {
-      if (!ranks.is_array())
-        throw InputError(Location{file.string()}, "group " + id + ": expected a list of ranks");
-      w.groups[group_id(id, Location{file.string()})] = ranks.get<std::vector<int>>();
-    }
+    for (const auto& [id, ranks] : json.items())
+      w.groups[group_id(id, Location{file.string()})] =
+          rank_list(ranks, Location{file.string() + " (group " + id + ")"});
   } else {
     w.groups = std::move(listed);
   }
