@@ -72,6 +72,9 @@ Program lowered(const Case& c) {
 std::vector<chakra::RankTrace> emitted(const Case& c) {
   const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / c.name;
   fs::remove_all(dir);
+  // A larger plan's file left in the directory goes: the reader would take it for rank 99.
+  fs::create_directories(dir);
+  { std::ofstream(dir / "quickstart.99.et") << "stale"; }
   const Output r = run_paratwin("plan " + kQuickstart + set_args(c) + " --emit chakra " + dir.string());
   BOOST_TEST_INFO(r.text);
   BOOST_REQUIRE(r.status == 0);

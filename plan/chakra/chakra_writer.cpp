@@ -5,8 +5,10 @@
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -251,6 +253,21 @@ void make_directory(const std::string& dir) {
                          "; name a directory that can be created");
 }
 
+// Files of the same prefix for ranks this world does not have, left by an earlier emit of a larger
+// plan: a reader would take them for part of this trace.
+void remove_stale_ranks(const std::filesystem::path& dir, const std::string& prefix, int world) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + 4 || name.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
+        name.compare(name.size() - 3, 3, ".et") != 0)
+      continue;
+    const std::string rank = name.substr(prefix.size() + 1, name.size() - prefix.size() - 4);
+    if (!rank.empty() && rank.size() < 10 && std::all_of(rank.begin(), rank.end(), ::isdigit) &&
+        std::stoll(rank) >= world)
+      std::filesystem::remove(entry.path());
+  }
+}
+
 }  // namespace
 
 std::string trace_prefix(const std::string& scenario_name) {
@@ -292,6 +309,7 @@ ChakraSummary write_chakra_traces(const std::string& dir, const std::string& pre
   for (int rank = 0; rank < layout.world(); ++rank)
     summary.nodes += write_rank(shared, (base / (prefix + "." + std::to_string(rank) + ".et")).string(),
                                 scenario.name, rank);
+  remove_stale_ranks(base, prefix, layout.world());
   nlohmann::json members = nlohmann::json::object();
   for (const ProcessGroup& g : groups.all()) members[std::to_string(g.id)] = g.ranks;
   write_file_atomically((base / (prefix + ".comm_groups.json")).string(), members.dump(1) + "\n");

@@ -47,7 +47,8 @@ std::string trace_prefix(const std::string& scenario_name);
 std::int64_t chakra_nodes(const Program& program);
 
 // Writes the traces of `program` (lowered with task names) into `dir`, created with its parents when
-// missing; each file appears whole or not at all. Throws InputError naming the directory when it cannot
+// missing; each file appears whole or not at all, and files of the same prefix for ranks beyond this
+// world (an earlier, larger plan's) are removed. Throws InputError naming the directory when it cannot
 // be created or is not a directory, and before writing anything when the traces would pass
 // kChakraNodesLimit (plan/spec/limits.hpp).
 ChakraSummary write_chakra_traces(const std::string& dir, const std::string& prefix, const Program& program,
