@@ -83,7 +83,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       ->excludes("--plan")
       ->excludes("--horizon")
       ->excludes("--failure-trace")
-      ->excludes("--all-ranks");
+      ->excludes("--all-ranks")
+      ->excludes("--iterations");
   cmd->callback([opts, &exit_status] {
     // A live run's trace brings the overrides that made its plan; the command line's come after.
     std::optional<FailureTrace> replayed;
