@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "plan/chakra/chakra_writer.hpp"
 #include "plan/chakra/replay_workload.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/io/failure_trace.hpp"
@@ -41,6 +42,7 @@ void replay_traces(const std::string& dir, const ScenarioSpec& scenario, const s
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra;
+    std::vector<std::string> emit;  // chakra DIR
     std::vector<std::string> sets;
     int iterations = 1;
     std::uint64_t seed = 1;
@@ -74,6 +76,11 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
                       "write a Chrome trace with link usage and failure markers; gzip when FILE ends "
                       "in .gz")
           ->type_name("FILE");
+  auto* emit = cmd->add_option("--emit", opts->emit,
+                               "also write the plan as Chakra execution traces into DIR, with the "
+                               "simulation's times (chakra DIR; see plan --emit)")
+                   ->type_name("chakra DIR")
+                   ->expected(2);
   cmd->add_option(
          "--chakra", opts->chakra,
          "replay Chakra execution traces (DIR/<prefix>.<rank>.et, as plan --emit chakra writes them) "
@@ -84,7 +91,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       ->excludes("--horizon")
       ->excludes("--failure-trace")
       ->excludes("--all-ranks")
-      ->excludes("--iterations");
+      ->excludes("--iterations")
+      ->excludes(emit);
   cmd->callback([opts, &exit_status] {
     // A live run's trace brings the overrides that made its plan; the command line's come after.
     std::optional<FailureTrace> replayed;
@@ -127,7 +135,19 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       options.checkpoint_write_behind_s = replayed->checkpoint_write_s;
       options.regrow_at_checkpoint = true;
     }
+    if (!opts->emit.empty() && opts->emit.front() != "chakra")
+      throw CLI::ValidationError("--emit",
+                                 "simulate emits chakra DIR only; got '" + opts->emit.front() + "'");
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
+    if (!opts->emit.empty()) {
+      const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
+      const std::string& dir = opts->emit.back();
+      const auto written = chakra::write_chakra_traces(dir, chakra::trace_prefix(scenario.name), program,
+                                                       scenario, result.role_timings);
+      if (opts->json != "-")
+        std::cout << "wrote " << written.ranks << " Chakra traces with the simulation's times to " << dir
+                  << "\n";
+    }
     if (opts->json != "-") {
       std::cout << to_text(result.report);
       if (result.reliability) std::cout << sim::to_text(*result.reliability);

@@ -352,3 +352,28 @@ BOOST_AUTO_TEST_CASE(a_foreign_trace_replays_and_what_cannot_be_replayed_is_refu
   r = run_paratwin(simulate + " --horizon 1d");
   BOOST_TEST(r.status == 2);
 }
+
+BOOST_AUTO_TEST_CASE(simulate_emits_the_traces_with_the_simulations_times) {
+  const Case& c = kCases[0];
+  const fs::path dir = paratwin_test::test_dir("paratwin_chakra_") / "simulated";
+  const std::string simulate = "simulate " + kQuickstart + set_args(c);
+  const Output r = run_paratwin(simulate + " --emit chakra " + dir.string());
+  BOOST_TEST_INFO(r.text);
+  BOOST_REQUIRE(r.status == 0);
+  const auto traces = chakra::read_trace_directory(dir.string());
+  BOOST_TEST(int(traces.size()) == lowered(c).world);
+  double flops = 0;
+  for (const auto& t : traces) {
+    std::string durations;
+    for (const auto& a : t.metadata.attr())
+      if (a.name() == "durations") durations = a.string_val();
+    BOOST_TEST(durations == "simulation");
+    for (const et::Node& n : t.nodes)
+      if (n.type() == et::COMP_NODE) flops += double(*int_attr(n, "num_ops"));
+  }
+  check_close(flops, program_totals(lowered(c)).flops, "FLOPs");
+  const double simulated = iteration_time(simulate, "metrics");
+  BOOST_TEST(iteration_time(simulate + " --chakra " + dir.string(), "top") == simulated,
+             boost::test_tools::tolerance(0.01));
+  BOOST_TEST(run_paratwin(simulate + " --emit megatron x").status == 2);
+}

@@ -26,6 +26,7 @@ namespace paratwin::chakra {
 namespace {
 
 namespace et = ChakraProtoMsg;
+using TaskTimings = std::vector<TaskTiming>;
 
 et::AttributeProto* add_attr(et::Node& node, const char* name) {
   et::AttributeProto* a = node.add_attr();
@@ -78,7 +79,8 @@ int nodes_of(const Task& t) {
 
 // What a role's tasks look like in every file of its ranks: node ids (id 0 is the process group node;
 // task i is nodes first[i] .. first[i] + nodes_of(task) - 1), the task before each on its stream, and
-// the analytic schedule's start and duration of each node.
+// the start and duration of each node: from the simulation's timings when given (`simulated`, the
+// role's slowest observed rank), else from the analytic schedule.
 struct RoleNodes {
   std::vector<std::uint64_t> first;
   std::vector<int> before_on_stream;  // -1: first of its stream
@@ -86,7 +88,8 @@ struct RoleNodes {
 };
 
 RoleNodes role_nodes(const Role& role, const std::vector<double>& alone,
-                     const std::vector<TaskTiming>& timing) {
+                     const std::vector<TaskTiming>& analytic, const std::vector<TaskTiming>& simulated) {
+  const std::vector<TaskTiming>& timing = simulated.size() == role.tasks.size() ? simulated : analytic;
   RoleNodes out;
   std::map<StreamKind, int> last;
   std::uint64_t next = 1;
@@ -98,11 +101,13 @@ RoleNodes role_nodes(const Role& role, const std::vector<double>& alone,
     out.before_on_stream.push_back(it == last.end() ? -1 : it->second);
     last[t.stream] = static_cast<int>(i);
     out.start_s.push_back(timing[i].start_s);
-    // Compute and copies: the time the schedule gave them (compute slowed beside communication
-    // kernels included); communication: its cost alone, one node's share of a folded task; a receive
-    // takes no time of its own.
+    // Compute and copies: the time they were given (compute slowed beside communication kernels
+    // included); a send: its cost alone, or what it took in the simulation (contention included); a
+    // collective: its cost alone, one node's share of a folded task (a simulated one includes waiting
+    // for the group's last member); a receive takes no time of its own.
     double d = timing[i].end_s - timing[i].start_s;
-    if (t.kind == TaskKind::Collective || t.kind == TaskKind::Send) d = alone[i] / nodes_of(t);
+    if (t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && &timing == &analytic))
+      d = alone[i] / nodes_of(t);
     if (t.kind == TaskKind::Recv) d = 0;
     out.duration_s.push_back(d);
   }
@@ -115,6 +120,7 @@ struct Shared {
   const RankLayout& layout;
   const ProcessGroups& groups;
   std::vector<RoleNodes> roles;
+  std::string durations;  // where the times come from, for the metadata
 };
 
 void fill_task(et::Node& node, const Shared& s, int rank, const Task& t) {
@@ -169,7 +175,8 @@ et::Node process_group_node(const ProcessGroups& groups, int rank) {
   return node;
 }
 
-et::GlobalMetadata metadata(const Program& program, const std::string& scenario, int rank) {
+et::GlobalMetadata metadata(const Program& program, const std::string& scenario, const std::string& durations,
+                            int rank) {
   et::GlobalMetadata meta;
   meta.set_version(kSchemaVersion);
   const auto text = [&](const char* name, const std::string& value) {
@@ -186,6 +193,7 @@ et::GlobalMetadata metadata(const Program& program, const std::string& scenario,
   text("scenario", scenario);
   text("model", program.model);
   text("cluster", program.cluster);
+  text("durations", durations);
   number("rank", rank);
   number("world", program.world);
   return meta;
@@ -199,7 +207,7 @@ void put(const google::protobuf::MessageLite& message, std::ostream& out) {
 long long write_rank(const Shared& s, const std::string& path, const std::string& scenario, int rank) {
   AtomicFileWriter file(path);
   std::ostream& out = file.stream();
-  put(metadata(s.program, scenario, rank), out);
+  put(metadata(s.program, scenario, s.durations, rank), out);
   put(process_group_node(s.groups, rank), out);
   long long nodes = 1;
   const int r = role_of_rank(s.program, s.layout, rank);
@@ -288,7 +296,8 @@ std::int64_t chakra_nodes(const Program& program) {
 }
 
 ChakraSummary write_chakra_traces(const std::string& dir, const std::string& prefix, const Program& program,
-                                  const ScenarioSpec& scenario) {
+                                  const ScenarioSpec& scenario,
+                                  const std::vector<std::vector<TaskTiming>>& simulated) {
   if (const std::int64_t nodes = chakra_nodes(program); nodes > limit_value(kChakraNodesLimit))
     throw InputError(at_option(dir), "the traces would hold " + std::to_string(nodes) + " nodes (" +
                                          std::to_string(program.world) +
@@ -298,11 +307,12 @@ ChakraSummary write_chakra_traces(const std::string& dir, const std::string& pre
   make_directory(dir);
   const RankLayout layout(program.plan, scenario.cluster);
   const ProcessGroups groups(program, layout);
-  Shared shared{program, layout, groups, {}};
+  Shared shared{program, layout, groups, {}, simulated.empty() ? "analytic" : "simulation"};
   const auto alone = task_durations(program, scenario.cluster, scenario.training);
   const auto timings = schedule_tasks(program, scenario.cluster, scenario.training);
   for (size_t r = 0; r < program.roles.size(); ++r)
-    shared.roles.push_back(role_nodes(program.roles[r], alone[r], timings[r]));
+    shared.roles.push_back(role_nodes(program.roles[r], alone[r], timings[r],
+                                      r < simulated.size() ? simulated[r] : TaskTimings{}));
 
   ChakraSummary summary{prefix, layout.world(), 0, static_cast<int>(groups.all().size())};
   const std::filesystem::path base(dir);

@@ -12,12 +12,14 @@
 // plan/ir/program.hpp) and comm_size; host copies MEM_STORE_NODE (to the host) or MEM_LOAD_NODE. A
 // task's dependencies are data_deps; the task before it on its stream is a ctrl_dep (streams run their
 // tasks in order). Durations are the analytic evaluator's: duration_micros, and exactly in the
-// attribute duration_ns; start_time_micros is its schedule's start.
+// attribute duration_ns; start_time_micros is its schedule's start (`simulate --emit chakra DIR`: the
+// simulation's).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "plan/analytic/evaluate.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/scenario.hpp"
@@ -50,8 +52,12 @@ std::int64_t chakra_nodes(const Program& program);
 // missing; each file appears whole or not at all, and files of the same prefix for ranks beyond this
 // world (an earlier, larger plan's) are removed. Throws InputError naming the directory when it cannot
 // be created or is not a directory, and before writing anything when the traces would pass
-// kChakraNodesLimit (plan/spec/limits.hpp).
+// kChakraNodesLimit (plan/spec/limits.hpp). `simulated` ([role][task], relative to the iteration's
+// start; a role left empty keeps the analytic times): a simulation's timings, whose starts and whose
+// compute, copy and send durations the nodes then carry (the metadata's `durations` attribute says
+// "simulation" instead of "analytic").
 ChakraSummary write_chakra_traces(const std::string& dir, const std::string& prefix, const Program& program,
-                                  const ScenarioSpec& scenario);
+                                  const ScenarioSpec& scenario,
+                                  const std::vector<std::vector<TaskTiming>>& simulated = {});
 
 }  // namespace paratwin::chakra
