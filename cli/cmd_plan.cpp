@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/analytic/evaluate.hpp"
+#include "plan/chakra/chakra_writer.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/emit.hpp"
@@ -18,12 +19,32 @@
 
 namespace paratwin::cli {
 
+namespace {
+
+// `--emit FORMAT [DIR]`: chakra writes files and needs the directory; the others print and take none.
+void check_emit(const std::vector<std::string>& emit) {
+  if (emit.empty()) return;
+  const std::string& format = emit.front();
+  if (format != "plan" && format != "megatron" && format != "deepspeed" && format != "chakra")
+    throw CLI::ValidationError(
+        "--emit", "unknown format '" + format + "'; expected plan, megatron, deepspeed or chakra DIR");
+  if (format == "chakra" && emit.size() != 2)
+    throw CLI::ValidationError("--emit",
+                               "chakra writes one trace file per rank: name their directory, "
+                               "--emit chakra DIR");
+  if (format != "chakra" && emit.size() != 1)
+    throw CLI::ValidationError("--emit", format + " prints to standard output and takes no '" + emit.back() +
+                                             "'; only chakra takes a directory");
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::string scenario;
     std::vector<std::string> sets;
     std::string plan_file, json, trace, output, program;
-    std::string emit;
+    std::vector<std::string> emit;  // FORMAT, and DIR for chakra
     int top = 0;
   };
   auto opts = std::make_shared<Options>();
@@ -44,14 +65,16 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--program", opts->program, "write the Program's text form (- for standard output)")
       ->type_name("FILE|-");
   cmd->add_option("--emit", opts->emit,
-                  "print the plan as a plan file, a Megatron-LM launch (environment, torchrun, "
-                  "pretrain_gpt.py arguments) "
-                  "or a DeepSpeed config instead of the report; exit 2 when DeepSpeed cannot run the plan")
-      ->check(CLI::IsMember({"plan", "megatron", "deepspeed"}));
+                  "instead of the report: print the plan as a plan file, a Megatron-LM launch (environment, "
+                  "torchrun, pretrain_gpt.py arguments) or a DeepSpeed config (exit 2 when DeepSpeed cannot "
+                  "run the plan); or write one Chakra execution trace per rank into DIR (chakra DIR)")
+      ->type_name("plan|megatron|deepspeed|chakra DIR")
+      ->expected(1, 2);
   cmd->add_option("--top", opts->top,
                   "show the N best plans of the search (default: the scenario's search.top)")
       ->check(CLI::Range(1, 1000));
   cmd->callback([opts, &exit_status] {
+    check_emit(opts->emit);
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
     print_diagnostics(scenario.warnings);
     SearchOptions options;
@@ -59,17 +82,29 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     const ChosenPlan chosen = choose_plan(scenario, opts->plan_file, options);
     const Plan& plan = chosen.plan;
     const std::optional<SearchResult>& search = chosen.search;
-    if (opts->emit == "plan") {
+    const std::string emit = opts->emit.empty() ? "" : opts->emit.front();
+    if (emit == "plan") {
       std::cout << to_yaml(plan);
       exit_status = kExitOk;
       return;
     }
-    if (!opts->emit.empty()) {
+    if (emit == "chakra") {
+      const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
+      const std::string& dir = opts->emit.back();
+      const std::string prefix = chakra::trace_prefix(scenario.name);
+      const chakra::ChakraSummary written = chakra::write_chakra_traces(dir, prefix, program, scenario);
+      std::cout << "wrote " << written.ranks << " Chakra traces (" << written.nodes << " nodes) to " << dir
+                << "/" << prefix << ".<rank>.et and " << written.process_groups << " process groups to "
+                << dir << "/" << prefix << ".comm_groups.json\n";
+      exit_status = kExitOk;
+      return;
+    }
+    if (!emit.empty()) {
       // Megatron's notes are comments in its launch text; DeepSpeed's JSON stays clean on standard output.
       const EmittedConfig emitted =
-          opts->emit == "megatron" ? megatron_launch(plan, scenario) : deepspeed_config(plan, scenario);
+          emit == "megatron" ? megatron_launch(plan, scenario) : deepspeed_config(plan, scenario);
       std::cout << emitted.text;
-      if (opts->emit == "deepspeed")
+      if (emit == "deepspeed")
         for (const auto& note : emitted.notes)
           std::cerr << "note: not in the DeepSpeed config: " << note << "\n";
       exit_status = kExitOk;

@@ -4,19 +4,45 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "plan/chakra/chakra_writer.hpp"
+#include "plan/chakra/replay_workload.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
 #include "plan/report/trace_file.hpp"
 #include "plan/search/choose.hpp"
+#include "sim/chakra_replay.hpp"
 #include "sim/simulate.hpp"
 
 namespace paratwin::cli {
 
+namespace {
+
+// `--chakra DIR`: the traces replayed on the scenario's cluster instead of the scenario's plan.
+void replay_traces(const std::string& dir, const ScenarioSpec& scenario, const std::string& json_path) {
+  const chakra::ReplayWorkload workload = chakra::load_replay_workload(dir);
+  const sim::ReplayResult r = sim::replay_chakra(workload, scenario.cluster);
+  const nlohmann::json json = {{"evaluator", "chakra-replay"},
+                               {"traces", dir},
+                               {"cluster", scenario.cluster.name},
+                               {"ranks", r.rank_end_s.size()},
+                               {"nodes", r.nodes},
+                               {"activities", r.activities},
+                               {"iteration_time_s", r.end_s},
+                               {"rank_end_s", r.rank_end_s}};
+  if (json_path != "-")
+    std::cout << "replayed " << r.nodes << " Chakra nodes of " << r.rank_end_s.size() << " ranks on "
+              << scenario.cluster.name << ": iteration time " << r.end_s << " s\n";
+  if (!json_path.empty()) write_file_atomically(json_path, json.dump(2) + "\n");
+}
+
+}  // namespace
+
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::string scenario, plan_file, json, trace, horizon, failure_trace;
+    std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra;
+    std::vector<std::string> emit;  // chakra DIR
     std::vector<std::string> sets;
     int iterations = 1;
     std::uint64_t seed = 1;
@@ -45,9 +71,28 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
-  cmd->add_option("--trace", opts->trace,
-                  "write a Chrome trace with link usage and failure markers; gzip when FILE ends in .gz")
-      ->type_name("FILE");
+  auto* trace =
+      cmd->add_option("--trace", opts->trace,
+                      "write a Chrome trace with link usage and failure markers; gzip when FILE ends "
+                      "in .gz")
+          ->type_name("FILE");
+  auto* emit = cmd->add_option("--emit", opts->emit,
+                               "also write the plan as Chakra execution traces into DIR, with the "
+                               "simulation's times (chakra DIR; see plan --emit)")
+                   ->type_name("chakra DIR")
+                   ->expected(2);
+  cmd->add_option(
+         "--chakra", opts->chakra,
+         "replay Chakra execution traces (DIR/<prefix>.<rank>.et, as plan --emit chakra writes them) "
+         "on the scenario's cluster instead of its plan: rank r on GPU r")
+      ->type_name("DIR")
+      ->excludes(trace)
+      ->excludes("--plan")
+      ->excludes("--horizon")
+      ->excludes("--failure-trace")
+      ->excludes("--all-ranks")
+      ->excludes("--iterations")
+      ->excludes(emit);
   cmd->callback([opts, &exit_status] {
     // A live run's trace brings the overrides that made its plan; the command line's come after.
     std::optional<FailureTrace> replayed;
@@ -59,6 +104,11 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(sets));
     if (replayed) apply_failure_trace(*replayed, scenario);
     print_diagnostics(scenario.warnings);
+    if (!opts->chakra.empty()) {
+      replay_traces(opts->chakra, scenario, opts->json);
+      exit_status = kExitOk;
+      return;
+    }
     // As `paratwin plan`: a scenario that leaves degrees to the optimizer simulates its best plan.
     const Plan plan = choose_plan(scenario, opts->plan_file, {1, false}).plan;
     sim::SimulateOptions options;
@@ -85,7 +135,19 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       options.checkpoint_write_behind_s = replayed->checkpoint_write_s;
       options.regrow_at_checkpoint = true;
     }
+    if (!opts->emit.empty() && opts->emit.front() != "chakra")
+      throw CLI::ValidationError("--emit",
+                                 "simulate emits chakra DIR only; got '" + opts->emit.front() + "'");
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
+    if (!opts->emit.empty()) {
+      const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
+      const std::string& dir = opts->emit.back();
+      const auto written = chakra::write_chakra_traces(dir, chakra::trace_prefix(scenario.name), program,
+                                                       scenario, result.role_timings);
+      if (opts->json != "-")
+        std::cout << "wrote " << written.ranks << " Chakra traces with the simulation's times to " << dir
+                  << "\n";
+    }
     if (opts->json != "-") {
       std::cout << to_text(result.report);
       if (result.reliability) std::cout << sim::to_text(*result.reliability);

@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <tuple>
 
-#include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
+#include "plan/ir/transfer_key.hpp"
 #include "sim/flows.hpp"
 #include "sim/platform.hpp"
 
@@ -20,16 +20,6 @@ namespace paratwin::sim {
 namespace {
 
 constexpr int kStreams = 5;
-
-// A transfer is known by its direction, micro-batch and the chunk that receives it (as in the
-// analytic evaluator).
-using P2pKey = std::tuple<int, int, int>;
-
-P2pKey key_of(const Task& t) {
-  int receiver = t.chunk;
-  if (t.kind == TaskKind::Send) receiver = t.direction == Direction::Forward ? t.chunk + 1 : t.chunk - 1;
-  return {static_cast<int>(t.direction), t.microbatch, receiver};
-}
 
 const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
   for (const auto& p : c.pools)
@@ -44,9 +34,10 @@ struct Collective {
 
 struct RankState {
   int role = 0;
-  std::vector<unsigned short> done;                   // per task: iterations in which it has ended
-  long long completed = 0;                            // tasks ended, all iterations
-  std::map<P2pKey, std::pair<int, double>> arrivals;  // sends received (all iterations), last one's start
+  std::vector<unsigned short> done;  // per task: iterations in which it has ended
+  long long completed = 0;           // tasks ended, all iterations
+  // Sends received (all iterations), and the last one's start.
+  std::map<TransferKey, std::pair<int, double>> arrivals;
   sg4::ConditionVariablePtr changed;
   int waiting = 0;  // actors of this rank blocked on `changed`
   bool observed = false;
@@ -167,25 +158,7 @@ class Interpreter {
   }
 
   void run_phase(const Phase& phase) {
-    if (phase.latency_s > 0) {
-      sg4::this_actor::sleep_for(phase.latency_s);
-      ++activities_;
-    }
-    std::vector<sg4::CommPtr> comms;
-    comms.reserve(phase.flows.size());
-    for (const Flow& f : phase.flows) {
-      if (f.bytes <= 0 || !gpu_simulated_[f.src_gpu]) continue;  // folded lanes send nothing
-      sg4::Host* src =
-          f.path == Path::Nic ? platform_.nics[layout_.site(f.src_gpu).nic] : platform_.gpus[f.src_gpu];
-      sg4::Host* dst =
-          f.path == Path::Nic ? platform_.nics[layout_.site(f.dst_gpu).nic] : platform_.gpus[f.dst_gpu];
-      if (src == nullptr || dst == nullptr)
-        throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
-      if (src == dst) continue;  // two members behind one NIC: no wire between them
-      comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
-    }
-    activities_ += static_cast<long long>(comms.size());
-    if (!comms.empty()) sg4::Comm::wait_all(comms);
+    activities_ += sim::run_phase(phase, platform_, layout_, gpu_simulated_);
   }
 
   void collective(int rank, int task_index, const Task& t) {
@@ -315,7 +288,7 @@ class Interpreter {
         run_phase(p2p_phase(t.bytes.value(), layout_.gpu_of(rank), layout_.gpu_of(peer), layout_,
                             *pools_[rs.role], cluster_));
         {
-          auto& arrival = ranks_[peer].arrivals[key_of(t)];
+          auto& arrival = ranks_[peer].arrivals[transfer_key(t)];
           ++arrival.first;
           arrival.second = send_start;
         }
@@ -323,7 +296,7 @@ class Interpreter {
         break;
       }
       case TaskKind::Recv: {
-        const P2pKey key = key_of(t);
+        const TransferKey key = transfer_key(t);
         wait_until(rank, [&] {
           auto found = rs.arrivals.find(key);
           return found != rs.arrivals.end() && found->second.first >= it + 1;
@@ -366,11 +339,7 @@ Interpretation interpret(const Program& program, const ClusterSpec& cluster, con
   char name[] = "paratwin-simulate";
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:critical");
-  // No correction factors and no TCP window bound: a lone flow gets its links' bandwidth exactly.
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("contexts/stack-size:128");
+  configure_engine();
   const Platform platform = build_platform(cluster, layout, options.gpu_slowdown);
   Interpreter interpreter(program, cluster, training, layout, options, platform);
   interpreter.start_actors();

@@ -10,6 +10,7 @@
 
 #include "plan/spec/cluster.hpp"
 #include "plan/topology/rank_layout.hpp"
+#include "sim/flows.hpp"
 
 namespace paratwin::sim {
 
@@ -34,5 +35,15 @@ struct Platform {
 // (RankLayout::fold_tp_lanes), links that all lanes share get 1/lanes of their capacity.
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
                         const std::vector<double>& gpu_slowdown);
+
+// The settings every ParaTwin simulation runs under (the network model, no TCP corrections, quiet
+// logs, small actor stacks). Call right after creating the engine, before build_platform.
+void configure_engine();
+
+// Runs one phase from the calling actor: its latency, then its flows on the platform's links, until the
+// last ends. Flows from GPUs that are not simulated (`gpu_simulated[gpu]` 0: a folded lane) are left out.
+// Returns the activities it started.
+long long run_phase(const Phase& phase, const Platform& platform, const RankLayout& layout,
+                    const std::vector<char>& gpu_simulated);
 
 }  // namespace paratwin::sim

@@ -279,6 +279,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   }
   const Interpretation in = interpret_in_child(program, scenario.cluster, scenario.training, layout, io);
   result.activities = in.activities;
+  result.role_timings = in.role_timings;
   const double total_s = in.iteration_end_s.empty() ? 0 : in.iteration_end_s.back();
   const double iteration_s = total_s / io.iterations;
   Evaluation ev = summarize_timings(program, scenario.cluster, scenario.training, in.role_timings);

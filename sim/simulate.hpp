@@ -37,6 +37,9 @@ struct SimulationResult {
   std::string trace;                       // Chrome trace JSON (when asked)
   long long activities = 0;                // executions, flows and delays simulated
   std::vector<int> straggler_nodes;
+  // [role][task]: the last iteration's timings of each role's slowest observed rank, from that
+  // iteration's start (empty for a role none of whose ranks was observed).
+  std::vector<std::vector<TaskTiming>> role_timings;
 };
 
 // Throws std::runtime_error when the child simulation fails (the message says why), and InputError

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "plan/ir/transfer_key.hpp"
+
 namespace paratwin {
 namespace {
 
@@ -15,15 +17,6 @@ const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
   for (const auto& p : c.pools)
     if (p.name == name) return p;
   throw std::logic_error("no pool " + name);
-}
-
-// A transfer is known by its direction, micro-batch and the chunk that receives it.
-using P2pKey = std::tuple<int /*direction*/, int /*microbatch*/, int /*receiving chunk*/>;
-
-P2pKey key_of(const Task& t) {
-  int receiver = t.chunk;
-  if (t.kind == TaskKind::Send) receiver = t.direction == Direction::Forward ? t.chunk + 1 : t.chunk - 1;
-  return {static_cast<int>(t.direction), t.microbatch, receiver};
 }
 
 // Total length of a union of intervals, and of its part outside another union.
@@ -167,10 +160,7 @@ std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
   std::vector<TaskTiming> sends(2 * static_cast<size_t>(microbatches) * chunks);
   std::vector<char> sent(sends.size(), 0);
   size_t sends_known = 0;
-  auto send_slot = [&](const Task& t) {
-    const auto [direction, microbatch, receiver] = key_of(t);
-    return (static_cast<size_t>(direction) * microbatches + microbatch) * chunks + receiver;
-  };
+  auto send_slot = [&](const Task& t) { return transfer_index(t, program.plan); };
 
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];

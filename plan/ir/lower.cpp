@@ -14,6 +14,7 @@
 #include "plan/ir/role_builder.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/spec/limits.hpp"
+#include "plan/topology/cluster_sites.hpp"
 #include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
@@ -32,10 +33,7 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
                : stride >= per_node ? 1
                                     : static_cast<int>(std::min<long long>(n, per_node / stride));
   const long long span = stride * (n - 1) + 1;
-  const long long boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
-                             : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
-                                                             : per_node;
-  g.crosses_pods = span > boundary;
+  g.crosses_pods = span > full_bisection_gpus(pool, cluster);
   return g;
 }
 

@@ -32,6 +32,8 @@ inline constexpr InputLimit kHorizonBlocksLimit{"PARATWIN_MAX_HORIZON_BLOCKS", 1
                                                 "horizon (all the intervals tried)"};
 inline constexpr InputLimit kTraceEventsLimit{"PARATWIN_MAX_TRACE_EVENTS", 1'000'000,
                                               "events in one Chrome trace"};
+inline constexpr InputLimit kChakraNodesLimit{"PARATWIN_MAX_CHAKRA_NODES", 20'000'000,
+                                              "nodes in one set of Chakra traces (all ranks' files)"};
 
 // Tasks lowering makes for one of `pp` pipeline ranks of `virtual_stages` chunks, `microbatches` per
 // step and `layers` layers: about 24 per pass pair (compute, collectives, transfers, offload copies,

@@ -28,10 +28,13 @@ int ClusterSites::fabric_domain(const ClusterSpec& cluster, int nic) const {
   const PoolSpec& pool = cluster.pools[site.pool];
   if (cluster.network.topology == NetworkTopology::RailOptimized)
     return site.local * pool.nic.count / pool.gpus_per_node;  // the rail: the NIC's index on its node
-  const int boundary = cluster.network.pod_gpus        ? *cluster.network.pod_gpus
-                       : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
-                                                       : pool.gpus_per_node;
-  return first_gpu / boundary;
+  return first_gpu / full_bisection_gpus(pool, cluster);
+}
+
+int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster) {
+  return cluster.network.pod_gpus        ? *cluster.network.pod_gpus
+         : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
+                                         : pool.gpus_per_node;
 }
 
 }  // namespace paratwin

@@ -9,6 +9,10 @@
 
 namespace paratwin {
 
+// GPUs under one full-bisection domain of the network: a pod, else a leaf switch, else a node. A group
+// whose GPUs span more than that shares oversubscribed uplinks (GroupPlacement::crosses_pods).
+int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster);
+
 // A GPU of the cluster.
 struct GpuSite {
   int pool = 0;

@@ -79,6 +79,22 @@ bool RankLayout::fold_tp_lanes(const ClusterSpec& cluster) {
   return true;
 }
 
+cost::GroupPlacement RankLayout::placement_of(const std::vector<int>& gpus,
+                                              const ClusterSpec& cluster) const {
+  cost::GroupPlacement g;
+  g.size = static_cast<int>(gpus.size());
+  if (gpus.empty()) return g;
+  const PoolSpec& pool = cluster.pools[static_cast<size_t>(site(gpus.front()).pool)];
+  std::map<int, int> on_node;
+  for (int gpu : gpus) ++on_node[site(gpu).node];
+  g.per_node = g.size;
+  if (pool.nodes > 1)
+    for (const auto& [node, members] : on_node) g.per_node = std::min(g.per_node, members);
+  const auto [lo, hi] = std::minmax_element(gpus.begin(), gpus.end());
+  g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
+  return g;
+}
+
 int RankLayout::pipeline_peer(int rank, int peer_pp) const {
   RankCoords c = coords_[rank];
   c.pp = peer_pp;

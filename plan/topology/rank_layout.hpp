@@ -34,6 +34,10 @@ class RankLayout {
   // The ranks of `rank`'s group of this kind, in group order (the first is the group's leader).
   // Ep groups are `ep` consecutive dp indices; Embedding is the first and last pipeline rank.
   std::vector<int> group(int rank, GroupKind kind) const;
+  // Where a group of these GPUs sits, as lowering places a plan's groups: its size, the members on its
+  // least populated node (all of them in a one-node pool), and whether its GPUs span more than a
+  // full-bisection domain. For groups that no plan made (a replayed trace's).
+  cost::GroupPlacement placement_of(const std::vector<int>& gpus, const ClusterSpec& cluster) const;
   // The pipeline-rank neighbour `peer_pp` with the same tp, cp and dp coordinates.
   int pipeline_peer(int rank, int peer_pp) const;
 
