@@ -1,6 +1,8 @@
 // `paratwin simulate SCENARIO`: runs the scenario's plan (or the optimizer's best plan for it) as a
 // SimGrid simulation (contention between flows, stragglers) and, with --horizon, replays failures,
 // checkpoints and restarts over that time.
+#include <unistd.h>
+
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -13,12 +15,19 @@
 #include "sim/simulate.hpp"
 
 namespace paratwin::cli {
+namespace {
+
+// From this many iterations on, a run on a terminal reports its progress.
+constexpr int kProgressIterations = 50;
+
+}  // namespace
 
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::string scenario, plan_file, json, trace, horizon, failure_trace;
     std::vector<std::string> sets;
     int iterations = 1;
+    double slower_than_pct = 5;
     std::uint64_t seed = 1;
     bool all_ranks = false;
   };
@@ -31,8 +40,14 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--plan", opts->plan_file, "simulate this plan file instead of the scenario's plan")
       ->type_name("PLAN.yaml");
   cmd->add_option("--iterations", opts->iterations,
-                  "iterations simulated back to back (the report gives their mean)")
-      ->check(CLI::Range(1, 1000));
+                  "iterations simulated back to back (the report gives their mean; with several, or with "
+                  "the scenario's variability, their P50, P95 and P99)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--slower-than", opts->slower_than_pct,
+                  "report the probability that a step is more than this many percent slower than the "
+                  "noise-free one (default 5)")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--horizon", opts->horizon,
                   "replay failures, checkpoints and restarts over this time, e.g. 54d")
       ->type_name("DURATION");
@@ -64,6 +79,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     sim::SimulateOptions options;
     options.iterations = opts->iterations;
     options.seed = opts->seed;
+    options.slower_than_pct = opts->slower_than_pct;
+    options.progress = opts->iterations >= kProgressIterations && ::isatty(STDERR_FILENO);
     if (is_perfetto_path(opts->trace))
       throw InputError(Location{"<--trace " + opts->trace + ">"},
                        "simulate writes its trace as Chrome JSON (FILE.json, or FILE.json.gz "
@@ -88,6 +105,9 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
     if (opts->json != "-") {
       std::cout << to_text(result.report);
+      if (result.spread) std::cout << to_text(*result.spread);
+      if (result.unfolded_for_variability)
+        std::cout << "  (every TP lane simulated: the scenario's variability makes them differ)\n";
       if (result.reliability) std::cout << sim::to_text(*result.reliability);
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
