@@ -389,6 +389,8 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
                         {"straggler_nodes", result.straggler_nodes}};
   sim["iteration_times_s"] = iteration_times;
   if (result.spread) sim["spread"] = to_json(*result.spread);
+  if (io.slowdown_drawn)  // the GPU that sets the pace of a synchronous step
+    sim["slowest_gpu_factor"] = *std::max_element(io.gpu_slowdown.begin(), io.gpu_slowdown.end());
   if (options.horizon) sim["shrunk_configurations"] = configurations;
   if (!in.links.empty()) sim["links"] = link_utilization_json(in.links, total_s);
   result.json["simulation"] = sim;
