@@ -3,9 +3,11 @@
 // checkpoints and restarts over that time.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/sweep/plotter.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
@@ -20,11 +22,24 @@ namespace {
 // From this many iterations on, a run on a terminal reports its progress.
 constexpr int kProgressIterations = 50;
 
+// paratwin-plot reads the report from a file: a temporary one beside the picture.
+void write_png_of(const nlohmann::json& report, const std::string& png) {
+  const std::string json = png + ".report.json";
+  write_file_atomically(json, report.dump() + "\n");
+  try {
+    write_spread_png(json, png);
+  } catch (...) {
+    std::filesystem::remove(json);
+    throw;
+  }
+  std::filesystem::remove(json);
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::string scenario, plan_file, json, trace, horizon, failure_trace;
+    std::string scenario, plan_file, json, trace, horizon, failure_trace, png;
     std::vector<std::string> sets;
     int iterations = 1;
     double slower_than_pct = 5;
@@ -60,6 +75,10 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
+  cmd->add_option("--png", opts->png,
+                  "draw the iteration times' histogram and distribution function (with --iterations N or "
+                  "the scenario's variability)")
+      ->type_name("FILE");
   cmd->add_option("--trace", opts->trace,
                   "write a Chrome trace with link usage and failure markers; gzip when FILE ends in .gz")
       ->type_name("FILE");
@@ -102,6 +121,14 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       options.checkpoint_write_behind_s = replayed->checkpoint_write_s;
       options.regrow_at_checkpoint = true;
     }
+    if (!opts->png.empty() && !png_available())
+      throw InputError(Location{"<--png " + opts->png + ">"},
+                       "--png needs paratwin-plot, which is built when Qt 6 Gui is found; install "
+                       "qt6-base-dev and rebuild");
+    if (!opts->png.empty() && opts->iterations < 2 && !scenario.variability.any())
+      throw InputError(Location{"<--png " + opts->png + ">"},
+                       "--png draws the spread of iteration times: simulate more than one (--iterations "
+                       "100) or give the scenario a variability section");
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
     if (opts->json != "-") {
       std::cout << to_text(result.report);
@@ -112,6 +139,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
     if (!opts->trace.empty()) write_trace_file(opts->trace, [&](std::ostream& out) { out << result.trace; });
+    if (!opts->png.empty()) write_png_of(result.json, opts->png);
     exit_status = kExitOk;
   });
 }

@@ -47,6 +47,28 @@ IterationSpread summarize_spread(std::vector<double> times_s, double noise_free_
   return s;
 }
 
+std::vector<std::pair<double, double>> empirical_cdf(std::vector<double> times_s) {
+  std::sort(times_s.begin(), times_s.end());
+  std::vector<std::pair<double, double>> out;
+  const double n = double(times_s.size());
+  for (size_t i = 0; i < times_s.size(); ++i) {
+    out.push_back({times_s[i], double(i) / n});
+    out.push_back({times_s[i], double(i + 1) / n});
+  }
+  return out;
+}
+
+std::vector<HistogramBin> histogram(const std::vector<double>& times_s, int bins) {
+  if (times_s.empty() || bins < 1) return {};
+  const auto [lo, hi] = std::minmax_element(times_s.begin(), times_s.end());
+  if (*hi <= *lo) return {{*lo, *hi, int(times_s.size())}};
+  std::vector<HistogramBin> out(static_cast<size_t>(bins));
+  const double width = (*hi - *lo) / bins;
+  for (int b = 0; b < bins; ++b) out[b] = {*lo + b * width, *lo + (b + 1) * width, 0};
+  for (double t : times_s) ++out[std::min(bins - 1, static_cast<int>((t - *lo) / width))].count;
+  return out;
+}
+
 nlohmann::json to_json(const IterationSpread& s) {
   return {{"iterations", s.times_s.size()},
           {"noise_free_s", s.noise_free_s},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,17 @@ double quantile(std::vector<double> values, double q);
 
 // Summarizes `times_s` against `noise_free_s`; `slower_than_pct` is the x in "more than x% slower".
 IterationSpread summarize_spread(std::vector<double> times_s, double noise_free_s, double slower_than_pct);
+
+// The empirical distribution function of `times_s` as a staircase of (time, fraction of iterations at
+// most that time) points, from (first, 0) to (last, 1); empty for no times.
+std::vector<std::pair<double, double>> empirical_cdf(std::vector<double> times_s);
+
+struct HistogramBin {
+  double from_s = 0, to_s = 0;
+  int count = 0;
+};
+// `bins` equal bins from the least to the largest time (one bin when they are all equal).
+std::vector<HistogramBin> histogram(const std::vector<double>& times_s, int bins);
 
 nlohmann::json to_json(const IterationSpread& spread);
 // Throws nlohmann::json's exceptions when a key is missing or mistyped.

@@ -210,3 +210,16 @@ BOOST_AUTO_TEST_CASE(a_mistyped_variability_is_an_input_error_with_the_nearest_c
   BOOST_TEST(r.err.find("did you mean 'forward'") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("variability.ranks.cv") != std::string::npos, r.err);
 }
+
+BOOST_AUTO_TEST_CASE(png_draws_the_spread_and_needs_one_to_draw) {
+  if (!fs::exists(PARATWIN_BIN_DIR "/paratwin-plot")) return;  // built only with Qt 6 Gui
+  const fs::path png = test_dir("paratwin_spread_") / "spread.png";
+  const std::string s = tp2("picture", "variability: {kernels: {cv: 0.1}}\n");
+  const Result drawn = paratwin_test::paratwin("simulate " + s + " --iterations 8 --png " + png.string());
+  BOOST_TEST(drawn.status == 0, drawn.err);
+  BOOST_TEST(slurp(png).substr(1, 3) == "PNG");
+  BOOST_TEST(!fs::exists(png.string() + ".report.json"));  // the plotter's input is gone
+  const Result refused = paratwin_test::paratwin("simulate " + tp2("plain", "") + " --png " + png.string());
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(refused.err.find("--iterations") != std::string::npos, refused.err);
+}
