@@ -1,6 +1,7 @@
 // The spread of iteration times: variability's draws in process, and `paratwin simulate` end to end
 // with per-kernel noise and per-GPU slowness (one child process per simulation).
 #define BOOST_TEST_MODULE sim_spread
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
@@ -222,4 +223,32 @@ BOOST_AUTO_TEST_CASE(png_draws_the_spread_and_needs_one_to_draw) {
   const Result refused = paratwin_test::paratwin("simulate " + tp2("plain", "") + " --png " + png.string());
   BOOST_TEST(refused.status == 2);
   BOOST_TEST(refused.err.find("--iterations") != std::string::npos, refused.err);
+}
+
+BOOST_AUTO_TEST_CASE(sweep_ranks_simulated_plans_by_their_p95_step) {
+  const std::string s =
+      scenario_file("ranked",
+                    "name: ranked\nmodel: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n"
+                    "training: {global_batch: 16, seq_len: 2048, tokens: 1B}\n"
+                    "plan: {tp: 2, pp: 1, dp: 8, micro_batch: 2}\n"
+                    "variability: {kernels: {cv: 0.1}, ranks: {cv: 0.05}}\n"
+                    "sweep: {simulate: true, list: [{plan.tp: 2, plan.dp: 8}, {plan.tp: 4, plan.dp: 4}]}\n");
+  const fs::path json = test_dir("paratwin_spread_") / "ranked.json";
+  const Result r =
+      paratwin_test::paratwin("sweep " + s + " --iterations 6 --rank-by p95 --json " + json.string());
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
+  const nlohmann::json results = read_json(json);
+  std::vector<std::pair<double, int>> p95;
+  for (const auto& p : results["points"]) {
+    BOOST_TEST(p["p95_iteration_time_s"].get<double>() >= p["metrics"]["iteration_time_s"].get<double>());
+    p95.push_back({p["p95_iteration_time_s"].get<double>(), p["index"].get<int>()});
+  }
+  BOOST_REQUIRE(p95.size() == 2u);
+  std::sort(p95.begin(), p95.end());
+  const std::string expected = "ranked by p95 (best first): #" + std::to_string(p95[0].second) + " ";
+  BOOST_TEST(r.out.find(expected) != std::string::npos, r.out);
+  // Ranking by P95 needs simulated points.
+  const Result refused = paratwin_test::paratwin("sweep " + s + " --set sweep.simulate=false --rank-by p95");
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(refused.err.find("sweep.simulate") != std::string::npos, refused.err);
 }
