@@ -108,6 +108,26 @@ void apply_gpu_slowness(const VariabilitySpec& variability, int gpus, std::uint6
   io.slowdown_drawn = true;
 }
 
+// The spread of the simulated iterations against the noise-free step: without variability, the
+// iterations themselves are noise-free; with it, the same plan, stragglers and seed simulated apart
+// without variability (folded as usual), its last iteration a steady step.
+IterationSpread spread_of(const ScenarioSpec& scenario, const Plan& plan, const Program& program,
+                          const std::vector<double>& iteration_times,
+                          const std::vector<double>& straggler_slowdown, const SimulateOptions& options) {
+  double noise_free_s = iteration_times.empty() ? 0 : iteration_times.back();
+  if (scenario.variability.any()) {
+    RankLayout plain(plan, scenario.cluster);
+    if (!options.all_ranks) plain.fold_tp_lanes(scenario.cluster);
+    InterpretOptions o;
+    o.iterations = std::min(std::max(1, options.iterations), kNoiseFreeIterations);
+    o.gpu_slowdown = straggler_slowdown;
+    const Interpretation i = interpret_in_child(program, scenario.cluster, scenario.training, plain, o);
+    const std::vector<double>& ends = i.iteration_end_s;
+    noise_free_s = ends.size() > 1 ? ends.back() - ends.end()[-2] : ends.back();
+  }
+  return summarize_spread(iteration_times, noise_free_s, options.slower_than_pct);
+}
+
 // Writing a checkpoint: weights once (one data-parallel replica) plus every rank's optimizer shard,
 // at the storage bandwidth, and no faster than one rank pushes its share through its NIC share.
 double checkpoint_cost_s(const Program& program, const ClusterSpec& cluster) {
@@ -362,21 +382,8 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
     iteration_times.push_back(end - previous);
     previous = end;
   }
-  if (variability.any() || io.iterations > 1) {
-    // The noise-free step: the same plan, stragglers and seed without variability (folded as usual).
-    double noise_free_s = iteration_times.empty() ? 0 : iteration_times.back();
-    if (variability.any()) {
-      RankLayout plain(plan, scenario.cluster);
-      if (!options.all_ranks) plain.fold_tp_lanes(scenario.cluster);
-      InterpretOptions o;
-      o.iterations = std::min(io.iterations, kNoiseFreeIterations);
-      o.gpu_slowdown = noise_free_slowdown;
-      const Interpretation i = interpret_in_child(program, scenario.cluster, scenario.training, plain, o);
-      noise_free_s = i.iteration_end_s.size() > 1 ? i.iteration_end_s.back() - i.iteration_end_s.end()[-2]
-                                                  : i.iteration_end_s.back();
-    }
-    result.spread = summarize_spread(iteration_times, noise_free_s, options.slower_than_pct);
-  }
+  if (variability.any() || io.iterations > 1)
+    result.spread = spread_of(scenario, plan, program, iteration_times, noise_free_slowdown, options);
 
   result.json = to_json(result.report);
   nlohmann::json sim = {{"iterations", io.iterations},
