@@ -1,6 +1,8 @@
 // Reading the scenario's `variability:` section.
 #include "plan/spec/variability.hpp"
 
+#include <cstdio>
+
 namespace paratwin {
 
 const EnumNames<NoiseDistribution> kNoiseDistributionNames = {{"lognormal", NoiseDistribution::Lognormal},
@@ -17,10 +19,16 @@ namespace {
 constexpr double kUniformMaxCv = 0.577;
 constexpr double kMaxCv = 2.0;
 
+std::string format_cv(double cv) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", cv);
+  return buf;
+}
+
 void check_cv(NoiseDistribution distribution, double cv, const DocNode* at, const std::string& what,
               Diagnostics& diag) {
   if (at && distribution == NoiseDistribution::Uniform && cv > kUniformMaxCv)
-    diag.error(at->location, what + " = " + std::to_string(cv) +
+    diag.error(at->location, what + " = " + format_cv(cv) +
                                  " is too wide for distribution: uniform (a factor of mean 1 would reach 0); "
                                  "expected at most 0.577, or distribution: lognormal");
 }
