@@ -1,11 +1,15 @@
 // `paratwin simulate SCENARIO`: runs the scenario's plan (or the optimizer's best plan for it) as a
 // SimGrid simulation (contention between flows, stragglers) and, with --horizon, replays failures,
 // checkpoints and restarts over that time.
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "plan/chakra/chakra_writer.hpp"
 #include "plan/chakra/replay_workload.hpp"
+#include "cli/sweep/plotter.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
@@ -16,6 +20,25 @@
 #include "sim/simulate.hpp"
 
 namespace paratwin::cli {
+namespace {
+
+// From this many iterations on, a run on a terminal reports its progress.
+constexpr int kProgressIterations = 50;
+
+// paratwin-plot reads the report from a file: a temporary one beside the picture.
+void write_png_of(const nlohmann::json& report, const std::string& png) {
+  const std::string json = png + ".report.json";
+  write_file_atomically(json, report.dump() + "\n");
+  try {
+    write_spread_png(json, png);
+  } catch (...) {
+    std::filesystem::remove(json);
+    throw;
+  }
+  std::filesystem::remove(json);
+}
+
+}  // namespace
 
 namespace {
 
@@ -41,10 +64,11 @@ void replay_traces(const std::string& dir, const ScenarioSpec& scenario, const s
 
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra;
+    std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra, png;
     std::vector<std::string> emit;  // chakra DIR
     std::vector<std::string> sets;
     int iterations = 1;
+    double slower_than_pct = 5;
     std::uint64_t seed = 1;
     bool all_ranks = false;
   };
@@ -57,8 +81,14 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--plan", opts->plan_file, "simulate this plan file instead of the scenario's plan")
       ->type_name("PLAN.yaml");
   cmd->add_option("--iterations", opts->iterations,
-                  "iterations simulated back to back (the report gives their mean)")
-      ->check(CLI::Range(1, 1000));
+                  "iterations simulated back to back (the report gives their mean; with several, or with "
+                  "the scenario's variability, their P50, P95 and P99)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--slower-than", opts->slower_than_pct,
+                  "report the probability that a step is more than this many percent slower than the "
+                  "noise-free one (default 5)")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--horizon", opts->horizon,
                   "replay failures, checkpoints and restarts over this time, e.g. 54d")
       ->type_name("DURATION");
@@ -71,6 +101,10 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
+  cmd->add_option("--png", opts->png,
+                  "draw the iteration times' histogram and distribution function (with --iterations N or "
+                  "the scenario's variability)")
+      ->type_name("FILE");
   auto* trace =
       cmd->add_option("--trace", opts->trace,
                       "write a Chrome trace with link usage and failure markers; gzip when FILE ends "
@@ -114,6 +148,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     sim::SimulateOptions options;
     options.iterations = opts->iterations;
     options.seed = opts->seed;
+    options.slower_than_pct = opts->slower_than_pct;
+    options.progress = opts->iterations >= kProgressIterations && ::isatty(STDERR_FILENO);
     if (is_perfetto_path(opts->trace))
       throw InputError(Location{"<--trace " + opts->trace + ">"},
                        "simulate writes its trace as Chrome JSON (FILE.json, or FILE.json.gz "
@@ -138,6 +174,14 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     if (!opts->emit.empty() && opts->emit.front() != "chakra")
       throw CLI::ValidationError("--emit",
                                  "simulate emits chakra DIR only; got '" + opts->emit.front() + "'");
+    if (!opts->png.empty() && !png_available())
+      throw InputError(Location{"<--png " + opts->png + ">"},
+                       "--png needs paratwin-plot, which is built when Qt 6 Gui is found; install "
+                       "qt6-base-dev and rebuild");
+    if (!opts->png.empty() && opts->iterations < 2 && !scenario.variability.any())
+      throw InputError(Location{"<--png " + opts->png + ">"},
+                       "--png draws the spread of iteration times: simulate more than one (--iterations "
+                       "100) or give the scenario a variability section");
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
     if (!opts->emit.empty()) {
       const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
@@ -150,10 +194,14 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     }
     if (opts->json != "-") {
       std::cout << to_text(result.report);
+      if (result.spread) std::cout << to_text(*result.spread);
+      if (result.unfolded_for_variability)
+        std::cout << "  (every TP lane simulated: the scenario's variability makes them differ)\n";
       if (result.reliability) std::cout << sim::to_text(*result.reliability);
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
     if (!opts->trace.empty()) write_trace_file(opts->trace, [&](std::ostream& out) { out << result.trace; });
+    if (!opts->png.empty()) write_png_of(result.json, opts->png);
     exit_status = kExitOk;
   });
 }

@@ -19,13 +19,15 @@
 namespace paratwin::cli {
 namespace {
 
-SimulatedPoint simulate_point(const ScenarioSpec& scenario, const Plan& plan,
-                              std::optional<Seconds> horizon) {
+SimulatedPoint simulate_point(const ScenarioSpec& scenario, const Plan& plan, std::optional<Seconds> horizon,
+                              int iterations) {
   sim::SimulateOptions options;
   options.horizon = horizon;
+  options.iterations = iterations;
   const sim::SimulationResult result = sim::simulate(scenario, plan, options);
   return {result.report.metrics,
-          result.reliability ? std::optional<double>(result.reliability->goodput) : std::nullopt};
+          result.reliability ? std::optional<double>(result.reliability->goodput) : std::nullopt,
+          result.spread ? std::optional<double>(result.spread->p95_s) : std::nullopt};
 }
 
 // A worker: reads point indices on standard input, answers one JSON line per point. Anything else the
@@ -37,8 +39,13 @@ int run_worker(const SweepOptions& options) {
   FILE* results = ::fdopen(results_fd, "w");
   if (!results) throw std::runtime_error("cannot open the worker's result stream");
   const LoadedSweep sweep = load_sweep(options);
+  const int iterations = options.iterations;
   const PointSimulator simulator =
-      sweep.scenario.sweep.simulate ? PointSimulator(simulate_point) : PointSimulator();
+      sweep.scenario.sweep.simulate
+          ? PointSimulator([iterations](const ScenarioSpec& s, const Plan& p, std::optional<Seconds> h) {
+              return simulate_point(s, p, h, iterations);
+            })
+          : PointSimulator();
   for (std::string line; std::getline(std::cin, line);) {
     const int index = std::atoi(line.c_str());
     if (index < 0 || index >= sweep.points.size()) throw std::runtime_error("no sweep point " + line);

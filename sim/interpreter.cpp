@@ -2,6 +2,8 @@
 // started by their last-arriving member, sends that credit the receiving rank's matching receive.
 #include "sim/interpreter.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +84,7 @@ class Interpreter {
 
     ranks_.resize(layout.world());
     gpu_simulated_.assign(layout.gpus(), 0);
+    const std::vector<double> role_slowest = slowest_of_each_role();
     for (int rank = 0; rank < layout.world(); ++rank) {
       if (!layout.simulated(rank)) continue;
       gpu_simulated_[layout.gpu_of(rank)] = 1;
@@ -90,13 +93,16 @@ class Interpreter {
       rs.role = role_of_pp_[c.pp];
       rs.done.assign(program.roles[rs.role].tasks.size(), 0);
       rs.changed = sg4::ConditionVariable::create();
-      const bool slow = !options.gpu_slowdown.empty() && options.gpu_slowdown[layout.gpu_of(rank)] != 1.0;
+      const double slowdown = options.gpu_slowdown.empty() ? 1.0 : options.gpu_slowdown[layout.gpu_of(rank)];
+      const bool slow = options.slowdown_drawn ? slowdown == role_slowest[rs.role] : slowdown != 1.0;
       rs.observed = (c.tp == 0 && c.cp == 0 && c.dp == 0) || slow;
       if (rs.observed) rs.timings.resize(rs.done.size());
     }
   }
 
   void start_actors() {
+    ranks_done_.assign(options_.iterations, 0);
+    for (int rank = 0; rank < layout_.world(); ++rank) simulated_ranks_ += layout_.simulated(rank) ? 1 : 0;
     for (int rank = 0; rank < layout_.world(); ++rank) {
       if (!layout_.simulated(rank)) continue;
       const int role = ranks_[rank].role;
@@ -120,6 +126,18 @@ class Interpreter {
         }
       })->daemonize();
     }
+  }
+
+  // Per role, the largest slowdown among its simulated ranks' GPUs (1 when none is slowed).
+  std::vector<double> slowest_of_each_role() const {
+    std::vector<double> out(program_.roles.size(), 1.0);
+    if (options_.gpu_slowdown.empty()) return out;
+    for (int rank = 0; rank < layout_.world(); ++rank)
+      if (layout_.simulated(rank)) {
+        double& slowest = out[role_of_pp_[layout_.coords(rank).pp]];
+        slowest = std::max(slowest, options_.gpu_slowdown[layout_.gpu_of(rank)]);
+      }
+    return out;
   }
 
   Interpretation result() {
@@ -230,6 +248,15 @@ class Interpreter {
   void record_iteration_end(int it, double end) {
     if (iteration_end_.size() <= static_cast<size_t>(it)) iteration_end_.resize(it + 1, 0);
     iteration_end_[it] = std::max(iteration_end_[it], end);
+    if (options_.progress && ++ranks_done_[it] == simulated_ranks_) report_progress(it + 1);
+  }
+
+  // Every tenth of the run, on standard error (the parent's terminal: the child shares it).
+  void report_progress(int done) const {
+    const int n = options_.iterations;
+    if (done == n || (done * 10) / n != ((done - 1) * 10) / n)
+      std::fprintf(stderr, "simulated %d of %d iterations (%.0f s simulated)\n", done, n,
+                   sg4::Engine::get_clock());
   }
 
   // Compute beside a collective or a send off the compute stream progresses on the SMs NCCL leaves,
@@ -265,7 +292,8 @@ class Interpreter {
 
   void run_task_alone(int rank, int i, const Task& t, int it, double& start) {
     RankState& rs = ranks_[rank];
-    const double duration = durations_[rs.role][i];
+    const double duration =
+        durations_[rs.role][i] * options_.kernel_noise.factor(t.kind, layout_.gpu_of(rank), i, it);
     switch (t.kind) {
       case TaskKind::Forward:
       case TaskKind::Backward:
@@ -327,6 +355,8 @@ class Interpreter {
   std::vector<char> gpu_simulated_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<Collective>> instances_;
   std::vector<double> iteration_end_;
+  std::vector<int> ranks_done_;  // per iteration: simulated ranks that ended it (progress)
+  int simulated_ranks_ = 0;
   long long activities_ = 0;
   std::vector<LinkSeries> series_;
 };

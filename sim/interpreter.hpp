@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/cost/time_noise.hpp"
 #include "plan/topology/rank_layout.hpp"
 
 namespace paratwin::sim {
@@ -21,7 +22,12 @@ struct LinkSeries {
 struct InterpretOptions {
   int iterations = 1;
   std::vector<double> gpu_slowdown;  // by GPU index; empty: all nominal
-  double sample_period_s = 0;        // link usage sampling; 0: none
+  // Every GPU's slowdown drawn from a distribution (variability.ranks): of each role, only the first
+  // instance and its slowest rank are observed (not every rank whose slowdown is not 1).
+  bool slowdown_drawn = false;
+  KernelNoise kernel_noise;    // each compute kernel's time factor per execution
+  bool progress = false;       // print the iterations done to standard error
+  double sample_period_s = 0;  // link usage sampling; 0: none
 };
 
 struct Interpretation {

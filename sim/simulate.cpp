@@ -21,6 +21,9 @@
 namespace paratwin::sim {
 namespace {
 
+// The noise-free reference runs this many iterations (at most) and takes its last: a steady step.
+constexpr int kNoiseFreeIterations = 2;
+
 nlohmann::json to_json(const Interpretation& in) {
   nlohmann::json links = nlohmann::json::array();
   for (const auto& l : in.links)
@@ -93,6 +96,36 @@ std::vector<double> straggler_slowdowns(const FailureSpec& failures, const RankL
   slowdown.resize(layout.gpus());
   for (int g = 0; g < layout.gpus(); ++g) slowdown[g] = node_slowdown[layout.site(g).node];
   return slowdown;
+}
+
+// Multiplies the stragglers' slowdowns by each GPU's drawn persistent slowness (variability.ranks).
+void apply_gpu_slowness(const VariabilitySpec& variability, int gpus, std::uint64_t seed,
+                        InterpretOptions& io) {
+  const std::vector<double> drawn = draw_gpu_slowness(variability.ranks, gpus, seed);
+  if (drawn.empty()) return;
+  if (io.gpu_slowdown.empty()) io.gpu_slowdown.assign(drawn.size(), 1.0);
+  for (size_t g = 0; g < drawn.size(); ++g) io.gpu_slowdown[g] *= drawn[g];
+  io.slowdown_drawn = true;
+}
+
+// The spread of the simulated iterations against the noise-free step: without variability, the
+// iterations themselves are noise-free; with it, the same plan, stragglers and seed simulated apart
+// without variability (folded as usual), its last iteration a steady step.
+IterationSpread spread_of(const ScenarioSpec& scenario, const Plan& plan, const Program& program,
+                          const std::vector<double>& iteration_times,
+                          const std::vector<double>& straggler_slowdown, const SimulateOptions& options) {
+  double noise_free_s = iteration_times.empty() ? 0 : iteration_times.back();
+  if (scenario.variability.any()) {
+    RankLayout plain(plan, scenario.cluster);
+    if (!options.all_ranks) plain.fold_tp_lanes(scenario.cluster);
+    InterpretOptions o;
+    o.iterations = std::min(std::max(1, options.iterations), kNoiseFreeIterations);
+    o.gpu_slowdown = straggler_slowdown;
+    const Interpretation i = interpret_in_child(program, scenario.cluster, scenario.training, plain, o);
+    const std::vector<double>& ends = i.iteration_end_s;
+    noise_free_s = ends.size() > 1 ? ends.back() - ends.end()[-2] : ends.back();
+  }
+  return summarize_spread(iteration_times, noise_free_s, options.slower_than_pct);
 }
 
 // Writing a checkpoint: weights once (one data-parallel replica) plus every rank's optimizer shard,
@@ -266,13 +299,20 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   SimulationResult result;
   const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
   RankLayout layout(plan, scenario.cluster);
-  if (!options.all_ranks) layout.fold_tp_lanes(scenario.cluster);
+  // Folding simulates lane 0 for all TP lanes; variability gives each lane its own draws, so it is off.
+  const VariabilitySpec& variability = scenario.variability;
+  result.unfolded_for_variability = !options.all_ranks && variability.any() && plan.tp > 1;
+  if (!options.all_ranks && !variability.any()) layout.fold_tp_lanes(scenario.cluster);
   InterpretOptions io;
   io.iterations = std::max(1, options.iterations);
   check_simulation_size(scenario, program, layout, io.iterations, options.trace);
   std::optional<JobShape> horizon_job;
   if (options.horizon) horizon_job = job_shape(scenario, plan, program, layout, options);
   io.gpu_slowdown = straggler_slowdowns(scenario.failures, layout, options.seed, result.straggler_nodes);
+  const std::vector<double> noise_free_slowdown = io.gpu_slowdown;
+  apply_gpu_slowness(variability, layout.gpus(), options.seed, io);
+  io.kernel_noise = KernelNoise(variability, options.seed);
+  io.progress = options.progress;
   if (options.trace) {
     const double estimate = evaluate(program, scenario.cluster, scenario.training).iteration_time_s;
     io.sample_period_s = estimate * io.iterations / 400;
@@ -338,19 +378,27 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
     result.reliability = replay(scenario, job, options.horizon->value(), options.seed, throughput);
   }
 
+  std::vector<double> iteration_times;
+  for (double previous = 0; double end : in.iteration_end_s) {
+    iteration_times.push_back(end - previous);
+    previous = end;
+  }
+  if (variability.any() || io.iterations > 1)
+    result.spread = spread_of(scenario, plan, program, iteration_times, noise_free_slowdown, options);
+
   result.json = to_json(result.report);
   nlohmann::json sim = {{"iterations", io.iterations},
                         {"iteration_times_s", nlohmann::json::array()},
                         {"activities", in.activities},
                         {"seed", options.seed},
                         {"folded_tp_lanes", layout.folded_lanes()},
+                        {"unfolded_for_variability", result.unfolded_for_variability},
                         {"simulated_ranks", layout.world() / layout.folded_lanes()},
                         {"straggler_nodes", result.straggler_nodes}};
-  double previous = 0;
-  for (double end : in.iteration_end_s) {
-    sim["iteration_times_s"].push_back(end - previous);
-    previous = end;
-  }
+  sim["iteration_times_s"] = iteration_times;
+  if (result.spread) sim["spread"] = to_json(*result.spread);
+  if (io.slowdown_drawn)  // the GPU that sets the pace of a synchronous step
+    sim["slowest_gpu_factor"] = *std::max_element(io.gpu_slowdown.begin(), io.gpu_slowdown.end());
   if (options.horizon) sim["shrunk_configurations"] = configurations;
   if (!in.links.empty()) sim["links"] = link_utilization_json(in.links, total_s);
   result.json["simulation"] = sim;

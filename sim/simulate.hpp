@@ -11,16 +11,19 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/report/report.hpp"
+#include "plan/report/spread.hpp"
 #include "sim/reliability.hpp"
 
 namespace paratwin::sim {
 
 struct SimulateOptions {
   int iterations = 1;              // simulated back to back; the report gives their mean
+  double slower_than_pct = 5;      // the x of "the probability that a step is more than x% slower"
   std::optional<Seconds> horizon;  // the second level: failures, checkpoints, restarts
   std::uint64_t seed = 1;          // stragglers and random failures
   bool trace = false;              // produce the Chrome trace
   bool all_ranks = false;          // simulate every rank (no TP lane folding, see RankLayout)
+  bool progress = false;           // report the iterations simulated on standard error
   // A live run's failure trace: each device is its own failure domain (a rank slot, not its node),
   // a checkpoint costs what the run measured instead of its bytes at the storage bandwidth, with
   // its write behind the training, and a shrunk job grows back at a checkpoint (see JobShape).
@@ -40,6 +43,9 @@ struct SimulationResult {
   // [role][task]: the last iteration's timings of each role's slowest observed rank, from that
   // iteration's start (empty for a role none of whose ranks was observed).
   std::vector<std::vector<TaskTiming>> role_timings;
+  // With the scenario's variability or several iterations: their spread against the noise-free step.
+  std::optional<IterationSpread> spread;
+  bool unfolded_for_variability = false;  // TP lanes simulated one by one: variability makes them differ
 };
 
 // Throws std::runtime_error when the child simulation fails (the message says why), and InputError

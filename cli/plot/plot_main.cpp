@@ -1,12 +1,14 @@
 // paratwin-plot: draws ParaTwin's JSON outputs as PNG pictures with Qt 6 Gui, without a display.
 // Its own executable so that paratwin, started often (sweep workers, scripts), never loads Qt.
 //   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
+//   paratwin-plot spread REPORT.json|- OUT.png      (what `paratwin simulate --png` runs)
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/plot/spread_figure.hpp"
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
 
@@ -17,6 +19,10 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "time to train and cost of a sweep (paratwin sweep --json)");
   sweep->add_option("results", input, "the sweep's JSON results, - for standard input")->required();
   sweep->add_option("png", output, "the PNG file to write")->required();
+  auto* spread = app.add_subcommand(
+      "spread", "the spread of a simulation's iteration times (paratwin simulate --iterations N --json)");
+  spread->add_option("report", input, "the simulation's JSON report, - for standard input")->required();
+  spread->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -29,7 +35,10 @@ int main(int argc, char** argv) {
     }
     const auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
-    paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
+    if (spread->parsed())
+      paratwin::viz::write_png(paratwin::plot::spread_figure(json), output);
+    else
+      paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
     return 0;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;

@@ -14,12 +14,23 @@ bool png_available() {
   return ::access(sibling_executable("paratwin-plot").c_str(), X_OK) == 0;
 }
 
-void write_sweep_png(const std::string& results_json, const std::string& path) {
-  const ChildProcess plotter =
-      spawn_process({sibling_executable("paratwin-plot"), "sweep", results_json, path});
+namespace {
+
+void plot(const std::string& what, const std::string& json, const std::string& path) {
+  const ChildProcess plotter = spawn_process({sibling_executable("paratwin-plot"), what, json, path});
   const int status = wait_for_process(plotter.pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("paratwin-plot could not draw " + path + " (see its message above)");
+}
+
+}  // namespace
+
+void write_sweep_png(const std::string& results_json, const std::string& path) {
+  plot("sweep", results_json, path);
+}
+
+void write_spread_png(const std::string& report_json, const std::string& path) {
+  plot("spread", report_json, path);
 }
 
 }  // namespace paratwin::cli

@@ -17,6 +17,7 @@
 #include "cli/sweep/worker_pool.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/sweep/journal.hpp"
+#include "plan/sweep/ranking.hpp"
 #include "plan/sweep/results.hpp"
 #include "plan/util/child_process.hpp"
 
@@ -220,6 +221,14 @@ void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
       ->type_name("FILE");
   cmd.add_option("--png", o.png, "plot time to train and cost against GPU count")->type_name("FILE");
   cmd.add_flag("--resume", o.resume, "continue the sweep whose results are in --json FILE");
+  cmd.add_option("--iterations", o.iterations,
+                 "with sweep.simulate: iterations simulated per point; with several (or the scenario's "
+                 "variability), each point's P95 iteration time is reported")
+      ->check(CLI::Range(1, 10000));
+  cmd.add_option("--rank-by", o.rank_by,
+                 "after the table, rank the points by p95 (simulated P95 iteration time), iteration_time, "
+                 "time_to_train or cost, best first")
+      ->check(CLI::IsMember(rank_keys()));
   cmd.add_flag("--worker", o.worker, "")->group("");  // internal: started by the coordinator
 }
 
@@ -244,6 +253,7 @@ std::vector<std::string> worker_command(const SweepOptions& o) {
   std::vector<std::string> argv = {sibling_executable("paratwin"), "sweep", o.scenario};
   for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
   for (const auto& g : o.grids) argv.insert(argv.end(), {"--grid", g});
+  if (o.iterations != 1) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
   argv.push_back("--worker");
   return argv;
 }
@@ -254,6 +264,10 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
         Location{"<--png " + o.png + ">"},
         "--png needs paratwin-plot, which is built when Qt 6 Gui is found; install qt6-base-dev and "
         "rebuild");
+  if (o.rank_by == "p95" && !sweep.scenario.sweep.simulate)
+    throw InputError(Location{"<--rank-by p95>"},
+                     "ranking by P95 needs simulated points: set sweep.simulate: true (with --iterations N "
+                     "or the scenario's variability)");
   if (o.resume && !writes_file(o.json))
     throw InputError(Location{"<--resume>"},
                      "--resume needs --json FILE, the results file of the sweep to continue");
@@ -309,6 +323,7 @@ int run_sweep(const SweepOptions& o, const LoadedSweep& sweep, const std::vector
     write_json(std::cout, header, journal.points());
   } else {
     write_text(std::cout, header, journal.points());
+    if (!o.rank_by.empty()) write_ranking(std::cout, o.rank_by, journal.points());
   }
   std::cout << std::flush;
   if (!o.png.empty()) {

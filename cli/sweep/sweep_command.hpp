@@ -19,6 +19,8 @@ struct SweepOptions {
   int jobs = 1;
   std::string json, csv, png;
   bool resume = false;
+  int iterations = 1;   // simulated per point (with sweep.simulate)
+  std::string rank_by;  // "" (none), or one of rank_keys(): the ranking printed after the table
   bool worker = false;  // hidden: evaluate the points named on standard input (started by the coordinator)
 };
 

@@ -13,6 +13,7 @@
 
 #include "gui/model/axis.hpp"
 #include "gui/model/session.hpp"
+#include "gui/model/spread_curve.hpp"
 #include "gui/views/line_plot.hpp"
 #include "gui/views/style.hpp"
 
@@ -25,6 +26,14 @@ QString days(double value, double step) {
 
 QString duration(double s) {
   return s > 0 ? format_time(s, s / 100) : QString("-");
+}
+
+// Iterations a simulation runs unless asked otherwise: enough to see a spread, still quick.
+constexpr int kDefaultIterations = 20;
+
+QString row_html(const QString& label, const QString& value) {
+  return QString("<tr><td style='color:#6a737d; padding-right:12px'>%1</td><td><b>%2</b></td></tr>")
+      .arg(label, value);
 }
 
 std::vector<std::pair<double, double>> cumulative(const std::vector<double>& times, double horizon) {
@@ -48,17 +57,26 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
       host_mtbf_(new QLineEdit),
       interval_(new QLineEdit),
       policy_(new QComboBox),
+      iterations_(new QSpinBox),
+      kernel_cv_(new QLineEdit),
+      gpu_cv_(new QLineEdit),
       run_(new QPushButton("Simulate the horizon")),
       status_(new QLabel),
       figures_(new QLabel),
       goodput_(new LinePlot("Goodput so far", "time into the horizon", "")),
-      events_(new LinePlot("Failures and restarts so far", "time into the horizon", "")) {
+      events_(new LinePlot("Failures and restarts so far", "time into the horizon", "")),
+      spread_(new LinePlot("Iteration times: fraction of simulated steps at most this long", "iteration time",
+                           "")) {
   run_->setProperty("primary", true);
   seed_->setRange(1, 1 << 30);
   gpu_mtbf_->setPlaceholderText("scenario's (e.g. 3867d)");
   host_mtbf_->setPlaceholderText("scenario's (e.g. 783d)");
   interval_->setPlaceholderText("scenario's (auto: best goodput)");
   policy_->addItems({"", "restart", "spares", "shrink"});
+  iterations_->setRange(1, 1000);
+  iterations_->setValue(kDefaultIterations);
+  kernel_cv_->setPlaceholderText("scenario's (e.g. 0.05)");
+  gpu_cv_->setPlaceholderText("scenario's (e.g. 0.02)");
   auto* inputs = new QGroupBox("Horizon and what-if (--set)");
   auto* form = new QFormLayout(inputs);
   form->addRow("horizon", horizon_);
@@ -67,6 +85,9 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
   form->addRow("MTBF per host", host_mtbf_);
   form->addRow("checkpoint interval", interval_);
   form->addRow("after a failure", policy_);
+  form->addRow("iterations", iterations_);
+  form->addRow("kernel time CV", kernel_cv_);
+  form->addRow("GPU slowness CV", gpu_cv_);
   form->addRow(run_);
   status_->setWordWrap(true);
   status_->setProperty("role", "muted");
@@ -87,17 +108,26 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
     plot->set_x_format(days);
     plot->set_placeholder("Simulate the chosen plan over a horizon to see failures, restarts and goodput.");
   }
+  spread_->set_x_format(format_time);
+  spread_->set_y_range(std::pair{0.0, 1.0});
+  spread_->set_y_format([](double v) { return QString::number(100 * v, 'f', 0) + "%"; });
+  spread_->set_placeholder(
+      "Simulate several iterations (or with kernel/GPU variability) to see the spread of step times.");
   goodput_->set_y_range(std::pair{0.0, 1.0});
   goodput_->set_y_format([](double v) { return QString::number(100 * v, 'f', 0) + "%"; });
   auto* charts = new QVBoxLayout;
   charts->addWidget(goodput_, 3);
   charts->addWidget(events_, 2);
+  charts->addWidget(spread_, 2);
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left_widget);
   layout->addLayout(charts, 1);
 
   connect(run_, &QPushButton::clicked, this, &ReliabilityView::simulate);
-  connect(&session_, &Session::simulation_finished, this, &ReliabilityView::refresh);
+  connect(&session_, &Session::simulation_finished, this, [this] {
+    refresh_spread();
+    refresh();
+  });
   connect(&session_, &Session::simulation_started, this, [this] { status_->setText("simulating..."); });
   connect(&session_, &Session::simulation_failed, this, [this](const QString& m) { status_->setText(m); });
   refresh();
@@ -111,6 +141,12 @@ void ReliabilityView::set_inputs(const QString& horizon, const QString& gpu_mtbf
   interval_->setText(checkpoint_interval);
 }
 
+void ReliabilityView::set_spread_inputs(int iterations, const QString& kernel_cv, const QString& gpu_cv) {
+  iterations_->setValue(iterations);
+  kernel_cv_->setText(kernel_cv);
+  gpu_cv_->setText(gpu_cv);
+}
+
 void ReliabilityView::simulate() {
   SimulationRequest r;
   r.horizon = horizon_->text().trimmed().isEmpty() ? "30d" : horizon_->text().trimmed();
@@ -119,7 +155,36 @@ void ReliabilityView::simulate() {
   if (!host_mtbf_->text().trimmed().isEmpty()) r.sets << "failures.host.mtbf=" + host_mtbf_->text().trimmed();
   if (!interval_->text().trimmed().isEmpty()) r.sets << "checkpoint.interval=" + interval_->text().trimmed();
   if (!policy_->currentText().isEmpty()) r.sets << "elasticity.policy=" + policy_->currentText();
+  r.iterations = iterations_->value();
+  if (!kernel_cv_->text().trimmed().isEmpty())
+    r.sets << "variability.kernels.cv=" + kernel_cv_->text().trimmed();
+  if (!gpu_cv_->text().trimmed().isEmpty()) r.sets << "variability.ranks.cv=" + gpu_cv_->text().trimmed();
   session_.simulate(r);
+}
+
+void ReliabilityView::refresh_spread() {
+  const std::optional<SpreadCurve> c = spread_curve(session_.simulation_report());
+  spread_html_.clear();
+  if (!c) {
+    spread_->set_series({});
+    spread_->set_markers({});
+    return;
+  }
+  const IterationSpread& s = c->spread;
+  const double lo = std::min(s.noise_free_s, c->cdf.empty() ? s.noise_free_s : c->cdf.front().first);
+  const double hi = std::max(s.noise_free_s, s.max_s);
+  const double pad = std::max(1e-9, 0.05 * (hi - lo));
+  spread_->set_x_range(std::pair{lo - pad, hi + pad});
+  spread_->set_series({{"simulated iterations", colors::kAccent, c->cdf, false, c->cdf.size() < 60}});
+  spread_->set_markers({{s.noise_free_s, colors::kGood, "noise-free step " + duration(s.noise_free_s)},
+                        {s.p95_s, colors::kBad, "P95 " + duration(s.p95_s)}});
+  spread_html_ =
+      row_html("iterations", QString::number(s.times_s.size())) +
+      row_html("noise-free step", duration(s.noise_free_s)) +
+      row_html("P50 / P95 / P99", duration(s.p50_s) + " / " + duration(s.p95_s) + " / " + duration(s.p99_s)) +
+      row_html(QString("steps > %1% slower").arg(s.slower_than_pct),
+               QString::number(100 * s.p_slower, 'f', 1) + "%");
+  if (!session_.reliability()) figures_->setText("<table cellspacing=3>" + spread_html_ + "</table>");
 }
 
 void ReliabilityView::refresh() {
@@ -143,10 +208,7 @@ void ReliabilityView::refresh() {
   events_->set_series({{"failures", colors::kBad, cumulative(failures, h->horizon_s)},
                        {"restarts", QColor(0xf2, 0x8e, 0x2b), cumulative(restarts, h->horizon_s), true}});
 
-  auto row = [](const QString& label, const QString& value) {
-    return QString("<tr><td style='color:#6a737d; padding-right:12px'>%1</td><td><b>%2</b></td></tr>")
-        .arg(label, value);
-  };
+  const auto row = row_html;
   QString html = "<table cellspacing=3>";
   html += row("horizon", duration(h->horizon_s));
   html += row("goodput", QString::number(100 * h->goodput, 'f', 1) + "%");
@@ -160,7 +222,7 @@ void ReliabilityView::refresh() {
   html += row("checkpoint cost", duration(h->checkpoint_cost_s));
   html += row("job MTBF", duration(h->job_mtbf_s));
   html += row("time to train", duration(h->time_to_train_s));
-  figures_->setText(html + "</table>");
+  figures_->setText(html + spread_html_ + "</table>");
 }
 
 }  // namespace paratwin::gui

@@ -1,6 +1,7 @@
 // Reliability view: the chosen plan simulated over a horizon (failures, restarts, checkpoints),
 // with what-if failure rates and checkpoint policy as overrides; goodput over time with downtime
-// shaded and failures marked, the events counted over time, and the horizon's figures.
+// shaded and failures marked, the events counted over time, and the horizon's figures; and the spread
+// of the simulated iteration times (with what-if kernel and GPU variability), as a distribution.
 #pragma once
 
 #include <QWidget>
@@ -25,12 +26,17 @@ class ReliabilityView : public QWidget {
   // What-if settings, as a user would type them ("" keeps the scenario's).
   void set_inputs(const QString& horizon, const QString& gpu_mtbf, const QString& host_mtbf,
                   const QString& checkpoint_interval);
+  // Iterations to simulate and the variability to try (coefficients of variation; "" keeps the
+  // scenario's).
+  void set_spread_inputs(int iterations, const QString& kernel_cv, const QString& gpu_cv);
   void simulate();
   LinePlot* goodput_plot() const { return goodput_; }
   LinePlot* events_plot() const { return events_; }
+  LinePlot* spread_plot() const { return spread_; }
 
  private:
   void refresh();
+  void refresh_spread();
 
   Session& session_;
   QLineEdit* horizon_;
@@ -39,11 +45,16 @@ class ReliabilityView : public QWidget {
   QLineEdit* host_mtbf_;
   QLineEdit* interval_;
   QComboBox* policy_;
+  QSpinBox* iterations_;
+  QLineEdit* kernel_cv_;
+  QLineEdit* gpu_cv_;
   QPushButton* run_;
   QLabel* status_;
   QLabel* figures_;
   LinePlot* goodput_;
   LinePlot* events_;
+  LinePlot* spread_;
+  QString spread_html_;
 };
 
 }  // namespace paratwin::gui

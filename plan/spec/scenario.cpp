@@ -368,6 +368,7 @@ ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostic
     sr.finish();
   }
   if (const DocNode* n = r.get("failures")) s.failures = parse_failures(*n, diag, locs);
+  if (const DocNode* n = r.get("variability")) s.variability = parse_variability(*n, diag, locs);
   if (const DocNode* n = r.get("checkpoint")) {
     MapReader cr(*n, "checkpoint", diag, locs);
     if (const DocNode* interval = cr.get("interval"); interval && !is_auto(interval))

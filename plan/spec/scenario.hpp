@@ -13,6 +13,7 @@
 #include "plan/spec/diagnostics.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/model.hpp"
+#include "plan/spec/variability.hpp"
 
 namespace paratwin {
 
@@ -185,6 +186,7 @@ struct ScenarioSpec {
   PlanRequest plan;
   SearchSpec search;
   FailureSpec failures;
+  VariabilitySpec variability;  // kernel-time noise and per-GPU slowness (simulate)
   CheckpointSpec checkpoint;
   ElasticitySpec elasticity;
   SweepSpec sweep;

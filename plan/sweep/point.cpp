@@ -101,6 +101,7 @@ PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint&
       const SimulatedPoint simulated = simulate(s, plan, horizon);
       r.metrics = simulated.metrics;
       r.goodput = simulated.goodput;
+      r.p95_iteration_time_s = simulated.p95_iteration_time_s;
       r.evaluator = "simulation";
     } catch (const InputError& e) {  // too large to simulate: the point's settings, not a failure
       return with_status(r, PointStatus::Invalid, messages_of(e));
@@ -145,6 +146,7 @@ nlohmann::json to_json(const PointResult& p) {
             {"cost_usd", p.cost_usd ? nlohmann::json(*p.cost_usd) : nlohmann::json()},
             {"energy_mwh", p.energy_mwh},
             {"goodput", p.goodput ? nlohmann::json(*p.goodput) : nlohmann::json()}});
+  if (p.p95_iteration_time_s) j["p95_iteration_time_s"] = *p.p95_iteration_time_s;  // only when simulated
   return j;
 }
 
@@ -208,6 +210,8 @@ PointResult point_from_json(const nlohmann::json& j) {
     if (!j.at("cost_usd").is_null()) p.cost_usd = j.at("cost_usd").get<double>();
     p.energy_mwh = j.at("energy_mwh").get<double>();
     if (!j.at("goodput").is_null()) p.goodput = j.at("goodput").get<double>();
+    if (j.contains("p95_iteration_time_s"))
+      p.p95_iteration_time_s = j.at("p95_iteration_time_s").get<double>();
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("not a sweep point: ") + e.what());

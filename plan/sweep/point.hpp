@@ -44,6 +44,7 @@ struct PointResult {
   std::optional<double> cost_usd;        // GPU-hours x price_per_gpu_hour; nullopt without a price
   double energy_mwh = 0;                 // power x time to train (GPUs, nodes, PUE)
   std::optional<double> goodput;         // simulated with the scenario's failures over the time to train
+  std::optional<double> p95_iteration_time_s;  // simulated over several iterations (sweep --iterations)
 
   bool ok() const { return status == PointStatus::Ok; }
 };
@@ -51,7 +52,8 @@ struct PointResult {
 // What the simulator reports for a point's plan. plan/ knows no SimGrid, so the caller passes it in.
 struct SimulatedPoint {
   Metrics metrics;
-  std::optional<double> goodput;  // when a horizon was given
+  std::optional<double> goodput;               // when a horizon was given
+  std::optional<double> p95_iteration_time_s;  // when several iterations or variability were simulated
 };
 // Simulates `plan`; with a horizon, also failures, checkpoints and restarts over it. Throws
 // std::runtime_error when the simulation fails.

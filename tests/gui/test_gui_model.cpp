@@ -12,6 +12,7 @@
 #include "gui/model/memory_bars.hpp"
 #include "gui/model/reliability_history.hpp"
 #include "gui/model/session.hpp"
+#include "gui/model/spread_curve.hpp"
 #include "gui/model/timeline_layout.hpp"
 #include "gui/model/topology.hpp"
 #include "plan/analytic/evaluate.hpp"
@@ -374,6 +375,20 @@ class TestGuiModel : public QObject {
     QCOMPARE(h.goodput_curve.front().second, 9000 / (100 * 100.0));
     QCOMPARE(h.goodput_curve.back(), std::make_pair(1000.0, 0.5));
     QVERIFY_THROWS_EXCEPTION(InputError, reliability_history(nlohmann::json::object(), trace, "r.json"));
+  }
+
+  void the_spread_curve_rises_through_the_simulated_steps() {
+    QVERIFY(!spread_curve({{"simulation", {{"iteration_times_s", {1.0}}}}}).has_value());
+    const nlohmann::json report = {{"simulation",
+                                    {{"iteration_times_s", {1.2, 1.0, 1.1, 1.3}},
+                                     {"spread", to_json(summarize_spread({1.2, 1.0, 1.1, 1.3}, 1.0, 15))}}}};
+    const std::optional<SpreadCurve> c = spread_curve(report);
+    QVERIFY(c.has_value());
+    QCOMPARE(c->spread.times_s.size(), size_t(4));
+    QCOMPARE(c->spread.p_slower, 0.5);  // 1.2 and 1.3 are more than 15% over 1.0
+    QCOMPARE(c->cdf.front(), std::make_pair(1.0, 0.0));
+    QCOMPARE(c->cdf.back(), std::make_pair(1.3, 1.0));
+    for (size_t i = 1; i < c->cdf.size(); ++i) QVERIFY(c->cdf[i].second >= c->cdf[i - 1].second);
   }
 
   void live_progress_lines_parse_into_steps() {

@@ -304,8 +304,16 @@ class TestGuiViews : public QObject {
   void a_horizon_shows_failures_restarts_and_goodput_over_time() {
     ReliabilityView* view = window_->reliability_view();
     view->set_inputs("30d", "150d", "300d", "");
+    view->set_spread_inputs(12, "0.05", "0.02");
     view->simulate();
     wait_for_simulation();
+    // The spread of the 12 steps under kernel and GPU variability, as a distribution function.
+    const auto& sp = session_->simulation_report()["simulation"]["spread"];
+    QCOMPARE(sp["iterations"].get<int>(), 12);
+    QVERIFY(sp["p95_s"].get<double>() > sp["noise_free_s"].get<double>());
+    QVERIFY(!view->spread_plot()->series().empty());
+    QCOMPARE(view->spread_plot()->series().front().points.size(), size_t(24));  // a staircase of 12 steps
+    QCOMPARE(view->spread_plot()->series().front().points.back().second, 1.0);
     const auto& h = session_->reliability();
     QVERIFY(h.has_value());
     QCOMPARE(h->horizon_s, 30 * 86400.0);
