@@ -40,9 +40,9 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--failure-trace", opts->failure_trace,
                   "replay a live run's failures (paratwin run --failure-trace) over its horizon")
       ->type_name("FILE");
-  cmd->add_flag(
-      "--all-ranks", opts->all_ranks,
-      "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
+  cmd->add_flag("--all-ranks", opts->all_ranks,
+                "simulate every rank, without folding symmetric TP lanes, CP lanes and DP replicas (slower, "
+                "same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
   cmd->add_option("--trace", opts->trace,
@@ -88,6 +88,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     const sim::SimulationResult result = sim::simulate(scenario, plan, options);
     if (opts->json != "-") {
       std::cout << to_text(result.report);
+      if (!result.folding.empty()) std::cout << "  folding: " << result.folding << "\n";
       if (result.reliability) std::cout << sim::to_text(*result.reliability);
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");

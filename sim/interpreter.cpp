@@ -179,8 +179,6 @@ class Interpreter {
           f.path == Path::Nic ? platform_.nics[layout_.site(f.src_gpu).nic] : platform_.gpus[f.src_gpu];
       sg4::Host* dst =
           f.path == Path::Nic ? platform_.nics[layout_.site(f.dst_gpu).nic] : platform_.gpus[f.dst_gpu];
-      if (src == nullptr || dst == nullptr)
-        throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
       if (src == dst) continue;  // two members behind one NIC: no wire between them
       comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
     }

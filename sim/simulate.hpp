@@ -20,7 +20,7 @@ struct SimulateOptions {
   std::optional<Seconds> horizon;  // the second level: failures, checkpoints, restarts
   std::uint64_t seed = 1;          // stragglers and random failures
   bool trace = false;              // produce the Chrome trace
-  bool all_ranks = false;          // simulate every rank (no TP lane folding, see RankLayout)
+  bool all_ranks = false;  // simulate every rank (no folding of symmetric ranks, see RankLayout::fold)
   // A live run's failure trace: each device is its own failure domain (a rank slot, not its node),
   // a checkpoint costs what the run measured instead of its bytes at the storage bandwidth, with
   // its write behind the training, and a shrunk job grows back at a checkpoint (see JobShape).
@@ -37,6 +37,7 @@ struct SimulationResult {
   std::string trace;                       // Chrome trace JSON (when asked)
   long long activities = 0;                // executions, flows and delays simulated
   std::vector<int> straggler_nodes;
+  std::string folding;  // which ranks stood for others, in words (empty: none)
 };
 
 // Throws std::runtime_error when the child simulation fails (the message says why), and InputError
