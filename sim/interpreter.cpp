@@ -369,6 +369,9 @@ Interpretation interpret(const Program& program, const ClusterSpec& cluster, con
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("contexts/stack-size:128");
+  // No guard page per actor stack: each is a memory mapping of its own, and Linux allows 65,536 of them
+  // by default, which 16K simulated ranks of 4 streams would pass.
+  sg4::Engine::set_config("contexts/guard-size:0");
   const Platform platform = build_platform(cluster, layout, options.gpu_slowdown);
   Interpreter interpreter(program, cluster, training, layout, options, platform);
   interpreter.start_actors();

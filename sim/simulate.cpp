@@ -301,10 +301,11 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
 
     // Tokens/s per configuration: the full one from above; a shrunk one simulated in detail when the
     // cluster is one pool, the replicas fill whole nodes and the simulation is small (at most
-    // kDetailedShrinkRanks simulated ranks: a 16K-GPU configuration takes most of a minute), else
-    // scaled from the full one by its replicas (each replica's work per iteration is unchanged).
-    constexpr int kDetailedShrinkRanks = 512;
-    const bool detailed = layout.simulated_ranks() <= kDetailedShrinkRanks;
+    // kDetailedShrinkActivities activities, a second or two: a horizon then costs little beside the
+    // iteration), else scaled from the full one by its replicas (each replica's work per iteration
+    // is unchanged).
+    constexpr long long kDetailedShrinkActivities = 250'000;
+    const bool detailed = in.activities <= kDetailedShrinkActivities;
     std::map<int, double> rates{{plan.dp, program.tokens_per_iteration / iteration_s}};
     const Throughput throughput = [&](int dp) {
       if (auto it = rates.find(dp); it != rates.end()) return it->second;
