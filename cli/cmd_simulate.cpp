@@ -7,9 +7,9 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/sweep/plotter.hpp"
 #include "plan/chakra/chakra_writer.hpp"
 #include "plan/chakra/replay_workload.hpp"
-#include "cli/sweep/plotter.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/io/failure_trace.hpp"
 #include "plan/ir/program.hpp"
@@ -96,9 +96,9 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("--failure-trace", opts->failure_trace,
                   "replay a live run's failures (paratwin run --failure-trace) over its horizon")
       ->type_name("FILE");
-  cmd->add_flag(
-      "--all-ranks", opts->all_ranks,
-      "simulate every rank, without folding the symmetric tensor-parallel lanes (slower, same result)");
+  cmd->add_flag("--all-ranks", opts->all_ranks,
+                "simulate every rank, without folding symmetric TP lanes, CP lanes and DP replicas (slower, "
+                "same result)");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
       ->type_name("FILE|-");
   cmd->add_option("--png", opts->png,
@@ -196,7 +196,8 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       std::cout << to_text(result.report);
       if (result.spread) std::cout << to_text(*result.spread);
       if (result.unfolded_for_variability)
-        std::cout << "  (every TP lane simulated: the scenario's variability makes them differ)\n";
+        std::cout << "  (every rank simulated: the scenario's variability makes them differ)\n";
+      if (!result.folding.empty()) std::cout << "  folding: " << result.folding << "\n";
       if (result.reliability) std::cout << sim::to_text(*result.reliability);
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");

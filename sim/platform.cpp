@@ -33,6 +33,13 @@ sg4::Link* duplex_link(sg4::NetZone* zone, const std::string& name, double bandw
   return zone->create_split_duplex_link(name, bandwidth_Bps)->set_latency(0)->seal();
 }
 
+// A host reached without a link of its own: flows to it load only the sender's side of the route.
+sg4::Host* endpoint_without_link(sg4::NetZone* zone, const std::string& name) {
+  sg4::Host* host = zone->create_host(name, kWorkPerSecond)->seal();
+  zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
+  return host;
+}
+
 }  // namespace
 
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
@@ -42,12 +49,13 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
 
   // SimGrid 3.32 checks each new host's and link's name against the whole platform (a walk over
   // every zone), so building is quadratic in their number: only GPUs of simulated ranks and the NICs
-  // they use are created. Flows of a simulated GPU to a folded lane's GPU (inside its TP group) go to
-  // the node's NVSwitch instead: that port carries that one flow in the full simulation too.
+  // they use are created. A flow to a folded rank's GPU goes to the node's NVSwitch instead, and one to
+  // its NIC to its fabric domain's sink: the sender's ports carry it as in the full simulation, and the
+  // folded rank's own ports carry what its symmetric twin sends and receives.
   std::vector<char> used(layout.gpus(), 0);
   for (int rank = 0; rank < layout.world(); ++rank)
     if (layout.simulated(rank)) used[layout.gpu_of(rank)] = 1;
-  const bool all_used = layout.folded_lanes() == 1;
+  const bool all_used = layout.simulated_ranks() == layout.world();
 
   // Nodes: GPUs on their NVLink/NVSwitch.
   pf.gpus.resize(layout.gpus());
@@ -88,12 +96,20 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
     if (used[g]) nic_used[layout.site(g).nic] = 1;
   const auto first_gpu = [&layout](int nic) { return layout.sites().first_gpu_of_nic(nic); };
 
-  // Pods and leaves carry every lane's traffic; a rail carries one lane's.
-  const double shared_by_lanes =
-      cluster.network.topology == NetworkTopology::RailOptimized ? 1.0 : layout.folded_lanes();
   std::map<int, std::vector<int>> domains;  // domain -> NICs
-  for (int nic = 0; nic < layout.nics(); ++nic)
-    domains[oversubscribed ? layout.sites().fabric_domain(cluster, nic) : 0].push_back(nic);
+  std::vector<int> nic_domain(layout.nics());
+  for (int nic = 0; nic < layout.nics(); ++nic) {
+    nic_domain[nic] = oversubscribed ? layout.sites().fabric_domain(cluster, nic) : 0;
+    domains[nic_domain[nic]].push_back(nic);
+  }
+  // A domain's uplink is shared by the ranks in it; each simulated rank there stands for
+  // plan ranks / simulated ranks of them (with folded TP lanes on a leaf: tp; on a rail: 1).
+  std::map<int, std::pair<int, int>> ranks_in;  // domain -> (plan ranks, simulated ranks)
+  for (int rank = 0; rank < layout.world(); ++rank) {
+    auto& [planned, simulated] = ranks_in[nic_domain[layout.site(layout.gpu_of(rank)).nic]];
+    ++planned;
+    simulated += layout.simulated(rank) ? 1 : 0;
+  }
 
   pf.nics.resize(layout.nics());
   std::vector<sg4::Link*> uplinks;
@@ -105,11 +121,16 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
       zone->set_parent(fabric);
     }
     double total_Bps = 0;
+    sg4::Host* sink = nullptr;
     for (int nic : nics) {
       const PoolSpec& pool = cluster.pools[layout.site(first_gpu(nic)).pool];
       const double bw = pool.nic.achievable.value_or(pool.nic.bandwidth).value();
       total_Bps += bw;
-      if (!all_used && !nic_used[nic]) continue;
+      if (!all_used && !nic_used[nic]) {
+        if (!sink) sink = endpoint_without_link(zone, domain_name(domain) + "-sink");
+        pf.nics[nic] = sink;
+        continue;
+      }
       sg4::Host* host = zone->create_host(nic_host_name(nic), kWorkPerSecond)->seal();
       sg4::Link* link = duplex_link(zone, nic_link_name(nic), bw);
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
@@ -121,8 +142,10 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
       auto* gateway = zone->create_router(domain_name(domain) + "-gw");
       zone->add_route(gateway, nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
       zone->seal();
+      const auto [planned, simulated] = ranks_in[domain];
+      const double represented = simulated > 0 ? double(planned) / simulated : 1.0;
       sg4::Link* up = duplex_link(fabric, uplink_name(domain),
-                                  total_Bps / cluster.network.oversubscription / shared_by_lanes);
+                                  total_Bps / cluster.network.oversubscription / represented);
       fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
                         {{up, sg4::LinkInRoute::Direction::UP}}, true);
       uplinks.push_back(up);
@@ -147,6 +170,9 @@ void configure_engine() {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("contexts/stack-size:128");
+  // No guard page per actor stack: each is a memory mapping of its own, and Linux allows 65,536 of them
+  // by default, which 16K simulated ranks of 4 streams would pass.
+  sg4::Engine::set_config("contexts/guard-size:0");
 }
 
 long long run_phase(const Phase& phase, const Platform& platform, const RankLayout& layout,

@@ -22,7 +22,10 @@ constexpr double kWorkPerSecond = 1e9;
 struct Platform {
   // By GPU index (RankLayout::site); with folded lanes, a folded GPU is its node's NVSwitch.
   std::vector<simgrid::s4u::Host*> gpus;
-  // By NIC index: the endpoint of a NIC on the fabric; null for NICs no simulated rank uses.
+  // By NIC index: the endpoint of a NIC on the fabric; for a NIC no simulated rank uses, its fabric
+  // domain's sink, a host without a link: a flow to a folded rank loads the sender's NIC as in the full
+  // simulation, and the folded rank's symmetric twin loads its own side (RankLayout::fold keeps a
+  // folded rank's flows inside its representative's domain).
   std::vector<simgrid::s4u::Host*> nics;
   // Links worth watching in a trace (their outgoing halves): the oversubscribed uplinks, then the first
   // node's NICs and NVLinks.
@@ -31,8 +34,9 @@ struct Platform {
 
 // Builds the platform into the engine (which must exist and have no platform yet). Links carry
 // bandwidth only (latency 0): the algorithms' step latencies are charged by the flows' phases.
-// `gpu_slowdown[gpu]` (1 = nominal) slows a GPU's compute; empty means none. With folded TP lanes
-// (RankLayout::fold_tp_lanes), links that all lanes share get 1/lanes of their capacity.
+// `gpu_slowdown[gpu]` (1 = nominal) slows a GPU's compute; empty means none. With folded ranks
+// (RankLayout::fold), a domain's uplink gets simulated / plan ranks in the domain of its capacity, so
+// that each simulated flow through it gets the share its real counterparts get.
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
                         const std::vector<double>& gpu_slowdown);
 

@@ -117,7 +117,7 @@ IterationSpread spread_of(const ScenarioSpec& scenario, const Plan& plan, const 
   double noise_free_s = iteration_times.empty() ? 0 : iteration_times.back();
   if (scenario.variability.any()) {
     RankLayout plain(plan, scenario.cluster);
-    if (!options.all_ranks) plain.fold_tp_lanes(scenario.cluster);
+    if (!options.all_ranks) plain.fold(scenario.cluster, straggler_slowdown);
     InterpretOptions o;
     o.iterations = std::min(std::max(1, options.iterations), kNoiseFreeIterations);
     o.gpu_slowdown = straggler_slowdown;
@@ -233,7 +233,7 @@ std::string make_trace(const Program& program, const Evaluation& ev, const Inter
 // tasks, and a communication task is one or two flows (about 1.4 to 1.7 activities a task, measured).
 void check_simulation_size(const ScenarioSpec& scenario, const Program& program, const RankLayout& layout,
                            int iterations, bool trace) {
-  const std::int64_t simulated_ranks = layout.world() / layout.folded_lanes();
+  const std::int64_t simulated_ranks = layout.simulated_ranks();
   const std::int64_t tasks_per_rank = std::int64_t(program.task_count()) / std::max(1, program.plan.pp);
   const std::int64_t activities = 2 * tasks_per_rank * simulated_ranks * iterations;
   if (activities > limit_value(kSimActivitiesLimit))
@@ -299,20 +299,20 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   SimulationResult result;
   const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
   RankLayout layout(plan, scenario.cluster);
-  // Folding simulates lane 0 for all TP lanes; variability gives each lane its own draws, so it is off.
+  // Variability gives every rank its own draws: nothing is symmetric, so nothing folds.
   const VariabilitySpec& variability = scenario.variability;
-  result.unfolded_for_variability = !options.all_ranks && variability.any() && plan.tp > 1;
-  if (!options.all_ranks && !variability.any()) layout.fold_tp_lanes(scenario.cluster);
+  result.unfolded_for_variability = !options.all_ranks && variability.any() && plan.gpus() > 1;
   InterpretOptions io;
   io.iterations = std::max(1, options.iterations);
-  check_simulation_size(scenario, program, layout, io.iterations, options.trace);
-  std::optional<JobShape> horizon_job;
-  if (options.horizon) horizon_job = job_shape(scenario, plan, program, layout, options);
   io.gpu_slowdown = straggler_slowdowns(scenario.failures, layout, options.seed, result.straggler_nodes);
   const std::vector<double> noise_free_slowdown = io.gpu_slowdown;
   apply_gpu_slowness(variability, layout.gpus(), options.seed, io);
   io.kernel_noise = KernelNoise(variability, options.seed);
   io.progress = options.progress;
+  if (!options.all_ranks && !variability.any()) layout.fold(scenario.cluster, io.gpu_slowdown);
+  check_simulation_size(scenario, program, layout, io.iterations, options.trace);
+  std::optional<JobShape> horizon_job;
+  if (options.horizon) horizon_job = job_shape(scenario, plan, program, layout, options);
   if (options.trace) {
     const double estimate = evaluate(program, scenario.cluster, scenario.training).iteration_time_s;
     io.sample_period_s = estimate * io.iterations / 400;
@@ -342,10 +342,11 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
 
     // Tokens/s per configuration: the full one from above; a shrunk one simulated in detail when the
     // cluster is one pool, the replicas fill whole nodes and the simulation is small (at most
-    // kDetailedShrinkRanks simulated ranks: a 16K-GPU configuration takes most of a minute), else
-    // scaled from the full one by its replicas (each replica's work per iteration is unchanged).
-    constexpr int kDetailedShrinkRanks = 512;
-    const bool detailed = layout.world() / layout.folded_lanes() <= kDetailedShrinkRanks;
+    // kDetailedShrinkActivities activities, a second or two: a horizon then costs little beside the
+    // iteration), else scaled from the full one by its replicas (each replica's work per iteration
+    // is unchanged).
+    constexpr long long kDetailedShrinkActivities = 250'000;
+    const bool detailed = in.activities <= kDetailedShrinkActivities;
     std::map<int, double> rates{{plan.dp, program.tokens_per_iteration / iteration_s}};
     const Throughput throughput = [&](int dp) {
       if (auto it = rates.find(dp); it != rates.end()) return it->second;
@@ -362,7 +363,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
         if (verify(shrunk, scenario.model, cluster, training).empty()) {
           const Program p = lower(shrunk, scenario.model, cluster, training);
           RankLayout l(shrunk, cluster);
-          if (!options.all_ranks) l.fold_tp_lanes(cluster);
+          if (!options.all_ranks) l.fold(cluster);
           InterpretOptions o;
           o.gpu_slowdown.clear();
           const Interpretation i = interpret_in_child(p, cluster, training, l, o);
@@ -386,14 +387,23 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   if (variability.any() || io.iterations > 1)
     result.spread = spread_of(scenario, plan, program, iteration_times, noise_free_slowdown, options);
 
+  if (layout.simulated_ranks() < layout.world()) {
+    const RankLayout::Folding& f = layout.folding();
+    result.folding = std::to_string(layout.simulated_ranks()) + " of " + std::to_string(layout.world()) +
+                     " ranks simulated (each stands for " + std::to_string(f.tp) + " TP lanes x " +
+                     std::to_string(f.cp) + " CP lanes x " + std::to_string(f.dp) +
+                     " DP replicas; replicas with a straggler simulated whole; --all-ranks: every rank)";
+  }
   result.json = to_json(result.report);
   nlohmann::json sim = {{"iterations", io.iterations},
                         {"iteration_times_s", nlohmann::json::array()},
                         {"activities", in.activities},
                         {"seed", options.seed},
-                        {"folded_tp_lanes", layout.folded_lanes()},
+                        {"folded_tp_lanes", layout.folding().tp},
                         {"unfolded_for_variability", result.unfolded_for_variability},
-                        {"simulated_ranks", layout.world() / layout.folded_lanes()},
+                        {"folded_cp_lanes", layout.folding().cp},
+                        {"folded_dp_replicas", layout.folding().dp},
+                        {"simulated_ranks", layout.simulated_ranks()},
                         {"straggler_nodes", result.straggler_nodes}};
   sim["iteration_times_s"] = iteration_times;
   if (result.spread) sim["spread"] = to_json(*result.spread);

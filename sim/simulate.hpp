@@ -22,8 +22,8 @@ struct SimulateOptions {
   std::optional<Seconds> horizon;  // the second level: failures, checkpoints, restarts
   std::uint64_t seed = 1;          // stragglers and random failures
   bool trace = false;              // produce the Chrome trace
-  bool all_ranks = false;          // simulate every rank (no TP lane folding, see RankLayout)
-  bool progress = false;           // report the iterations simulated on standard error
+  bool all_ranks = false;  // simulate every rank (no folding of symmetric ranks, see RankLayout::fold)
+  bool progress = false;   // report the iterations simulated on standard error
   // A live run's failure trace: each device is its own failure domain (a rank slot, not its node),
   // a checkpoint costs what the run measured instead of its bytes at the storage bandwidth, with
   // its write behind the training, and a shrunk job grows back at a checkpoint (see JobShape).
@@ -45,7 +45,8 @@ struct SimulationResult {
   std::vector<std::vector<TaskTiming>> role_timings;
   // With the scenario's variability or several iterations: their spread against the noise-free step.
   std::optional<IterationSpread> spread;
-  bool unfolded_for_variability = false;  // TP lanes simulated one by one: variability makes them differ
+  bool unfolded_for_variability = false;  // every rank simulated: variability makes them differ
+  std::string folding;                    // which ranks stood for others, in words (empty: none)
 };
 
 // Throws std::runtime_error when the child simulation fails (the message says why), and InputError

@@ -23,6 +23,7 @@ RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster)
       throw std::logic_error("pool " + cluster.pools[p].name + " has fewer GPUs than the plan's stages need");
     gpu_of_rank_[r] = sites_.first_gpu_of_pool(p) + next_in_pool[p]++;
   }
+  simulated_count_ = world;
 }
 
 std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
@@ -70,12 +71,25 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
   return members;
 }
 
-bool RankLayout::fold_tp_lanes(const ClusterSpec& cluster) {
-  if (plan_.tp < 2 || !cluster.homogeneous()) return false;
-  const PoolSpec& pool = cluster.pools.front();
-  if (pool.nic.count != pool.gpus_per_node || strides_.tp != 1 || pool.gpus_per_node % plan_.tp != 0)
-    return false;
-  folded_ = plan_.tp;
+namespace {
+
+bool slowdowns_equal(const std::vector<double>& slowdown, int a, int b) {
+  return slowdown.empty() || slowdown[size_t(a)] == slowdown[size_t(b)];
+}
+
+bool slowed(const std::vector<double>& slowdown, int gpu) {
+  return !slowdown.empty() && slowdown[size_t(gpu)] != 1.0;
+}
+
+}  // namespace
+
+bool RankLayout::groups_inside_domains(const ClusterSpec& cluster, GroupKind kind) const {
+  const auto domain = [&](int rank) { return sites_.fabric_domain(cluster, site(gpu_of(rank)).nic); };
+  for (int r = 0; r < world(); ++r) {
+    if (coords_[r].tp != 0) continue;  // TP lanes are placed alike
+    for (int m : group(r, kind))
+      if (domain(m) != domain(r)) return false;
+  }
   return true;
 }
 
@@ -93,6 +107,55 @@ cost::GroupPlacement RankLayout::placement_of(const std::vector<int>& gpus,
   const auto [lo, hi] = std::minmax_element(gpus.begin(), gpus.end());
   g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
   return g;
+}
+
+RankLayout::Folding RankLayout::fold(const ClusterSpec& cluster, const std::vector<double>& gpu_slowdown) {
+  folding_ = Folding{};
+  simulated_.clear();
+  simulated_count_ = world();
+  if (!cluster.homogeneous()) return folding_;
+  const PoolSpec& pool = cluster.pools.front();
+  if (pool.nic.count != pool.gpus_per_node) return folding_;
+
+  bool fold_tp = plan_.tp > 1 && strides_.tp == 1 && pool.gpus_per_node % plan_.tp == 0;
+  for (int r = 0; r < world() && fold_tp; ++r)
+    fold_tp = slowdowns_equal(gpu_slowdown, gpu_of(r), gpu_of(r - coords_[r].tp));
+  // Above an oversubscribed level a folded rank's traffic must stay in its representative's domain:
+  // CP and DP groups fold only when each lies inside one.
+  const bool oversubscribed = cluster.network.oversubscription > 1.0 && nodes() > 1 &&
+                              cluster.network.topology != NetworkTopology::Star;
+  const bool fold_cp = plan_.cp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Cp));
+  const bool fold_dp = plan_.dp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Dp));
+  // Replicas that hold a slowed GPU keep every rank (their cp lanes differ from the others').
+  std::vector<char> distinct(size_t(plan_.dp), 0);
+  for (int r = 0; r < world(); ++r)
+    if (slowed(gpu_slowdown, gpu_of(r))) distinct[size_t(coords_[r].dp)] = 1;
+  int representative = -1, distinct_replicas = 0;
+  for (int d = 0; d < plan_.dp; ++d) {
+    if (distinct[size_t(d)])
+      ++distinct_replicas;
+    else if (representative < 0)
+      representative = d;
+  }
+  folding_.tp = fold_tp ? plan_.tp : 1;
+  folding_.cp = fold_cp && representative >= 0 ? plan_.cp : 1;
+  folding_.dp = fold_dp && representative >= 0 ? plan_.dp - distinct_replicas : 1;
+  if (folding_.tp * folding_.cp * folding_.dp == 1) return folding_;
+
+  simulated_.assign(size_t(world()), 0);
+  simulated_count_ = 0;
+  for (int r = 0; r < world(); ++r) {
+    const RankCoords& c = coords_[r];
+    const bool plain = !distinct[size_t(c.dp)];
+    const bool lane = folding_.tp == 1 || c.tp == 0;
+    const bool replica = !plain || folding_.dp == 1 || c.dp == representative;
+    const bool cp_lane = !plain || folding_.cp == 1 || c.cp == 0;
+    if (lane && replica && cp_lane) {
+      simulated_[size_t(r)] = 1;
+      ++simulated_count_;
+    }
+  }
+  return folding_;
 }
 
 int RankLayout::pipeline_peer(int rank, int peer_pp) const {

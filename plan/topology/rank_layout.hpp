@@ -41,22 +41,40 @@ class RankLayout {
   // The pipeline-rank neighbour `peer_pp` with the same tp, cp and dp coordinates.
   int pipeline_peer(int rank, int peer_pp) const;
 
-  // Tensor-parallel lane folding. The tp ranks of a TP group run the same tasks; when the group sits
-  // inside one node and every GPU has its own NIC, each lane's traffic runs on its own NVLink and NIC
-  // ports and meets the other lanes only on shared fabric links, in the same pattern. Simulating lane
-  // 0 alone, with shared links given 1/tp of their capacity, then gives the same times at 1/tp of the
-  // cost. Returns whether it folded (it does not when the conditions do not hold).
-  bool fold_tp_lanes(const ClusterSpec& cluster);
-  int folded_lanes() const { return folded_; }  // 1: every rank simulated
-  bool simulated(int rank) const { return folded_ == 1 || coords_[rank].tp == 0; }
+  // Folding of symmetric ranks, so that the simulator runs one rank for many. Ranks that run the same
+  // tasks, on their own ports, in the same traffic pattern as others are represented by one of them:
+  //  - TP lanes: the tp ranks of a TP group, when the group sits inside one node and every GPU has its
+  //    own NIC (each lane's traffic then stays on its own NVLink and NIC ports);
+  //  - CP lanes and DP replicas: the cp ranks of a CP group and the dp replicas of the plan, when every
+  //    GPU has its own NIC on a homogeneous cluster and, where the fabric has an oversubscribed level,
+  //    each CP (DP) group lies inside one of its domains (a folded rank's flows then stay in the
+  //    domain of the rank that stands for it).
+  // The simulator gives shared links (oversubscribed uplinks) the capacity its simulated ranks' share
+  // of them is, and a flow to a folded rank loads the sender's ports only (its symmetric twin loads the
+  // receiver's as much): see sim/platform.hpp. What differs is never folded:
+  // every replica with a GPU whose slowdown is not 1 is simulated whole (all its cp lanes), and TP
+  // lanes fold only when every GPU of each TP group has the same slowdown.
+  struct Folding {
+    int tp = 1;  // TP lanes each simulated rank stands for
+    int cp = 1;  // CP lanes of the representative replica each simulated rank stands for
+    int dp = 1;  // DP replicas the representative replica stands for (itself included)
+  };
+  Folding fold(const ClusterSpec& cluster, const std::vector<double>& gpu_slowdown = {});
+  const Folding& folding() const { return folding_; }
+  int simulated_ranks() const { return simulated_count_; }
+  bool simulated(int rank) const { return simulated_.empty() || simulated_[rank]; }
 
  private:
+  bool groups_inside_domains(const ClusterSpec& cluster, GroupKind kind) const;
+
   Plan plan_;
   RankStrides strides_;
   ClusterSites sites_;
   std::vector<RankCoords> coords_;
   std::vector<int> gpu_of_rank_;
-  int folded_ = 1;
+  Folding folding_;
+  std::vector<char> simulated_;  // empty: every rank
+  int simulated_count_ = 0;
 };
 
 }  // namespace paratwin

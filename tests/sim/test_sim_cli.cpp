@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +51,19 @@ std::string four_nodes(const std::string& name, const std::string& network, cons
                                  "\n" + extra);
 }
 
+// GPT 1.7B on 8 DGX A100 nodes in pods of two, 4:1 above them; tp 4 x cp 2 x dp 2 fills a pod per
+// pipeline stage.
+std::string eight_nodes_in_pods(const std::string& name, const std::string& extra) {
+  return scenario_file(name, "name: " + name +
+                                 "\nmodel: gpt3-1.7b\ncluster:\n  from: dgx-a100-80g\n  nodes: 8\n"
+                                 "  network: {topology: fat_tree, oversubscription: 4, pod_gpus: 16, "
+                                 "switch_latency: 1us}\n"
+                                 "training: {global_batch: 32, seq_len: 2048}\n"
+                                 "plan: {tp: 4, cp: 2, pp: 4, dp: 2, micro_batch: 1, schedule: 1f1b, "
+                                 "sequence_parallel: true, zero: 1}\n" +
+                                 extra);
+}
+
 const std::string kFullBisection =
     "{topology: fat_tree, oversubscription: 1, gpus_per_leaf: 8, switch_latency: 1us}";
 const std::string kTwoToOne =
@@ -80,18 +95,44 @@ BOOST_AUTO_TEST_CASE(without_contention_the_simulated_iteration_matches_the_anal
   }
 }
 
-BOOST_AUTO_TEST_CASE(folding_the_symmetric_tp_lanes_changes_no_result) {
-  const std::string pipelined = four_nodes(
-      "fold-pipelined", "{topology: fat_tree, oversubscription: 3, gpus_per_leaf: 8, switch_latency: 1us}",
+// Runs a scenario folded and with --all-ranks; returns both reports.
+std::pair<nlohmann::json, nlohmann::json> folded_and_all(const std::string& scenario) {
+  return {report("simulate " + scenario), report("simulate " + scenario + " --all-ranks")};
+}
+
+int simulated_ranks(const nlohmann::json& r) {
+  return r["simulation"]["simulated_ranks"].get<int>();
+}
+
+BOOST_AUTO_TEST_CASE(folding_symmetric_ranks_changes_no_result) {
+  const std::string interleaved =
       "{tp: 4, pp: 2, dp: 4, micro_batch: 1, schedule: interleaved, virtual_stages: 2, "
-      "sequence_parallel: true, zero: 1}",
-      "failures: {stragglers: {count: 1, slowdown: 1.3}}\n");
-  for (const std::string& s : {four_nodes("fold", kTwoToOne, kTp8Dp4), pipelined}) {
-    BOOST_TEST_CONTEXT(s) {
-      const nlohmann::json folded = report("simulate " + s);
-      const nlohmann::json all = report("simulate " + s + " --all-ranks");
-      BOOST_TEST(folded["simulation"]["folded_tp_lanes"].get<int>() > 1);
-      BOOST_TEST(all["simulation"]["folded_tp_lanes"] == 1);
+      "sequence_parallel: true, zero: 1}";
+  const std::string straggler = "failures: {stragglers: {count: 1, slowdown: 1.3}}\n";
+  struct Case {
+    std::string scenario;
+    int tp, cp, dp;  // expected folding
+  };
+  const std::vector<Case> cases = {
+      // Every node its own leaf, 2:1 above: DP groups cross leaves, so only TP lanes fold.
+      {four_nodes("fold", kTwoToOne, kTp8Dp4), 8, 1, 1},
+      {four_nodes("fold-pipelined",
+                  "{topology: fat_tree, oversubscription: 3, gpus_per_leaf: 8, switch_latency: 1us}",
+                  interleaved, straggler),
+       4, 1, 1},
+      // Full bisection: TP lanes and DP replicas fold; the straggler's replicas are simulated whole.
+      {four_nodes("fold-bisection", kFullBisection, interleaved, straggler), 4, 1, 2},
+      // Pods of two nodes, 4:1 above: each stage's CP and DP groups inside one pod, PP across them.
+      {eight_nodes_in_pods("fold-pods", ""), 4, 2, 2},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.scenario) {
+      const auto [folded, all] = folded_and_all(c.scenario);
+      BOOST_TEST(folded["simulation"]["folded_tp_lanes"] == c.tp);
+      BOOST_TEST(folded["simulation"]["folded_cp_lanes"] == c.cp);
+      BOOST_TEST(folded["simulation"]["folded_dp_replicas"] == c.dp);
+      for (const char* folded_part : {"folded_tp_lanes", "folded_cp_lanes", "folded_dp_replicas"})
+        BOOST_TEST(all["simulation"][folded_part] == 1);
       BOOST_TEST(folded["simulation"]["activities"].get<double>() <
                  all["simulation"]["activities"].get<double>() / 2);
       BOOST_TEST(iteration(folded) == iteration(all), tt::tolerance(1e-9));
@@ -100,6 +141,17 @@ BOOST_AUTO_TEST_CASE(folding_the_symmetric_tp_lanes_changes_no_result) {
                    tt::tolerance(1e-9));
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_straggler_above_an_oversubscribed_level_is_folded_within_1_percent) {
+  // The straggler's replica is simulated whole beside the replica that stands for the others, and the
+  // pods' uplinks are shared in proportion to the ranks each simulated one stands for: exact where
+  // every flow through an uplink runs at once, close where the straggler shifts them.
+  const std::string s =
+      eight_nodes_in_pods("fold-pods-straggler", "failures: {stragglers: {count: 1, slowdown: 1.3}}\n");
+  const auto [folded, all] = folded_and_all(s);
+  BOOST_TEST(simulated_ranks(folded) < simulated_ranks(all) / 4);
+  BOOST_TEST(iteration(folded) == iteration(all), tt::tolerance(0.01));
 }
 
 BOOST_AUTO_TEST_CASE(a_2_to_1_oversubscribed_fabric_slows_cross_pod_dp_allreduce_by_the_predicted_amount) {

@@ -76,18 +76,43 @@ BOOST_AUTO_TEST_CASE(ranks_take_coordinates_in_plan_order_and_gpus_in_rank_order
   BOOST_TEST(layout.pipeline_peer(21, 0) == 5);
 }
 
-BOOST_AUTO_TEST_CASE(tp_lanes_fold_only_when_every_gpu_has_its_own_nic) {
+BOOST_AUTO_TEST_CASE(symmetric_ranks_fold_only_when_every_gpu_has_its_own_nic) {
   ScenarioSpec s = scenario(kFourNodes);
-  const Plan plan = complete_plan(s);
+  const Plan plan = complete_plan(s);  // tp 2, dp 8, pp 2: rank = tp + 2 dp + 16 pp
   RankLayout folded(plan, s.cluster);
-  BOOST_TEST(folded.fold_tp_lanes(s.cluster));
-  BOOST_TEST(folded.folded_lanes() == 2);
-  BOOST_TEST(folded.simulated(20));
-  BOOST_TEST(!folded.simulated(21));
-  s.cluster.pools.front().nic.count = 4;  // two GPUs per NIC: lanes would share it
+  const RankLayout::Folding f = folded.fold(s.cluster);
+  BOOST_TEST(f.tp == 2);
+  BOOST_TEST(f.cp == 1);
+  BOOST_TEST(f.dp == 8);
+  // Replica 0's lane 0 on each pipeline stage.
+  BOOST_TEST(folded.simulated_ranks() == 2);
+  BOOST_TEST(folded.simulated(0));
+  BOOST_TEST(folded.simulated(16));
+  BOOST_TEST(!folded.simulated(1));
+  BOOST_TEST(!folded.simulated(2));
+  s.cluster.pools.front().nic.count = 4;  // two GPUs per NIC: lanes and replicas would share it
   RankLayout shared(plan, s.cluster);
-  BOOST_TEST(!shared.fold_tp_lanes(s.cluster));
+  BOOST_TEST(shared.fold(s.cluster).dp == 1);
   BOOST_TEST(shared.simulated(21));
+  BOOST_TEST(shared.simulated_ranks() == 32);
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_with_a_slow_gpu_is_simulated_whole) {
+  const ScenarioSpec s = scenario(kFourNodes);
+  const Plan plan = complete_plan(s);
+  RankLayout layout(plan, s.cluster);
+  std::vector<double> slowdown(size_t(layout.gpus()), 1.0);
+  slowdown[6] = slowdown[7] = 1.3;  // node 0's GPUs 6 and 7: replica 3 of stage 0
+  const RankLayout::Folding f = layout.fold(s.cluster, slowdown);
+  BOOST_TEST(f.tp == 2);
+  BOOST_TEST(f.dp == 7);  // replica 0 stands for the seven plain ones
+  BOOST_TEST(layout.simulated(6));
+  BOOST_TEST(layout.simulated(22));  // the slow replica's other stage
+  BOOST_TEST(!layout.simulated(7));  // its lane 1: the same slowdown as lane 0
+  BOOST_TEST(layout.simulated_ranks() == 4);
+  slowdown[7] = 1.0;  // lanes of one TP group now differ: no TP folding
+  BOOST_TEST(layout.fold(s.cluster, slowdown).tp == 1);
+  BOOST_TEST(layout.simulated(7));
 }
 
 BOOST_AUTO_TEST_CASE(ring_all_gather_loads_every_nvlink_port_with_its_share_at_busbw) {
