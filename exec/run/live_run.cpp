@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "exec/backend_info.hpp"
+#include "exec/checkpoint/directory_probe.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/gemm.hpp"
 #include "exec/run/launch_checks.hpp"
@@ -309,6 +310,8 @@ int run_live_rank(const LiveRunOptions& opts) {
   // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
   const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
   try {
+    // Checkpoints must reach every host's ranks alike, before any is written.
+    if (!opts.checkpoint_dir.empty()) probe_shared_directory(opts.checkpoint_dir, *comm);
     return train_rank(opts, setup, *comm, agent.get());
   } catch (const InputError& e) {
     // Bad input the checks before launch could not see: the supervisor must not restart the job.
