@@ -149,3 +149,31 @@ BOOST_AUTO_TEST_CASE(a_host_out_takes_the_replicas_on_it_out_until_its_time) {
   BOOST_TEST(pool.slot_up(2, 10.0));  // back once its down time is over
   BOOST_TEST(pool.up(10.0, index).size() == 2u);
 }
+
+BOOST_AUTO_TEST_CASE(a_slurm_allocation_gives_its_nodes_and_tasks_per_node) {
+  // Slurm's own scontrol expands the node list (offline, from a configuration naming the cluster).
+  if (std::system("command -v scontrol > /dev/null 2>&1") != 0) {
+    BOOST_TEST_MESSAGE("scontrol is not installed (Debian: slurm-client): the Slurm case is not checked");
+    return;
+  }
+  BOOST_TEST(!slurm_hosts());  // outside an allocation
+  const fs::path conf = write_temp("paratwin-slurm-conf-", "ClusterName=paratwin\nSlurmctldHost=localhost\n");
+  ::setenv("SLURM_CONF", conf.c_str(), 1);
+  ::setenv("SLURM_JOB_ID", "42", 1);
+  ::setenv("SLURM_JOB_NODELIST", "node[1-2],gpu-a07", 1);
+  ::setenv("SLURM_JOB_CPUS_PER_NODE", "8(x2),4", 1);
+  std::vector<Host> hosts = slurm_hosts().value();
+  BOOST_TEST(hosts.size() == 3u);
+  BOOST_TEST(hosts[0].name == "node1");
+  BOOST_TEST(hosts[2].name == "gpu-a07");
+  BOOST_TEST(hosts[1].slots == 8);
+  BOOST_TEST(hosts[2].slots == 4);
+  ::setenv("SLURM_NTASKS_PER_NODE", "2", 1);  // the tasks asked for win over the CPUs
+  hosts = resolve_hosts("", "");
+  BOOST_TEST(hosts[2].slots == 2);
+  BOOST_TEST(resolve_hosts("", "a:1").front().name == "a");  // a flag wins over the allocation
+  for (const char* v : {"SLURM_CONF", "SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_JOB_CPUS_PER_NODE",
+                        "SLURM_NTASKS_PER_NODE"})
+    ::unsetenv(v);
+  fs::remove(conf);
+}
