@@ -513,7 +513,9 @@ int Supervisor::run() {
     Recovery failure;
     const Outcome outcome = watch(l, failure);
     const double stopped_at = server_->now();
-    if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids());
+    // mpirun stops other hosts' ranks through their daemons: slower than its own (a signal meanwhile
+    // makes it crash).
+    if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids(), hosts_.empty() ? 1.0 : 5.0);
     if (!l.hostfile.empty()) {
       std::error_code ec;
       fs::remove(l.hostfile, ec);

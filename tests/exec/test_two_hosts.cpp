@@ -1,7 +1,8 @@
 // `paratwin run` across two hosts, made on one machine by tests/exec/two_hosts.sh (two network
 // namespaces joined by a veth pair, mpirun reaching host B through an rsh agent, MPI over TCP only):
 // 2 hosts x 2 ranks data-parallel follow a 4-rank run on one host; tp 2 x pp 2 puts each TP pair on
-// one host; host B stopped mid-run, the job shrinks to host A and grows back once B is up again.
+// one host; host B stopped mid-run, the job shrinks to host A and grows back once B is up again; a
+// checkpoint directory host B does not share is refused before training.
 #define BOOST_TEST_MODULE two_hosts
 #include <boost/test/unit_test.hpp>
 
@@ -155,6 +156,23 @@ BOOST_AUTO_TEST_CASE(a_host_that_stops_is_left_out_and_the_job_grows_back_when_i
   BOOST_TEST(r["reliability"]["shrinks"] == 1);
   BOOST_TEST(r["reliability"]["grows"] == 1);
   BOOST_TEST(r["loss"].size() > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_directory_host_b_does_not_share_is_refused_before_training) {
+  if (!on_two_hosts()) return;
+  const fs::path dir = kDir / "not-shared";
+  fs::create_directories(dir);
+  ::setenv("PARATWIN_TEST_PRIVATE_DIR", dir.c_str(), 1);  // two_hosts.sh's agent mounts it away on B
+  const Output out = run_paratwin(job("--ranks 4") + kHosts + "--checkpoint-dir " + dir.string());
+  ::unsetenv("PARATWIN_TEST_PRIVATE_DIR");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST(out.status == 2);
+  BOOST_TEST(out.text.find("--checkpoint-dir is not one directory for every rank: rank 0 on host ") !=
+             std::string::npos);
+  BOOST_TEST(out.text.find("that rank 2 wrote; give a directory on a file system every host shares") !=
+             std::string::npos);
+  BOOST_TEST(out.text.find("step ") == std::string::npos);  // refused before any step
+  BOOST_TEST(out.text.find("not restarting") != std::string::npos);
 }
 
 struct Cleanup {

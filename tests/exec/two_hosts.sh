@@ -3,7 +3,8 @@
 # reached by mpirun through an rsh agent that enters the namespace (`ip netns exec`) instead of ssh;
 # the ranks talk TCP over the veth link only. Runs COMMAND... inside namespace A (where mpirun and
 # the supervisor run) with PARATWIN_HOST_A / PARATWIN_HOST_B set to the two hosts' addresses and
-# PARATWIN_HOST_B_NETNS to B's namespace. Exits 77 (CTest's skip) where namespaces cannot be made.
+# PARATWIN_HOST_B_NETNS to B's namespace; a launch with PARATWIN_TEST_PRIVATE_DIR set sees an empty
+# file system of its own there on host B. Exits 77 (CTest's skip) where namespaces cannot be made.
 # Usage: two_hosts.sh COMMAND...
 set -u
 id=$$
@@ -52,6 +53,11 @@ case \$host in
   $host_b) ns=$b ;;
   *) echo "two_hosts agent: unknown host \$host" >&2; exit 255 ;;
 esac
+# A test of a checkpoint directory that is not shared: host B sees its own empty one there.
+if [ "\$ns" = $b ] && [ -n "\${PARATWIN_TEST_PRIVATE_DIR:-}" ]; then
+  exec ip netns exec \$ns unshare -m sh -c 'mount -t tmpfs paratwin-private "\$0" && exec sh -c "\$1"' \
+    "\$PARATWIN_TEST_PRIVATE_DIR" "\$*"
+fi
 exec ip netns exec \$ns sh -c "\$*"
 AGENT
 chmod +x "$work/agent"
