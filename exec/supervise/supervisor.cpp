@@ -177,7 +177,7 @@ class Supervisor {
       // The supervisor runs on the first host: its address there is one every host reaches.
       address = local_address_of(hosts.front().name).value_or("");
       if (address.empty())
-        throw InputError(Location{"<--hosts " + hosts.front().name + ">", 1, 1},
+        throw InputError(Location{"<host " + hosts.front().name + ">", 1, 1},
                          "the first host, " + hosts.front().name +
                              ", is not this machine; run paratwin there or give --control-address with an "
                              "address of this machine that every host reaches");
