@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -133,23 +135,35 @@ BOOST_AUTO_TEST_CASE(tp2_pp2_keeps_each_tp_pair_on_one_host) {
 
 BOOST_AUTO_TEST_CASE(a_host_that_stops_is_left_out_and_the_job_grows_back_when_it_returns) {
   if (!on_two_hosts()) return;
+  // Host B must stay out past the stopped job's teardown (so the relaunch has host A only), and the
+  // run on host A must last past B's return, to a checkpoint where the job grows back: a down time of
+  // 10 steps of the one-host run (at least 2 s), and steps for twice that and 2 s more on host A.
+  one_host_reference();
+  std::vector<double> times =
+      read_json(kDir / "one-host.json")["iteration_times_s"].get<std::vector<double>>();
+  std::sort(times.begin(), times.end());
+  const double step_s = times[times.size() / 2], down_s = std::max(2.0, 10 * step_s);
+  const int steps = 8 + int(std::ceil(2 * (down_s + 2) / step_s));
+  const std::string down = std::to_string(int(down_s * 1000)) + "ms";
   bool stopped = false;
-  const Output out = run_watching(
-      job("--ranks 4", 40) + kHosts + "--checkpoint-dir " + (kDir / "ckpt").string() +
-          " --checkpoint-every 4 --min-ranks 2 --down-time 3s --json " + (kDir / "stop.json").string(),
-      [&](const std::string& line) {
-        if (stopped || line.find("step     6/") != 0) return;
-        // Host B stops: every process in its namespace (Open MPI's daemon and both ranks) at once.
-        FILE* pids = ::popen(("ip netns pids " + kNetnsB).c_str(), "r");
-        int pid = 0;
-        while (std::fscanf(pids, "%d", &pid) == 1) ::kill(pid, SIGKILL);
-        ::pclose(pids);
-        stopped = true;
-      });
+  const Output out =
+      run_watching(job("--ranks 4", steps) + kHosts + "--checkpoint-dir " + (kDir / "ckpt").string() +
+                       " --checkpoint-every 4 --min-ranks 2 --down-time " + down + " --json " +
+                       (kDir / "stop.json").string(),
+                   [&](const std::string& line) {
+                     if (stopped || line.find("step     6/") != 0) return;
+                     // Host B stops: every process in its namespace (Open MPI's daemon and both ranks) at
+                     // once.
+                     FILE* pids = ::popen(("ip netns pids " + kNetnsB).c_str(), "r");
+                     int pid = 0;
+                     while (std::fscanf(pids, "%d", &pid) == 1) ::kill(pid, SIGKILL);
+                     ::pclose(pids);
+                     stopped = true;
+                   });
   BOOST_TEST_INFO(out.text);
   BOOST_TEST_REQUIRE(stopped);
   BOOST_TEST_REQUIRE(out.status == 0);
-  BOOST_TEST(out.text.find("host " + kHostB + " is out for 3s") != std::string::npos);
+  BOOST_TEST(out.text.find("host " + kHostB + " is out for " + down) != std::string::npos);
   BOOST_TEST(out.text.find("shrinking to 2 ranks") != std::string::npos);
   BOOST_TEST(out.text.find("growing back to 4 ranks") != std::string::npos);
   const json r = read_json(kDir / "stop.json");
