@@ -20,6 +20,12 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
   auto supervision = std::make_shared<exec::SuperviseOptions>();
   exec::add_supervise_options(*cmd, *supervision);
   cmd->callback([opts, supervision, &exit_status, argv] {
+    // On several hosts (--hosts, --hostfile, a Slurm allocation) the plan's cluster has one node each.
+    std::vector<exec::Host> hosts;
+    if (!exec::under_mpirun()) {
+      hosts = exec::resolve_hosts(supervision->hostfile, supervision->hosts);
+      opts->nodes = int(hosts.size());
+    }
     const exec::LiveRunSetup setup = exec::prepare_live_run(*opts);
     print_diagnostics(setup.scenario.warnings);
     // The flags after `run`, handed on to every rank unchanged.
@@ -29,7 +35,7 @@ void add_run_command(CLI::App& app, int& exit_status, const std::vector<std::str
       exit_status = exec::replace_with_rank(args);
     } else {
       exec::check_before_launch(*opts, setup);
-      exit_status = exec::supervise_run(*opts, setup, *supervision, args);
+      exit_status = exec::supervise_run(*opts, setup, *supervision, args, hosts);
     }
   });
 }

@@ -78,22 +78,27 @@ void check_before_launch(const LiveRunOptions& o, const LiveRunSetup& setup) {
                               std::to_string(newest->global_batch) + "; this run trains " + s.model.name +
                               " with global batch " + std::to_string(s.training.global_batch) +
                               "; give another --checkpoint-dir, or run without --resume"});
-  // Memory: every rank of the job on this machine, each with the twin's peak (device and host) and its
-  // own copy of the corpus.
+  // Memory: every rank of the job on this machine (or host), each with the twin's peak (device and host) and
+  // its own copy of the corpus.
   const Program program = lower(plan, s.model, s.cluster, s.training, {.task_names = false});
   const Report predicted = make_report(s.name, program, evaluate(program, s.cluster, s.training));
   double needed = 0;
   for (const StageMemory& stage : predicted.stages)
     needed += (stage.peak.value() + stage.host.value()) * (plan.gpus() / plan.pp);
   needed += double(plan.gpus()) * double(tokens.tokens) * sizeof(uint16_t);
+  // On several hosts, one host's share: its ranks (placed evenly) against its memory, this machine's.
+  const int hosts = std::max(1, o.nodes);
+  needed /= hosts;
   const double machine = machine_memory_bytes();
   if (needed > machine)
-    problems.push_back({Severity::Error, Location{o.scenario},
-                        "the job's " + std::to_string(plan.gpus()) + " ranks need about " + gib(needed) +
-                            " by the twin's memory model (" + gib(needed / plan.gpus()) +
-                            " each, with its copy of the data), more than this machine's " + gib(machine) +
-                            "; run fewer ranks (--ranks), a smaller plan.micro_batch or training.seq_len, "
-                            "or save memory with plan.zero, plan.recompute or a smaller model"});
+    problems.push_back(
+        {Severity::Error, Location{o.scenario},
+         (hosts > 1 ? "each host's " + std::to_string(plan.gpus() / hosts) + " ranks need about "
+                    : "the job's " + std::to_string(plan.gpus()) + " ranks need about ") +
+             gib(needed) + " by the twin's memory model (" + gib(needed * hosts / plan.gpus()) +
+             " each, with its copy of the data), more than this machine's " + gib(machine) +
+             "; run fewer ranks (--ranks), a smaller plan.micro_batch or training.seq_len, "
+             "or save memory with plan.zero, plan.recompute or a smaller model"});
   // Its steps (the tokens a token budget makes), the tokens they read in a 64-bit count, and its trace.
   const double tokens_per_step = double(s.training.global_batch) * s.training.seq_len;
   const double budget_steps = s.training.tokens ? std::ceil(*s.training.tokens / tokens_per_step) : 0;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "exec/backend_info.hpp"
+#include "exec/checkpoint/directory_probe.hpp"
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/gemm.hpp"
 #include "exec/run/launch_checks.hpp"
@@ -53,13 +54,19 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& o) {
                  "stop after this step without a final checkpoint, as if killed")
       ->group("");  // for tests of resume
   cmd.add_option("--kill-after", o.kill_after, "rank 0 kills itself (SIGKILL) after this step")->group("");
+  // The supervisor tells its ranks how many hosts the launch spans (--hosts, --hostfile, Slurm).
+  cmd.add_option("--nodes", o.nodes, "hosts of this launch")->group("");
 }
 
 std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
-                                             const std::vector<Override>& overrides) {
+                                             const std::vector<Override>& overrides, int nodes) {
   // The cluster as written (the --set overrides may not validate against it before dp changes too),
   // whatever dp the file gives: --ranks replaces it (a dp 1 scenario on a 2-core local-cpu included).
-  const ScenarioSpec as_written = load_scenario(path, {parse_override("plan.dp=auto")});
+  // A --set cluster=NAME names the cluster that is resized.
+  std::vector<Override> base = {parse_override("plan.dp=auto")};
+  for (const Override& o : overrides)
+    if (o.path.size() == 1 && o.path[0] == "cluster") base.push_back(o);
+  const ScenarioSpec as_written = load_scenario(path, base);
   const ClusterSpec& c = as_written.cluster;
   // `ranks` data-parallel replicas of tp x pp x cp ranks each (the degrees as the overrides set them).
   int tp = as_written.plan.tp.value_or(1), pp = as_written.plan.pp.value_or(1),
@@ -72,7 +79,20 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
     }
   const int world = ranks * tp * pp * cp;
   std::vector<std::string> out;
-  if (c.gpus() != world) {
+  if (nodes > 0 && c.pools.size() == 1) {
+    // One pool on several hosts: a node each, the processes shared evenly.
+    if (nodes > 1 && c.pools.front().nic.bandwidth.value() <= 0)
+      throw InputError(Location{path}, "cluster " + c.name +
+                                           " describes one machine (no NIC between nodes); run on hosts "
+                                           "with a cluster of hosts, e.g. --set cluster=cpu-hosts");
+    if (world % nodes != 0)
+      throw InputError(Location{path},
+                       "--ranks " + std::to_string(ranks) + " x tp x pp x cp = " + std::to_string(world) +
+                           " processes do not split evenly over " + std::to_string(nodes) + " hosts");
+    out.push_back("cluster.pools." + c.pools.front().name + ".nodes=" + std::to_string(nodes));
+    out.push_back("cluster.pools." + c.pools.front().name +
+                  ".gpus_per_node=" + std::to_string(world / nodes));
+  } else if (c.gpus() != world) {
     if (c.pools.size() != 1 || c.pools.front().nodes != 1)
       throw InputError(Location{path},
                        "--ranks " + std::to_string(ranks) + " x tp x pp x cp does not match the cluster's " +
@@ -83,9 +103,12 @@ std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
   return out;
 }
 
-ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks) {
+ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks,
+                                int nodes) {
+  if (ranks <= 0 && nodes > 1)
+    ranks = load_scenario(path, overrides).plan.dp.value_or(0);  // its dp, on hosts
   if (ranks <= 0) return load_scenario(path, overrides);
-  for (const auto& set : live_rank_overrides(path, ranks, overrides))
+  for (const auto& set : live_rank_overrides(path, ranks, overrides, nodes))
     overrides.push_back(parse_override(set));
   return load_scenario(path, overrides);
 }
@@ -124,7 +147,7 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
       if (key == "dp" && ranks <= 0) ranks = std::max(0, std::atoi(n->scalar.c_str()));  // its ranks
     }
   }
-  LiveRunSetup setup{load_live_scenario(o.scenario, overrides, ranks), {}};
+  LiveRunSetup setup{load_live_scenario(o.scenario, overrides, ranks, o.nodes), {}};
   setup.plan =
       o.plan_file.empty() ? complete_plan(setup.scenario) : load_plan_file(o.plan_file, setup.scenario);
   std::vector<std::string> problems =
@@ -148,8 +171,9 @@ LiveRunSetup prepare_live_run(const LiveRunOptions& o) {
     throw InputError(std::move(errors));
   }
   if (o.backend == "cpu") {
-    // The ranks of this one-node job share its cores (as run_live_rank counts them).
-    setup.threads = o.threads > 0 ? o.threads : default_rank_threads(setup.plan.gpus());
+    // The ranks of a node share its cores (as run_live_rank counts them).
+    setup.threads =
+        o.threads > 0 ? o.threads : default_rank_threads(setup.plan.gpus() / std::max(1, o.nodes));
     scale_cpu_devices(setup.scenario.cluster, setup.threads);
   }
   return setup;
@@ -286,6 +310,8 @@ int run_live_rank(const LiveRunOptions& opts) {
   // Under `paratwin run`'s supervision: heartbeats, finished checkpoints and injected faults.
   const std::unique_ptr<RankAgent> agent = RankAgent::from_environment(comm->rank());
   try {
+    // Checkpoints must reach every host's ranks alike, before any is written.
+    if (!opts.checkpoint_dir.empty()) probe_shared_directory(opts.checkpoint_dir, *comm);
     return train_rank(opts, setup, *comm, agent.get());
   } catch (const InputError& e) {
     // Bad input the checks before launch could not see: the supervisor must not restart the job.

@@ -18,6 +18,7 @@ struct LiveRunOptions {
   std::vector<std::string> sets;
   int ranks = 0;
   int threads = 0;  // per rank; 0: the node's cores divided by its ranks
+  int nodes = 0;    // hosts the job runs on (set by the supervisor); 0: this machine, the cluster as given
   long long steps = 0, checkpoint_every = 0, stop_after = -1;
   long long kill_after = -1;  // tests: rank 0 dies by SIGKILL after this step (a real crash)
   bool resume = false;
@@ -30,13 +31,16 @@ void add_live_run_options(CLI::App& cmd, LiveRunOptions& options);
 
 // Loads a scenario for a live run on `ranks` data-parallel ranks (0: as the scenario says): sets
 // plan.dp and, on a one-node single-pool cluster such as local-cpu, sizes the node to the ranks x tp
-// x pp processes (one per "device"; tp and pp as the scenario or its --set overrides give them).
-// Throws InputError when the cluster cannot be resized that way.
-ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks);
+// x pp processes (one per "device"; tp and pp as the scenario or its --set overrides give them). On
+// `nodes` hosts (0: this machine) such a cluster becomes that many nodes sharing the processes
+// evenly. Throws InputError when the cluster cannot be resized that way.
+ScenarioSpec load_live_scenario(const std::string& path, std::vector<Override> overrides, int ranks,
+                                int nodes = 0);
 
-// The --set overrides load_live_scenario adds for `ranks` (the twin's replay of a run uses them).
+// The --set overrides load_live_scenario adds for `ranks` on `nodes` (the twin's replay of a run uses
+// them).
 std::vector<std::string> live_rank_overrides(const std::string& path, int ranks,
-                                             const std::vector<Override>& overrides = {});
+                                             const std::vector<Override>& overrides = {}, int nodes = 0);
 
 struct LiveRunSetup {
   ScenarioSpec scenario;

@@ -69,7 +69,11 @@ std::optional<int> exit_status_if_ended(pid_t mpirun) {
 }
 
 int stop_job(pid_t mpirun, const std::vector<int>& ranks, double grace_s) {
-  std::vector<pid_t> processes = children_of(mpirun);
+  // mpirun's ranks on this host; not its other children, such as the ssh (rsh agent) of another host,
+  // through which mpirun stops that host's ranks.
+  std::vector<pid_t> processes;
+  for (pid_t child : children_of(mpirun))
+    if (const auto st = stat_of(child); st && st->command == "paratwin-rank") processes.push_back(child);
   // A rank that already died may have left its pid to another process: only live paratwin-ranks.
   for (int pid : ranks)
     if (const auto st = pid > 0 ? stat_of(pid) : std::nullopt; st && st->command == "paratwin-rank")

@@ -13,9 +13,9 @@ namespace paratwin::exec {
 // mpirun's exit status once it has ended (128 + signal when killed); nullopt while it runs.
 std::optional<int> exit_status_if_ended(pid_t mpirun);
 
-// Stops the job: SIGTERM to mpirun's children and `ranks` (pids from the control channel; 0 is
-// skipped), then to mpirun's group if it has not ended by itself within `grace_s`, SIGKILL to
-// whatever still lives after that; returns mpirun's exit status once it is reaped.
+// Stops the job: SIGTERM to mpirun's rank children and `ranks` (pids from the control channel; 0 is
+// skipped; on other hosts mpirun stops them), then to mpirun's group if it has not ended by itself within
+// `grace_s`, SIGKILL to whatever still lives after that; returns mpirun's exit status once it is reaped.
 int stop_job(pid_t mpirun, const std::vector<int>& ranks, double grace_s = 1.0);
 
 // Whether a process is alive (exists and is not a zombie).

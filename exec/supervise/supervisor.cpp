@@ -19,6 +19,7 @@
 #include "exec/launch.hpp"
 #include "exec/supervise/control_channel.hpp"
 #include "exec/supervise/fault_plan.hpp"
+#include "exec/supervise/host_pool.hpp"
 #include "exec/supervise/job_process.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/supervise/run_record.hpp"
@@ -60,8 +61,16 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
       ->check(CLI::NonNegativeNumber)
       ->group(group);
   cmd.add_option("--control-address", o.control_address,
-                 "listen for the ranks' heartbeats on this IPv4 address (default 127.0.0.1)")
+                 "listen for the ranks' heartbeats on this IPv4 address (default 127.0.0.1; on several "
+                 "hosts, the first host's address)")
       ->group(group);
+  const std::string hosts = "Hosts";
+  cmd.add_option("--hosts", o.hosts, "run on these hosts through mpirun, ranks per host after ':'")
+      ->type_name("H1:N,H2:N")
+      ->group(hosts);
+  cmd.add_option("--hostfile", o.hostfile, "run on the hosts of this Open MPI hostfile")
+      ->type_name("FILE")
+      ->group(hosts);
   cmd.add_option("--failure-trace", o.failure_trace,
                  "write the run's failures for `paratwin simulate --failure-trace`")
       ->type_name("FILE")
@@ -72,8 +81,9 @@ namespace {
 
 // The supervisor's flags (and those it sets per launch): the ranks get the rest.
 const std::vector<std::string> kValueFlags = {
-    "--inject",       "--chaos",        "--chaos-kills",     "--chaos-mtbf",    "--min-ranks", "--down-time",
-    "--hang-timeout", "--max-restarts", "--control-address", "--failure-trace", "--ranks",     "--json"};
+    "--inject",    "--chaos",        "--chaos-kills",  "--chaos-mtbf",      "--min-ranks",
+    "--down-time", "--hang-timeout", "--max-restarts", "--control-address", "--failure-trace",
+    "--ranks",     "--json",         "--hosts",        "--hostfile",        "--nodes"};
 
 std::vector<std::string> rank_arguments(const std::vector<std::string>& args) {
   std::vector<std::string> out;
@@ -121,6 +131,8 @@ struct Launch {
   pid_t mpirun = 0;
   int ranks = 0;
   std::vector<int> slots;  // rank -> slot
+  std::vector<int> hosts;  // rank -> host (of HostPool), on several hosts
+  std::string hostfile;    // mpirun's placement of the ranks, removed when the launch ends
   double started_s = 0;
   bool training = false;  // a step arrived
   int64_t max_step = -1;  // the furthest step a rank reported
@@ -139,7 +151,7 @@ enum class Outcome { Finished, Failed, Grow, Refused, Interrupted };
 class Supervisor {
  public:
   Supervisor(const LiveRunOptions& live, const LiveRunSetup& setup, const SuperviseOptions& options,
-             const std::vector<std::string>& args)
+             const std::vector<std::string>& args, const std::vector<Host>& hosts)
       : live_(live),
         setup_(setup),
         options_(options),
@@ -159,11 +171,22 @@ class Supervisor {
     faults_ = parse_injections(options.inject, max_ranks_, steps_);
     fired_.assign(faults_.size(), false);
     if (options.chaos_seed) chaos_.emplace(*options.chaos_seed, options.chaos_kills, chaos_s);
+    if (!hosts.empty()) place_on(hosts);
+    std::string address = options.control_address;
+    if (address.empty() && !hosts.empty()) {
+      // The supervisor runs on the first host: its address there is one every host reaches.
+      address = local_address_of(hosts.front().name).value_or("");
+      if (address.empty())
+        throw InputError(Location{"<host " + hosts.front().name + ">", 1, 1},
+                         "the first host, " + hosts.front().name +
+                             ", is not this machine; run paratwin there or give --control-address with an "
+                             "address of this machine that every host reaches");
+    }
+    if (address.empty()) address = "127.0.0.1";
     try {
-      server_ =
-          std::make_unique<ControlServer>(options.control_address, [this](const std::string& m) { say(m); });
+      server_ = std::make_unique<ControlServer>(address, [this](const std::string& m) { say(m); });
     } catch (const std::invalid_argument& e) {
-      throw InputError(Location{"<--control-address " + options.control_address + ">", 1, 1}, e.what());
+      throw InputError(Location{"<--control-address " + address + ">", 1, 1}, e.what());
     }
     down_until_.assign(size_t(max_ranks_), -kInfinity);
     record_.max_ranks = max_ranks_;
@@ -177,6 +200,8 @@ class Supervisor {
 
  private:
   void say(const std::string& m) { out_ << "paratwin run: " << m << "\n" << std::flush; }
+  void place_on(const std::vector<Host>& hosts);
+  LiveRunOptions options_for(int ranks) const;
   int plan_ranks(size_t slots_up);
   int replica_of(int world_rank, int replicas) const;
   std::vector<int> slots_up(double t) const;
@@ -200,7 +225,8 @@ class Supervisor {
   std::optional<ChaosSchedule> chaos_;
   std::unique_ptr<ControlServer> server_;
   std::vector<double> down_until_;  // per slot
-  std::map<int, bool> runnable_;    // DP degree -> the plan can run on it
+  HostPool hosts_;
+  std::map<int, bool> runnable_;  // DP degree -> the plan can run on it
   RunRecord record_;
   std::string report_tmp_;
   // What the next launch's first step settles: the recovery in progress, or a planned stop's loss.
@@ -208,11 +234,31 @@ class Supervisor {
   bool recovering_ = false, regrowing_ = false;
 };
 
+// The full job's placement on the hosts (refused when the plan's nodes are not the hosts).
+void Supervisor::place_on(const std::vector<Host>& hosts) {
+  const std::vector<int> host = host_of_ranks(setup_.plan, setup_.scenario.cluster, hosts, live_.scenario);
+  std::vector<int> slot;
+  for (int r = 0; r < int(host.size()); ++r) slot.push_back(rank_coordinates(setup_.plan, r).dp);
+  hosts_ = HostPool(hosts, host, slot);
+}
+
+// The job on `ranks` data-parallel ranks, on the whole hosts they need (nodes 0 when they need part
+// of one).
+LiveRunOptions Supervisor::options_for(int ranks) const {
+  LiveRunOptions o = live_;
+  o.ranks = ranks;
+  if (!hosts_.empty()) o.nodes = hosts_.nodes_for(ranks * setup_.plan.tp * setup_.plan.pp * setup_.plan.cp);
+  return o;
+}
+
 int Supervisor::plan_ranks(size_t up) {
   for (int d = std::min(int(up), max_ranks_); d >= min_ranks_; --d) {
     if (!runnable_.count(d)) {
-      LiveRunOptions o = live_;
-      o.ranks = d;
+      const LiveRunOptions o = options_for(d);
+      if (!hosts_.empty() && o.nodes == 0) {
+        runnable_[d] = false;
+        continue;
+      }
       try {
         prepare_live_run(o);  // the global batch must split over d ranks in whole micro-batches
         runnable_[d] = true;
@@ -228,7 +274,7 @@ int Supervisor::plan_ranks(size_t up) {
 std::vector<int> Supervisor::slots_up(double t) const {
   std::vector<int> up;
   for (int s = 0; s < max_ranks_; ++s)
-    if (down_until_[size_t(s)] <= t) up.push_back(s);
+    if (down_until_[size_t(s)] <= t && hosts_.slot_up(s, t)) up.push_back(s);
   return up;
 }
 
@@ -273,11 +319,25 @@ Launch Supervisor::launch(int ranks, bool resume) {
   args.insert(args.end(), {"--ranks", std::to_string(ranks)});
   if (!report_tmp_.empty()) args.insert(args.end(), {"--json", report_tmp_});
   if (resume) args.push_back("--resume");
+  if (!hosts_.empty()) {
+    // The first hosts that are up, as many as the ranks fill; the plan's layout places the ranks.
+    const LiveRunOptions o = options_for(ranks);
+    std::vector<int> index;
+    std::vector<Host> up = hosts_.up(server_->now(), index);
+    up.resize(size_t(o.nodes));
+    const LiveRunSetup s = prepare_live_run(o);
+    const std::vector<int> placed = host_of_ranks(s.plan, s.scenario.cluster, up, live_.scenario);
+    for (int h : placed) l.hosts.push_back(index[size_t(h)]);
+    l.hostfile =
+        (fs::temp_directory_path() / ("paratwin-hosts-" + std::to_string(::getpid()) + "-" + token)).string();
+    write_file_atomically(l.hostfile, sequential_hostfile(up, placed));
+    args.insert(args.end(), {"--nodes", std::to_string(o.nodes)});
+  }
   l.mpirun = start_ranks(world, args,
                          {{kControlEndpointVariable, server_->endpoint()},
                           {kControlTokenVariable, token},
                           {kFaultsVariable, armed}},
-                         live_.json == "-");
+                         live_.json == "-", l.hostfile);
   l.started_s = server_->now();
   return l;
 }
@@ -415,6 +475,11 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
 }
 
 int Supervisor::run() {
+  if (!hosts_.empty()) {
+    std::string names;
+    for (int h = 0; h < hosts_.size(); ++h) names += (h ? ", " : "") + hosts_.host(h).name;
+    say("on " + std::to_string(hosts_.size()) + " hosts: " + names);
+  }
   say("supervising " + std::to_string(max_ranks_) + " ranks" +
       (min_ranks_ < max_ranks_ ? " (at least " + std::to_string(min_ranks_) + ")" : "") + "; heartbeats on " +
       server_->endpoint() + ", hang timeout " + options_.hang_timeout);
@@ -448,7 +513,13 @@ int Supervisor::run() {
     Recovery failure;
     const Outcome outcome = watch(l, failure);
     const double stopped_at = server_->now();
-    if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids());
+    // mpirun stops other hosts' ranks through their daemons: slower than its own (a signal meanwhile
+    // makes it crash).
+    if (outcome != Outcome::Finished) stop_job(l.mpirun, server_->pids(), hosts_.empty() ? 1.0 : 5.0);
+    if (!l.hostfile.empty()) {
+      std::error_code ec;
+      fs::remove(l.hostfile, ec);
+    }
     record_.last_step = std::max(record_.last_step, l.max_step);
     previous_max_step_ = l.max_step;
     if (l.training) last_training_end_s_ = l.last_progress_s;
@@ -479,6 +550,12 @@ int Supervisor::run() {
     // A slot is a data-parallel replica: the failed rank's.
     failure.slot = failure.rank >= 0 ? l.slots[size_t(replica_of(failure.rank, l.ranks))] : -1;
     if (failure.slot >= 0) down_until_[size_t(failure.slot)] = failure.failed_s + down_s_;
+    if (failure.rank >= 0 && !l.hosts.empty()) {
+      // Its other ranks went with the job: the host is out as a whole.
+      const int host = l.hosts[size_t(failure.rank)];
+      hosts_.take_out(host, failure.failed_s + down_s_);
+      say("host " + hosts_.host(host).name + " is out for " + options_.down_time);
+    }
     const std::string who = failure.rank >= 0 ? "rank " + std::to_string(failure.rank) : "a rank";
     const std::string what = failure.kind == "hang"
                                  ? who + " hangs (no progress for " + options_.hang_timeout + ")"
@@ -511,7 +588,7 @@ int Supervisor::finish(int status) {
     std::vector<std::string> sets = live_.sets;
     std::vector<Override> parsed;
     for (const auto& s : live_.sets) parsed.push_back(parse_override(s));
-    for (auto& s : live_rank_overrides(live_.scenario, max_ranks_, parsed)) sets.push_back(s);
+    for (auto& s : live_rank_overrides(live_.scenario, max_ranks_, parsed, hosts_.size())) sets.push_back(s);
     const FailureTrace trace =
         failure_trace(record_, fs::absolute(live_.scenario).string(), sets, interval_s, down_s_);
     const std::string path =
@@ -578,8 +655,8 @@ int Supervisor::finish(int status) {
 }  // namespace
 
 int supervise_run(const LiveRunOptions& live, const LiveRunSetup& setup, const SuperviseOptions& options,
-                  const std::vector<std::string>& args) {
-  Supervisor supervisor(live, setup, options, args);
+                  const std::vector<std::string>& args, const std::vector<Host>& hosts) {
+  Supervisor supervisor(live, setup, options, args, hosts);
   struct sigaction action {
   }, old_int{}, old_term{};
   action.sa_handler = on_interrupt;

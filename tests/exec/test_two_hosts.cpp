@@ -1,0 +1,198 @@
+// `paratwin run` across two hosts, made on one machine by tests/exec/two_hosts.sh (two network
+// namespaces joined by a veth pair, mpirun reaching host B through an rsh agent, MPI over TCP only):
+// 2 hosts x 2 ranks data-parallel follow a 4-rank run on one host; tp 2 x pp 2 puts each TP pair on
+// one host; host B stopped mid-run, the job shrinks to host A and grows back once B is up again; a
+// checkpoint directory host B does not share is refused before training.
+#define BOOST_TEST_MODULE two_hosts
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "paratwin_process.hpp"
+
+using nlohmann::json;
+using namespace paratwin_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// Where two_hosts.sh runs this test; empty when it does not (then every case says so and passes).
+const std::string kHostA = env("PARATWIN_HOST_A"), kHostB = env("PARATWIN_HOST_B"),
+                  kNetnsB = env("PARATWIN_HOST_B_NETNS");
+bool on_two_hosts() {
+  if (kHostA.empty()) BOOST_TEST_MESSAGE("not under tests/exec/two_hosts.sh: nothing to run");
+  return !kHostA.empty();
+}
+
+const fs::path kDir = test_dir("paratwin-two-hosts-");
+const std::string kHosts = " --hosts " + kHostA + ":2," + kHostB + ":2 ";
+
+// The tiny job on 4 processes: global batch 12, 10 steps.
+std::string job(const std::string& layout, int steps = 10) {
+  return " run " PARATWIN_SOURCE_DIR
+         "/scenarios/live-cpu-tiny.yaml --set cluster=cpu-hosts --set training.seq_len=32 "
+         "--set training.global_batch=12 --set plan.micro_batch=1 --steps " +
+         std::to_string(steps) + " " + layout;
+}
+
+std::vector<double> losses(const std::string& name) {
+  return read_json(kDir / name)["loss"].get<std::vector<double>>();
+}
+
+void follows(const std::vector<double>& a, const std::vector<double>& b, double tolerance) {
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) BOOST_TEST(std::abs(a[i] - b[i]) <= tolerance, "step " << i + 1);
+}
+
+// The paratwin-rank processes in host B's namespace: their world ranks.
+std::set<int> ranks_on_host_b() {
+  std::set<int> ranks;
+  FILE* pids = ::popen(("ip netns pids " + kNetnsB).c_str(), "r");
+  int pid = 0;
+  while (std::fscanf(pids, "%d", &pid) == 1) {
+    const std::string proc = "/proc/" + std::to_string(pid);
+    if (slurp(proc + "/comm") != "paratwin-rank\n") continue;
+    const std::string environ = slurp(proc + "/environ");
+    const std::string key = std::string("OMPI_COMM_WORLD_RANK=");
+    for (size_t at = 0; at < environ.size(); at = environ.find('\0', at) + 1) {
+      if (environ.compare(at, key.size(), key) == 0)
+        ranks.insert(std::atoi(environ.c_str() + at + key.size()));
+      if (environ.find('\0', at) == std::string::npos) break;
+    }
+  }
+  ::pclose(pids);
+  return ranks;
+}
+
+// Runs paratwin, calling `on_line` with each line of its output as it comes; returns all of it.
+Output run_watching(const std::string& args, const std::function<void(const std::string&)>& on_line) {
+  FILE* pipe = ::popen((std::string(PARATWIN_BIN_DIR "/paratwin ") + args + " 2>&1").c_str(), "r");
+  Output out;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe)) {
+    out.text += line;
+    on_line(line);
+  }
+  const int status = ::pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// The 4-rank data-parallel run on host A alone, once.
+const std::vector<double>& one_host_reference() {
+  static const std::vector<double> reference = [] {
+    const Output out = run_paratwin(job("--ranks 4") + " --json " + (kDir / "one-host.json").string());
+    if (out.status != 0) throw std::runtime_error("the one-host run failed:\n" + out.text);
+    return losses("one-host.json");
+  }();
+  return reference;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(two_hosts_of_two_ranks_follow_four_ranks_on_one_host) {
+  if (!on_two_hosts()) return;
+  const Output out = run_paratwin(job("--ranks 4") + kHosts + "--json " + (kDir / "dp.json").string());
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("on 2 hosts: " + kHostA + ", " + kHostB) != std::string::npos);
+  BOOST_TEST(out.text.find("heartbeats on " + kHostA + ":") !=
+             std::string::npos);  // the first host's address
+  follows(losses("dp.json"), one_host_reference(), 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(tp2_pp2_keeps_each_tp_pair_on_one_host) {
+  if (!on_two_hosts()) return;
+  std::set<int> on_b;
+  const Output out = run_watching(
+      // Micro-batches of 3: 4 a step instead of 12, each with its many small TP all-reduces over TCP.
+      job("--ranks 1 --set plan.tp=2 --set plan.pp=2 --set plan.micro_batch=3") + kHosts + "--json " +
+          (kDir / "tp-pp.json").string(),
+      [&](const std::string& line) {
+        if (on_b.empty() && line.find("step ") == 0) on_b = ranks_on_host_b();
+      });
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  // Rank order tp-cp-dp-pp: ranks 0 and 1 are stage 0's TP pair (host A), 2 and 3 stage 1's (host B).
+  BOOST_TEST(on_b == (std::set<int>{2, 3}), boost::test_tools::per_element());
+  follows(losses("tp-pp.json"), one_host_reference(), 1e-4);  // another reduction order than dp 4
+}
+
+BOOST_AUTO_TEST_CASE(a_host_that_stops_is_left_out_and_the_job_grows_back_when_it_returns) {
+  if (!on_two_hosts()) return;
+  // Host B must stay out past the stopped job's teardown (so the relaunch has host A only), and the
+  // run on host A must last past B's return, to a checkpoint where the job grows back: a down time of
+  // 10 steps of the one-host run (at least 2 s), and steps for twice that and 2 s more on host A.
+  one_host_reference();
+  std::vector<double> times =
+      read_json(kDir / "one-host.json")["iteration_times_s"].get<std::vector<double>>();
+  std::sort(times.begin(), times.end());
+  const double step_s = times[times.size() / 2], down_s = std::max(2.0, 10 * step_s);
+  const int steps = 8 + int(std::ceil(2 * (down_s + 2) / step_s));
+  const std::string down = std::to_string(int(down_s * 1000)) + "ms";
+  bool stopped = false;
+  const Output out =
+      run_watching(job("--ranks 4", steps) + kHosts + "--checkpoint-dir " + (kDir / "ckpt").string() +
+                       " --checkpoint-every 4 --min-ranks 2 --down-time " + down + " --json " +
+                       (kDir / "stop.json").string(),
+                   [&](const std::string& line) {
+                     if (stopped || line.find("step     6/") != 0) return;
+                     // Host B stops: every process in its namespace (Open MPI's daemon and both ranks) at
+                     // once.
+                     FILE* pids = ::popen(("ip netns pids " + kNetnsB).c_str(), "r");
+                     int pid = 0;
+                     while (std::fscanf(pids, "%d", &pid) == 1) ::kill(pid, SIGKILL);
+                     ::pclose(pids);
+                     stopped = true;
+                   });
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(stopped);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("host " + kHostB + " is out for " + down) != std::string::npos);
+  BOOST_TEST(out.text.find("shrinking to 2 ranks") != std::string::npos);
+  BOOST_TEST(out.text.find("growing back to 4 ranks") != std::string::npos);
+  const json r = read_json(kDir / "stop.json");
+  BOOST_TEST(r["reliability"]["shrinks"] == 1);
+  BOOST_TEST(r["reliability"]["grows"] == 1);
+  BOOST_TEST(r["loss"].size() > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_directory_host_b_does_not_share_is_refused_before_training) {
+  if (!on_two_hosts()) return;
+  const fs::path dir = kDir / "not-shared";
+  fs::create_directories(dir);
+  ::setenv("PARATWIN_TEST_PRIVATE_DIR", dir.c_str(), 1);  // two_hosts.sh's agent mounts it away on B
+  const Output out = run_paratwin(job("--ranks 4") + kHosts + "--checkpoint-dir " + dir.string());
+  ::unsetenv("PARATWIN_TEST_PRIVATE_DIR");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST(out.status == 2);
+  BOOST_TEST(out.text.find("--checkpoint-dir is not one directory for every rank: rank 0 on host ") !=
+             std::string::npos);
+  BOOST_TEST(out.text.find("that rank 2 wrote; give a directory on a file system every host shares") !=
+             std::string::npos);
+  BOOST_TEST(out.text.find("step ") == std::string::npos);  // refused before any step
+  BOOST_TEST(out.text.find("not restarting") != std::string::npos);
+}
+
+struct Cleanup {
+  ~Cleanup() {
+    std::error_code ec;
+    fs::remove_all(kDir, ec);
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(Cleanup);
