@@ -13,8 +13,8 @@
 namespace paratwin {
 
 struct RoutingReport {
-  double imbalance = 1;              // hottest over mean tokens per EP rank, mean over MoE layers (and steps)
-  double dropped = 0;                // share of the token assignments the capacity factor dropped
+  double imbalance = 1;  // hottest over mean tokens per EP rank, mean over MoE layers (and steps)
+  double dropped = 0;    // share of the token assignments the capacity factor dropped
   // The first MoE layer in step 0 (a draw, not an average, so that which rank is hot shows): tokens
   // per EP rank over the balanced count, and each expert's share of the assignments.
   std::vector<double> rank_load;
