@@ -1,6 +1,7 @@
 // paratwin-plot: draws ParaTwin's JSON outputs as PNG pictures with Qt 6 Gui, without a display.
 // Its own executable so that paratwin, started often (sweep workers, scripts), never loads Qt.
 //   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
+//   paratwin-plot routing REPORT.json|- OUT.png     (a plan or simulate report's expert routing)
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
+#include "viz/routing_figure.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"draws ParaTwin's JSON outputs as PNG pictures", "paratwin-plot"};
@@ -17,6 +19,10 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "time to train and cost of a sweep (paratwin sweep --json)");
   sweep->add_option("results", input, "the sweep's JSON results, - for standard input")->required();
   sweep->add_option("png", output, "the PNG file to write")->required();
+  auto* routing = app.add_subcommand(
+      "routing", "tokens per EP rank and per expert of a report (plan or simulate --json)");
+  routing->add_option("report", input, "the report's JSON, - for standard input")->required();
+  routing->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -29,7 +35,14 @@ int main(int argc, char** argv) {
     }
     const auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
-    paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
+    if (routing->parsed()) {
+      if (!json.contains("routing"))
+        throw std::runtime_error(input + " has no routing section (balanced routing or a dense model)");
+      paratwin::viz::write_png(paratwin::viz::routing_figure(json.value("scenario", std::string()),
+                                                             paratwin::routing_from_json(json["routing"])),
+                               output);
+    } else
+      paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
     return 0;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
