@@ -12,6 +12,7 @@
 #include "plan/report/emit.hpp"
 #include "plan/report/perfetto_trace.hpp"
 #include "plan/report/report.hpp"
+#include "plan/report/routing_cost.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/report/trace_file.hpp"
 #include "plan/search/choose.hpp"
@@ -112,7 +113,8 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     }
     const Program program = lower(plan, scenario.model, scenario.cluster, scenario.training);
     const Evaluation evaluation = evaluate(program, scenario.cluster, scenario.training);
-    const Report report = make_report(scenario.name, program, evaluation);
+    Report report = make_report(scenario.name, program, evaluation);
+    add_routing_cost(report, scenario);
     const bool quiet = opts->json == "-" || opts->program == "-";
     if (!quiet && search) std::cout << to_text(*search, scenario);
     if (!quiet) std::cout << to_text(report);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/report/routing_cost.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/spec/limits.hpp"
 #include "plan/util/child_process.hpp"
@@ -334,6 +335,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   m.model_tflops_per_gpu = program.model_flops_per_iteration.value() / iteration_s / program.world / 1e12;
   m.mfu = program.model_flops_per_iteration.value() / (iteration_s * ev.peak.value());
   m.hfu = ev.hardware_flops.value() / (iteration_s * ev.peak.value());
+  add_routing_cost(result.report, scenario);
 
   nlohmann::json configurations = nlohmann::json::array();  // shrunk configurations met on the horizon
   if (options.horizon) {

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
@@ -33,24 +34,7 @@ ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& s
 }
 
 // A cluster where communication is nearly free, so that pipeline timing is compute alone.
-const char* kFastCluster = R"(
-cluster:
-  name: fast
-  devices:
-    gpu: {peak: {bf16: 100Tflops}, memory: 80GiB, memory_bandwidth: 2000GBps,
-          efficiency: {gemm: 0.5, memory: 0.5, kernel_launch: 0us}}
-  pools:
-    main:
-      device: gpu
-      nodes: 2
-      gpus_per_node: 2
-      intra_node: {kind: nvswitch, bandwidth: 1000000TBps, latency: 0us}
-      nic: {kind: infiniband, count: 8, bandwidth: 8000000Tbps, latency: 0us}
-      pcie_bandwidth: 1000000TBps
-      host_memory: 1TiB
-      price_per_gpu_hour: $1
-  network: {topology: fat_tree, switch_latency: 0us}
-)";
+const std::string kFastCluster = paratwin_test::fast_cluster();
 
 // Layers dominate: a deep, narrow model with a small vocabulary.
 const char* kDeepModel =

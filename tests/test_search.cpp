@@ -70,7 +70,8 @@ BOOST_AUTO_TEST_CASE(bounds_hold_where_dp_buckets_follow_the_last_backward) {
 }
 
 // The same where the pass graph's bound has more to follow: TP collectives beside their GEMMs, MoE
-// layers with expert parallelism, pipeline neighbours and DP groups across nodes, two pools.
+// layers with expert parallelism (balanced and Zipf-skewed routing), pipeline neighbours and DP groups across
+// nodes, two pools.
 BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
   std::string two_nodes = kSmall;
   two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2");
@@ -80,6 +81,10 @@ BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
       "cluster: {from: dgx-a100-80g, nodes: 2}\n"
       "training: {global_batch: 32, seq_len: 512}\n"
       "plan: auto\n";
+  // Unbalanced routing: the bounds take the least loaded MoE layer's pace, lowering each layer's own.
+  std::string skewed = moe;
+  skewed.replace(skewed.find("top_k: 2}"), 9,
+                 "top_k: 2, capacity_factor: 1.5, routing: {kind: zipf, s: 1.2, seed: 5}}");
   const std::string pools =
       "model: {name: small, layers: 8, hidden: 512, heads: 8, vocab: 4096, seq_len: 512}\n"
       "cluster: {from: hetero-h100-a100, pools: {h100: {nodes: 1}, a100: {nodes: 1}}}\n"
@@ -87,6 +92,7 @@ BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
       "plan: auto\n";
   for (const auto& [name, s] : {std::pair{"tp overlap", scenario(two_nodes, {"plan={overlap: {tp: true}}"})},
                                 {"experts", scenario(moe, {"plan={tp: 1}"})},
+                                {"skewed experts", scenario(skewed, {"plan={tp: 1}"})},
                                 {"pools", scenario(pools, {"plan={cp: 1}"})}}) {
     BOOST_TEST_CONTEXT(name) {
       const SearchResult a = search_plans(s, {3, false});

@@ -20,7 +20,8 @@ struct Series {
   int color = 0;           // index into the palette (10 colours, repeating)
   bool dashed = false;
   Marker marker = Marker::Circle;
-  bool joined = true;  // false: markers only (a scatter)
+  bool joined = true;    // false: markers only (a scatter)
+  double bar_width = 0;  // > 0: each point a bar from y = 0, this wide in x units (no line, no marker)
 };
 
 struct Axis {

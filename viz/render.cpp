@@ -90,7 +90,11 @@ void draw_chart(QPainter& p, const Chart& chart, const QRect& area) {
   const QRectF plot(area.left() + 84, area.top() + 40, area.width() - 84 - 24, area.height() - 40 - 62);
   std::vector<double> xs, ys;
   for (const auto& s : chart.series)
-    for (const auto& pt : s.points) xs.push_back(pt.x), ys.push_back(pt.y);
+    for (const auto& pt : s.points) {
+      xs.push_back(pt.x), ys.push_back(pt.y);
+      if (s.bar_width > 0)
+        xs.push_back(pt.x - s.bar_width / 2), xs.push_back(pt.x + s.bar_width / 2), ys.push_back(0);
+    }
   for (const auto& r : chart.references) ys.push_back(r.y);
   Scale sx = fit_scale(xs, chart.x.log_base), sy = fit_scale(ys, chart.y.log_base);
   sx.pixel_lo = plot.left(), sx.pixel_hi = plot.right();
@@ -146,6 +150,15 @@ void draw_chart(QPainter& p, const Chart& chart, const QRect& area) {
                QString::fromStdString(r.label));
   }
   for (const auto& s : chart.series) {
+    if (s.bar_width > 0) {
+      p.setPen(QPen(palette(s.color).darker(130), 1));
+      p.setBrush(palette(s.color));
+      for (const auto& pt : s.points)
+        if (drawable(sx, pt.x) && drawable(sy, pt.y))
+          p.drawRect(
+              QRectF(at({pt.x - s.bar_width / 2, pt.y}), at({pt.x + s.bar_width / 2, 0})).normalized());
+      continue;
+    }
     QPainterPath path;
     bool started = false;
     for (const auto& pt : s.points) {

@@ -2,6 +2,7 @@
 // Its own executable so that paratwin, started often (sweep workers, scripts), never loads Qt.
 //   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
 //   paratwin-plot spread REPORT.json|- OUT.png      (what `paratwin simulate --png` runs)
+//   paratwin-plot routing REPORT.json|- OUT.png     (a plan or simulate report's expert routing)
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "cli/plot/spread_figure.hpp"
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
+#include "viz/routing_figure.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"draws ParaTwin's JSON outputs as PNG pictures", "paratwin-plot"};
@@ -23,6 +25,10 @@ int main(int argc, char** argv) {
       "spread", "the spread of a simulation's iteration times (paratwin simulate --iterations N --json)");
   spread->add_option("report", input, "the simulation's JSON report, - for standard input")->required();
   spread->add_option("png", output, "the PNG file to write")->required();
+  auto* routing = app.add_subcommand(
+      "routing", "tokens per EP rank and per expert of a report (plan or simulate --json)");
+  routing->add_option("report", input, "the report's JSON, - for standard input")->required();
+  routing->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -37,7 +43,13 @@ int main(int argc, char** argv) {
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
     if (spread->parsed())
       paratwin::viz::write_png(paratwin::plot::spread_figure(json), output);
-    else
+    else if (routing->parsed()) {
+      if (!json.contains("routing"))
+        throw std::runtime_error(input + " has no routing section (balanced routing or a dense model)");
+      paratwin::viz::write_png(paratwin::viz::routing_figure(json.value("scenario", std::string()),
+                                                             paratwin::routing_from_json(json["routing"])),
+                               output);
+    } else
       paratwin::viz::write_png(paratwin::plot::sweep_figure(paratwin::results_from_json(json)), output);
     return 0;
   } catch (const CLI::ParseError& e) {

@@ -53,6 +53,15 @@ struct ExpertGroup {
 template <class T>
 Communicator* checked_expert_group(Communicator* group, int experts);
 
+// Adds one micro-batch's routing (m.chosen: each token's experts) to routed[layer x experts], which it
+// sizes for `layers` layers first: the tokens per expert per layer that a live profile records.
+template <class T>
+void count_routed(const MoeActivations<T>& m, int layer, int layers, int experts,
+                  std::vector<double>& routed) {
+  routed.resize(size_t(layers) * size_t(experts), 0.0);
+  for (int32_t e : m.chosen) routed[size_t(layer) * size_t(experts) + size_t(e)] += 1;
+}
+
 // One expert's MLP as this rank holds it (its FFN columns under TP), and its gradients.
 template <class T>
 struct ExpertMlp {

@@ -621,6 +621,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     if (c.moe_layer(l)) {
       moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l, true), experts_, moe_split(), whole(dres, N),
                        ln2, dln_.data());
+      if (spec_.tp_rank == 0) count_routed(a.moe[s], l, full_.layers, full_.experts, routed_);
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,

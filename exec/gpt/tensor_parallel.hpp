@@ -87,6 +87,14 @@ class ShardedGpt {
   void use_expert_group(Communicator* group);
   // The EP group, with the wall and thread CPU time spent in the experts' all-to-alls so far.
   const ExpertGroup& experts() const { return experts_; }
+  // Assignments of this rank's tokens to each expert over the run, [layer x experts] (zeros for the
+  // layers it does not run): counted once per micro-batch, in the backward, on TP rank 0 only (the TP
+  // ranks route the same tokens).
+  std::vector<double> routed_tokens() const {
+    std::vector<double> out = routed_;
+    out.resize(size_t(full_.layers) * size_t(full_.experts), 0.0);
+    return out;
+  }
 
   const GptConfig& config() const { return full_; }
   const ShardSpec& spec() const { return spec_; }
@@ -195,7 +203,8 @@ class ShardedGpt {
   Communicator* tp_;
   ContextParallel* cp_ = nullptr;
   ExpertGroup experts_;
-  int Hl_, Kl_, Fl_, Vl_;  // this rank's heads, kv heads, FFN width, vocabulary rows
+  std::vector<double> routed_;  // [layer x experts]: see routed_tokens()
+  int Hl_, Kl_, Fl_, Vl_;       // this rank's heads, kv heads, FFN width, vocabulary rows
   std::vector<ShardTensor> tensors_;
   size_t total_ = 0;
   std::vector<Layer> layers_;                    // by global layer index (kNone offsets when not held)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "exec/threads.hpp"
 #include "plan/calibrate/profile.hpp"
@@ -37,6 +38,10 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
   out.attention_s = comm.gather(attention, 0);
   out.step_cpu_s = comm.gather(result.step_cpu_s, 0);
   out.peak_rss_bytes = comm.gather(rss, 0);
+  const std::vector<double> routed = comm.gather(result.routed_tokens, 0);
+  const size_t cells = result.routed_tokens.size();
+  out.routed_tokens.assign(cells, 0.0);
+  for (size_t i = 0; cells > 0 && i < routed.size(); ++i) out.routed_tokens[i % cells] += routed[i];
   if (comm.rank() == 0) {
     out.ranks = comm.size();
     out.steps = steps;
@@ -61,6 +66,21 @@ double quantile(std::vector<double> v, double q) {
 
 double median(std::vector<double> v) {
   return quantile(std::move(v), 0.5);
+}
+
+// {"experts": E, "layers": [{"layer": l, "tokens": [per expert]}]}: the tokens the timed ranks
+// routed to each expert of every MoE layer they ran; null for a dense model.
+nlohmann::json routing_json(const ModelSpec& model, const RunTimings& t) {
+  if (!model.moe || t.routed_tokens.empty()) return nullptr;
+  const int experts = model.moe->experts;
+  nlohmann::json layers = nlohmann::json::array();
+  for (int l = 0; l < model.layers; ++l) {
+    const auto row = t.routed_tokens.begin() + std::ptrdiff_t(size_t(l) * size_t(experts));
+    const std::vector<double> tokens(row, row + experts);
+    if (model.is_moe_layer(l) && std::accumulate(tokens.begin(), tokens.end(), 0.0) > 0)
+      layers.push_back({{"layer", l}, {"tokens", tokens}});
+  }
+  return {{"experts", experts}, {"layers", layers}};
 }
 
 }  // namespace
@@ -121,21 +141,25 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
   std::string device;
   for (const PoolSpec& p : scenario.cluster.pools)
     if (p.name == role.pool) device = p.device;
-  return {{"format", kProfileFormat},
-          {"version", kProfileVersion},
-          {"scenario", scenario.name},
-          {"backend", "cpu"},
-          {"model", program.model},
-          {"cluster", program.cluster},
-          {"pool", role.pool},
-          {"device", device},
-          {"ranks", program.world},     // the job's, which the Program is lowered for (t.ranks: those timed)
-          {"threads", rank_threads()},  // per rank: each rank is a device of that many cores
-          {"steps", t.steps},
-          {"warmup_steps_excluded", first_measured_step(t)},
-          {"role", role.pipeline_rank},
-          {"inputs", profile_inputs_yaml(scenario, program.plan)},
-          {"tasks", tasks}};
+  nlohmann::json profile = {
+      {"format", kProfileFormat},
+      {"version", kProfileVersion},
+      {"scenario", scenario.name},
+      {"backend", "cpu"},
+      {"model", program.model},
+      {"cluster", program.cluster},
+      {"pool", role.pool},
+      {"device", device},
+      {"ranks", program.world},     // the job's, which the Program is lowered for (t.ranks: those timed)
+      {"threads", rank_threads()},  // per rank: each rank is a device of that many cores
+      {"steps", t.steps},
+      {"warmup_steps_excluded", first_measured_step(t)},
+      {"role", role.pipeline_rank},
+      {"inputs", profile_inputs_yaml(scenario, program.plan)},
+      {"tasks", tasks}};
+  if (nlohmann::json routing = routing_json(scenario.model, t); !routing.is_null())
+    profile["routing"] = routing;
+  return profile;
 }
 
 std::string live_chrome_trace(const Program& program, const RunTimings& t) {

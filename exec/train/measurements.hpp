@@ -21,6 +21,7 @@ struct RunTimings {
   std::vector<double> start_s, end_s, wait_s, cpu_s, gemm_s, attention_s;
   std::vector<double> step_cpu_s;      // [rank x steps + step]
   std::vector<double> peak_rss_bytes;  // per rank
+  std::vector<double> routed_tokens;   // [layer x experts]: tokens per expert, summed over the ranks
 
   double at(const std::vector<double>& v, int rank, int step, int task) const {
     return v[(size_t(rank) * steps + step) * tasks + task];

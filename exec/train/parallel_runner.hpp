@@ -80,6 +80,7 @@ class ParallelRunner final : public StepRunner {
   void begin_step(int64_t step) override;
   const std::vector<double>& losses() const override { return losses_; }
   double dp_bytes() const override { return dp_bytes_; }
+  std::vector<double> routed_tokens() const override { return model_.routed_tokens(); }
   void compute(int index, const Task& task) override;
   int start(int index, const Task& task) override;
   bool poll(int handle) override;

@@ -53,6 +53,8 @@ struct RunResult {
   // Bytes of this rank's DP collectives in each step of this invocation, counted as the Program counts
   // a collective's bytes (the whole message; top-k: every rank's pairs).
   std::vector<double> dp_bytes;
+  // Tokens this rank routed to each expert over this invocation's steps, [layer x experts] (MoE only).
+  std::vector<double> routed_tokens;
   MemoryReading memory;  // this rank's buffers over the steps (peak, and its make-up)
 };
 

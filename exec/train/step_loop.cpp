@@ -57,6 +57,7 @@ void run_steps(const StepLoop& loop, int64_t& step, RunResult& result,
     if (loop.after_iteration) loop.after_iteration(result.spans.back());
     result.step_cpu_s.push_back(thread_cpu_seconds() - cpu_before);
     result.dp_bytes.push_back(loop.runner.dp_bytes());
+    result.routed_tokens = loop.runner.routed_tokens();
     // The step's loss: the mean over every micro-batch of every DP replica.
     double local = 0;
     for (double l : loop.runner.losses()) local += l;

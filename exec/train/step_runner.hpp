@@ -16,6 +16,9 @@ class StepRunner : public TaskRunner {
   virtual const std::vector<double>& losses() const = 0;
   // Bytes of this step's DP collectives as the Program counts them (each message once).
   virtual double dp_bytes() const = 0;
+  // Tokens this rank routed to each expert so far, [layer x experts]; empty for dense models and
+  // engines without experts.
+  virtual std::vector<double> routed_tokens() const { return {}; }
 };
 
 }  // namespace paratwin::exec

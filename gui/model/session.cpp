@@ -10,6 +10,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/report/routing_cost.hpp"
 #include "plan/search/choose.hpp"
 
 namespace paratwin::gui {
@@ -24,6 +25,7 @@ Evaluated evaluate_plan(const ScenarioSpec& s, const Plan& plan, bool with_trace
   const Program program = lower(plan, s.model, s.cluster, s.training);
   const Evaluation evaluation = evaluate(program, s.cluster, s.training);
   Evaluated e{{plan, make_report(s.name, program, evaluation), 0}, {}};
+  add_routing_cost(e.candidate.report, s);
   e.candidate.objective = objective_value(s, plan, e.candidate.report);
   if (with_trace) e.trace = std::make_shared<Trace>(trace_of(program, evaluation, plan_summary(plan)));
   return e;
@@ -226,7 +228,10 @@ void Session::set_candidates(std::vector<Candidate> candidates, SearchSummary su
 void Session::select(int index) {
   if (index < 0 || index >= int(candidates_.size()) || !planned_scenario_) return;
   selected_ = index;
-  predicted_ = evaluate_plan(*planned_scenario_, candidates_[size_t(index)].plan, true).trace;
+  Evaluated e = evaluate_plan(*planned_scenario_, candidates_[size_t(index)].plan, true);
+  predicted_ = e.trace;
+  // The search's reports leave out what unbalanced expert routing costs; the inspected plan says it.
+  candidates_[size_t(index)].report.routing = e.candidate.report.routing;
   emit selection_changed();
 }
 

@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QPixmap>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -23,6 +24,8 @@
 #include "gui/model/comparison.hpp"
 #include "gui/model/session.hpp"
 #include "gui/views/style.hpp"
+#include "viz/render.hpp"
+#include "viz/routing_figure.hpp"
 
 namespace paratwin::gui {
 
@@ -41,6 +44,7 @@ PlansView::PlansView(Session& session, QWidget* parent)
       proxy_(new QSortFilterProxyModel(this)),
       table_(new QTableView),
       report_(new QPlainTextEdit),
+      routing_(new QLabel),
       comparison_(new QTableWidget),
       comparison_title_(new QLabel),
       clock_(new QTimer(this)) {
@@ -88,6 +92,9 @@ PlansView::PlansView(Session& session, QWidget* parent)
   auto* report_box = new QGroupBox("Chosen plan (analytic evaluation)");
   auto* report_layout = new QVBoxLayout(report_box);
   report_layout->addWidget(report_);
+  routing_->setToolTip("Expert routing: tokens per EP rank (the hottest sets the pace) and per expert");
+  routing_->setVisible(false);
+  report_layout->addWidget(routing_);
 
   comparison_->setColumnCount(2);
   comparison_->verticalHeader()->setDefaultSectionSize(22);
@@ -219,6 +226,16 @@ void PlansView::compare(int a, int b) {
 void PlansView::show_report() {
   const Candidate* c = session_.selected_candidate();
   report_->setPlainText(c ? QString::fromStdString(to_text(c->report)) : QString());
+  // Unbalanced expert routing: its bars of tokens per EP rank and per expert, as paratwin-plot draws them.
+  routing_->setVisible(c && c->report.routing);
+  if (c && c->report.routing) {
+    viz::Figure figure = viz::routing_figure(c->report.scenario, *c->report.routing);
+    figure.panel_width = 420, figure.height = 300;
+    const std::string png = viz::render_png(figure);
+    QPixmap picture;
+    picture.loadFromData(reinterpret_cast<const uchar*>(png.data()), static_cast<uint>(png.size()), "PNG");
+    routing_->setPixmap(picture);
+  }
 }
 
 }  // namespace paratwin::gui

@@ -31,6 +31,9 @@ class PlansView : public QWidget {
   QTableWidget* comparison() const { return comparison_; }
   QPushButton* search_button() const { return search_; }
   QCheckBox* every_field() const { return every_field_; }
+  QPlainTextEdit* report() const { return report_; }
+  // The chosen plan's expert routing as bars; hidden when routing is balanced.
+  QLabel* routing_picture() const { return routing_; }
   // Compares the candidates at these table rows (best-first indices).
   void compare(int a, int b);
 
@@ -53,6 +56,7 @@ class PlansView : public QWidget {
   QSortFilterProxyModel* proxy_;
   QTableView* table_;
   QPlainTextEdit* report_;
+  QLabel* routing_;  // the routing figure (viz/routing_figure.hpp), shown when routing is not balanced
   QTableWidget* comparison_;
   QLabel* comparison_title_;
   QTimer* clock_;

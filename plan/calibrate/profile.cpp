@@ -30,6 +30,37 @@ Profile load_profile(const std::string& path) {
   return parse_profile(load_yaml_file(path), path);
 }
 
+namespace {
+
+// "routing": {"experts": E, "layers": [{"layer": l, "tokens": [E numbers]}]} (exec/train/measurements.cpp).
+void read_routed(const DocNode& node, Profile& p, Diagnostics& diag) {
+  p.routed_location = node.location;
+  MapReader rr(node, "routing", diag);
+  rr.read("experts", p.routed_experts, 1, 1 << 16, true);
+  if (const DocNode* layers = rr.require("layers")) {
+    if (!layers->is_sequence())
+      diag.error(layers->location, "expected a list of MoE layers, got " + describe(*layers));
+    for (size_t i = 0; layers->is_sequence() && i < layers->items.size(); ++i) {
+      MapReader lr(layers->items[i], "routing.layers[" + std::to_string(i) + "]", diag);
+      int layer = 0;
+      lr.read("layer", layer, 0, 1 << 20, true);
+      std::vector<double> tokens;
+      if (const DocNode* t = lr.require("tokens")) {
+        for (size_t e = 0; t->is_sequence() && e < t->items.size(); ++e)
+          tokens.push_back(read_number(t->items[e], lr.field("tokens"), diag, 0.0).value_or(0.0));
+        if (!t->is_sequence() || int(tokens.size()) != p.routed_experts)
+          diag.error(t->location, lr.field("tokens") + ": expected " + std::to_string(p.routed_experts) +
+                                      " token counts, one per expert");
+      }
+      lr.finish();
+      p.routed.emplace_back(layer, std::move(tokens));
+    }
+  }
+  rr.finish();
+}
+
+}  // namespace
+
 Profile parse_profile(const DocNode& document, const std::string& path) {
   Diagnostics diag;
   Profile p;
@@ -91,6 +122,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
       p.tasks.push_back(t);
     }
   }
+  if (const DocNode* routing = r.get("routing")) read_routed(*routing, p, diag);
   diag.throw_if_errors();
   return p;
 }

@@ -42,6 +42,11 @@ struct Profile {
   std::string inputs;  // profile_inputs_yaml of the run
   Location inputs_location;
   std::vector<ProfiledTask> tasks;
+  // MoE runs: the tokens the measured ranks routed to each of `routed_experts` experts, per MoE layer
+  // they ran ({model layer, tokens per expert}); empty for dense models.
+  int routed_experts = 0;
+  std::vector<std::pair<int, std::vector<double>>> routed;
+  Location routed_location;
 };
 
 // Reads a profile written by `paratwin run --profile`. Throws InputError (file:line:col) when the file

@@ -287,8 +287,8 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
     c += gemm(s.tokens, h, E / s.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
     c += elementwise(2 * 4 * s.tokens * E);          // fp32 softmax and top-k
     c += elementwise(2 * 2 * s.e * k * s.tokens * h, 2);  // permute and unpermute: read and write k copies
-    rows = k * s.tokens;
-    experts_read = std::min(E / w.ep, rows);  // this rank's experts
+    rows = k * s.tokens * w.expert_load;                  // the rows this rank's experts run
+    experts_read = std::min(E / w.ep, rows);              // this rank's experts
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);

@@ -121,12 +121,16 @@ struct LayerWork {
   Precision precision = Precision::Bf16;
   AttentionKind attention = AttentionKind::Flash;
   int ep = 1;  // expert parallelism: each rank holds experts / ep of an MoE layer's experts
+  // The token assignments an MoE layer's experts on this rank run, over the balanced count (the
+  // hottest EP rank's load, plan/cost/expert_load.hpp): 1 under balanced routing.
+  double expert_load = 1;
 };
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
 // and dropout work on 1/tp of the tokens). GEMM FLOPs are the model FLOPs of training_flops_per_token
 // divided by 3 and by tp, per token of the micro-batch on this rank: their sum over layers, ranks and
-// passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router).
+// passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router), its
+// experts' rows scaled by work.expert_load.
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
 // fused attention runs its backward kernel, memory-bound kernels move about twice the traffic.

@@ -16,7 +16,8 @@ struct LayerCollectiveBytes {
   // all-gathered forward, their gradients reduce-scattered backward.
   Bytes cp;
   // EP: each token's hidden state to its top_k experts, b x s/cp x top_k x h: dispatched and
-  // combined by all-to-all on MoE layers; 0 for a model without experts.
+  // combined by all-to-all on MoE layers, times work.expert_load (the hottest EP rank's share sets
+  // the pace of every rank of the all-to-all); 0 for a model without experts.
   Bytes ep;
 };
 

@@ -89,7 +89,14 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
   const int moe = moe_layers(begin, end), dense = end - begin - moe;
   cost::KernelCost k;
   if (dense) k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
-  if (moe) k += (forward ? cost::layer_forward(m_, w, true) : cost::layer_backward(m_, w, true)) * moe;
+  // MoE layers of one pace share a costing (under balanced routing, all of them at load 1).
+  if (moe)
+    for (const auto& [pace, layers] : moe_layers_by_pace(begin, end)) {
+      cost::LayerWork hottest = w;
+      hottest.expert_load = pace;
+      k += (forward ? cost::layer_forward(m_, hottest, true) : cost::layer_backward(m_, hottest, true)) *
+           layers;
+    }
   if (with_embedding) k += cost::embedding_forward(m_, w);
   if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
   return k;
@@ -168,8 +175,13 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
   }
   const int moe = moe_layers(begin, end);
   if (m_.moe && p_.ep > 1 && moe > 0) {
-    // Dispatch and combine: each token's hidden state to its top_k experts and back.
-    const Bytes sent = bytes.ep;
+    // Dispatch and combine: each token's hidden state to its top_k experts and back, at the pace of
+    // the hottest EP rank; one size for the chunk's MoE layers, their mean pace (sizes add up).
+    double paces = 0;
+    for (const auto& [pace, layers] : moe_layers_by_pace(begin, end)) paces += pace * layers;
+    cost::LayerWork hottest = layer_work();
+    hottest.expert_load = paces / moe;
+    const Bytes sent = cost::layer_collective_bytes(m_, hottest).ep;
     ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes, stream,
                                  what("A2A ep "), {after})));
   }
@@ -462,9 +474,11 @@ Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& clust
   program.tokens_per_iteration = double(training.global_batch) * training.seq_len;
   program.model_flops_per_iteration =
       Flops(training_flops_per_token(model, training.seq_len) * program.tokens_per_iteration);
+  program.routing = cost::layer_routing(model, plan.ep);
   for (int r = 0; r < plan.pp; ++r)
     program.roles.push_back(
-        lowering::RoleBuilder(plan, model, cluster, training, r, options.task_names).build());
+        lowering::RoleBuilder(plan, model, cluster, training, r, options.task_names, program.routing)
+            .build());
   return program;
 }
 

@@ -10,6 +10,7 @@
 
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
+#include "plan/cost/expert_load.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/ir/task_deps.hpp"
@@ -95,6 +96,9 @@ struct Program {
   int world = 0;
   double tokens_per_iteration = 0;
   Flops model_flops_per_iteration;  // MFU's numerator: training FLOPs of the model, no recompute
+  // Per MoE layer, the tokens each EP rank runs (over the balanced count) and the hottest rank's load
+  // that its compute tasks and all-to-alls carry (plan/cost/expert_load.hpp); empty without experts.
+  std::vector<cost::LayerRouting> routing;
   std::vector<Role> roles;
 
   size_t task_count() const;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/cost/expert_load.hpp"
 #include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/topology/rank_order.hpp"
@@ -25,9 +26,11 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 
 class RoleBuilder {
  public:
+  // `routing`: the model's MoE layers as plan/cost/expert_load.hpp loads them (Program::routing).
   RoleBuilder(const Plan& p, const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t, int rank,
-              bool names)
+              bool names, const std::vector<cost::LayerRouting>& routing)
       : p_(p), m_(m), c_(c), t_(t), rank_(rank), names_(names) {
+    for (const cost::LayerRouting& l : routing) moe_pace_[l.layer] = l.pace;
     role_.pipeline_rank = rank;
     role_.pool = p.stages[rank].pool;
     role_.instances = p.dp * p.tp * p.cp;
@@ -100,6 +103,18 @@ class RoleBuilder {
     int n = 0;
     for (int l = begin; l < end; ++l) n += m_.is_moe_layer(l) ? 1 : 0;
     return n;
+  }
+  // The hottest EP rank's load of MoE layer `layer`: 1 under balanced routing.
+  double moe_pace(int layer) const {
+    const auto it = moe_pace_.find(layer);
+    return it == moe_pace_.end() ? 1.0 : it->second;
+  }
+  // The MoE layers of [begin, end) by pace: {pace: layers}; one entry under balanced routing.
+  std::map<double, int> moe_layers_by_pace(int begin, int end) const {
+    std::map<double, int> by_pace;
+    for (int l = begin; l < end; ++l)
+      if (m_.is_moe_layer(l)) ++by_pace[moe_pace(l)];
+    return by_pace;
   }
 
   // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
@@ -188,6 +203,7 @@ class RoleBuilder {
   long long pp_stride_ = 1;
   double elem_ = 2;
   Role role_;
+  std::map<int, double> moe_pace_;  // by model layer, MoE layers only
   std::map<int, double> chunk_params_;
   double experts_ = 0;  // of role_.parameters, experts' under EP
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;

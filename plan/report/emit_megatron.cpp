@@ -75,9 +75,10 @@ void model_shape(Arguments& a, const ModelSpec& m, const TrainingSpec& t) {
     a.add("moe-router-topk", n(m.moe->top_k));
     a.add("moe-ffn-hidden-size", n(m.ffn_hidden));
     if (m.moe->every > 1) a.add("moe-layer-freq", moe_layer_pattern(m));
-    // A capacity drops the tokens past it, as the twin counts expert work; Megatron's default is dropless.
+    // A capacity drops the tokens past it, as the twin counts expert work; without one both the twin
+    // and Megatron (its default) run dropless.
     a.add("moe-token-dispatcher-type", "alltoall");
-    a.add("moe-expert-capacity-factor", decimal(m.moe->capacity_factor));
+    if (m.moe->capacity_factor) a.add("moe-expert-capacity-factor", decimal(*m.moe->capacity_factor));
   }
   // The twin's vocabulary as is; Megatron pads it to a multiple of 128 x tp.
   a.add("vocab-size", n(m.vocab));

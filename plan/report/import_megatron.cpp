@@ -215,11 +215,7 @@ void read_moe(Arguments& a, ModelSpec& m, std::vector<std::string>& warnings) {
         "MLP's width");
   if (const auto freq = a.text("moe-layer-freq")) moe.every = moe_every(*freq, m.layers, warnings);
   if (const auto factor = a.real("moe-expert-capacity-factor", 0.01, 1e6))
-    moe.capacity_factor = *factor;
-  else
-    warnings.push_back(
-        "no --moe-expert-capacity-factor: Megatron-LM runs dropless; the twin counts a "
-        "capacity factor of 1 (balanced routing)");
+    moe.capacity_factor = *factor;  // without it Megatron-LM and the twin both run dropless
   m.moe = moe;
 }
 

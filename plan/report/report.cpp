@@ -39,6 +39,7 @@ Report make_report(const std::string& scenario, const Program& program, const Ev
   }
   m.peak_memory_gib = gib(r.stages[r.worst_stage].peak);
   m.memory_capacity_gib = gib(r.stages[r.worst_stage].capacity);
+  r.routing = routing_report(program);
   return r;
 }
 
@@ -92,29 +93,31 @@ nlohmann::json to_json(const Report& r) {
                       {"peak_gib", gib(s.peak)},
                       {"capacity_gib", gib(s.capacity)},
                       {"fits", s.fits()}});
-  return {{"scenario", r.scenario},
-          {"evaluator", r.evaluator},
-          {"plan", plan_json(r.plan)},
-          {"metrics", metrics_json(r.metrics)},
-          {"breakdown",
-           {{"compute_s", b.compute_s},
-            {"recompute_s", b.recompute_s},
-            {"bubble_s", b.bubble_s},
-            {"tp_comm_s", b.tp_comm_s},
-            {"pp_comm_s", b.pp_comm_s},
-            {"dp_comm_s", b.dp_comm_s},
-            {"exposed_comm_s", b.exposed_comm_s},
-            {"optimizer_s", b.optimizer_s},
-            {"offload_s", b.offload_s}}},
-          {"memory",
-           {{"stage", w.stage},
-            {"weights_gib", gib(w.weights)},
-            {"gradients_gib", gib(w.gradients)},
-            {"optimizer_gib", gib(w.optimizer)},
-            {"activations_gib", gib(w.activations)},
-            {"buffers_gib", gib(w.buffers)},
-            {"host_gib", gib(w.host)}}},
-          {"stages", stages}};
+  nlohmann::json out = {{"scenario", r.scenario},
+                        {"evaluator", r.evaluator},
+                        {"plan", plan_json(r.plan)},
+                        {"metrics", metrics_json(r.metrics)},
+                        {"breakdown",
+                         {{"compute_s", b.compute_s},
+                          {"recompute_s", b.recompute_s},
+                          {"bubble_s", b.bubble_s},
+                          {"tp_comm_s", b.tp_comm_s},
+                          {"pp_comm_s", b.pp_comm_s},
+                          {"dp_comm_s", b.dp_comm_s},
+                          {"exposed_comm_s", b.exposed_comm_s},
+                          {"optimizer_s", b.optimizer_s},
+                          {"offload_s", b.offload_s}}},
+                        {"memory",
+                         {{"stage", w.stage},
+                          {"weights_gib", gib(w.weights)},
+                          {"gradients_gib", gib(w.gradients)},
+                          {"optimizer_gib", gib(w.optimizer)},
+                          {"activations_gib", gib(w.activations)},
+                          {"buffers_gib", gib(w.buffers)},
+                          {"host_gib", gib(w.host)}}},
+                        {"stages", stages}};
+  if (r.routing) out["routing"] = to_json(*r.routing);
+  return out;
 }
 
 std::string to_text(const Report& r) {
@@ -174,6 +177,7 @@ std::string to_text(const Report& r) {
                   gib(s.buffers), gib(s.peak), gib(s.capacity), s.fits() ? "" : "  over capacity");
     out += buf;
   }
+  if (r.routing) out += to_text(*r.routing, m.iteration_time_s);
   return out;
 }
 

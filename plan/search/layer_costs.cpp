@@ -5,9 +5,18 @@
 #include <algorithm>
 #include <limits>
 
+#include "plan/cost/expert_load.hpp"
+
 namespace paratwin::search {
 
 LayerCosts::LayerCosts(const SearchContext& context) : ctx_(context) {}
+
+double LayerCosts::least_moe_pace(int ep) const {
+  auto it = least_moe_pace_.find(ep);
+  if (it == least_moe_pace_.end())
+    it = least_moe_pace_.emplace(ep, cost::least_pace(cost::layer_routing(ctx_.s.model, ep))).first;
+  return it->second;
+}
 
 const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const ComputeKey key{pool, layout.tp, layout.cp, layout.ep, layout.mb, layout.sp, layout.recompute};
@@ -16,8 +25,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
   const DeviceSpec& d = ctx_.s.cluster.device_of(p);
   const Precision prec = ctx_.s.training.precision;
-  const cost::LayerWork w{layout.mb, ctx_.s.training.seq_len,   layout.tp, layout.cp, layout.sp,
-                          prec,      ctx_.s.training.attention, layout.ep};
+  cost::LayerWork w{layout.mb, ctx_.s.training.seq_len,   layout.tp, layout.cp, layout.sp,
+                    prec,      ctx_.s.training.attention, layout.ep};
+  w.expert_load = least_moe_pace(layout.ep);
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
   auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };

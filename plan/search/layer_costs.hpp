@@ -25,6 +25,9 @@ class LayerCosts {
   // One layer's model-parallel collectives per pass; `where(group, size)` places a group.
   template <class Where>
   LayerComm comm(const ParallelLayout& layout, const Where& where, const PoolSpec& pool) const;
+  // The least pace of any MoE layer on `ep` EP ranks (plan/cost/expert_load.hpp): every MoE layer's
+  // experts run at least that load, so bounds costed at it stay below the evaluator's times.
+  double least_moe_pace(int ep) const;
   // A layer's forward and backward at the cheaper layer kind, as a chain of passes with their
   // collectives or on the compute stream alone, whichever is longer: below any mix of layers.
   double per_layer(const LayerTimes& t) const;
@@ -62,6 +65,7 @@ class LayerCosts {
 
   const SearchContext& ctx_;
   std::map<ComputeKey, LayerTimes> times_;
+  mutable std::map<int, double> least_moe_pace_;  // by ep
   std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> tables_;
   // By (group, tp, cp, dp, pp, ep, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
@@ -74,9 +78,10 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
   };
   using cost::CollectiveKind;
-  const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(
-      ctx_.s.model,
-      {layout.mb, ctx_.s.training.seq_len, layout.tp, layout.cp, layout.sp, ctx_.s.training.precision});
+  cost::LayerWork work{layout.mb, ctx_.s.training.seq_len,  layout.tp, layout.cp,
+                       layout.sp, ctx_.s.training.precision};
+  work.expert_load = least_moe_pace(layout.ep);
+  const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
   out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp) +
                            coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)

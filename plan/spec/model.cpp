@@ -48,7 +48,13 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     mr.read("experts", moe.experts, 1, 1 << 16, true);
     mr.read("top_k", moe.top_k, 1, 1 << 16, true);
     mr.read("every", moe.every, 1, 1 << 16);
-    mr.read("capacity_factor", moe.capacity_factor, 1.0, 64.0);
+    double factor = 0;
+    if (mr.read("capacity_factor", factor, 1.0, 64.0)) moe.capacity_factor = factor;
+    if (const DocNode* routing = mr.get("routing")) {
+      int moe_layers = 0;
+      for (int l = 0; l < m.layers; ++l) moe_layers += (l % moe.every) == moe.every - 1 ? 1 : 0;
+      moe.routing = parse_moe_routing(*routing, mr.field("routing"), moe.experts, moe_layers, diag);
+    }
     mr.finish();
     if (moe.experts > 0 && moe.top_k > moe.experts)
       diag.error(moe_node->find("top_k")->location, mr.field("top_k") + "=" + std::to_string(moe.top_k) +
@@ -97,10 +103,15 @@ std::string to_yaml(const ModelSpec& m) {
       "\ntied_embeddings: " + b(m.tied_embeddings) + "\nbias: " + b(m.bias) + "\ndropout: " + b(m.dropout) +
       "\n";
   if (m.moe) {
-    char factor[32];
-    std::snprintf(factor, sizeof factor, "%.17g", m.moe->capacity_factor);
-    y += "moe: {experts: " + n(m.moe->experts) + ", top_k: " + n(m.moe->top_k) +
-         ", every: " + n(m.moe->every) + ", capacity_factor: " + factor + "}\n";
+    y +=
+        "moe: {experts: " + n(m.moe->experts) + ", top_k: " + n(m.moe->top_k) + ", every: " + n(m.moe->every);
+    if (m.moe->capacity_factor) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, "%.17g", *m.moe->capacity_factor);
+      y += std::string(", capacity_factor: ") + factor;
+    }
+    if (!m.moe->routing.balanced()) y += ", routing: " + to_yaml(m.moe->routing);
+    y += "}\n";
   }
   return y;
 }

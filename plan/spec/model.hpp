@@ -7,6 +7,7 @@
 
 #include "plan/spec/diagnostics.hpp"
 #include "plan/spec/doc.hpp"
+#include "plan/spec/moe_routing.hpp"
 #include "plan/spec/reader.hpp"
 
 namespace paratwin {
@@ -19,12 +20,15 @@ extern const EnumNames<MlpKind> kMlpKindNames;
 extern const EnumNames<NormKind> kNormKindNames;
 extern const EnumNames<PositionKind> kPositionKindNames;
 
-// Mixture of experts: every `every`-th layer's MLP is `experts` copies, each token routed to `top_k`.
+// Mixture of experts: every `every`-th layer's MLP is `experts` copies, each token routed to `top_k`
+// as `routing` says. With a capacity factor an expert takes at most capacity_factor x its balanced
+// share of the assignments and drops the rest; without one routing is dropless (Megatron-LM's default).
 struct MoeSpec {
   int experts = 0;
   int top_k = 0;
   int every = 1;
-  double capacity_factor = 1.0;
+  std::optional<double> capacity_factor;
+  MoeRouting routing;
 };
 
 struct ModelSpec {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratwin_process.hpp"
+#include "plan/spec/scenario.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -152,6 +153,49 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
   BOOST_TEST(t["plan"]["ep"] == 2);
   BOOST_TEST(t["plan"]["tp"] == 2);
   BOOST_TEST(t["plan"]["zero"] == 1);
+}
+
+// The live run records the tokens each expert got in every MoE layer; calibrate folds them into the
+// model's routing, and the twin plans with what was measured.
+BOOST_AUTO_TEST_CASE(the_tiny_moe_runs_measured_routing_round_trips_through_calibrate) {
+  TempDir dir;
+  const std::string scenario = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml";
+  const std::filesystem::path profile = dir.path / "p.json", model = dir.path / "m.yaml";
+  const Output run = run_paratwin("run " + scenario + " --ranks 2 --steps 2 --profile " + profile.string());
+  BOOST_TEST_INFO(run.text);
+  BOOST_TEST_REQUIRE(run.status == 0);
+  const json routed = read_json(profile)["routing"];
+  BOOST_TEST(routed["experts"] == 4);
+  BOOST_TEST_REQUIRE(routed["layers"].size() == 4u);  // tiny-moe: every layer's MLP has experts
+  double expected_imbalance = 0;
+  for (const json& layer : routed["layers"]) {
+    const auto t = layer["tokens"].get<std::vector<double>>();
+    // Every token of both steps went to its top 2: 2 steps x 8 sequences x 64 tokens x 2.
+    BOOST_TEST(t[0] + t[1] + t[2] + t[3] == 2.0 * 8 * 64 * 2);
+    // EP rank 0 runs experts 0 and 1, rank 1 experts 2 and 3: hottest over mean.
+    expected_imbalance += std::max(t[0] + t[1], t[2] + t[3]) / ((t[0] + t[1] + t[2] + t[3]) / 2) / 4;
+  }
+  const Output cal = run_paratwin("calibrate " + profile.string() + " --cluster local-cpu -o " +
+                                  (dir.path / "c.yaml").string() + " --routing " + model.string());
+  BOOST_TEST_INFO(cal.text);
+  BOOST_TEST_REQUIRE(cal.status == 0);
+  const paratwin::ModelSpec m = paratwin::load_model_file(model.string());
+  BOOST_TEST_REQUIRE(m.moe->routing.tokens.size() == 4u);
+  for (size_t l = 0; l < 4; ++l)
+    BOOST_TEST(m.moe->routing.tokens[l] == routed["layers"][l]["tokens"].get<std::vector<double>>(),
+               boost::test_tools::per_element());
+  const Output plan = run_paratwin("plan " + scenario + " --set model=" + model.string() + " --json " +
+                                   (dir.path / "plan.json").string());
+  BOOST_TEST_INFO(plan.text);
+  BOOST_TEST_REQUIRE(plan.status == 0);
+  const json report = read_json(dir.path / "plan.json");
+  if (expected_imbalance > 1) {
+    BOOST_TEST(report["routing"]["imbalance"].get<double>() == expected_imbalance,
+               boost::test_tools::tolerance(1e-9));
+    BOOST_TEST(report["routing"]["cost_s"].get<double>() > 0);
+  } else {
+    BOOST_TEST(!report.contains("routing"));  // measured perfectly even: nothing to report
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_dp_1_scenario_runs_as_one_rank_of_the_two_core_local_cpu) {

@@ -38,7 +38,9 @@ ModelSpec tiny_moe() {
 ModelSpec llama_shaped_moe() {
   ModelSpec m = llama_shaped();
   m.ffn_hidden = 96;
-  m.moe = MoeSpec{4, 2, 2, 1.0};
+  MoeSpec moe;
+  moe.experts = 4, moe.top_k = 2, moe.every = 2;
+  m.moe = moe;
   return m;
 }
 

@@ -6,7 +6,9 @@
 #include <QComboBox>
 #include <QDir>
 #include <QHeaderView>
+#include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -366,6 +368,23 @@ class TestGuiViews : public QObject {
     QCOMPARE(finished.front()[0].toBool(), false);
     QCOMPARE(finished.front()[1].toString(), QString("stopped"));
     QVERIFY(!view->run().running());
+  }
+
+  void unbalanced_expert_routing_shows_its_imbalance_cost_and_bars() {
+    QVERIFY(session_->open(catalog_scenario("moe-skew-mixtral")));
+    PlansView* plans = window_->plans_view();
+    window_->tabs()->setCurrentWidget(plans);
+    const Candidate* c = session_->selected_candidate();
+    QVERIFY(c && c->report.routing);
+    QVERIFY(c->report.routing->imbalance > 1);
+    QVERIFY(c->report.routing->cost_s > 0);  // worked out for the plan inspected
+    QVERIFY(plans->report()->toPlainText().contains("imbalance"));
+    QVERIFY(plans->routing_picture()->isVisibleTo(plans));
+    QVERIFY(!plans->routing_picture()->pixmap().isNull());
+    screenshot(plans, "plans-routing");
+    // Balanced again: no section, no picture.
+    QVERIFY(session_->open(catalog_scenario("quickstart")));
+    QVERIFY(!plans->routing_picture()->isVisibleTo(plans));
   }
 };
 

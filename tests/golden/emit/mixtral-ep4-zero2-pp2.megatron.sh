@@ -21,7 +21,6 @@ torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --moe-router-topk 2 \
   --moe-ffn-hidden-size 14336 \
   --moe-token-dispatcher-type alltoall \
-  --moe-expert-capacity-factor 1 \
   --vocab-size 32000 \
   --tokenizer-type NullTokenizer \
   --mock-data \
