@@ -1,5 +1,5 @@
 // The simulator's scaling curve (bench/sim_bench.sh): reads "SERIES GPUS SECONDS" lines on standard
-// input (one series per label, such as folded and every rank) and draws wall time against GPUs,
+// input (one series per label, such as folded and every rank) and draws the seconds against GPUs,
 // both axes logarithmic, into the PNG named on the command line.
 #include <iostream>
 #include <map>
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   paratwin::viz::Chart chart;
   chart.title = argv[1];
   chart.x = {"GPUs", 10, [](double v) { return std::to_string(static_cast<long long>(v)); }};
-  chart.y = {"wall time of one simulated iteration (s)", 10, nullptr};
+  chart.y = {"CPU seconds (the command and its simulation)", 10, nullptr};
   int color = 0;
   for (auto& [label, s] : by_label) {
     s.color = color++;

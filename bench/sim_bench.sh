@@ -7,7 +7,8 @@
 #   - llama3-405b on 98,304 H100 (h100-roce resized, the optimizer's plan; target < 5 min);
 #   - mixtral-8x7b with ep 8 on 16,384 H100 (target < 5 min);
 #   - one plan family (tp 4, cp 8, pp 16 interleaved, dp grown) from 1K to 98K GPUs, folded, and
-#     with every rank at 1K and 4K: the scaling curve, drawn into OUT/sim-scaling.png.
+#     with every rank at 1K (EVERY_RANK_UP_TO_DP=8 adds 4K, about 5 CPU minutes): the scaling curve
+#     (CPU seconds against GPUs), drawn into OUT/sim-scaling.png.
 # Targets: on one core, peak memory < 4 GB. CPU time is user + system of the command and its
 # simulation child, the figure to compare on a shared machine.
 # Usage: bench/sim_bench.sh [BUILD_DIR] [OUT_DIR]   (prints a Markdown table for bench/RESULTS.md)
@@ -38,7 +39,7 @@ print("| %-34s | %-28s | %7.1f | %7.1f | %6d | %10.0f | %6.0f | %.3f s | %s |" %
     name, shape, wall, cpu, sim["simulated_ranks"], sim["activities"], rss,
     report["metrics"]["iteration_time_s"], extra))
 PY
-  [ "$label" = - ] || echo "$label $gpus $wall" >>"$tmp/curve"
+  [ "$label" = - ] || echo "$label $gpus $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" >>"$tmp/curve"
 }
 
 echo "| run | plan | wall s | CPU s | simulated ranks | activities | peak MiB | simulated iteration | horizon |"
@@ -73,12 +74,12 @@ for dp in ${FAMILY_DP:-2 8 32 96 192}; do
   gpus=$((dp * 512))
   sets=(--set plan.dp=$dp --set cluster.nodes=$((gpus / 8)) --set training.global_batch=$((dp * 64)))
   run "family, $gpus GPUs" folded $gpus "$tmp/family.yaml" "${sets[@]}"
-  if [ $dp -le 8 ]; then
+  if [ $dp -le "${EVERY_RANK_UP_TO_DP:-2}" ]; then
     run "family, $gpus GPUs, every rank" every-rank $gpus "$tmp/family.yaml" "${sets[@]}" --all-ranks
   fi
 done
 if [ -x "$build/bin/plot_scaling" ]; then
-  "$build/bin/plot_scaling" "paratwin simulate: wall time against GPUs (one plan family, one core)" \
+  "$build/bin/plot_scaling" "simulate: CPU s per iteration (llama3-405b plan family)" \
     "$out/sim-scaling.png" <"$tmp/curve"
   echo
   echo "wrote $out/sim-scaling.png"

@@ -181,9 +181,9 @@ BOOST_AUTO_TEST_CASE(simulations_and_traces_too_large_are_refused_before_they_st
   BOOST_TEST(r.err.rfind("<--horizon>: error: a horizon of 10000 d would", 0) == 0, r.err);
   BOOST_TEST(r.err.find("PARATWIN_MAX_HORIZON_") != std::string::npos, r.err);
   r = paratwin("simulate " + std::string(PARATWIN_SOURCE_DIR) +
-               "/scenarios/gpt3-175b-1024-a100.yaml --iterations 1000");
+               "/scenarios/gpt3-175b-1024-a100.yaml --iterations 1000 --all-ranks");
   BOOST_TEST(r.status == 2);
-  BOOST_TEST(r.err.find("activities (2108 tasks on each of 128 simulated ranks x 1000 iterations); fewer "
+  BOOST_TEST(r.err.find("activities (2108 tasks on each of 1024 simulated ranks x 1000 iterations); fewer "
                         "--iterations") != std::string::npos,
              r.err);
   const fs::path trace = work("t.json");

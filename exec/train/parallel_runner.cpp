@@ -190,7 +190,6 @@ void ParallelRunner::begin_step(int64_t step) {
 }
 
 void ParallelRunner::compute(int index, const Task& task) {
-  const Plan& p = setup_.plan;
   settle_reductions();
   ++computes_;
   const double tp_before = model_.tp_seconds;
