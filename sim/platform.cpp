@@ -99,6 +99,7 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   std::map<int, std::vector<int>> domains;  // domain -> NICs
   std::vector<int> nic_domain(layout.nics());
   for (int nic = 0; nic < layout.nics(); ++nic) {
+    if (first_gpu(nic) < 0) continue;  // more NICs than GPUs on a node: no GPU's traffic uses it
     nic_domain[nic] = oversubscribed ? layout.sites().fabric_domain(cluster, nic) : 0;
     domains[nic_domain[nic]].push_back(nic);
   }
