@@ -380,8 +380,8 @@ BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   batched.gemms.add(Gemm{64, 64, 64, 256});
   batched.launches = 1;
   const DeviceSpec& a100 = dgx.device_of(dgx.pools[0]);
-  const double math =
-      2.0 * 64 * 64 * 64 * 256 / (312e12 * a100.efficiency.gemm * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
+  const double math = 2.0 * 64 * 64 * 64 * 256 /
+                      (312e12 * a100.efficiency.gemm * wave_efficiency(Gemm{64, 64, 64, 256}, 108));
   const double memory = 256 * 3 * 64 * 64 * 2 / (2039e9 * 0.83);
   BOOST_TEST(compute_time(batched, a100, Precision::Bf16).value() == std::max(math, memory) + 5e-6,
              tt::tolerance(1e-12));
