@@ -89,8 +89,7 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   // The fabric: NIC endpoints, grouped in domains when the level above them is oversubscribed.
   auto* fabric = sg4::create_star_zone("fabric");
   fabric->set_parent(root);
-  const bool oversubscribed = cluster.network.oversubscription > 1.0 && layout.nodes() > 1 &&
-                              cluster.network.topology != NetworkTopology::Star;
+  const bool oversubscribed = layout.sites().oversubscribed(cluster);
   std::vector<char> nic_used(layout.nics(), 0);
   for (int g = 0; g < layout.gpus(); ++g)
     if (used[g]) nic_used[layout.site(g).nic] = 1;

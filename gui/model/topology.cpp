@@ -36,8 +36,8 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool) {
   for (const PoolSpec& pool : cluster.pools) total_nodes += pool.nodes;
   t.total_nodes = total_nodes;
   const bool fabric = total_nodes > 1;
-  const bool oversubscribed = net.oversubscription > 1.0 && fabric && net.topology != NetworkTopology::Star;
   const ClusterSites sites(cluster);
+  const bool oversubscribed = sites.oversubscribed(cluster);
 
   QStringList pools;
   for (const PoolSpec& pool : cluster.pools)

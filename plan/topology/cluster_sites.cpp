@@ -31,6 +31,11 @@ int ClusterSites::fabric_domain(const ClusterSpec& cluster, int nic) const {
   return first_gpu / full_bisection_gpus(pool, cluster);
 }
 
+bool ClusterSites::oversubscribed(const ClusterSpec& cluster) const {
+  return cluster.network.oversubscription > 1.0 && node_count_ > 1 &&
+         cluster.network.topology != NetworkTopology::Star;
+}
+
 int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster) {
   return cluster.network.pod_gpus        ? *cluster.network.pod_gpus
          : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf

@@ -36,6 +36,9 @@ class ClusterSites {
   // (its index on its node) on a rail-optimized network, else its pod, its leaf, or its node. `nic`
   // must be used by some GPU (first_gpu_of_nic >= 0).
   int fabric_domain(const ClusterSpec& cluster, int nic) const;
+  // Whether the level above the NICs is oversubscribed, so that fabric domains share uplinks (a star
+  // fabric or a single node has none).
+  bool oversubscribed(const ClusterSpec& cluster) const;
 
  private:
   std::vector<GpuSite> sites_;

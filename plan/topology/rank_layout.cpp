@@ -2,6 +2,7 @@
 #include "plan/topology/rank_layout.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -85,8 +86,11 @@ bool slowed(const std::vector<double>& slowdown, int gpu) {
 
 bool RankLayout::groups_inside_domains(const ClusterSpec& cluster, GroupKind kind) const {
   const auto domain = [&](int rank) { return sites_.fabric_domain(cluster, site(gpu_of(rank)).nic); };
+  assert((kind == GroupKind::Cp || kind == GroupKind::Dp) && "groups varying cp (and dp) only");
   for (int r = 0; r < world(); ++r) {
-    if (coords_[r].tp != 0) continue;  // TP lanes are placed alike
+    // Each group once, from its member with the varied coordinates at 0; TP lanes are placed alike.
+    const RankCoords& c = coords_[r];
+    if (c.tp != 0 || c.cp != 0 || (kind == GroupKind::Dp && c.dp != 0)) continue;
     for (int m : group(r, kind))
       if (domain(m) != domain(r)) return false;
   }
@@ -122,8 +126,7 @@ RankLayout::Folding RankLayout::fold(const ClusterSpec& cluster, const std::vect
     fold_tp = slowdowns_equal(gpu_slowdown, gpu_of(r), gpu_of(r - coords_[r].tp));
   // Above an oversubscribed level a folded rank's traffic must stay in its representative's domain:
   // CP and DP groups fold only when each lies inside one.
-  const bool oversubscribed = cluster.network.oversubscription > 1.0 && nodes() > 1 &&
-                              cluster.network.topology != NetworkTopology::Star;
+  const bool oversubscribed = sites_.oversubscribed(cluster);
   const bool fold_cp = plan_.cp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Cp));
   const bool fold_dp = plan_.dp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Dp));
   // Replicas that hold a slowed GPU keep every rank (their cp lanes differ from the others').
