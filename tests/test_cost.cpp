@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_CASE(zero_stages_reproduce_the_zero_paper_figure_1) {
   // P_os+g 2Psi + (2+K) Psi/Nd = 16.6 GB; P_os+g+p (2+2+K) Psi/Nd = 1.9 GB.
   const double psi = 7.5e9;
   auto total = [&](int zero) {
-    return model_state_bytes(psi, 64, zero, OptimizerKind::AdamW, Precision::Bf16).total().value();
+    return model_state_bytes(psi, 64, zero, OptimizerKind::AdamW, Precision::Bf16, 2).total().value();
   };
   BOOST_TEST(total(0) == 120e9, tt::tolerance(1e-12));
   BOOST_TEST(total(1) == 31.40625e9, tt::tolerance(1e-12));
@@ -56,15 +56,33 @@ BOOST_AUTO_TEST_CASE(zero_stages_reproduce_the_zero_paper_figure_1) {
 }
 
 BOOST_AUTO_TEST_CASE(zero_2_shards_gradients_and_optimizer_but_not_weights) {
-  const ModelStateBytes m = model_state_bytes(7.5e9, 64, 2, OptimizerKind::AdamW, Precision::Bf16);
+  const ModelStateBytes m = model_state_bytes(7.5e9, 64, 2, OptimizerKind::AdamW, Precision::Bf16, 2);
   BOOST_TEST(m.weights.value() == 15e9, tt::tolerance(1e-12));         // 2 Psi
   BOOST_TEST(m.gradients.value() == 15e9 / 64, tt::tolerance(1e-12));  // 2 Psi / Nd
   BOOST_TEST(m.optimizer.value() == 90e9 / 64, tt::tolerance(1e-12));  // 12 Psi / Nd
 }
 
+BOOST_AUTO_TEST_CASE(fp32_gradient_reduction_keeps_four_byte_gradients_under_bf16) {
+  TrainingSpec t;
+  t.precision = Precision::Fp8;
+  BOOST_TEST(gradient_bytes(t) == 2);  // bf16 gradients under fp8 GEMMs
+  t.precision = Precision::Bf16;
+  BOOST_TEST(gradient_bytes(t) == 2);
+  const double bf16_step = optimizer_step(1e9, t).optimizer_bytes.value();
+  t.grad_reduce = Precision::Fp32;
+  BOOST_TEST(gradient_bytes(t) == 4);
+  // The clipping norm and the update each read every gradient: 2 more bytes each.
+  BOOST_TEST(optimizer_step(1e9, t).optimizer_bytes.value() - bf16_step == 4e9);
+  // Megatron-LM's fp32 main_grad under the distributed optimizer: (2 + 4) Psi + 12 Psi / dp.
+  const ModelStateBytes m = model_state_bytes(1e9, 8, 1, OptimizerKind::AdamW, Precision::Bf16, 4);
+  BOOST_TEST(m.weights.value() == 2e9);
+  BOOST_TEST(m.gradients.value() == 4e9);
+  BOOST_TEST(m.optimizer.value() == 12e9 / 8);
+}
+
 BOOST_AUTO_TEST_CASE(fp32_training_keeps_four_byte_weights_and_gradients) {
   // (4 + 4 + 8) Psi without ZeRO: weights, gradients, Adam's m and v.
-  const ModelStateBytes m = model_state_bytes(1e9, 8, 0, OptimizerKind::Adam, Precision::Fp32);
+  const ModelStateBytes m = model_state_bytes(1e9, 8, 0, OptimizerKind::Adam, Precision::Fp32, 4);
   BOOST_TEST(m.total().value() == 16e9, tt::tolerance(1e-12));
   BOOST_TEST(m.weights.value() == 4e9, tt::tolerance(1e-12));
 }
@@ -572,14 +590,21 @@ BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {
 
 // ---- optimizer step ----
 
+static TrainingSpec training(OptimizerKind optimizer, Precision precision) {
+  TrainingSpec t;
+  t.optimizer = optimizer;
+  t.precision = precision;
+  return t;
+}
+
 BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_and_weights) {
   // bf16 AdamW: read the bf16 gradient for the clipping norm (2), read and write master, m, v
   // (2 x 12), read the gradient again (2), write bf16 weights (2).
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).optimizer_bytes.value() == 30e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).optimizer_bytes.value() == 30e9);
   // bf16 SGD with momentum: 2 + 2 x 8 + 2 + 2.
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Sgd, Precision::Bf16).optimizer_bytes.value() == 22e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Sgd, Precision::Bf16)).optimizer_bytes.value() == 22e9);
   // fp32 Adam: the norm's read (4), read and write weights, m, v (2 x 12), read the gradient (4).
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::Adam, Precision::Fp32).optimizer_bytes.value() == 32e9);
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).launches == 2);
-  BOOST_TEST(optimizer_step(1e9, OptimizerKind::AdamW, Precision::Bf16).gemm_flops.value() == 0);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Adam, Precision::Fp32)).optimizer_bytes.value() == 32e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).launches == 2);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).gemm_flops.value() == 0);
 }

@@ -8,6 +8,7 @@
 
 #include "emit_cases.hpp"
 #include "paratwin_process.hpp"
+#include "plan/cost/memory.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/report/import_deepspeed.hpp"
 #include "plan/report/import_megatron.hpp"
@@ -28,7 +29,7 @@ const std::vector<Case> kOverlaps = {
     {"quickstart-overlap-tp-no-dp",
      "quickstart",
      {"cluster.from=dgx-h100", "plan.overlap.dp=false", "plan.overlap.tp=true", "training.attention=unfused",
-      "training.precision=fp8"}},
+      "training.precision=fp8", "training.grad_reduce=fp32"}},
     {"llama-interleaved-no-p2p-overlap", "quickstart",
      with(kLlama,
           {"plan.tp=2", "plan.pp=4", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
@@ -85,6 +86,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   const bool pp_before_dp = p.order == "tp-cp-pp-dp" || p.order == "tp-pp-cp-dp";
   BOOST_TEST(q.order == (pp_before_dp ? "tp-cp-pp-dp" : "tp-cp-dp-pp"));
   BOOST_TEST((l.training.precision == s.training.precision));
+  BOOST_TEST(cost::gradient_bytes(l.training) == cost::gradient_bytes(s.training));
   const AttentionKind attention =
       s.training.attention == AttentionKind::Unfused ? AttentionKind::Unfused : AttentionKind::Flash;
   BOOST_TEST((l.training.attention == attention));
@@ -223,6 +225,7 @@ BOOST_AUTO_TEST_CASE(deepspeed_configs_import_back_to_the_same_plan) {
       const Precision precision =
           s.training.precision == Precision::Fp8 ? Precision::Bf16 : s.training.precision;
       BOOST_TEST((l.training.precision == precision));
+      BOOST_TEST(cost::gradient_bytes(l.training) == cost::gradient_bytes(s.training));
       BOOST_TEST(l.training.global_batch == s.training.global_batch);
       ++imported;
     }

@@ -220,6 +220,29 @@ BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
   BOOST_TEST(b.exposed_comm_s < b.dp_comm_s);
 }
 
+BOOST_AUTO_TEST_CASE(fp32_gradient_reduction_doubles_a_bf16_runs_dp_gradient_bytes) {
+  // The same gradients in fp32: twice the bytes in every DP reduction (ZeRO 1's buckets and ZeRO 3's
+  // per-unit reduce-scatters), twice the gradient memory, and a step no faster.
+  for (const char* zero : {"plan.zero=1", "plan.zero=3"}) {
+    const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+                             "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 16, micro_batch: 2}\n";
+    const Run bf16 = run(base, {zero});
+    const Run fp32 = run(base, {zero, "training.grad_reduce=fp32"});
+    auto reduced = [](const Run& r) {
+      double bytes = 0;
+      for (const Task& t : r.program.roles[0].tasks)
+        if (t.purpose == Purpose::GradientReduce) bytes += t.bytes.value() * t.count;
+      return bytes;
+    };
+    BOOST_TEST_REQUIRE(reduced(bf16) > 0);
+    BOOST_TEST(reduced(fp32) == 2 * reduced(bf16), tt::tolerance(1e-9));
+    BOOST_TEST(fp32.program.roles[0].state.gradients.value() ==
+                   2 * bf16.program.roles[0].state.gradients.value(),
+               tt::tolerance(1e-9));
+    BOOST_TEST(fp32.eval.iteration_time_s >= bf16.eval.iteration_time_s);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_tied_embeddings_head_part_is_reduced_first_and_its_lookup_rows_last) {
   // GPT-2 124M (tied) under dp 2 on one stage: the head's part of the tied gradient goes with the first
   // bucket, and the last carries each replica's lookup rows (4 x 64 tokens) instead of the vocabulary.

@@ -376,18 +376,19 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
-KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision) {
+KernelCost optimizer_step(double parameters, const TrainingSpec& training) {
   // Gradient clipping first reads every gradient for the global norm (its own multi-tensor kernel;
   // Megatron-LM, DeepSpeed, FSDP's clip_grad_norm_ and the live engines all clip by default). The
   // update then reads and writes every optimizer-state byte (mixed precision: fp32 master and
   // moments; fp32: the weights and moments), reads the gradient, and under mixed precision writes the
-  // new 16-bit copy. AdamW: 2 + 2 x 12 + 2 + 2 = 30 bytes per parameter in bf16, 4 + 2 x (8 + 4) + 4
-  // = 32 in fp32.
-  const double e = element_bytes(precision), K = optimizer_bytes_per_parameter(optimizer, precision);
+  // new 16-bit copy. AdamW: 2 + 2 x 12 + 2 + 2 = 30 bytes per parameter in bf16 (34 with fp32
+  // gradients), 4 + 2 x (8 + 4) + 4 = 32 in fp32.
+  const double e = element_bytes(training.precision), g = gradient_bytes(training);
+  const double K = optimizer_bytes_per_parameter(training.optimizer, training.precision);
   const bool mixed = e < 4;
   const double state = K + (mixed ? 0 : 4);
   KernelCost c;
-  c.optimizer_bytes = Bytes(parameters * (e + 2 * state + e + (mixed ? e : 0)));
+  c.optimizer_bytes = Bytes(parameters * (g + 2 * state + g + (mixed ? e : 0)));
   c.launches = 2;
   return c;
 }

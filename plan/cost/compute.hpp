@@ -148,6 +148,6 @@ KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 // One optimizer step over `parameters` parameters held by this rank (its ZeRO shard): memory-bound,
 // the clipping norm's read of the gradients, then reading and writing master weights, moments,
 // gradients and the working copy.
-KernelCost optimizer_step(double parameters, OptimizerKind optimizer, Precision precision);
+KernelCost optimizer_step(double parameters, const TrainingSpec& training);
 
 }  // namespace paratwin::cost

@@ -13,6 +13,10 @@ double element_bytes(Precision precision) {
   return mixed_precision(precision) ? 2 : 4;
 }
 
+double gradient_bytes(const TrainingSpec& training) {
+  return element_bytes(training.grad_reduce.value_or(training.precision));
+}
+
 double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precision) {
   const bool adam = optimizer != OptimizerKind::Sgd;
   // Mixed precision keeps an fp32 master copy (4) beside the moments; fp32 training updates the weights.
@@ -21,7 +25,7 @@ double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precisio
 }
 
 ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
-                                  Precision precision) {
+                                  Precision precision, double gradient_element) {
   assert(dp >= 1 && "data-parallel degree must be at least 1");
   assert(zero >= 0 && zero <= 3 && "ZeRO stage must be 0, 1, 2 or 3");
   const double e = element_bytes(precision), K = optimizer_bytes_per_parameter(optimizer, precision);
@@ -29,15 +33,15 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
   const double shard = 1.0 / dp;
   ModelStateBytes m;
   m.weights = Bytes(e * parameters * (zero >= 3 ? shard : 1));
-  m.gradients = Bytes(e * parameters * (zero >= 2 ? shard : 1));
+  m.gradients = Bytes(gradient_element * parameters * (zero >= 2 ? shard : 1));
   m.optimizer = Bytes(K * parameters * (zero >= 1 ? shard : 1));
   return m;
 }
 
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision) {
-  ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision);
-  if (!gradients_sharded) m.gradients = model_state_bytes(parameters, dp, 0, optimizer, precision).gradients;
+                                       OptimizerKind optimizer, Precision precision, double gradient_element) {
+  ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision, gradient_element);
+  if (!gradients_sharded) m.gradients = Bytes(gradient_element * parameters);
   return m;
 }
 

@@ -15,6 +15,10 @@ namespace paratwin::cost {
 // fp8 2 as well (activations and weights stay bf16 under FP8 GEMMs).
 double element_bytes(Precision precision);
 
+// Bytes of one gradient element, in the buffers and the data-parallel reductions:
+// training.grad_reduce's, else element_bytes of the training precision.
+double gradient_bytes(const TrainingSpec& training);
+
 struct ModelStateBytes {
   Bytes weights;    // the working copy the GEMMs read (bf16 under mixed precision)
   Bytes gradients;  // gradient buffer
@@ -32,9 +36,9 @@ double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precisio
 // `dp`, ZeRO stage 0-3:
 //   ZeRO-0: (2 + 2 + K) Psi      ZeRO-1: 2 Psi + 2 Psi + K Psi / dp
 //   ZeRO-2: 2 Psi + (2 + K) Psi / dp      ZeRO-3: (2 + 2 + K) Psi / dp
-// (2 stands for element_bytes: 4 under fp32.)
+// (2 stands for element_bytes: 4 under fp32; the gradients' for `gradient_element` bytes.)
 ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
-                                  Precision precision);
+                                  Precision precision, double gradient_element);
 
 // What a rank of the lowered Program holds: model_state_bytes, except that the gradient buffer is
 // whole unless `gradients_sharded`. ZeRO 2 and 3 reduce-scatter every micro-batch's gradients into the
@@ -42,7 +46,7 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
 // step, as under ZeRO 1 (Megatron-LM's distributed optimizer), after the last micro-batch's backward,
 // so every backward accumulates into the whole buffer.
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision);
+                                       OptimizerKind optimizer, Precision precision, double gradient_element);
 
 // Device bytes a rank keeps for gradient compression over `parameters` gradients: top-k with error
 // feedback keeps the residual not sent yet, one fp32 value per gradient; otherwise none.

@@ -24,11 +24,10 @@ double tied_lookup_rows(const Plan& p, const ModelSpec& m, const TrainingSpec& t
 RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const TrainingSpec& training,
                                     int rank) {
   RankParameters out;
-  const Precision precision = training.precision;
   const ParameterCount pc = count_parameters(m);
   const double embedding = double(m.vocab) * m.hidden / p.tp;
   const double positions = m.position == PositionKind::Learned ? double(m.seq_len) * m.hidden : 0;
-  const double bucket_elements = p.bucket_size.value() / cost::element_bytes(precision);
+  const double bucket_elements = p.bucket_size.value() / cost::gradient_bytes(training);
   for (int j = 0; j < p.virtual_stages; ++j) {
     const int chunk = j * p.pp + rank;
     const StagePlan& st = p.stages[size_t(chunk)];

@@ -355,7 +355,7 @@ TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
       const double pairs = p_.compression.ratio * (b.elements - b.expert_elements);
       const double expert_pairs = p_.compression.ratio * b.expert_elements;
       t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
-                     Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (elem_ + 4)), 1,
+                     Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (grad_elem_ + 4)), 1,
                      StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
       // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
       t.alloc = t.free = t.bytes;
@@ -363,7 +363,7 @@ TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
     } else {
       t = collective(
           p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
-          Bytes(b.elements * elem_), 1, StreamKind::Dp,
+          Bytes(b.elements * grad_elem_), 1, StreamKind::Dp,
           names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
           {ready});
       t.purpose = Purpose::GradientReduce;
@@ -390,7 +390,7 @@ void RoleBuilder::optimizer() {
     const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
     const double shards = p_.zero > 0 ? replicas() : 1;
     Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * elem_ / shards), 1, StreamKind::Dp,
+                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * grad_elem_ / shards), 1, StreamKind::Dp,
                           "AR embedding grads", step_deps);
     sum.purpose = Purpose::TiedEmbeddingSum;
     step_deps.push_back(add(std::move(sum)));
@@ -414,7 +414,7 @@ void RoleBuilder::optimizer() {
   Task step;
   step.kind = TaskKind::Optimizer;
   step.name = "optimizer step";
-  step.work = cost::optimizer_step(shard, t_.optimizer, t_.precision);
+  step.work = cost::optimizer_step(shard, t_);
   step.deps = step_deps;
   const int step_id = add(std::move(step));
   if (p_.offload_optimizer) {
@@ -439,9 +439,9 @@ void RoleBuilder::optimizer() {
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
   const bool sharded = reduces_every_microbatch();
   const cost::ModelStateBytes dense = cost::held_model_state_bytes(
-      role_.parameters - experts_, replicas(), p_.zero, sharded, t_.optimizer, t_.precision);
-  const cost::ModelStateBytes experts =
-      cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision);
+      role_.parameters - experts_, replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
+  const cost::ModelStateBytes experts = cost::held_model_state_bytes(
+      experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
                  dense.optimizer + experts.optimizer};
   if (p_.offload_optimizer) {

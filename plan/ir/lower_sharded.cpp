@@ -32,7 +32,7 @@ Bytes RoleBuilder::unit_activations(int chunk, int layer) const {
 Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
   double elements = 0;
   for (int l = begin; l < end; ++l) elements += unit_params_.at(l);
-  return Bytes(elements * elem_);
+  return Bytes(elements * grad_elem_);
 }
 
 int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {

@@ -42,6 +42,7 @@ class RoleBuilder {
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
     pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
+    grad_elem_ = cost::gradient_bytes(t);
   }
 
   Role build();
@@ -202,6 +203,7 @@ class RoleBuilder {
   cost::GroupPlacement tp_, cp_, dp_, ep_;
   long long pp_stride_ = 1;
   double elem_ = 2;
+  double grad_elem_ = 2;  // a gradient's bytes in the buffers and DP reductions
   Role role_;
   std::map<int, double> moe_pace_;  // by model layer, MoE layers only
   std::map<int, double> chunk_params_;

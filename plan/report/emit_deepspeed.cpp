@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/cost/memory.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/spec/suggest.hpp"
 
@@ -142,6 +143,8 @@ EmittedConfig deepspeed_config(const Plan& p, const ScenarioSpec& s) {
       {"bf16", {{"enabled", precision == Precision::Bf16 || precision == Precision::Fp8}}},
       {"fp16", {{"enabled", precision == Precision::Fp16}}},
       {"activation_checkpointing", activation_checkpointing(p, r, out.notes)}};
+  if (precision != Precision::Fp32 && cost::gradient_bytes(s.training) == 4)
+    config["communication_data_type"] = "fp32";
   if (p.tp > 1) config["tensor_parallel"] = {{"autotp_size", p.tp}};
   if (p.pp > 1)
     config["pipeline"] = {{"stages", p.pp},

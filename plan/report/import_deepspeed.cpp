@@ -108,6 +108,19 @@ void read_batch(Config& c, ImportedLaunch& out, std::optional<int> gpus) {
   out.world = p.dp * model_parallel;
 }
 
+// DeepSpeed reduces gradients in `communication_data_type` (default: the training precision) and
+// accumulates them in `data_types.grad_accum_dtype`; the twin keeps one precision for both: fp32 when
+// either is.
+void read_gradient_precision(Config& c, TrainingSpec& t) {
+  auto fp32 = [&](const std::string& section, const std::string& key) {
+    const nlohmann::json* v = c.get(section, key);
+    return v && v->is_string() && (*v == "fp32" || *v == "float32" || *v == "float");
+  };
+  if (t.precision != Precision::Fp32 &&
+      (fp32("communication_data_type", "") || fp32("data_types", "grad_accum_dtype")))
+    t.grad_reduce = Precision::Fp32;
+}
+
 void read_zero(Config& c, ImportedLaunch& out) {
   Plan& p = out.plan;
   p.zero = static_cast<int>(c.integer("zero_optimization", "stage", 0, 3).value_or(0));
@@ -116,7 +129,7 @@ void read_zero(Config& c, ImportedLaunch& out) {
   const long long bucket =
       c.integer("zero_optimization", "reduce_bucket_size", 1, 1LL << 40).value_or(500000000);
   c.get("zero_optimization", "allgather_bucket_size");
-  p.bucket_size = Bytes(static_cast<double>(bucket) * cost::element_bytes(out.training.precision));
+  p.bucket_size = Bytes(static_cast<double>(bucket) * cost::gradient_bytes(out.training));
   if (const nlohmann::json* off = c.get("zero_optimization", "offload_optimizer"))
     p.offload_optimizer = off->is_object() && off->value("device", std::string("none")) != "none";
 }
@@ -157,6 +170,7 @@ ImportedLaunch import_deepspeed(const std::string& json_text, const std::string&
   out.training.seq_len = seq_len.value_or(model.seq_len);
   const bool bf16 = c.boolean("bf16", "enabled", false), fp16 = c.boolean("fp16", "enabled", false);
   out.training.precision = bf16 ? Precision::Bf16 : fp16 ? Precision::Fp16 : Precision::Fp32;
+  read_gradient_precision(c, out.training);
   Plan& p = out.plan;
   p.tp = static_cast<int>(c.integer("tensor_parallel", "autotp_size", 1, 1024).value_or(1));
   p.pp = static_cast<int>(c.integer("pipeline", "stages", 1, 4096).value_or(1));

@@ -394,6 +394,9 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   const bool fp16 = a.flag("fp16"), bf16 = a.flag("bf16");
   const auto fp8 = a.choice("fp8-format", {"hybrid", "e4m3"});
   t.precision = fp8 ? Precision::Fp8 : fp16 ? Precision::Fp16 : bf16 ? Precision::Bf16 : Precision::Fp32;
+  // Megatron-LM turns fp32 gradient accumulation and reduction on for bf16 itself.
+  const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
+  if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
   const auto backend = a.choice("attention-backend", {"auto", "flash", "fused", "unfused", "local"});
   t.attention = backend == "unfused" || backend == "local" ? AttentionKind::Unfused : AttentionKind::Flash;
   if (backend == "flash")
@@ -441,7 +444,7 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   // Megatron's default bucket: max(40M, 1M x dp) elements.
   const long long elements =
       a.integer("ddp-bucket-size", 1, 1LL << 40).value_or(std::max(40000000LL, 1000000LL * p.dp));
-  p.bucket_size = Bytes(static_cast<double>(elements) * cost::element_bytes(out.training.precision));
+  p.bucket_size = Bytes(static_cast<double>(elements) * cost::gradient_bytes(out.training));
   p.overlap_dp = a.flag("overlap-grad-reduce");
   p.overlap_tp = a.flag("tp-comm-overlap") && p.tp > 1;
 }
@@ -529,6 +532,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  precision: " + enum_name(t.precision, kPrecisionNames) +
        "\n  optimizer: " + enum_name(t.optimizer, kOptimizerNames) +
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
+  if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
        "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +

@@ -50,7 +50,7 @@ double Bounds::optimizer_bound(const ParallelLayout& layout) {
   const double params = ctx_.params.total / layout.tp / layout.replicas();
   const auto& d = *ctx_.devices[layout.rank_pool.front()];
   return cost::compute_time_bound(
-             cost::optimizer_step(params, ctx_.s.training.optimizer, ctx_.s.training.precision), d,
+             cost::optimizer_step(params, ctx_.s.training), d,
              ctx_.s.training.precision)
       .value();
 }
@@ -116,7 +116,7 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
   const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
   StateCosts out;
   const double step = cost::compute_time_bound(
-                          cost::optimizer_step(shard, ctx_.s.training.optimizer, ctx_.s.training.precision),
+                          cost::optimizer_step(shard, ctx_.s.training),
                           *ctx_.devices[pool], ctx_.s.training.precision)
                           .value();
   const double copy = v.offload ? shard *
@@ -149,11 +149,11 @@ double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& 
   if (v.topk) {
     const double ratio = ctx_.req.compression ? ctx_.req.compression->ratio : kSearchedTopkRatio;
     return dp_collective(layout, v, pool, CollectiveKind::AllGather,
-                         topk_gatherers(layout) * ratio * elements * (ctx_.elem + 4));
+                         topk_gatherers(layout) * ratio * elements * (ctx_.grad_elem + 4));
   }
   return dp_collective(layout, v, pool,
                        v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                       elements * ctx_.elem);
+                       elements * ctx_.grad_elem);
 }
 
 // For one partition, bounds per pipeline rank r, with the passes' times either as a chain of passes
@@ -320,7 +320,7 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
 // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
 // walked from the chunk's last layer as lowering walks it (learned positions left out: a bound).
 double Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
-  const double bucket_elements = ctx_.req.bucket_size.value_or(Plan().bucket_size).value() / ctx_.elem;
+  const double bucket_elements = ctx_.req.bucket_size.value_or(Plan().bucket_size).value() / ctx_.grad_elem;
   const ChunkMemory memory = costs_.chunk_memory(layout);
   double filled = c == layout.pp * layout.v - 1 && memory.untied_last ? memory.embedding : 0;
   for (int l = end - 1; l >= begin; --l) {

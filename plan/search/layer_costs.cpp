@@ -214,7 +214,7 @@ static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
   const auto st = cost::held_model_state_bytes(1, layout.replicas(), v.zero, sharded_gradients(layout, v),
-                                               ctx_.s.training.optimizer, ctx_.s.training.precision);
+                                               ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
 
@@ -237,7 +237,7 @@ bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) 
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
   auto states =
       cost::held_model_state_bytes(per_rank, layout.replicas(), v.zero, sharded_gradients(layout, v),
-                                   ctx_.s.training.optimizer, ctx_.s.training.precision);
+                                   ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
   double largest_capacity = 0;

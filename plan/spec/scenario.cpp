@@ -19,6 +19,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"flash2", AttentionKind::Flash2},
                                                   {"flash3", AttentionKind::Flash3},
                                                   {"unfused", AttentionKind::Unfused}};
+const EnumNames<Precision> kGradReduceNames = {
+    {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
     {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
 const EnumNames<Recompute> kRecomputeNames = {
@@ -96,6 +98,8 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("precision", t.precision, kPrecisionNames);
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
+  Precision grad_reduce{};
+  if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
     // At most 10^18 (a million times the largest runs): the steps a budget makes, tokens / (global_batch

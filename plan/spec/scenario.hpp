@@ -26,6 +26,7 @@ enum class OptimizerKind { AdamW, Adam, Sgd };
 enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
+extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
 struct TrainingSpec {
   std::int64_t global_batch = 0;  // sequences per iteration
@@ -33,6 +34,11 @@ struct TrainingSpec {
   Precision precision = Precision::Bf16;
   OptimizerKind optimizer = OptimizerKind::AdamW;
   AttentionKind attention = AttentionKind::Flash;
+  // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
+  // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
+  // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
+  // training precision's element (bf16 under fp8).
+  std::optional<Precision> grad_reduce;
   std::optional<double> tokens;       // training budget in tokens
   std::optional<std::int64_t> steps;  // or in iterations
 };

@@ -24,5 +24,6 @@ torchrun --nnodes 128 --nproc-per-node 8 pretrain_gpt.py \
   --overlap-grad-reduce \
   --overlap-param-gather \
   --bf16 \
+  --grad-reduce-in-bf16 \
   --optimizer adam \
   --train-iters 95368

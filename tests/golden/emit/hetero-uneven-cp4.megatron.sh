@@ -34,5 +34,6 @@ torchrun --nnodes 16 --nproc-per-node 8 pretrain_gpt.py \
   --overlap-grad-reduce \
   --overlap-param-gather \
   --bf16 \
+  --grad-reduce-in-bf16 \
   --optimizer adam \
   --train-iters 476838

@@ -39,5 +39,6 @@ torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --overlap-grad-reduce \
   --overlap-param-gather \
   --bf16 \
+  --grad-reduce-in-bf16 \
   --optimizer adam \
   --train-iters 28611
