@@ -192,9 +192,19 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
                                         int passes) {
   for (int d : previous_compute_)
     if (!compute.deps.contains(d)) compute.deps.push_back(d);
-  TaskDeps deps;
-  if (p_.overlap_tp) deps = compute.deps;
+  const TaskDeps deps = compute.deps;
   const int id = add(std::move(compute));
+  int regather = -1;
+  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
+    // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
+    // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
+    // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
+    // and Transformer Engine's linears): two more all-gathers per layer and backward.
+    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
+    regather =
+        add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp, 2 * (end - begin) * passes,
+                       StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
+  }
   // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
   const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
   for (int c : comm) {
@@ -206,6 +216,7 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   if (!comm.empty()) done.push_back(comm.back());
   if (p_.overlap_tp)
     for (size_t i = 0; i + 1 < comm.size(); ++i) done.push_back(comm[i]);
+  if (regather >= 0) done.push_back(regather);
   previous_compute_ = done;
   return done;
 }
@@ -390,8 +401,8 @@ void RoleBuilder::optimizer() {
     const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
     const double shards = p_.zero > 0 ? replicas() : 1;
     Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
-                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * grad_elem_ / shards), 1, StreamKind::Dp,
-                          "AR embedding grads", step_deps);
+                          Bytes(double(m_.vocab) * m_.hidden / p_.tp * grad_elem_ / shards), 1,
+                          StreamKind::Dp, "AR embedding grads", step_deps);
     sum.purpose = Purpose::TiedEmbeddingSum;
     step_deps.push_back(add(std::move(sum)));
   }
