@@ -600,11 +600,14 @@ static TrainingSpec training(OptimizerKind optimizer, Precision precision) {
 BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_and_weights) {
   // bf16 AdamW: read the bf16 gradient for the clipping norm (2), read and write master, m, v
   // (2 x 12), read the gradient again (2), write bf16 weights (2).
-  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).optimizer_bytes.value() == 30e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).optimizer_bytes.value() ==
+             30e9);
   // bf16 SGD with momentum: 2 + 2 x 8 + 2 + 2.
-  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Sgd, Precision::Bf16)).optimizer_bytes.value() == 22e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Sgd, Precision::Bf16)).optimizer_bytes.value() ==
+             22e9);
   // fp32 Adam: the norm's read (4), read and write weights, m, v (2 x 12), read the gradient (4).
-  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Adam, Precision::Fp32)).optimizer_bytes.value() == 32e9);
+  BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::Adam, Precision::Fp32)).optimizer_bytes.value() ==
+             32e9);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).launches == 2);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).gemm_flops.value() == 0);
 }

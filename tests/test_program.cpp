@@ -236,11 +236,36 @@ BOOST_AUTO_TEST_CASE(fp32_gradient_reduction_doubles_a_bf16_runs_dp_gradient_byt
     };
     BOOST_TEST_REQUIRE(reduced(bf16) > 0);
     BOOST_TEST(reduced(fp32) == 2 * reduced(bf16), tt::tolerance(1e-9));
-    BOOST_TEST(fp32.program.roles[0].state.gradients.value() ==
-                   2 * bf16.program.roles[0].state.gradients.value(),
-               tt::tolerance(1e-9));
+    BOOST_TEST(
+        fp32.program.roles[0].state.gradients.value() == 2 * bf16.program.roles[0].state.gradients.value(),
+        tt::tolerance(1e-9));
     BOOST_TEST(fp32.eval.iteration_time_s >= bf16.eval.iteration_time_s);
   }
+}
+
+BOOST_AUTO_TEST_CASE(fp8_weight_gathers_carry_one_byte_a_weight) {
+  // ZeRO 3's per-unit gathers and ZeRO 1's gather after the step, fp8 weights against bf16 ones.
+  for (const auto& [zero, purpose] :
+       {std::pair{"plan.zero=1", Purpose::ParameterGather}, std::pair{"plan.zero=3", Purpose::PassGather}}) {
+    const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: dgx-h100, nodes: 2}\n") +
+                             "training: {global_batch: 64, precision: fp8}\n"
+                             "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2}\n";
+    const Run bf16 = run(base, {zero});
+    const Run fp8 = run(base, {zero, "training.fp8_param_gather=true"});
+    auto gathered = [purpose](const Run& r) {
+      double bytes = 0;
+      for (const Task& t : r.program.roles[0].tasks)
+        if (t.purpose == purpose) bytes += t.bytes.value() * t.count;
+      return bytes;
+    };
+    BOOST_TEST_REQUIRE(gathered(bf16) > 0);
+    BOOST_TEST(gathered(fp8) == gathered(bf16) / 2, tt::tolerance(1e-9));
+    BOOST_TEST(fp8.eval.iteration_time_s <= bf16.eval.iteration_time_s);
+  }
+  // Only fp8 training casts its weights to fp8.
+  BOOST_CHECK_THROW(scenario("model: gpt3-1.7b\ncluster: {from: dgx-h100, nodes: 2}\n"
+                             "training: {global_batch: 64, precision: bf16, fp8_param_gather: true}\n"),
+                    InputError);
 }
 
 BOOST_AUTO_TEST_CASE(a_tied_embeddings_head_part_is_reduced_first_and_its_lookup_rows_last) {

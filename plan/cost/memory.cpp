@@ -17,6 +17,12 @@ double gradient_bytes(const TrainingSpec& training) {
   return element_bytes(training.grad_reduce.value_or(training.precision));
 }
 
+double gathered_weight_bytes(const TrainingSpec& training) {
+  return training.precision == Precision::Fp8 && training.fp8_param_gather
+             ? 1
+             : element_bytes(training.precision);
+}
+
 double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precision) {
   const bool adam = optimizer != OptimizerKind::Sgd;
   // Mixed precision keeps an fp32 master copy (4) beside the moments; fp32 training updates the weights.
@@ -39,7 +45,8 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
 }
 
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision, double gradient_element) {
+                                       OptimizerKind optimizer, Precision precision,
+                                       double gradient_element) {
   ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision, gradient_element);
   if (!gradients_sharded) m.gradients = Bytes(gradient_element * parameters);
   return m;

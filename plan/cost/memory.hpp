@@ -19,6 +19,10 @@ double element_bytes(Precision precision);
 // training.grad_reduce's, else element_bytes of the training precision.
 double gradient_bytes(const TrainingSpec& training);
 
+// Bytes of one weight in the data-parallel weight gathers: 1 under fp8 with training.fp8_param_gather,
+// else element_bytes of the training precision.
+double gathered_weight_bytes(const TrainingSpec& training);
+
 struct ModelStateBytes {
   Bytes weights;    // the working copy the GEMMs read (bf16 under mixed precision)
   Bytes gradients;  // gradient buffer

@@ -128,7 +128,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
     // accumulates into the whole gradient buffer instead, exchanged once a step).
     const bool reduce = reduces_every_microbatch();
-    b.alloc = reduce ? unit_bytes(l) : Bytes(0);
+    b.alloc = reduce ? segment_gradients(chunk, l, l + 1) : Bytes(0);
     b.free = unit_activations(chunk, l) + working + unit_bytes(l);
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, l, l + 1, false, mb, 1);

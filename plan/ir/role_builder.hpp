@@ -43,6 +43,7 @@ class RoleBuilder {
     pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
     grad_elem_ = cost::gradient_bytes(t);
+    gather_elem_ = cost::gathered_weight_bytes(t);
   }
 
   Role build();
@@ -164,8 +165,8 @@ class RoleBuilder {
   // Whether gradients are reduce-scattered every micro-batch (ZeRO 2 and 3 without compression, which
   // keeps its once-a-step exchange).
   bool reduces_every_microbatch() const;
-  // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, in the training precision.
-  Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * elem_); }
+  // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, as gathered.
+  Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * gather_elem_); }
   Bytes unit_activations(int chunk, int layer) const;
   // ZeRO 3's gather of one unit before a pass (its copy freed by the pass), after `deps`.
   int unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
@@ -203,7 +204,8 @@ class RoleBuilder {
   cost::GroupPlacement tp_, cp_, dp_, ep_;
   long long pp_stride_ = 1;
   double elem_ = 2;
-  double grad_elem_ = 2;  // a gradient's bytes in the buffers and DP reductions
+  double grad_elem_ = 2;    // a gradient's bytes in the buffers and DP reductions
+  double gather_elem_ = 2;  // a weight's bytes in the DP weight gathers
   Role role_;
   std::map<int, double> moe_pace_;  // by model layer, MoE layers only
   std::map<int, double> chunk_params_;

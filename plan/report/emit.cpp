@@ -36,8 +36,7 @@ std::vector<int> chunk_layers(const Plan& p) {
 
 long long bucket_elements(const Plan& p, const ScenarioSpec& s) {
   // The same count plan/ir/buckets.cpp cuts the gradients into.
-  return std::max(1LL,
-                  static_cast<long long>(p.bucket_size.value() / cost::gradient_bytes(s.training)));
+  return std::max(1LL, static_cast<long long>(p.bucket_size.value() / cost::gradient_bytes(s.training)));
 }
 
 }  // namespace paratwin::emit_detail

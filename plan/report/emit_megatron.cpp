@@ -172,8 +172,10 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
   // Megatron-LM accumulates and reduces bf16 runs' gradients in fp32 unless told otherwise, fp16 runs'
   // in fp16 unless told otherwise.
   const bool fp32_grads = cost::gradient_bytes(s.training) == 4;
-  if ((precision == Precision::Bf16 || precision == Precision::Fp8) && !fp32_grads) a.add("grad-reduce-in-bf16");
+  if ((precision == Precision::Bf16 || precision == Precision::Fp8) && !fp32_grads)
+    a.add("grad-reduce-in-bf16");
   if (precision == Precision::Fp16 && fp32_grads) a.add("accumulate-allreduce-grads-in-fp32");
+  if (precision == Precision::Fp8 && s.training.fp8_param_gather) a.add("fp8-param-gather");
   // Megatron-Core's attention backends: TE's flash (FlashAttention 2/3), unfused (scores in memory);
   // the twin's default `flash` is its `auto` (TE picks cuDNN's fused kernel or flash), the default.
   if (s.training.attention == AttentionKind::Unfused) a.add("attention-backend", "unfused");

@@ -397,6 +397,7 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   // Megatron-LM turns fp32 gradient accumulation and reduction on for bf16 itself.
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
+  t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
   const auto backend = a.choice("attention-backend", {"auto", "flash", "fused", "unfused", "local"});
   t.attention = backend == "unfused" || backend == "local" ? AttentionKind::Unfused : AttentionKind::Flash;
   if (backend == "flash")
@@ -533,6 +534,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  optimizer: " + enum_name(t.optimizer, kOptimizerNames) +
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
   if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
+  if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
        "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +

@@ -128,9 +128,9 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
   if (layout.replicas() > 1) {
     out.gradients = gradient_collective(layout, v, pool, params);
     if (v.zero == 1 || v.zero == 2)
-      gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.elem);
+      gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
     if (v.zero == 3)
-      out.gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.elem);
+      out.gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
   }
   out.step = step + copy + std::max(copy, gather);
   return out;

@@ -114,7 +114,7 @@ const PassBounds& PassGraphBounds::bounds(ParallelLayout& layout, int microbatch
       const std::vector<double>& prefix = layout.costs->params;  // layers only: embedding and head left out
       for (int l = ranges[c].first; l < ranges[c].second; ++l)
         params = std::min(params, prefix[l + 1] - prefix[l]);
-      const double bytes = ranges[c].second > ranges[c].first ? params * ctx_.elem : 0;
+      const double bytes = ranges[c].second > ranges[c].first ? params * ctx_.gather_elem : 0;
       gathers.push_back(cost::collective_time(CollectiveKind::AllGather, Bytes(bytes),
                                               costs_.dp_placement(layout, pool, order),
                                               ctx_.s.cluster.pools[pool], ctx_.s.cluster)

@@ -21,6 +21,7 @@ struct SearchContext {
         exhaustive(exhaustive_search),
         elem(cost::element_bytes(scenario.training.precision)),
         grad_elem(cost::gradient_bytes(scenario.training)),
+        gather_elem(cost::gathered_weight_bytes(scenario.training)),
         params(count_parameters(scenario.model)),
         orders{scenario.plan.order.value_or(Plan().order), "tp-cp-pp-dp"} {
     for (const PoolSpec& pool : s.cluster.pools) devices.push_back(&s.cluster.device_of(pool));
@@ -32,6 +33,7 @@ struct SearchContext {
   bool exhaustive;         // every candidate evaluated, twins included (SearchOptions::exhaustive)
   double elem;             // bytes per element in the training precision
   double grad_elem;        // bytes per gradient element (cost::gradient_bytes)
+  double gather_elem;      // bytes per weight in the DP weight gathers (cost::gathered_weight_bytes)
   std::vector<const DeviceSpec*> devices;  // by pool (device_of looks them up by name)
   ParameterCount params;
   int moe_layers = 0;

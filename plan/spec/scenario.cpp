@@ -100,6 +100,11 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("attention", t.attention, kAttentionNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
+  if (r.read("fp8_param_gather", t.fp8_param_gather) && t.fp8_param_gather && t.precision != Precision::Fp8)
+    top.diagnostics().error(node->find("fp8_param_gather")->location,
+                            "training.fp8_param_gather needs training.precision: fp8 (the weights are cast "
+                            "to fp8 for the GEMMs only then), got " +
+                                enum_name(t.precision, kPrecisionNames));
   if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
     // At most 10^18 (a million times the largest runs): the steps a budget makes, tokens / (global_batch

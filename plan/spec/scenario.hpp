@@ -39,6 +39,10 @@ struct TrainingSpec {
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
   // training precision's element (bf16 under fp8).
   std::optional<Precision> grad_reduce;
+  // Under fp8, the data-parallel weight gathers (ZeRO 3's per unit, ZeRO 1 and 2's after the step) carry
+  // fp8 weights, 1 byte each (torchtitan's float8.enable_fsdp_float8_all_gather, Megatron-LM's
+  // --fp8-param-gather); otherwise the training precision's 16-bit copy.
+  bool fp8_param_gather = false;
   std::optional<double> tokens;       // training budget in tokens
   std::optional<std::int64_t> steps;  // or in iterations
 };
