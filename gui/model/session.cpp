@@ -10,6 +10,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/report/routing_cost.hpp"
 #include "plan/search/choose.hpp"
 
@@ -26,6 +27,7 @@ Evaluated evaluate_plan(const ScenarioSpec& s, const Plan& plan, bool with_trace
   const Evaluation evaluation = evaluate(program, s.cluster, s.training);
   Evaluated e{{plan, make_report(s.name, program, evaluation), 0}, {}};
   add_routing_cost(e.candidate.report, s);
+  add_expected_goodput(e.candidate.report, s, program);
   e.candidate.objective = objective_value(s, plan, e.candidate.report);
   if (with_trace) e.trace = std::make_shared<Trace>(trace_of(program, evaluation, plan_summary(plan)));
   return e;

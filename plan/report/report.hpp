@@ -8,6 +8,7 @@
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/reliability/expected_goodput.hpp"
 #include "plan/report/routing_report.hpp"
 
 namespace paratwin {
@@ -40,6 +41,7 @@ struct Report {
   std::vector<StageMemory> stages;       // per pipeline rank
   int worst_stage = 0;                   // highest peak memory relative to capacity
   std::optional<RoutingReport> routing;  // MoE routing that is not balanced (routing_report.hpp)
+  std::optional<ExpectedGoodput> goodput;  // under the scenario's failures (goodput_report.hpp)
 };
 
 Report make_report(const std::string& scenario, const Program& program, const Evaluation& evaluation);

@@ -80,4 +80,27 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
   return out;
 }
 
+std::string explain_failures(const Candidate& best, const Candidate& faster, Objective objective) {
+  const Plan& q = faster.plan;
+  const ExpectedGoodput& a = *best.report.goodput;
+  const ExpectedGoodput& b = *faster.report.goodput;
+  const double ta = best.report.metrics.iteration_time_s, tb = faster.report.metrics.iteration_time_s;
+  auto seconds = [](double s) { return to_string(Seconds(s)); };
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "tp %d pp %d dp %d cp %d is %.1f%% faster per iteration (%.3f s vs %.3f s) but expects "
+                "goodput %.1f%% vs %.1f%%: checkpoint %s every %s vs %s every %s, a shrink loses %d vs %d "
+                "GPUs, a failure every %s vs %s, lost work %.1f%% vs %.1f%%, downtime %.1f%% vs %.1f%%, "
+                "shrunk %.1f%% vs %.1f%%; %s %s vs %s %s",
+                q.tp, q.pp, q.dp, q.cp, 100 * (ta - tb) / ta, tb, ta, 100 * b.goodput, 100 * a.goodput,
+                seconds(b.checkpoint_cost_s).c_str(), seconds(b.checkpoint_interval_s).c_str(),
+                seconds(a.checkpoint_cost_s).c_str(), seconds(a.checkpoint_interval_s).c_str(),
+                q.tp * q.pp * q.cp, best.plan.tp * best.plan.pp * best.plan.cp, seconds(b.job_mtbf_s).c_str(),
+                seconds(a.job_mtbf_s).c_str(), 100 * b.lost_work_share, 100 * a.lost_work_share,
+                100 * b.downtime_share, 100 * a.downtime_share, 100 * b.shrunk_share, 100 * a.shrunk_share,
+                enum_name(objective, kObjectiveNames).c_str(), format_count(faster.objective).c_str(),
+                format_count(best.objective).c_str(), objective_unit(objective).c_str());
+  return buf;
+}
+
 }  // namespace paratwin
