@@ -1,5 +1,5 @@
-// Closed-form goodput under failures: a renewal cycle per failure (downtime, then training in
-// checkpointed blocks until the next failure), averaged over how many nodes are still under repair.
+// Closed-form goodput under failures: the share of the time the job can run (nodes under repair as an
+// M/G/infinity queue), and within it training in checkpointed blocks cut by exponential failures.
 #include "plan/reliability/expected_goodput.hpp"
 
 #include <algorithm>
@@ -8,35 +8,36 @@
 namespace paratwin {
 namespace {
 
-// What a failure costs, averaged over the other nodes still under repair when it is detected: a
-// Poisson count with mean rate x (repair - detection), their remaining repair times uniform.
-struct AfterFailure {
-  double downtime_s = 0;      // detection + waiting for repairs + restart
-  double replicas_share = 0;  // replicas the job restarts with / its full replicas
+// Where the job stands between failures. Nodes under repair form an M/G/infinity queue: their count is
+// Poisson with mean rate x repair at any time, whatever the job does. The job can run while that count
+// is at most what its policy runs without (`most_down`); each failure that hits it running costs a
+// detection and a restart on top. It restarts on the replicas the nodes then down leave it, and keeps
+// them until the next failure.
+struct Availability {
+  double running_share = 0;   // of the wall time
+  double replicas_share = 0;  // mean replicas it runs on / its full replicas
 };
 
-AfterFailure after_failure(const ScenarioSpec& s, const JobShape& job, double rate_per_s) {
+Availability availability(const ScenarioSpec& s, const JobShape& job, double rate_per_s) {
   const FailureSpec& f = s.failures;
-  const double repair_left = std::max(0.0, f.repair.value() - f.detection.value());
-  const double mean_others = rate_per_s * repair_left;
-  AfterFailure out;
-  double weight = std::exp(-mean_others), total_weight = 0;
-  for (int others = 0; others < 100000; ++others) {
-    if (others > 0) weight *= mean_others / others;
-    const int failed = 1 + others;
-    // Repairs to wait for: the j-th earliest of `others` uniform remaining times is j / (others + 1) of
-    // the repair left; the node that just failed comes back last.
-    int j = 0;
-    while (j < failed && runnable_replicas(s.elasticity, job, failed - j) == 0) ++j;
-    const int replicas = runnable_replicas(s.elasticity, job, failed - j);
-    const double wait = j == failed ? repair_left : repair_left * j / (others + 1);
-    out.downtime_s += weight * (f.detection.value() + wait + f.restart.value());
-    out.replicas_share += weight * double(replicas) / job.dp;
-    total_weight += weight;
-    if (others > mean_others && 1 - total_weight < 1e-12) break;
+  Availability out;
+  if (runnable_replicas(s.elasticity, job, 0) == 0) return out;
+  const double mean_down = rate_per_s * f.repair.value();
+  double weight = std::exp(-mean_down), within = 0, replicas = 0, total = 0;
+  for (int down = 0; down <= job.nodes; ++down) {
+    if (down > 0) weight *= mean_down / down;
+    total += weight;
+    if (runnable_replicas(s.elasticity, job, down) > 0) within += weight;
+    // Restarting after a failure: the node that failed and `down` others still under repair, or, when
+    // that is more than the job runs without, as many as it waited for.
+    int at_restart = 1 + down;
+    while (at_restart > 0 && runnable_replicas(s.elasticity, job, at_restart) == 0) --at_restart;
+    replicas += weight * runnable_replicas(s.elasticity, job, at_restart) / job.dp;
+    if (down > mean_down && 1 - total < 1e-12) break;
   }
-  out.downtime_s /= total_weight;
-  out.replicas_share /= total_weight;
+  const double per_failure_s = f.detection.value() + f.restart.value();
+  out.running_share = within / (1 + rate_per_s * per_failure_s);
+  out.replicas_share = replicas / total;
   return out;
 }
 
@@ -56,28 +57,27 @@ ExpectedGoodput expected_goodput(const ScenarioSpec& s, const JobShape& job) {
   const double tau = s.checkpoint.interval ? s.checkpoint.interval->value() : g.young_daly_interval_s;
   const double cost = job.checkpoint_cost_s;
   g.checkpoint_interval_s = tau;
-  const AfterFailure after = after_failure(s, job, rate);
-  // Between failures the job runs an exponential time X (mean 1 / rate) in blocks of tau training plus
-  // a checkpoint. Blocks completed: E floor(X / (tau + cost)) = 1 / (e^{rate (tau + cost)} - 1); the
-  // last, cut short, loses its training (at most tau of it) and the checkpoint it was writing.
+  const Availability running = availability(s, job, rate);
+  // Running, the job trains between failures an exponential time X (mean 1 / rate) in blocks of tau
+  // training plus a checkpoint. Blocks completed: E floor(X / (tau + cost)) = 1 / (e^{rate (tau + cost)}
+  // - 1); the last, cut short, loses its training (at most tau of it) and the checkpoint it was writing.
   const double block = tau + cost;
-  const double running = 1 / rate;
-  double blocks = 0, useful = running, lost = 0;
+  const double between = 1 / rate;
+  double useful = between, lost = 0;
   if (block > 0) {
-    blocks = 1 / std::expm1(rate * block);
-    useful = tau * blocks;
+    useful = tau / std::expm1(rate * block);
     const double cut = 1 - std::exp(-rate * block);  // the last block's length: exponential below `block`
     lost = (-std::expm1(-rate * tau) / rate - tau * std::exp(-rate * block)) / cut;
   }
-  const double cycle = after.downtime_s + running;
-  g.goodput = after.replicas_share * useful / cycle;
-  g.shrunk_share = (1 - after.replicas_share) * useful / cycle;
-  g.lost_work_share = lost / cycle;
-  g.checkpoint_share = (running - useful - lost) / cycle;
-  g.downtime_share = after.downtime_s / cycle;
+  const double per_running_s = running.running_share / between;  // wall time per second between failures
+  g.goodput = running.replicas_share * useful * per_running_s;
+  g.shrunk_share = (1 - running.replicas_share) * useful * per_running_s;
+  g.lost_work_share = lost * per_running_s;
+  g.checkpoint_share = (between - useful - lost) * per_running_s;
+  g.downtime_share = 1 - running.running_share;
   g.lost_work_per_failure_s = lost;
-  g.downtime_per_failure_s = after.downtime_s;
-  g.replicas_share = after.replicas_share;
+  g.downtime_per_failure_s = running.running_share > 0 ? g.downtime_share / (rate * running.running_share) : 0;
+  g.replicas_share = running.replicas_share;
   return g;
 }
 

@@ -91,11 +91,16 @@ int runnable_replicas(const ElasticitySpec& el, const JobShape& job, int failed)
 }
 
 double checkpoint_cost_s(const Program& program, const ClusterSpec& cluster) {
+  // ZeRO shards over the dp x cp replicas: what is not sharded is held by each of them, and written
+  // once (each writes its share).
+  const Plan& plan = program.plan;
+  const double replicas = double(plan.dp) * plan.cp;
+  const double weights_share = plan.zero >= 3 ? 1 : 1 / replicas;
+  const double optimizer_share = plan.zero >= 1 ? 1 : 1 / replicas;
   double total = 0, slowest = 0;
-  const int dp = program.plan.dp;
   for (const Role& role : program.roles) {
-    const double mine =
-        role.state.weights.value() / dp + role.state.optimizer.value() + role.host_state.value();
+    const double mine = role.state.weights.value() * weights_share +
+                        (role.state.optimizer.value() + role.host_state.value()) * optimizer_share;
     total += mine * role.instances;
     for (const PoolSpec& pool : cluster.pools)
       if (pool.name == role.pool) {

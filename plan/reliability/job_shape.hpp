@@ -48,8 +48,9 @@ double young_daly_interval_s(double mtbf_s, double checkpoint_cost_s);
 // healthy GPUs hold as long as they reach min_gpus (default one replica).
 int runnable_replicas(const ElasticitySpec& elasticity, const JobShape& job, int failed_nodes);
 
-// Writing a checkpoint: weights once (one data-parallel replica) plus every rank's optimizer shard,
-// at the storage bandwidth, and no faster than one rank pushes its share through its NIC share.
+// Writing a checkpoint: the model's weights and optimizer states once (what ZeRO leaves replicated is
+// written by the replicas in shares), at the storage bandwidth, and no faster than one rank pushes its
+// share through its NIC share.
 double checkpoint_cost_s(const Program& program, const ClusterSpec& cluster);
 
 }  // namespace paratwin

@@ -1,6 +1,7 @@
 // Messages of the search: why the best plan beats the runner-up, and what runs out when nothing fits.
 #include "plan/search/explain.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "plan/search/objective.hpp"
@@ -60,11 +61,11 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
   const auto pct = [](double part, double whole) { return 100 * part / whole; };
   std::snprintf(
       buf, sizeof buf,
-      "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
+      "%.2f s vs %.2f s per iteration (%.1f%% %s); bubble %.1f%% vs %.1f%%, exposed communication "
       "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
       ma.iteration_time_s, mb.iteration_time_s,
-      pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
-      pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
+      std::abs(pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s)),
+      ma.iteration_time_s <= mb.iteration_time_s ? "faster" : "slower", pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
       pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
       pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
       pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
