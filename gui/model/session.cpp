@@ -179,7 +179,10 @@ void Session::search(bool every_field, int top) {
                         .arg(r.evaluated)
                         .arg(r.seconds, 0, 'f', 2)
                         .arg(qs(enum_name(out->scenario.search.objective, kObjectiveNames))),
-                    qs(r.explanation), r.rejected, qs(objective_unit(out->scenario.search.objective))});
+                    qs(r.explanation + (r.failures_explanation.empty()
+                                            ? std::string()
+                                            : "\nA faster plan lost to failures: " + r.failures_explanation)),
+                    r.rejected, qs(objective_unit(out->scenario.search.objective))});
   });
   search_state_ = std::make_shared<SearchState>();
   watcher_->setFuture(QtConcurrent::run([scenario = std::move(scenario), top, state = search_state_] {
