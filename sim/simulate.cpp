@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/report/routing_cost.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/spec/limits.hpp"
@@ -302,6 +303,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   m.mfu = program.model_flops_per_iteration.value() / (iteration_s * ev.peak.value());
   m.hfu = ev.hardware_flops.value() / (iteration_s * ev.peak.value());
   add_routing_cost(result.report, scenario);
+  add_expected_goodput(result.report, scenario, program);  // the closed form, beside the replayed horizon
 
   nlohmann::json configurations = nlohmann::json::array();  // shrunk configurations met on the horizon
   if (options.horizon) {
