@@ -178,8 +178,9 @@ BOOST_AUTO_TEST_CASE(progress_advances_and_stopping_keeps_the_best_so_far) {
 BOOST_AUTO_TEST_CASE(bounds_hold_and_the_optimum_is_found_under_failures) {
   std::string two_nodes = kSmall;
   two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2, storage: {bandwidth: 20MBps}");
-  two_nodes += "failures: {host: {mtbf: 2d}, detection: 1min, restart: 5min, repair: 4h}\n"
-               "elasticity: {policy: shrink, min_gpus: 8}\n";
+  two_nodes +=
+      "failures: {host: {mtbf: 2d}, detection: 1min, restart: 5min, repair: 4h}\n"
+      "elasticity: {policy: shrink, min_gpus: 8}\n";
   for (const char* objective : {"time_to_train", "cost"}) {
     const ScenarioSpec s = scenario(two_nodes, {std::string("search.objective=") + objective});
     BOOST_TEST_CONTEXT(objective) {
@@ -198,7 +199,8 @@ BOOST_AUTO_TEST_CASE(bounds_hold_and_the_optimum_is_found_under_failures) {
       }
       BOOST_TEST(least < most);  // the replica shapes shrink differently
       BOOST_TEST(most < 1);
-      BOOST_TEST_MESSAGE(objective << " goodput " << least << " .. " << most << ", evaluated " << a.evaluated << " of " << b.evaluated);
+      BOOST_TEST_MESSAGE(objective << " goodput " << least << " .. " << most << ", evaluated " << a.evaluated
+                                   << " of " << b.evaluated);
     }
   }
 }

@@ -42,12 +42,15 @@ viz::Figure goodput_figure(const nlohmann::json& report) {
     if (!listed) others.points.push_back(g), objectives.points.push_back(o);
     faster.points.push_back(g), faster_objective.points.push_back(o);
   }
-  viz::Chart goodput{"expected goodput under failures", {"iteration time (s)"}, {"goodput (%)"},
-                     {others}, {chosen}, {}};
+  viz::Chart goodput{
+      "expected goodput under failures", {"iteration time (s)"}, {"goodput (%)"}, {others}, {chosen}, {}};
   const std::string objective = search.value("objective", std::string("objective"));
-  viz::Chart objective_chart{objective + " (objective)", {"iteration time (s)"},
+  viz::Chart objective_chart{objective + " (objective)",
+                             {"iteration time (s)"},
                              {objective + " (" + (days ? std::string("days") : unit) + ")"},
-                             {objectives}, {chosen_objective}, {}};
+                             {objectives},
+                             {chosen_objective},
+                             {}};
   if (!faster.points.empty()) {
     goodput.rings.push_back(faster);
     objective_chart.rings.push_back(faster_objective);

@@ -76,7 +76,8 @@ ExpectedGoodput expected_goodput(const ScenarioSpec& s, const JobShape& job) {
   g.checkpoint_share = (between - useful - lost) * per_running_s;
   g.downtime_share = 1 - running.running_share;
   g.lost_work_per_failure_s = lost;
-  g.downtime_per_failure_s = running.running_share > 0 ? g.downtime_share / (rate * running.running_share) : 0;
+  g.downtime_per_failure_s =
+      running.running_share > 0 ? g.downtime_share / (rate * running.running_share) : 0;
   g.replicas_share = running.replicas_share;
   return g;
 }

@@ -30,7 +30,8 @@ JobShape job_shape(const ScenarioSpec& scenario, int dp, int replica_gpus) {
 JobShape job_shape(const ScenarioSpec& scenario, const Plan& plan, const Program& program) {
   JobShape job = job_shape(scenario, plan.dp, plan.tp * plan.pp * plan.cp);
   job.checkpoint_cost_s = checkpoint_cost_s(program, scenario.cluster);
-  if (scenario.training.steps) job.tokens_to_train = double(*scenario.training.steps) * program.tokens_per_iteration;
+  if (scenario.training.steps)
+    job.tokens_to_train = double(*scenario.training.steps) * program.tokens_per_iteration;
   return job;
 }
 

@@ -35,7 +35,8 @@ std::string to_text(const ExpectedGoodput& g) {
     std::snprintf(buf, sizeof buf, "    %-22s %s\n", label, value.c_str());
     out += buf;
   };
-  std::snprintf(buf, sizeof buf, "%.1f%% (a failure every %s)", 100 * g.goodput, seconds(g.job_mtbf_s).c_str());
+  std::snprintf(buf, sizeof buf, "%.1f%% (a failure every %s)", 100 * g.goodput,
+                seconds(g.job_mtbf_s).c_str());
   row("goodput", buf);
   row("checkpoint", seconds(g.checkpoint_cost_s) + " every " + seconds(g.checkpoint_interval_s) +
                         " (Young/Daly " + seconds(g.young_daly_interval_s) + ")");
@@ -43,8 +44,8 @@ std::string to_text(const ExpectedGoodput& g) {
                 100 * g.checkpoint_share, 100 * g.lost_work_share, 100 * g.downtime_share,
                 100 * g.shrunk_share);
   row("time lost to", buf);
-  row("per failure", "lost work " + seconds(g.lost_work_per_failure_s) + ", downtime " +
-                         seconds(g.downtime_per_failure_s));
+  row("per failure",
+      "lost work " + seconds(g.lost_work_per_failure_s) + ", downtime " + seconds(g.downtime_per_failure_s));
   return out;
 }
 

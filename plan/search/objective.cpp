@@ -63,7 +63,8 @@ bool objective_counts_failures(const ScenarioSpec& s) {
 }
 
 double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
-  return objective_value(s, plan, report.metrics.iteration_time_s, report.goodput ? report.goodput->goodput : 1);
+  return objective_value(s, plan, report.metrics.iteration_time_s,
+                         report.goodput ? report.goodput->goodput : 1);
 }
 
 double objective_value(const ScenarioSpec& s, const Plan& plan, double iteration_time_s, double goodput) {

@@ -86,7 +86,8 @@ class Search {
       throw InputError(s_.document.location, nothing_fits(closest_ ? &*closest_ : nullptr));
     if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1], s_.search.objective);
     if (!best_.empty() && fastest_ &&
-        fastest_->report.metrics.iteration_time_s < best_[0].report.metrics.iteration_time_s * (1 - kTieMargin)) {
+        fastest_->report.metrics.iteration_time_s <
+            best_[0].report.metrics.iteration_time_s * (1 - kTieMargin)) {
       result_.failures_explanation = explain_failures(best_[0], *fastest_, s_.search.objective);
       result_.faster_lost_to_failures = std::move(fastest_);
     }
@@ -376,8 +377,8 @@ class Search {
   std::set<TwinKey> cannot_win_;
   std::optional<Report> closest_;
   double closest_ratio_ = 0;
-  const bool failures_;   // objective_counts_failures
-  JobShape cluster_job_;  // the job's shape on the cluster, its replicas aside (under failures)
+  const bool failures_;               // objective_counts_failures
+  JobShape cluster_job_;              // the job's shape on the cluster, its replicas aside (under failures)
   std::optional<Candidate> fastest_;  // per iteration, among those evaluated that fit (under failures)
 };
 

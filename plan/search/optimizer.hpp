@@ -37,7 +37,7 @@ struct SearchResult {
   // faster than the best and lost for its expected goodput, and why.
   std::optional<Candidate> faster_lost_to_failures;
   std::string failures_explanation;
-  bool stopped = false;                  // stopped through SearchOptions::progress: top is the best so far
+  bool stopped = false;  // stopped through SearchOptions::progress: top is the best so far
 };
 
 // Where a running search stands. It ends when the smallest bound still queued passes the cutoff (the

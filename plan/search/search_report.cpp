@@ -41,12 +41,14 @@ std::string to_text(const SearchResult& r, const ScenarioSpec& s) {
   if (!r.top.empty() && r.top.front().report.goodput) {
     std::string goodputs;
     for (size_t i = 0; i < r.top.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%s#%zu %.1f%%", i ? ", " : "", i + 1, 100 * r.top[i].report.goodput->goodput);
+      std::snprintf(buf, sizeof buf, "%s#%zu %.1f%%", i ? ", " : "", i + 1,
+                    100 * r.top[i].report.goodput->goodput);
       goodputs += buf;
     }
     out += "  expected goodput under failures (objective divided by it): " + goodputs + "\n";
   }
-  if (!r.failures_explanation.empty()) out += "  a faster plan lost to failures: " + r.failures_explanation + "\n";
+  if (!r.failures_explanation.empty())
+    out += "  a faster plan lost to failures: " + r.failures_explanation + "\n";
   if (!r.rejected.empty()) {
     out += "  rejected:";
     for (const auto& [reason, n] : r.rejected) out += " " + std::to_string(n) + " " + reason + ";";

@@ -291,10 +291,11 @@ class TestGuiModel : public QObject {
 
   // Under failures the comparison shows each plan's expected goodput, the figure the objective divides by.
   void comparison_shows_the_goodput_under_failures() {
-    const ScenarioSpec s = load_scenario(
-        quickstart_path().toStdString(),
-        {parse_override("plan=auto"), parse_override("search.objective=time_to_train"),
-         parse_override("failures={host: {mtbf: 2d}, repair: 4h}"), parse_override("elasticity.policy=shrink")});
+    const ScenarioSpec s =
+        load_scenario(quickstart_path().toStdString(),
+                      {parse_override("plan=auto"), parse_override("search.objective=time_to_train"),
+                       parse_override("failures={host: {mtbf: 2d}, repair: 4h}"),
+                       parse_override("elasticity.policy=shrink")});
     const SearchResult r = search_plans(s, {2, false});
     QVERIFY(r.top.size() == 2);
     QVERIFY(r.top[0].report.goodput.has_value());
