@@ -10,6 +10,7 @@
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/report/perfetto_trace.hpp"
 #include "plan/report/report.hpp"
 #include "plan/report/routing_cost.hpp"
@@ -115,6 +116,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
     const Evaluation evaluation = evaluate(program, scenario.cluster, scenario.training);
     Report report = make_report(scenario.name, program, evaluation);
     add_routing_cost(report, scenario);
+    add_expected_goodput(report, scenario, program);
     const bool quiet = opts->json == "-" || opts->program == "-";
     if (!quiet && search) std::cout << to_text(*search, scenario);
     if (!quiet) std::cout << to_text(report);

@@ -13,36 +13,6 @@
 namespace paratwin::sim {
 namespace {
 
-int component_count(Component c, const JobShape& job) {
-  switch (c) {
-    case Component::Gpu:
-      return job.nodes * job.gpus_per_node;
-    case Component::Host:
-      return job.nodes;
-    case Component::Nic:
-    case Component::Link:
-      return job.nodes * job.nics_per_node;
-    case Component::Switch:
-      return job.switches;
-  }
-  return 0;
-}
-
-int node_of(Component c, int index, const JobShape& job) {
-  switch (c) {
-    case Component::Gpu:
-      return index / job.gpus_per_node;
-    case Component::Host:
-      return index;
-    case Component::Nic:
-    case Component::Link:
-      return index / job.nics_per_node;
-    case Component::Switch:
-      return static_cast<int>(static_cast<long long>(index) * job.nodes / job.switches);
-  }
-  return 0;
-}
-
 // A lifetime with mean `mtbf`: exponential, or Weibull of the given shape scaled to that mean.
 double lifetime(const ComponentFailures& f, SeededRandom& rng) {
   const double u = rng.uniform_open();
@@ -74,8 +44,6 @@ class Replay {
         el_(tl.scenario.elasticity),
         job_(tl.job),
         interval_s_(interval_s),
-        spare_nodes_(el_.spares / std::max(1, job_.gpus_per_node)),
-        min_gpus_(el_.min_gpus ? *el_.min_gpus : job_.replica_gpus),
         full_rate_(tl.throughput(job_.dp)),
         dp_(job_.dp),
         rate_(full_rate_) {
@@ -109,21 +77,7 @@ class Replay {
   }
 
   // Replicas the job can run at time x under its policy (0: it cannot run).
-  int runnable_dp(double x) const {
-    const int failed = failed_at(x);
-    switch (el_.policy) {
-      case ElasticPolicy::Restart:
-        return failed == 0 ? job_.dp : 0;
-      case ElasticPolicy::Spares:
-        return failed <= spare_nodes_ ? job_.dp : 0;
-      case ElasticPolicy::Shrink: {
-        const long long healthy = static_cast<long long>(job_.nodes - failed) * job_.gpus_per_node;
-        const int d = static_cast<int>(std::min<long long>(job_.dp, healthy / job_.replica_gpus));
-        return d * job_.replica_gpus >= min_gpus_ ? d : 0;
-      }
-    }
-    return 0;
-  }
+  int runnable_dp(double x) const { return runnable_replicas(el_, job_, failed_at(x)); }
 
   // The earliest time from `x` on when the job can run: now, or when enough repairs are done.
   double earliest_run(double x) const {
@@ -268,7 +222,6 @@ class Replay {
   const ElasticitySpec& el_;
   const JobShape& job_;
   const double interval_s_;
-  const int spare_nodes_, min_gpus_;
   const double full_rate_;
   Reliability r_;
   int dp_;
@@ -321,11 +274,10 @@ constexpr int kIntervalSteps = 12;  // candidates centre x 2^(k/4), k = -12..12
 
 IntervalSearch interval_search(const ScenarioSpec& scenario, const JobShape& job, double horizon_s) {
   IntervalSearch s;
-  for (const auto& [component, f] : scenario.failures.rates)
-    s.rate_per_s += component_count(component, job) / f.mtbf.value();
+  s.rate_per_s = job_failure_rate_per_s(scenario.failures, job);
   s.mtbf_s = s.rate_per_s > 0 ? 1 / s.rate_per_s : 0;
   const double cost = job.checkpoint_cost_s;
-  s.young_daly_s = s.mtbf_s > 0 ? std::sqrt(2 * s.mtbf_s * cost) : 0;
+  s.young_daly_s = young_daly_interval_s(s.mtbf_s, cost);
   s.centre_s = s.young_daly_s > 0 ? s.young_daly_s : std::sqrt(2 * horizon_s * std::max(cost, 1e-3));
   return s;
 }

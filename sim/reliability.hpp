@@ -8,27 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "plan/reliability/job_shape.hpp"
 #include "plan/spec/scenario.hpp"
 
 namespace paratwin::sim {
-
-// The job and cluster as the failure model sees them.
-struct JobShape {
-  int nodes = 1;  // of the job's cluster
-  int gpus_per_node = 1;
-  int nics_per_node = 1;
-  int switches = 1;      // failure domains for switch failures
-  int dp = 1;            // data-parallel replicas of the full configuration
-  int replica_gpus = 1;  // GPUs of one replica (tp x pp x cp)
-  double checkpoint_cost_s = 0;
-  // A checkpoint written behind the training (two phases): after its cost (the snapshot) the
-  // training goes on, and the checkpoint counts only this much later, once it is on disk.
-  double checkpoint_write_behind_s = 0;
-  // Under the shrink policy, grow back as soon as a checkpoint is on disk and the repaired nodes
-  // allow more replicas (a live run's supervisor does), instead of at the next failure's restart.
-  bool regrow_at_checkpoint = false;
-  double tokens_to_train = 0;  // 0: unknown
-};
 
 struct ReliabilityEvent {
   double at_s = 0;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/report/routing_cost.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/spec/limits.hpp"
@@ -129,27 +130,6 @@ IterationSpread spread_of(const ScenarioSpec& scenario, const Plan& plan, const 
   return summarize_spread(iteration_times, noise_free_s, options.slower_than_pct);
 }
 
-// Writing a checkpoint: weights once (one data-parallel replica) plus every rank's optimizer shard,
-// at the storage bandwidth, and no faster than one rank pushes its share through its NIC share.
-double checkpoint_cost_s(const Program& program, const ClusterSpec& cluster) {
-  double total = 0, per_rank = 0, slowest = 0;
-  const int dp = program.plan.dp;
-  for (const Role& role : program.roles) {
-    const double mine =
-        role.state.weights.value() / dp + role.state.optimizer.value() + role.host_state.value();
-    total += mine * role.instances;
-    per_rank = std::max(per_rank, mine);
-    for (const PoolSpec& pool : cluster.pools)
-      if (pool.name == role.pool) {
-        const double nic =
-            pool.nic.achievable.value_or(pool.nic.bandwidth).value() * pool.nic.count / pool.gpus_per_node;
-        slowest = std::max(slowest, nic > 0 ? mine / nic : 0.0);
-      }
-  }
-  const double storage = cluster.storage_bandwidth.value();
-  return std::max(storage > 0 ? total / storage : 0.0, slowest);
-}
-
 nlohmann::json reliability_json(const Reliability& r) {
   return {{"horizon_s", r.horizon_s},
           {"goodput", r.goodput},
@@ -254,29 +234,16 @@ void check_simulation_size(const ScenarioSpec& scenario, const Program& program,
 }
 
 // The job as the failure model sees it (simulate(): a horizon is replayed over it).
-JobShape job_shape(const ScenarioSpec& scenario, const Plan& plan, const Program& program,
-                   const RankLayout& layout, const SimulateOptions& options) {
-  const PoolSpec& pool = scenario.cluster.pools.front();
-  JobShape job;
-  job.nodes = layout.nodes();
-  job.gpus_per_node = pool.gpus_per_node;
-  job.nics_per_node = pool.nic.count;
-  const int boundary =
-      scenario.cluster.network.gpus_per_leaf ? scenario.cluster.network.gpus_per_leaf : pool.gpus_per_node;
-  job.switches = std::max(1, layout.gpus() / boundary);
-  job.dp = plan.dp;
-  job.replica_gpus = plan.tp * plan.pp * plan.cp;
-  job.checkpoint_cost_s = options.checkpoint_cost_s.value_or(checkpoint_cost_s(program, scenario.cluster));
+JobShape horizon_job_shape(const ScenarioSpec& scenario, const Plan& plan, const Program& program,
+                           const RankLayout& layout, const SimulateOptions& options) {
+  JobShape job = job_shape(scenario, plan, program);
+  if (options.checkpoint_cost_s) job.checkpoint_cost_s = *options.checkpoint_cost_s;
   job.checkpoint_write_behind_s = options.checkpoint_write_behind_s;
   job.regrow_at_checkpoint = options.regrow_at_checkpoint;
   if (options.device_failure_domains) {
     job.nodes = layout.gpus();
     job.gpus_per_node = job.nics_per_node = job.switches = 1;
   }
-  const TrainingSpec& tr = scenario.training;
-  job.tokens_to_train = tr.tokens  ? *tr.tokens
-                        : tr.steps ? double(*tr.steps) * program.tokens_per_iteration
-                                   : 0;
   // The horizon's failures and blocks of training, counted before any is sampled (or anything simulated).
   const HorizonWork work = expected_horizon_work(scenario, job, options.horizon->value());
   const auto refuse_past = [&](double count, const InputLimit& limit, const std::string& what,
@@ -313,7 +280,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   if (!options.all_ranks && !variability.any()) layout.fold(scenario.cluster, io.gpu_slowdown);
   check_simulation_size(scenario, program, layout, io.iterations, options.trace);
   std::optional<JobShape> horizon_job;
-  if (options.horizon) horizon_job = job_shape(scenario, plan, program, layout, options);
+  if (options.horizon) horizon_job = horizon_job_shape(scenario, plan, program, layout, options);
   if (options.trace) {
     const double estimate = evaluate(program, scenario.cluster, scenario.training).iteration_time_s;
     io.sample_period_s = estimate * io.iterations / 400;
@@ -336,6 +303,7 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   m.mfu = program.model_flops_per_iteration.value() / (iteration_s * ev.peak.value());
   m.hfu = ev.hardware_flops.value() / (iteration_s * ev.peak.value());
   add_routing_cost(result.report, scenario);
+  add_expected_goodput(result.report, scenario, program);  // the closed form, beside the replayed horizon
 
   nlohmann::json configurations = nlohmann::json::array();  // shrunk configurations met on the horizon
   if (options.horizon) {

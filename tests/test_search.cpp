@@ -170,3 +170,56 @@ BOOST_AUTO_TEST_CASE(progress_advances_and_stopping_keeps_the_best_so_far) {
   BOOST_TEST(stopped.evaluated == 2);
   BOOST_TEST(stopped.top.size() <= 2u);
 }
+
+// Under failures time to train and cost divide by each candidate's expected goodput, and the layouts'
+// bounds by the most goodput their shape allows: brute force checks every bound against its objective
+// (it throws where one is above), and the pruned search still finds its optimum. Two nodes, a node down
+// every two days, shrinking to no fewer than 8 GPUs: a replica wider than a node cannot shrink.
+BOOST_AUTO_TEST_CASE(bounds_hold_and_the_optimum_is_found_under_failures) {
+  std::string two_nodes = kSmall;
+  two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2, storage: {bandwidth: 20MBps}");
+  two_nodes +=
+      "failures: {host: {mtbf: 2d}, detection: 1min, restart: 5min, repair: 4h}\n"
+      "elasticity: {policy: shrink, min_gpus: 8}\n";
+  for (const char* objective : {"time_to_train", "cost"}) {
+    const ScenarioSpec s = scenario(two_nodes, {std::string("search.objective=") + objective});
+    BOOST_TEST_CONTEXT(objective) {
+      const SearchResult a = search_plans(s, {3, false});
+      const SearchResult b = search_plans(s, {64, true});
+      BOOST_REQUIRE(!a.top.empty());
+      BOOST_TEST(a.top[0].objective == b.top[0].objective);
+      BOOST_TEST((a.top[0].plan == b.top[0].plan));
+      double least = 1, most = 0;
+      for (const Candidate& c : b.top) {
+        BOOST_REQUIRE(c.report.goodput.has_value());
+        const double g = c.report.goodput->goodput;
+        least = std::min(least, g), most = std::max(most, g);
+        BOOST_TEST(c.objective == objective_value(s, c.plan, c.report.metrics.iteration_time_s, 1) / g,
+                   boost::test_tools::tolerance(1e-12));
+      }
+      BOOST_TEST(least < most);  // the replica shapes shrink differently
+      BOOST_TEST(most < 1);
+      BOOST_TEST_MESSAGE(objective << " goodput " << least << " .. " << most << ", evaluated " << a.evaluated
+                                   << " of " << b.evaluated);
+    }
+  }
+}
+
+// On the catalog's failure scenario the plan fastest per iteration is not the fastest to train: a
+// shrink takes its wider replica (tp x pp x cp) away. The search names it and says why it lost.
+BOOST_AUTO_TEST_CASE(a_faster_plan_that_loses_to_failures_is_named) {
+  const std::string path = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/failures-16k-h100.yaml";
+  const SearchResult fastest =
+      search_plans(load_scenario(path, {parse_override("search.objective=iteration_time")}), {1, false});
+  const SearchResult r = search_plans(load_scenario(path), {3, false});
+  BOOST_REQUIRE(!fastest.top.empty());
+  BOOST_REQUIRE(!r.top.empty());
+  const Plan& quick = fastest.top[0].plan;
+  const Plan& best = r.top[0].plan;
+  BOOST_TEST(!(quick == best));
+  BOOST_TEST(quick.tp * quick.pp * quick.cp > best.tp * best.pp * best.cp);
+  BOOST_REQUIRE(r.faster_lost_to_failures.has_value());
+  BOOST_TEST((r.faster_lost_to_failures->plan == quick));
+  BOOST_TEST(r.faster_lost_to_failures->report.goodput->goodput < r.top[0].report.goodput->goodput);
+  BOOST_TEST(r.failures_explanation.find("a shrink loses") != std::string::npos, r.failures_explanation);
+}

@@ -192,6 +192,23 @@ BOOST_AUTO_TEST_CASE(a_point_costs_its_gpu_hours_at_the_cluster_price_and_power)
   BOOST_TEST(q.time_to_train_s < p.time_to_train_s);
 }
 
+// With failure rates an analytic point expects the closed form's goodput, which stretches its time.
+BOOST_AUTO_TEST_CASE(an_analytic_point_under_failures_stretches_its_time_by_the_expected_goodput) {
+  const ScenarioSpec s = load(kSmall + "failures: {host: {mtbf: 2d}}\n");
+  const ScenarioSpec q = load(kSmall);
+  const std::vector<SweepPoint> points = expand_sweep(s.sweep);
+  const PointResult quiet = evaluate_point(q, points[3], {}, catalog());
+  const PointResult p = evaluate_point(s, points[3], {}, catalog());
+  BOOST_REQUIRE_MESSAGE(p.ok(), p.message);
+  BOOST_REQUIRE(p.goodput.has_value());
+  BOOST_TEST(*p.goodput > 0);
+  BOOST_TEST(*p.goodput < 1);
+  BOOST_TEST(!quiet.goodput.has_value());
+  BOOST_TEST(p.time_to_train_s == 30e9 / (p.metrics.tokens_per_s * *p.goodput),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(p.time_to_train_s > quiet.time_to_train_s);
+}
+
 BOOST_AUTO_TEST_CASE(a_point_that_cannot_run_says_why) {
   ScenarioSpec s = load(kSmall);
   add_grid_axes(s, {parse_grid_argument("plan.tp=3")}, catalog());

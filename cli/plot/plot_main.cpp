@@ -3,12 +3,14 @@
 //   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
 //   paratwin-plot spread REPORT.json|- OUT.png      (what `paratwin simulate --png` runs)
 //   paratwin-plot routing REPORT.json|- OUT.png     (a plan or simulate report's expert routing)
+//   paratwin-plot goodput REPORT.json|- OUT.png     (a plan report's candidates under failures)
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/plot/goodput_figure.hpp"
 #include "cli/plot/spread_figure.hpp"
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
@@ -29,6 +31,10 @@ int main(int argc, char** argv) {
       "routing", "tokens per EP rank and per expert of a report (plan or simulate --json)");
   routing->add_option("report", input, "the report's JSON, - for standard input")->required();
   routing->add_option("png", output, "the PNG file to write")->required();
+  auto* goodput = app.add_subcommand(
+      "goodput", "expected goodput and objective of a search's plans under failures (plan --top N --json)");
+  goodput->add_option("report", input, "the plan's JSON report, - for standard input")->required();
+  goodput->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -43,6 +49,8 @@ int main(int argc, char** argv) {
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
     if (spread->parsed())
       paratwin::viz::write_png(paratwin::plot::spread_figure(json), output);
+    else if (goodput->parsed())
+      paratwin::viz::write_png(paratwin::plot::goodput_figure(json), output);
     else if (routing->parsed()) {
       if (!json.contains("routing"))
         throw std::runtime_error(input + " has no routing section (balanced routing or a dense model)");

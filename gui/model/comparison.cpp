@@ -35,6 +35,10 @@ std::vector<ComparisonRow> compare(const Candidate& a, const Candidate& b) {
                                {"recompute", ba.recompute_s, bb.recompute_s},
                                {"optimizer", ba.optimizer_s, bb.optimizer_s}})
     result(label, va, vb, -1, seconds(va), seconds(vb));
+  // Under the scenario's failures: the expected goodput the objective is divided by.
+  if (a.report.goodput && b.report.goodput)
+    result("goodput under failures", a.report.goodput->goodput, b.report.goodput->goodput, 1,
+           pct(a.report.goodput->goodput), pct(b.report.goodput->goodput));
   result("objective", a.objective, b.objective, -1, QString::number(a.objective, 'g', 5),
          QString::number(b.objective, 'g', 5));
   // Plan fields: shown as the table shows them; no direction.

@@ -10,6 +10,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/report/routing_cost.hpp"
 #include "plan/search/choose.hpp"
 
@@ -26,6 +27,7 @@ Evaluated evaluate_plan(const ScenarioSpec& s, const Plan& plan, bool with_trace
   const Evaluation evaluation = evaluate(program, s.cluster, s.training);
   Evaluated e{{plan, make_report(s.name, program, evaluation), 0}, {}};
   add_routing_cost(e.candidate.report, s);
+  add_expected_goodput(e.candidate.report, s, program);
   e.candidate.objective = objective_value(s, plan, e.candidate.report);
   if (with_trace) e.trace = std::make_shared<Trace>(trace_of(program, evaluation, plan_summary(plan)));
   return e;
@@ -177,7 +179,10 @@ void Session::search(bool every_field, int top) {
                         .arg(r.evaluated)
                         .arg(r.seconds, 0, 'f', 2)
                         .arg(qs(enum_name(out->scenario.search.objective, kObjectiveNames))),
-                    qs(r.explanation), r.rejected, qs(objective_unit(out->scenario.search.objective))});
+                    qs(r.explanation + (r.failures_explanation.empty()
+                                            ? std::string()
+                                            : "\nA faster plan lost to failures: " + r.failures_explanation)),
+                    r.rejected, qs(objective_unit(out->scenario.search.objective))});
   });
   search_state_ = std::make_shared<SearchState>();
   watcher_->setFuture(QtConcurrent::run([scenario = std::move(scenario), top, state = search_state_] {

@@ -25,7 +25,7 @@ namespace paratwin::gui {
 
 struct SearchSummary {
   QString text;  // "search: 73620 candidates, 57 evaluated exactly, 0.26 s" or "the scenario's fixed plan"
-  QString explanation;  // why the best beats the runner-up
+  QString explanation;  // why the best beats the runner-up (and, under failures, why a faster plan lost)
   std::map<std::string, long> rejected;
   QString objective_unit;
 };

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "plan/report/goodput_report.hpp"
+
 namespace paratwin {
 
 static double gib(Bytes b) {
@@ -117,6 +119,7 @@ nlohmann::json to_json(const Report& r) {
                           {"host_gib", gib(w.host)}}},
                         {"stages", stages}};
   if (r.routing) out["routing"] = to_json(*r.routing);
+  if (r.goodput) out["expected_goodput"] = to_json(*r.goodput);
   return out;
 }
 
@@ -178,6 +181,7 @@ std::string to_text(const Report& r) {
     out += buf;
   }
   if (r.routing) out += to_text(*r.routing, m.iteration_time_s);
+  if (r.goodput) out += to_text(*r.goodput);
   return out;
 }
 

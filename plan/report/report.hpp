@@ -8,6 +8,7 @@
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/reliability/expected_goodput.hpp"
 #include "plan/report/routing_report.hpp"
 
 namespace paratwin {
@@ -36,10 +37,11 @@ struct Report {
   std::string evaluator;  // "analytic", "simulation", "live"
   Plan plan;
   Metrics metrics;
-  TimeBreakdown breakdown;               // of the critical (last-finishing) pipeline rank
-  std::vector<StageMemory> stages;       // per pipeline rank
-  int worst_stage = 0;                   // highest peak memory relative to capacity
-  std::optional<RoutingReport> routing;  // MoE routing that is not balanced (routing_report.hpp)
+  TimeBreakdown breakdown;                 // of the critical (last-finishing) pipeline rank
+  std::vector<StageMemory> stages;         // per pipeline rank
+  int worst_stage = 0;                     // highest peak memory relative to capacity
+  std::optional<RoutingReport> routing;    // MoE routing that is not balanced (routing_report.hpp)
+  std::optional<ExpectedGoodput> goodput;  // under the scenario's failures (goodput_report.hpp)
 };
 
 Report make_report(const std::string& scenario, const Program& program, const Evaluation& evaluation);

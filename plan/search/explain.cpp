@@ -1,7 +1,10 @@
 // Messages of the search: why the best plan beats the runner-up, and what runs out when nothing fits.
 #include "plan/search/explain.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <tuple>
+#include <vector>
 
 #include "plan/search/objective.hpp"
 
@@ -58,19 +61,19 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
   const auto& ma = a.report.metrics;
   const auto& mb = b.report.metrics;
   const auto pct = [](double part, double whole) { return 100 * part / whole; };
-  std::snprintf(
-      buf, sizeof buf,
-      "%.2f s vs %.2f s per iteration (%.1f%% faster); bubble %.1f%% vs %.1f%%, exposed communication "
-      "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
-      ma.iteration_time_s, mb.iteration_time_s,
-      pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s),
-      pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
-      pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
-      pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
-      pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
-      pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
-      pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib, mb.peak_memory_gib,
-      ma.memory_capacity_gib);
+  std::snprintf(buf, sizeof buf,
+                "%.2f s vs %.2f s per iteration (%.1f%% %s); bubble %.1f%% vs %.1f%%, exposed communication "
+                "%.1f%% vs %.1f%%, recompute %.1f%% vs %.1f%%; memory %.1f vs %.1f GiB of %.0f",
+                ma.iteration_time_s, mb.iteration_time_s,
+                std::abs(pct(mb.iteration_time_s - ma.iteration_time_s, mb.iteration_time_s)),
+                ma.iteration_time_s <= mb.iteration_time_s ? "faster" : "slower",
+                pct(a.report.breakdown.bubble_s, ma.iteration_time_s),
+                pct(b.report.breakdown.bubble_s, mb.iteration_time_s),
+                pct(a.report.breakdown.exposed_comm_s, ma.iteration_time_s),
+                pct(b.report.breakdown.exposed_comm_s, mb.iteration_time_s),
+                pct(a.report.breakdown.recompute_s, ma.iteration_time_s),
+                pct(b.report.breakdown.recompute_s, mb.iteration_time_s), ma.peak_memory_gib,
+                mb.peak_memory_gib, ma.memory_capacity_gib);
   std::string out = (why.empty() ? std::string("same degrees; ") : join(why, ", ") + ": ") + buf;
   if (b.objective <= a.objective * (1 + kTieMargin))
     out = "a tie within the model's precision (0.1%), settled for the simpler plan; " + out;
@@ -78,6 +81,46 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
     out += "; objective " + enum_name(objective, kObjectiveNames) + " " + format_count(a.objective) + " vs " +
            format_count(b.objective) + " " + objective_unit(objective);
   return out;
+}
+
+std::string explain_failures(const Candidate& best, const Candidate& faster, Objective objective) {
+  const Plan &p = best.plan, &q = faster.plan;
+  const ExpectedGoodput& a = *best.report.goodput;
+  const ExpectedGoodput& b = *faster.report.goodput;
+  const double ta = best.report.metrics.iteration_time_s, tb = faster.report.metrics.iteration_time_s;
+  auto seconds = [](double s) { return to_string(Seconds(s)); };
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "tp %d pp %d dp %d cp %d is %.1f%% faster per iteration (%.3f s vs %.3f s) but expects "
+                "goodput %.1f%% vs %.1f%%",
+                q.tp, q.pp, q.dp, q.cp, 100 * (ta - tb) / ta, tb, ta, 100 * b.goodput, 100 * a.goodput);
+  std::string out = buf;
+  // What differs between the two (the faster plan's figure first); the same figures are left out.
+  std::vector<std::string> why;
+  const auto differs = [](double x, double y) {
+    return std::abs(x - y) > 1e-3 * std::max(std::abs(x), std::abs(y));
+  };
+  if (differs(b.checkpoint_cost_s, a.checkpoint_cost_s) ||
+      differs(b.checkpoint_interval_s, a.checkpoint_interval_s))
+    why.push_back("checkpoint " + seconds(b.checkpoint_cost_s) + " every " +
+                  seconds(b.checkpoint_interval_s) + " vs " + seconds(a.checkpoint_cost_s) + " every " +
+                  seconds(a.checkpoint_interval_s));
+  const int wide_q = q.tp * q.pp * q.cp, wide_p = p.tp * p.pp * p.cp;
+  if (wide_q != wide_p)
+    why.push_back("a shrink loses " + std::to_string(wide_q) + " vs " + std::to_string(wide_p) + " GPUs");
+  if (differs(b.job_mtbf_s, a.job_mtbf_s))
+    why.push_back("a failure every " + seconds(b.job_mtbf_s) + " vs " + seconds(a.job_mtbf_s));
+  for (auto [label, x, y] : {std::tuple{"lost work", b.lost_work_share, a.lost_work_share},
+                             {"downtime", b.downtime_share, a.downtime_share},
+                             {"shrunk", b.shrunk_share, a.shrunk_share},
+                             {"checkpoints", b.checkpoint_share, a.checkpoint_share}})
+    if (std::abs(x - y) >= 5e-4) {
+      std::snprintf(buf, sizeof buf, "%s %.1f%% vs %.1f%% of the time", label, 100 * x, 100 * y);
+      why.push_back(buf);
+    }
+  if (!why.empty()) out += ": " + join(why, ", ");
+  return out + "; " + enum_name(objective, kObjectiveNames) + " " + format_count(faster.objective) + " vs " +
+         format_count(best.objective) + " " + objective_unit(objective);
 }
 
 }  // namespace paratwin

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "plan/reliability/expected_goodput.hpp"
 #include "plan/search/optimizer.hpp"
 
 namespace paratwin {
@@ -55,17 +57,25 @@ std::string objective_unit(Objective objective) {
   return "";
 }
 
-double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
-  return objective_value(s, plan, report.metrics.iteration_time_s);
+bool objective_counts_failures(const ScenarioSpec& s) {
+  return has_failure_rates(s) &&
+         (s.search.objective == Objective::TimeToTrain || s.search.objective == Objective::Cost);
 }
 
-double objective_value(const ScenarioSpec& s, const Plan& plan, double iteration_time_s) {
+double objective_value(const ScenarioSpec& s, const Plan& plan, const Report& report) {
+  return objective_value(s, plan, report.metrics.iteration_time_s,
+                         report.goodput ? report.goodput->goodput : 1);
+}
+
+double objective_value(const ScenarioSpec& s, const Plan& plan, double iteration_time_s, double goodput) {
   std::vector<const PoolSpec*> pools;
   for (int r = 0; r < plan.pp; ++r)
     for (const auto& p : s.cluster.pools)
       if (p.name == plan.stages[r].pool) pools.push_back(&p);
-  return iteration_time_s *
-         objective_per_second(s, pools, static_cast<long long>(plan.dp) * plan.tp * plan.cp);
+  const double per_iteration =
+      iteration_time_s * objective_per_second(s, pools, static_cast<long long>(plan.dp) * plan.tp * plan.cp);
+  if (!objective_counts_failures(s)) return per_iteration;
+  return goodput > 0 ? per_iteration / goodput : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace paratwin

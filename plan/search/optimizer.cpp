@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include <utility>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/reliability/expected_goodput.hpp"
 #include "plan/search/bounds.hpp"
 #include "plan/search/explain.hpp"
 #include "plan/search/layer_costs.hpp"
@@ -40,7 +42,10 @@ class Search {
         space_(ctx_, costs_, result_.rejected),
         bounds_(ctx_, costs_),
         graphs_(ctx_, costs_),
-        partitioner_(ctx_, costs_) {}
+        partitioner_(ctx_, costs_),
+        failures_(objective_counts_failures(s)) {
+    if (failures_) cluster_job_ = job_shape(s, 1, 1);
+  }
 
   SearchResult run() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -80,6 +85,12 @@ class Search {
     if (best_.empty() && !result_.stopped)
       throw InputError(s_.document.location, nothing_fits(closest_ ? &*closest_ : nullptr));
     if (best_.size() > 1) result_.explanation = explain(best_[0], best_[1], s_.search.objective);
+    if (!best_.empty() && fastest_ &&
+        fastest_->report.metrics.iteration_time_s <
+            best_[0].report.metrics.iteration_time_s * (1 - kTieMargin)) {
+      result_.failures_explanation = explain_failures(best_[0], *fastest_, s_.search.objective);
+      result_.faster_lost_to_failures = std::move(fastest_);
+    }
     return std::move(result_);
   }
 
@@ -198,11 +209,31 @@ class Search {
     std::push_heap(queue_.begin(), queue_.end(), later);
   }
 
-  // objective_per_second for a layout.
+  // objective_per_second for a layout; under failures divided by the most goodput its shape allows
+  // (any checkpoint cost), so the bounds stay below every variant's objective.
   double objective_scale(const ParallelLayout& layout) const {
     std::vector<const PoolSpec*> pools;
     for (int pool : layout.rank_pool) pools.push_back(&s_.cluster.pools[pool]);
-    return objective_per_second(s_, pools, static_cast<long long>(layout.dp) * layout.tp * layout.cp);
+    const double scale =
+        objective_per_second(s_, pools, static_cast<long long>(layout.dp) * layout.tp * layout.cp);
+    if (!failures_) return scale;
+    const double most = goodput_upper_bound(s_, layout_job(layout.dp, layout.tp * layout.pp * layout.cp));
+    return most > 0 ? scale / most : std::numeric_limits<double>::infinity();
+  }
+
+  JobShape layout_job(int dp, int replica_gpus) const {
+    JobShape job = cluster_job_;
+    job.dp = dp;
+    job.replica_gpus = replica_gpus;
+    return job;
+  }
+
+  // The candidate's expected goodput under the scenario's failures (nothing without them).
+  std::optional<ExpectedGoodput> candidate_goodput(const Plan& plan, const Program& program) const {
+    if (!failures_) return std::nullopt;
+    JobShape job = layout_job(plan.dp, plan.tp * plan.pp * plan.cp);
+    job.checkpoint_cost_s = checkpoint_cost_s(program, s_.cluster);
+    return expected_goodput(s_, job);
   }
 
   // The plan of a candidate: its layout, variant and partition, and the fields the scenario fixes.
@@ -251,19 +282,23 @@ class Search {
     double end = 0;
     for (const auto& role_timings : timings)
       for (const TaskTiming& t : role_timings) end = std::max(end, t.end_s);
+    const std::optional<ExpectedGoodput> goodput = candidate_goodput(plan, program);
+    const double objective = objective_value(s_, plan, end, goodput ? goodput->goodput : 1);
     // The brute force (tests) checks every bound against the exact figure it bounds.
-    if (o_.exhaustive && objective_value(s_, plan, end) < e.bound * (1 - 1e-12))
+    if (o_.exhaustive && objective < e.bound * (1 - 1e-12))
       throw std::logic_error("search: the lower bound of a plan (" + std::to_string(e.bound) +
-                             ") is above its evaluated objective (" +
-                             std::to_string(objective_value(s_, plan, end)) + "):\n" + to_yaml(plan));
+                             ") is above its evaluated objective (" + std::to_string(objective) + "):\n" +
+                             to_yaml(plan));
+    // Under failures the fastest plan per iteration is kept, to say why it lost, whatever its rank.
+    const bool may_be_fastest = failures_ && (!fastest_ || end < fastest_->report.metrics.iteration_time_s);
     // Most candidates cannot enter the top list: their time and memory come from the schedule alone,
     // and only the others are summarized into a report (the same figures, by the same functions).
     if (!best_.empty()) {
       // Past the cutoff the candidate ranks after the N-th best (see cutoff()), and so do its twins
       // (no faster, and the cutoff only falls): whether it fits does not matter.
-      if (cutoff() > 0 && objective_value(s_, plan, end) > cutoff()) {
+      if (cutoff() > 0 && objective > cutoff()) {
         cannot_win_.insert(twin_key(e, e.variant));
-        return;
+        if (!may_be_fastest) return;
       }
       bool fits = true;
       for (size_t r = 0; r < program.roles.size(); ++r) {
@@ -280,12 +315,14 @@ class Search {
     }
     const Evaluation ev = summarize_timings(program, s_.cluster, s_.training, std::move(timings));
     Report report = make_report(s_.name, program, ev);
+    report.goodput = goodput;
     if (!report.metrics.fits) {
       space_.reject("out of memory");
       const double ratio = report.metrics.peak_memory_gib / report.metrics.memory_capacity_gib;
       if (!closest_ || ratio < closest_ratio_) closest_ = report, closest_ratio_ = ratio;
       return;
     }
+    if (may_be_fastest) fastest_ = Candidate{plan, report, objective};
     cannot_win_.insert(twin_key(e, e.variant));
     Candidate cand{plan, std::move(report), 0};
     cand.objective = objective_value(s_, plan, cand.report);
@@ -340,6 +377,9 @@ class Search {
   std::set<TwinKey> cannot_win_;
   std::optional<Report> closest_;
   double closest_ratio_ = 0;
+  const bool failures_;               // objective_counts_failures
+  JobShape cluster_job_;              // the job's shape on the cluster, its replicas aside (under failures)
+  std::optional<Candidate> fastest_;  // per iteration, among those evaluated that fit (under failures)
 };
 
 }  // namespace

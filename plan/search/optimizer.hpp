@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,11 @@ struct SearchResult {
   long dominated = 0;                    // skipped: a simpler twin on the same partition fits
   double seconds = 0;                    // wall time of the search
   std::string explanation;               // why the best beats the runner-up
-  bool stopped = false;                  // stopped through SearchOptions::progress: top is the best so far
+  // Under failures (objective_counts_failures): the fastest plan per iteration evaluated, when it is
+  // faster than the best and lost for its expected goodput, and why.
+  std::optional<Candidate> faster_lost_to_failures;
+  std::string failures_explanation;
+  bool stopped = false;  // stopped through SearchOptions::progress: top is the best so far
 };
 
 // Where a running search stands. It ends when the smallest bound still queued passes the cutoff (the
@@ -54,9 +59,11 @@ struct SearchOptions {
   std::function<bool(const SearchProgress&)> progress = {};
 };
 
-// The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J".
+// The objective of a candidate (smaller is better) and its unit, e.g. "s", "$", "J". Under failures
+// time to train and cost are divided by the plan's expected goodput (the report's, else `goodput`).
 double objective_value(const ScenarioSpec& scenario, const Plan& plan, const Report& report);
-double objective_value(const ScenarioSpec& scenario, const Plan& plan, double iteration_time_s);
+double objective_value(const ScenarioSpec& scenario, const Plan& plan, double iteration_time_s,
+                       double goodput);
 std::string objective_unit(Objective objective);
 
 // Searches the plans the scenario allows (its fixed plan fields are honoured). Throws InputError

@@ -38,6 +38,17 @@ std::string to_text(const SearchResult& r, const ScenarioSpec& s) {
     out += buf;
   }
   if (!r.explanation.empty()) out += "  why #1: " + r.explanation + "\n";
+  if (!r.top.empty() && r.top.front().report.goodput) {
+    std::string goodputs;
+    for (size_t i = 0; i < r.top.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s#%zu %.1f%%", i ? ", " : "", i + 1,
+                    100 * r.top[i].report.goodput->goodput);
+      goodputs += buf;
+    }
+    out += "  expected goodput under failures (objective divided by it): " + goodputs + "\n";
+  }
+  if (!r.failures_explanation.empty())
+    out += "  a faster plan lost to failures: " + r.failures_explanation + "\n";
   if (!r.rejected.empty()) {
     out += "  rejected:";
     for (const auto& [reason, n] : r.rejected) out += " " + std::to_string(n) + " " + reason + ";";
@@ -52,6 +63,7 @@ void add_search(nlohmann::json& report, const SearchResult& r, const ScenarioSpe
   for (const auto& c : r.top) {
     nlohmann::json j = to_json(c.report);
     candidates.push_back({{"plan", j["plan"]}, {"metrics", j["metrics"]}, {"objective", c.objective}});
+    if (c.report.goodput) candidates.back()["expected_goodput"] = j["expected_goodput"];
   }
   report["candidates"] = candidates;
   report["rejected"] = r.rejected;
@@ -62,6 +74,15 @@ void add_search(nlohmann::json& report, const SearchResult& r, const ScenarioSpe
                       {"twins_skipped", r.dominated},
                       {"seconds", r.seconds},
                       {"explanation", r.explanation}};
+  if (r.faster_lost_to_failures) {
+    const Candidate& f = *r.faster_lost_to_failures;
+    nlohmann::json j = to_json(f.report);
+    report["search"]["faster_lost_to_failures"] = {{"plan", j["plan"]},
+                                                   {"metrics", j["metrics"]},
+                                                   {"objective", f.objective},
+                                                   {"expected_goodput", j["expected_goodput"]},
+                                                   {"explanation", r.failures_explanation}};
+  }
 }
 
 }  // namespace paratwin

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/report/goodput_report.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/sweep/economics.hpp"
 
@@ -82,6 +83,10 @@ PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint&
     const Program program = lower(plan, s.model, s.cluster, s.training);
     report = make_report(s.name, program, evaluate(program, s.cluster, s.training));
   }
+  // Under failure rates the analytic point expects the closed form's goodput (the search's report has
+  // it where its objective counted failures).
+  if (has_failure_rates(s) && !report.goodput)
+    add_expected_goodput(report, s, lower(plan, s.model, s.cluster, s.training, {.task_names = false}));
   if (!report.metrics.fits) {
     const StageMemory& worst = report.stages[report.worst_stage];
     return with_status(r, searched ? PointStatus::NoPlan : PointStatus::Invalid,
@@ -94,6 +99,7 @@ PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint&
   r.metrics = report.metrics;
   r.analytic_iteration_time_s = report.metrics.iteration_time_s;
   r.evaluator = "analytic";
+  if (report.goodput) r.goodput = report.goodput->goodput;
   if (simulate) {
     std::optional<Seconds> horizon;
     if (has_failures(s.failures)) horizon = Seconds(r.tokens / report.metrics.tokens_per_s);

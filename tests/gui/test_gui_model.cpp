@@ -289,6 +289,23 @@ class TestGuiModel : public QObject {
     QCOMPARE(it->better, ta < tb * (1 - 1e-9) ? -1 : tb < ta * (1 - 1e-9) ? 1 : 0);
   }
 
+  // Under failures the comparison shows each plan's expected goodput, the figure the objective divides by.
+  void comparison_shows_the_goodput_under_failures() {
+    const ScenarioSpec s =
+        load_scenario(quickstart_path().toStdString(),
+                      {parse_override("plan=auto"), parse_override("search.objective=time_to_train"),
+                       parse_override("failures={host: {mtbf: 2d}, repair: 4h}"),
+                       parse_override("elasticity.policy=shrink")});
+    const SearchResult r = search_plans(s, {2, false});
+    QVERIFY(r.top.size() == 2);
+    QVERIFY(r.top[0].report.goodput.has_value());
+    const std::vector<ComparisonRow> rows = compare(r.top[0], r.top[1]);
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [](const ComparisonRow& x) { return x.label == "goodput under failures"; });
+    QVERIFY(it != rows.end());
+    QCOMPARE(it->a, QString::number(100 * r.top[0].report.goodput->goodput, 'f', 1) + "%");
+  }
+
   void memory_bars_stack_the_parts_in_proportion_against_capacity() {
     const ScenarioSpec s = load_scenario(quickstart_path().toStdString(),
                                          {parse_override("plan.pp=2"), parse_override("plan.dp=8")});

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "plan/reliability/expected_goodput.hpp"
+#include "plan/search/choose.hpp"
 #include "plan/topology/rank_layout.hpp"
 #include "sim/flows.hpp"
 #include "sim/reliability.hpp"
@@ -288,4 +290,37 @@ BOOST_AUTO_TEST_CASE(a_shrunk_job_grows_back_at_the_first_checkpoint_after_the_r
   BOOST_TEST(
       grows.productive_s + grows.lost_work_s + grows.downtime_s + grows.checkpoint_overhead_s == 10 * 3600.0,
       tt::tolerance(1e-9));
+}
+
+// The closed form the optimizer ranks plans by (plan/reliability/expected_goodput.hpp) against the
+// replayed horizon on the catalog's failure scenario, its plan fixed as the optimizer chooses it, under
+// each elastic policy: within 2 points of goodput.
+BOOST_AUTO_TEST_CASE(closed_form_goodput_agrees_with_the_replayed_horizon_on_the_catalog_failures) {
+  for (const char* policy : {"shrink", "spares", "restart"}) {
+    const ScenarioSpec s = load_scenario(
+        std::string(PARATWIN_SOURCE_DIR) + "/scenarios/failures-16k-h100.yaml",
+        {parse_override("plan={tp: 4, pp: 16, dp: 64, cp: 4, micro_batch: 1, schedule: interleaved, "
+                        "virtual_stages: 4, sequence_parallel: true, zero: 1}"),
+         parse_override(std::string("elasticity.policy=") + policy), parse_override("elasticity.spares=16")});
+    const Plan plan = choose_plan(s, "", {}).plan;
+    const Program program = lower(plan, s.model, s.cluster, s.training, {.task_names = false});
+    const JobShape job = job_shape(s, plan, program);
+    BOOST_TEST(job.nodes == 2048);
+    BOOST_TEST(job.replica_gpus == 256);
+    BOOST_TEST_CONTEXT(policy) {
+      const ExpectedGoodput expected = expected_goodput(s, job);
+      // The mean of four 120-day horizons: waiting for every repair (restart) makes one horizon's
+      // goodput swing by a few points.
+      double replayed = 0;
+      for (int seed = 1; seed <= 4; ++seed) {
+        const Reliability r = replay(s, job, 120 * 86400.0, seed, per_replica);
+        BOOST_TEST(expected.job_mtbf_s == r.job_mtbf_s, tt::tolerance(1e-9));
+        BOOST_TEST(expected.young_daly_interval_s == r.young_daly_interval_s, tt::tolerance(1e-9));
+        replayed += r.goodput / 4;
+      }
+      BOOST_TEST_MESSAGE(policy << ": closed form " << expected.goodput << ", replayed " << replayed);
+      BOOST_TEST(std::abs(expected.goodput - replayed) < 0.02, expected.goodput << " vs " << replayed);
+      BOOST_TEST(expected.goodput < 1);
+    }
+  }
 }
