@@ -316,3 +316,87 @@ BOOST_AUTO_TEST_CASE(attention_and_optimizer_efficiencies_apply_to_their_own_wor
   BOOST_TEST(cost::compute_time(dense, d, Precision::Fp32).value() == d0);
   BOOST_TEST(cost::compute_time(step, d, Precision::Fp32).value() == 2 * s0, tt::tolerance(1e-12));
 }
+
+namespace {
+
+const std::string kCpuHosts = PARATWIN_SOURCE_DIR "/topologies/cpu-hosts.yaml";
+
+// A profile of 2 hosts x 2 data-parallel ranks on `machine` (cpu-hosts with its own figures), every
+// task measured at the cost model's time there, as `paratwin run --hosts a:2,b:2 --profile` writes it.
+std::string two_host_profile(const fs::path& dir, const std::string& name, const std::string& bucket,
+                             const ClusterSpec& machine) {
+  const ScenarioSpec s = load_scenario(
+      kScenario, {parse_override("cluster=" + kCpuHosts), parse_override("plan.dp=4"),
+                  parse_override("training.global_batch=8"), parse_override("plan.micro_batch=2"),
+                  parse_override("plan.bucket_size=" + bucket)});
+  const Plan plan = complete_plan(s);
+  const Program program = lower(plan, s.model, s.cluster, s.training);
+  const Role& role = program.roles.front();
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t i = 0; i < role.tasks.size(); ++i) {
+    const Task& t = role.tasks[i];
+    const double time = task_duration_s(t, machine.pools[0], machine, Precision::Fp32);
+    nlohmann::json j = {{"task", t.name}, {"index", i}, {"count", 10}, {"median_s", time}};
+    if (t.stream == StreamKind::Compute) {
+      j["cpu_s"] = time;
+      j["gemm_flops"] = t.work.gemm_flops.value();
+    } else {
+      j["bytes"] = t.bytes.value() * t.count;
+      j["transfer_s"] = time;
+    }
+    tasks.push_back(j);
+  }
+  const nlohmann::json profile = {{"format", kProfileFormat},
+                                  {"version", kProfileVersion},
+                                  {"scenario", s.name},
+                                  {"backend", "cpu"},
+                                  {"model", s.model.name},
+                                  {"cluster", s.cluster.name},
+                                  {"pool", "hosts"},
+                                  {"device", "cpu-core"},
+                                  {"ranks", 4},
+                                  {"nodes", 2},
+                                  {"steps", 11},
+                                  {"warmup_steps_excluded", 1},
+                                  {"inputs", profile_inputs_yaml(s, plan)},
+                                  {"tasks", tasks}};
+  const fs::path path = dir / (name + ".json");
+  std::ofstream(path) << profile.dump(1);
+  return path.string();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(collectives_across_hosts_give_the_network_between_them_apart_from_the_host_inside) {
+  // The DP all-reduce of 2 hosts x 2 ranks crosses hosts (the model's hierarchical or flat algorithm,
+  // whichever is faster) and uses each host's shared memory too; two bucket sizes tell the link's
+  // latency from its bandwidth.
+  TempDir dir;
+  ClusterSpec machine = load_cluster_file(kCpuHosts);
+  machine.pools[0].nic.achievable = BytesPerSecond(40e6);
+  machine.pools[0].nic.latency = Seconds(300e-6);
+  std::vector<ProfiledRun> runs;
+  for (const char* bucket : {"256KiB", "4MiB"})
+    runs.push_back(
+        lower_profile(load_profile(two_host_profile(dir.path, bucket, bucket, machine)), kCpuHosts));
+  BOOST_TEST(runs.front().profile.nodes == 2);
+  const Calibration cal = calibrate(runs, load_cluster_file(kCpuHosts));
+  const NicSpec& nic = cal.cluster.pools[0].nic;
+  BOOST_TEST(figure(cal, "nic.achievable").fitted);
+  BOOST_TEST(figure(cal, "nic.latency").fitted);
+  BOOST_TEST(nic.achievable->value() == 40e6, tt::tolerance(1e-6));
+  BOOST_TEST(nic.latency.value() == 300e-6, tt::tolerance(1e-6));
+  // Every collective crossed hosts: the figures inside a host are left to collectives inside one.
+  BOOST_TEST(!figure(cal, "intra_node.allreduce_busbw").fitted);
+  for (const TaskResidual& t : cal.tasks)
+    if (t.task.starts_with("AR dp")) BOOST_TEST(t.predicted_s == t.measured_s, tt::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_of_one_host_leaves_the_network_between_hosts_as_it_was) {
+  TempDir dir;
+  const std::string path = synthetic_profile(dir.path, "p", {"training.global_batch=8"}, truth());
+  const Calibration cal =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  BOOST_TEST(!figure(cal, "nic.achievable").fitted);
+  BOOST_TEST(figure(cal, "nic.achievable").measured.find("no collective crossed hosts") != std::string::npos);
+}

@@ -139,8 +139,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
     tasks.push_back(j);
   }
   std::string device;
+  int nodes = 1;
   for (const PoolSpec& p : scenario.cluster.pools)
-    if (p.name == role.pool) device = p.device;
+    if (p.name == role.pool) device = p.device, nodes = p.nodes;
   nlohmann::json profile = {
       {"format", kProfileFormat},
       {"version", kProfileVersion},
@@ -151,6 +152,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       {"pool", role.pool},
       {"device", device},
       {"ranks", program.world},     // the job's, which the Program is lowered for (t.ranks: those timed)
+      {"nodes", nodes},             // hosts: collectives across them are fitted apart
       {"threads", rank_threads()},  // per rank: each rank is a device of that many cores
       {"steps", t.steps},
       {"warmup_steps_excluded", first_measured_step(t)},

@@ -37,6 +37,7 @@ struct Profile {
   std::string path;
   std::string scenario, backend, model, cluster, pool, device;
   int ranks = 0;
+  int nodes = 1;    // hosts the ranks ran on (runs across hosts: --hosts, --hostfile, Slurm)
   int threads = 1;  // per rank (CPU runs): each rank a device of that many cores (rank_threads.hpp)
   int steps = 0, measured_steps = 0;
   std::string inputs;  // profile_inputs_yaml of the run
@@ -65,10 +66,10 @@ struct ProfiledRun {
   Program program;
 };
 
-// Lowers the profile's inputs on `cluster` (a catalog name or a path; a one-node cluster of one pool is
-// resized to the profile's ranks, as `paratwin run --ranks` does) and checks that the profile measured
-// exactly that Program: the same tasks in the same order with the same work. Throws InputError naming
-// every task that is missing, extra or different.
+// Lowers the profile's inputs on `cluster` (a catalog name or a path; a cluster of one pool is resized
+// to the profile's hosts and ranks, as `paratwin run --ranks` and `--hosts` do) and checks that the profile
+// measured exactly that Program: the same tasks in the same order with the same work. Throws InputError
+// naming every task that is missing, extra or different.
 ProfiledRun lower_profile(const Profile& profile, const std::string& cluster);
 
 }  // namespace paratwin

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "paratwin_process.hpp"
+#include "plan/calibrate/profile.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -33,7 +34,8 @@ std::string env(const char* name) {
 
 // Where two_hosts.sh runs this test; empty when it does not (then every case says so and passes).
 const std::string kHostA = env("PARATWIN_HOST_A"), kHostB = env("PARATWIN_HOST_B"),
-                  kNetnsB = env("PARATWIN_HOST_B_NETNS");
+                  kNetnsB = env("PARATWIN_HOST_B_NETNS"), kLinkA = env("PARATWIN_HOST_A_LINK"),
+                  kLinkB = env("PARATWIN_HOST_B_LINK");
 bool on_two_hosts() {
   if (kHostA.empty()) BOOST_TEST_MESSAGE("not under tests/exec/two_hosts.sh: nothing to run");
   return !kHostA.empty();
@@ -187,6 +189,79 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_directory_host_b_does_not_share_is_refused_bef
              std::string::npos);
   BOOST_TEST(out.text.find("step ") == std::string::npos);  // refused before any step
   BOOST_TEST(out.text.find("not restarting") != std::string::npos);
+}
+
+// The link between the hosts limited to `rate` in each direction by a token bucket (tc's tbf), for
+// the life of this object; `limited` false where tc or the qdisc is not there.
+struct RateLimit {
+  bool limited = false;
+  explicit RateLimit(const std::string& rate) {
+    const std::string tbf = " root tbf rate " + rate + " burst 32kb latency 400ms";
+    limited = std::system(("tc qdisc add dev " + kLinkA + tbf + " 2>&1").c_str()) == 0 &&
+              std::system(
+                  ("ip netns exec " + kNetnsB + " tc qdisc add dev " + kLinkB + tbf + " 2>&1").c_str()) == 0;
+  }
+  ~RateLimit() {
+    std::system(("tc qdisc del dev " + kLinkA + " root 2>/dev/null").c_str());
+    std::system(("ip netns exec " + kNetnsB + " tc qdisc del dev " + kLinkB + " root 2>/dev/null").c_str());
+  }
+};
+
+double dp_comm_s(const std::string& cluster) {
+  const Output out =
+      run_paratwin(" plan " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --set cluster=" + cluster +
+                   " --set cluster.pools.hosts.nodes=2 --set cluster.pools.hosts.gpus_per_node=1 "
+                   "--set plan.micro_batch=4 --set plan.bucket_size=1MiB --json -");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  return json::parse(out.text)["breakdown"]["dp_comm_s"].get<double>();
+}
+
+BOOST_AUTO_TEST_CASE(calibrate_learns_the_link_between_hosts_and_the_twin_uses_it) {
+  if (!on_two_hosts()) return;
+  // 40 Mbit/s = 5 MB/s each way: far below what TCP over veth does on any machine, however loaded.
+  const double rate_Bps = 5e6;
+  RateLimit limit("40mbit");
+  if (!limit.limited) {
+    BOOST_TEST_MESSAGE("SKIP: tc cannot limit the link's rate here (no sch_tbf?)");
+    return;
+  }
+  // 2 hosts x 1 rank: every data-parallel all-reduce (buckets of 1 MiB: two of them) crosses the link.
+  const fs::path profile = kDir / "link.profile.json", calibrated = kDir / "link-cluster.yaml";
+  const Output run =
+      run_paratwin(" run " PARATWIN_SOURCE_DIR
+                   "/scenarios/live-cpu-tiny.yaml --set cluster=cpu-hosts --set training.global_batch=8 "
+                   "--set plan.micro_batch=4 --set plan.bucket_size=1MiB --ranks 2 --steps 5 --hosts " +
+                   kHostA + ":1," + kHostB + ":1 --profile " + profile.string() + " --json " +
+                   (kDir / "link.json").string());
+  BOOST_TEST_INFO(run.text);
+  BOOST_TEST_REQUIRE(run.status == 0);
+  // The live report compares per kind of task; the assumed 1 GB/s Ethernet is far too fast for this link.
+  const json report = read_json(kDir / "link.json");
+  json across;
+  for (const json& k : report["by_kind"])
+    if (k["kind"] == "collective across hosts") across = k;
+  BOOST_TEST_REQUIRE(!across.is_null());
+  const double measured_s = across["measured_s"].get<double>();
+  BOOST_TEST(measured_s > 5 * across["predicted_s"].get<double>());
+  BOOST_TEST(run.text.find("collective across hosts") != std::string::npos);
+
+  const Output cal =
+      run_paratwin(" calibrate " + profile.string() + " --cluster cpu-hosts -o " + calibrated.string());
+  BOOST_TEST_INFO(cal.text);
+  BOOST_TEST_REQUIRE(cal.status == 0);
+  BOOST_TEST(cal.text.find("inter-host bandwidth") != std::string::npos);
+  // The fitted bandwidth is the link's: never above the limit, and not far below it.
+  const paratwin::ClusterSpec fitted = paratwin::load_cluster_argument(calibrated.string());
+  const double bandwidth = fitted.pools.front().nic.achievable.value().value();
+  BOOST_TEST_MESSAGE("fitted inter-host bandwidth " << bandwidth / 1e6 << " MB/s, limit " << rate_Bps / 1e6);
+  BOOST_TEST(bandwidth <= 1.05 * rate_Bps);
+  BOOST_TEST(bandwidth >= rate_Bps / 20);
+  // The twin takes it: its data-parallel time grows from the assumed network's to about what was measured.
+  const double assumed = dp_comm_s("cpu-hosts"), learned = dp_comm_s(calibrated.string());
+  BOOST_TEST(learned > 10 * assumed);
+  BOOST_TEST(learned > 0.5 * measured_s);
+  BOOST_TEST(learned < 2 * measured_s);
 }
 
 struct Cleanup {
