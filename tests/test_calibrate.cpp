@@ -400,3 +400,38 @@ BOOST_AUTO_TEST_CASE(a_profile_of_one_host_leaves_the_network_between_hosts_as_i
   BOOST_TEST(!figure(cal, "nic.achievable").fitted);
   BOOST_TEST(figure(cal, "nic.achievable").measured.find("no collective crossed hosts") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(the_kernels_spread_is_pooled_per_kind_and_read_back_as_the_scenarios_variability) {
+  TempDir dir;
+  // Two micro-batches: two forward tasks, whose spreads (3% and 5%, as many executions) pool to the root
+  // of their mean square; the optimizer's 20% stands alone.
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.micro_batch=2"}, truth());
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(path));
+  int forward = 0;
+  for (auto& t : profile["tasks"]) {
+    const std::string name = t["task"];
+    if (name.starts_with("F ")) t["cpu_cv"] = forward++ == 0 ? 0.03 : 0.05;
+    if (name == "optimizer step") t["cpu_cv"] = 0.2;
+  }
+  std::ofstream(path) << profile.dump(1);
+  const Calibration cal =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  const KernelVariability& v = cal.variability;
+  BOOST_TEST(forward == 2);
+  BOOST_TEST(v.cv[size_t(KernelKind::Forward)] == std::sqrt((0.03 * 0.03 + 0.05 * 0.05) / 2),
+             tt::tolerance(1e-12));
+  BOOST_TEST(v.cv[size_t(KernelKind::Optimizer)] == 0.2, tt::tolerance(1e-12));
+  BOOST_TEST(v.tasks[size_t(KernelKind::Backward)] == 0);  // the profile recorded no spread for them
+  BOOST_TEST(v.tasks[size_t(KernelKind::Recompute)] == 0);
+  // The file calibrate --variability writes is the scenario's variability, by --set variability=FILE.
+  const fs::path file = dir.path / "v.yaml";
+  std::ofstream(file) << variability_yaml(v, {lower_profile(load_profile(path), kLocalCpu)}, "now");
+  const ScenarioSpec s = load_scenario(kScenario, {parse_override("variability=" + file.string())});
+  BOOST_TEST(s.variability.kernel_cv[size_t(KernelKind::Optimizer)] == 0.2, tt::tolerance(1e-5));
+  BOOST_TEST((s.variability.kernel_distribution == NoiseDistribution::Lognormal));
+  const std::string wrong =
+      input_error([&] { load_scenario(kScenario, {parse_override("variability=nothing")}); });
+  BOOST_TEST(wrong.find("expected a variability mapping or the path of a file written by paratwin calibrate "
+                        "--variability, got 'nothing'") != std::string::npos);
+}

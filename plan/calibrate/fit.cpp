@@ -234,6 +234,7 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   for (const ProfiledRun& run : runs) run_clusters.push_back(calibrated_for(run, cal));
   fit_inter_host(runs, std::move(run_clusters), cal);
   compare_tasks(runs, precision, cal);
+  cal.variability = measure_kernel_variability(runs);
   return cal;
 }
 
@@ -263,6 +264,8 @@ std::string calibrated_cluster_yaml(const Calibration& cal, const std::vector<Pr
        "out):\n";
   for (const FittedFigure& f : cal.figures) h += "#   " + to_text(f) + "\n";
   for (const std::string& n : cal.notes) h += "#   note: " + n + "\n";
+  h += "# Kernel-time variability (calibrate --variability FILE writes it for --set variability=FILE): " +
+       to_text(cal.variability) + "\n";
   h += "# Each measured task against the calibrated model (compute: CPU time; collectives: the transfer):\n";
   std::string profile;
   for (const TaskResidual& t : cal.tasks) {

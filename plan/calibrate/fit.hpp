@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/calibrate/kernel_variability.hpp"
 #include "plan/calibrate/profile.hpp"
 
 namespace paratwin {
@@ -48,6 +49,7 @@ struct Calibration {
   std::vector<FittedFigure> figures;
   std::vector<TaskResidual> tasks;
   std::vector<std::string> notes;  // peaks raised to what was measured, and the like
+  KernelVariability variability;   // the spread of kernel times from step to step
 };
 
 // Fits `cluster` (the cluster as given, not resized) to the runs, which must have run on one device

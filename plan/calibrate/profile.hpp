@@ -28,6 +28,8 @@ struct ProfiledTask {
   double wall_s = 0;  // median wall time
   // Compute tasks: the thread's CPU time, and the part of it inside dense and attention GEMMs.
   double cpu_s = 0, gemm_s = 0, attention_s = 0;
+  double cpu_cv = -1;     // step-to-step coefficient of variation of the CPU time (each rank against its
+                          // mean); -1: not recorded (profiles before it)
   double gemm_flops = 0;  // as the Program that was run counted them
   // Collectives: the bytes moved, and the duration on the rank that joined last (the transfer alone).
   double bytes = 0, transfer_s = 0;
