@@ -46,20 +46,13 @@ ClusterSpec truth(std::optional<Seconds> launch = {}, std::optional<Seconds> lat
   return c;
 }
 
-// A profile as `paratwin run --profile` writes it, with every time the one the cost model gives on
-// `machine`: GEMM times at their rates, CPU time the whole compute task, collectives their transfer.
-// `threads` per rank: each rank a device of that many of the machine's cores.
-std::string synthetic_profile(const fs::path& dir, const std::string& name,
-                              const std::vector<std::string>& sets, const ClusterSpec& machine,
-                              int threads = 1) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  const ScenarioSpec s = load_scenario(kScenario, overrides);
+// A profile as `paratwin run --profile` writes it of scenario `s` (`ranks` on `nodes` hosts, `threads`
+// each), with every time the one the cost model gives on `sized` (the machine as the run had it): GEMM
+// times at their rates, CPU time the whole compute task, collectives their transfer.
+std::string write_profile(const fs::path& dir, const std::string& name, const ScenarioSpec& s,
+                          const ClusterSpec& sized, int ranks, int nodes = 1, int threads = 1) {
   const Plan plan = complete_plan(s);
   const Program program = lower(plan, s.model, s.cluster, s.training);
-  ClusterSpec sized = machine;
-  sized.pools[0].gpus_per_node = s.cluster.pools[0].gpus_per_node;
-  scale_cpu_devices(sized, threads);
   const DeviceSpec& d = sized.devices.at("cpu-core");
   const double peak = d.peak.at(Precision::Fp32).value();
   nlohmann::json tasks = nlohmann::json::array();
@@ -71,7 +64,7 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
     if (t.stream == StreamKind::Compute) {
       j["cpu_s"] = time;
       j["gemm_s"] = (t.work.gemm_flops - t.work.attention_flops).value() / (peak * d.efficiency.gemm);
-      j["attention_s"] = t.work.attention_flops.value() / (peak * *d.efficiency.attention);
+      j["attention_s"] = t.work.attention_flops.value() / (peak * d.efficiency.attention.value_or(d.efficiency.gemm));
       j["gemm_flops"] = t.work.gemm_flops.value();
     } else {
       j["bytes"] = t.bytes.value() * t.count;
@@ -85,9 +78,10 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
                                   {"backend", "cpu"},
                                   {"model", s.model.name},
                                   {"cluster", s.cluster.name},
-                                  {"pool", "local"},
+                                  {"pool", sized.pools[0].name},
                                   {"device", "cpu-core"},
-                                  {"ranks", plan.dp},
+                                  {"ranks", ranks},
+                                  {"nodes", nodes},
                                   {"threads", threads},
                                   {"steps", 11},
                                   {"warmup_steps_excluded", 1},
@@ -96,6 +90,20 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
   const fs::path path = dir / (name + ".json");
   std::ofstream(path) << profile.dump(1);
   return path.string();
+}
+
+// A profile of the tiny scenario with `sets` on one machine of local-cpu's shape running at the
+// figures of `machine`; `threads` per rank: each rank a device of that many of the machine's cores.
+std::string synthetic_profile(const fs::path& dir, const std::string& name,
+                              const std::vector<std::string>& sets, const ClusterSpec& machine,
+                              int threads = 1) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  const ScenarioSpec s = load_scenario(kScenario, overrides);
+  ClusterSpec sized = machine;
+  sized.pools[0].gpus_per_node = s.cluster.pools[0].gpus_per_node;
+  scale_cpu_devices(sized, threads);
+  return write_profile(dir, name, s, sized, complete_plan(s).dp, 1, threads);
 }
 
 std::string message_of(const InputError& e) {
@@ -329,40 +337,7 @@ std::string two_host_profile(const fs::path& dir, const std::string& name, const
       kScenario, {parse_override("cluster=" + kCpuHosts), parse_override("plan.dp=4"),
                   parse_override("training.global_batch=8"), parse_override("plan.micro_batch=2"),
                   parse_override("plan.bucket_size=" + bucket)});
-  const Plan plan = complete_plan(s);
-  const Program program = lower(plan, s.model, s.cluster, s.training);
-  const Role& role = program.roles.front();
-  nlohmann::json tasks = nlohmann::json::array();
-  for (size_t i = 0; i < role.tasks.size(); ++i) {
-    const Task& t = role.tasks[i];
-    const double time = task_duration_s(t, machine.pools[0], machine, Precision::Fp32);
-    nlohmann::json j = {{"task", t.name}, {"index", i}, {"count", 10}, {"median_s", time}};
-    if (t.stream == StreamKind::Compute) {
-      j["cpu_s"] = time;
-      j["gemm_flops"] = t.work.gemm_flops.value();
-    } else {
-      j["bytes"] = t.bytes.value() * t.count;
-      j["transfer_s"] = time;
-    }
-    tasks.push_back(j);
-  }
-  const nlohmann::json profile = {{"format", kProfileFormat},
-                                  {"version", kProfileVersion},
-                                  {"scenario", s.name},
-                                  {"backend", "cpu"},
-                                  {"model", s.model.name},
-                                  {"cluster", s.cluster.name},
-                                  {"pool", "hosts"},
-                                  {"device", "cpu-core"},
-                                  {"ranks", 4},
-                                  {"nodes", 2},
-                                  {"steps", 11},
-                                  {"warmup_steps_excluded", 1},
-                                  {"inputs", profile_inputs_yaml(s, plan)},
-                                  {"tasks", tasks}};
-  const fs::path path = dir / (name + ".json");
-  std::ofstream(path) << profile.dump(1);
-  return path.string();
+  return write_profile(dir, name, s, machine, 4, 2);
 }
 
 }  // namespace
