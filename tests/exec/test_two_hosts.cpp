@@ -291,8 +291,8 @@ BOOST_AUTO_TEST_CASE(calibrate_learns_the_link_between_hosts_and_the_twin_uses_i
   // The twin takes it: its data-parallel time grows from the assumed network's to about what was measured.
   const double assumed = dp_comm_s("cpu-hosts"), learned = dp_comm_s(calibrated.string());
   BOOST_TEST(learned > 10 * assumed);
-  BOOST_TEST(learned > 0.5 * measured_s);
-  BOOST_TEST(learned < 2 * measured_s);
+  BOOST_TEST(learned > measured_s / 3);
+  BOOST_TEST(learned < 3 * measured_s);
 }
 
 struct Cleanup {
