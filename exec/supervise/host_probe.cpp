@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <stdexcept>
 
@@ -37,9 +38,9 @@ void HostProber::start(const HostPool& pool, int host, double now_s) {
   } catch (const std::runtime_error&) {
     p.pid = -1;  // no mpirun: the launch says so
   }
+  if (p.outage != pool.outages(host)) p.interval_s = kFirstInterval_s;  // a new outage
   p.outage = pool.outages(host);
   p.started_s = now_s;
-  p.next_s = now_s + kInterval_s;
 }
 
 void HostProber::poll(HostPool& pool, double now_s, const std::function<void(const std::string&)>& say) {
@@ -57,12 +58,16 @@ void HostProber::poll(HostPool& pool, double now_s, const std::function<void(con
       pool.answered(h);
       say("host " + pool.host(h).name + (p.said_silent ? " answers again" : " answers"));
       p.said_silent = false;
-    } else if (!p.said_silent) {
+    } else {
+      if (!p.said_silent)
+        say("host " + pool.host(h).name + " does not answer (" +
+            (status ? "mpirun there exits with status " + std::to_string(*status)
+                    : "no answer in " + std::to_string(int(kTimeout_s)) + " s") +
+            "); probing it again after 1 s, then at most every " + std::to_string(int(kLastInterval_s)) +
+            " s");
       p.said_silent = true;
-      say("host " + pool.host(h).name + " does not answer (" +
-          (status ? "mpirun there exits with status " + std::to_string(*status)
-                  : "no answer in " + std::to_string(int(kTimeout_s)) + " s") +
-          "); probing it every " + std::to_string(int(kInterval_s)) + " s");
+      p.next_s = now_s + p.interval_s;
+      p.interval_s = std::min(kLastInterval_s, 2 * p.interval_s);
     }
   }
   for (int h : pool.awaiting_answer(now_s)) {
