@@ -60,7 +60,7 @@ nlohmann::json by_kind_json(const ScenarioSpec& scenario, const Program& program
   for (const char* kind : kOrder) {
     int tasks = 0;
     double predicted = 0;
-    std::vector<double> per_step(size_t(std::max(0, t.steps - first)), 0.0);
+    std::vector<double> per_step(size_t(std::max(0, t.steps - first)), 0.0), cpu_per_step = per_step;
     for (int i = 0; i < t.tasks; ++i) {
       const Task& task = role.tasks[i];
       const char* k = kind_of(task);
@@ -74,21 +74,26 @@ nlohmann::json by_kind_json(const ScenarioSpec& scenario, const Program& program
           for (int r = 0; r < t.ranks; ++r) d = std::min(d, duration(t, r, s, i));
         }
         per_step[size_t(s - first)] += d;
+        if (task.stream == StreamKind::Compute) cpu_per_step[size_t(s - first)] += t.at(t.cpu_s, 0, s, i);
       }
     }
-    if (tasks > 0)
-      out.push_back(
-          {{"kind", kind}, {"tasks", tasks}, {"measured_s", median(per_step)}, {"predicted_s", predicted}});
+    if (tasks == 0) continue;
+    nlohmann::json row = {
+        {"kind", kind}, {"tasks", tasks}, {"measured_s", median(per_step)}, {"predicted_s", predicted}};
+    if (median(cpu_per_step) > 0) row["measured_cpu_s"] = median(cpu_per_step);
+    out.push_back(row);
   }
   return out;
 }
 
 std::string by_kind_text(const nlohmann::json& by_kind) {
-  std::string text = "per step, measured / predicted by the twin:";
+  std::string text = "per step, measured (CPU time) / predicted by the twin:";
   for (const nlohmann::json& k : by_kind) {
-    char item[160];
-    std::snprintf(item, sizeof item, "%s %s %.2f / %.2f ms", text.back() == ':' ? "" : ",",
-                  k["kind"].get<std::string>().c_str(), 1e3 * k["measured_s"].get<double>(),
+    char item[200], cpu[48] = "";
+    if (k.contains("measured_cpu_s"))
+      std::snprintf(cpu, sizeof cpu, " (%.2f)", 1e3 * k["measured_cpu_s"].get<double>());
+    std::snprintf(item, sizeof item, "%s %s %.2f%s / %.2f ms", text.back() == ':' ? "" : ",",
+                  k["kind"].get<std::string>().c_str(), 1e3 * k["measured_s"].get<double>(), cpu,
                   1e3 * k["predicted_s"].get<double>());
     text += item;
   }

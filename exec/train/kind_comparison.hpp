@@ -15,10 +15,13 @@ namespace paratwin::exec {
 // [{"kind", "tasks", "measured_s", "predicted_s"}] per step, in the order above, kinds the Program
 // has. measured_s: the median over the measured steps of the kind's total; compute and copies on
 // rank 0 (wall time, as the breakdown), collectives as the transfer alone (on the rank that joined
-// last, as the profile). predicted_s: the twin's task durations (plan/analytic/evaluate.hpp).
+// last, as the profile); compute kinds add measured_cpu_s, the same as rank 0's CPU time (what
+// calibrate fits: time other processes took from the rank left out). predicted_s: the twin's task
+// durations (plan/analytic/evaluate.hpp).
 nlohmann::json by_kind_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& timings);
 
-// "per step, measured / predicted: forward 12.1 / 10.3 ms, ..." for the end of a run.
+// "per step, measured (CPU time) / predicted by the twin: forward 12.10 (11.90) / 10.30 ms, ..." for
+// the end of a run.
 std::string by_kind_text(const nlohmann::json& by_kind);
 
 }  // namespace paratwin::exec
