@@ -64,7 +64,8 @@ std::string write_profile(const fs::path& dir, const std::string& name, const Sc
     if (t.stream == StreamKind::Compute) {
       j["cpu_s"] = time;
       j["gemm_s"] = (t.work.gemm_flops - t.work.attention_flops).value() / (peak * d.efficiency.gemm);
-      j["attention_s"] = t.work.attention_flops.value() / (peak * d.efficiency.attention.value_or(d.efficiency.gemm));
+      j["attention_s"] =
+          t.work.attention_flops.value() / (peak * d.efficiency.attention.value_or(d.efficiency.gemm));
       j["gemm_flops"] = t.work.gemm_flops.value();
     } else {
       j["bytes"] = t.bytes.value() * t.count;
