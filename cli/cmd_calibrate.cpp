@@ -29,7 +29,7 @@ std::string utc_now() {
 void add_calibrate_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::vector<std::string> profiles;
-    std::string cluster, output, routing;
+    std::string cluster, output, routing, variability;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("calibrate", "fit a cluster's efficiency figures to profiles of live runs");
@@ -46,6 +46,9 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
          "--routing", opts->routing,
          "also write the model with the expert routing the (first) profile measured, for --set model=FILE")
       ->type_name("FILE");
+  cmd->add_option("--variability", opts->variability,
+                  "also write the spread of kernel times the profiles measured, for --set variability=FILE")
+      ->type_name("FILE");
   cmd->callback([opts, &exit_status] {
     const ClusterSpec cluster = load_cluster_argument(opts->cluster);
     std::vector<ProfiledRun> runs;
@@ -56,12 +59,18 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
     const std::string routing = opts->routing.empty() ? "" : measured_model_yaml(runs.front(), utc_now());
     write_file_atomically(opts->output, calibrated_cluster_yaml(cal, runs, opts->cluster, utc_now()));
     if (!routing.empty()) write_file_atomically(opts->routing, routing);
+    if (!opts->variability.empty())
+      write_file_atomically(opts->variability, variability_yaml(cal.variability, runs, utc_now()));
 
     std::cout << "calibrated " << cal.cluster.name << " (device " << cal.device << ", pool " << cal.pool
               << ") from " << runs.size() << " profile(s):\n";
     for (const FittedFigure& f : cal.figures) std::cout << "  " << to_text(f) << "\n";
     for (const std::string& n : cal.notes) std::cout << "  note: " << n << "\n";
+    std::cout << "  kernel-time variability      " << to_text(cal.variability) << "\n";
     std::cout << "wrote " << opts->output << "; use it with --set cluster=" << opts->output << "\n";
+    if (!opts->variability.empty())
+      std::cout << "wrote " << opts->variability << " (the spread of kernel times); use it with "
+                << "--set variability=" << opts->variability << "\n";
     if (!routing.empty())
       std::cout << "wrote " << opts->routing << " (the model with its measured expert routing); use it with "
                 << "--set model=" << opts->routing << "\n";

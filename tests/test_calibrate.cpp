@@ -46,20 +46,13 @@ ClusterSpec truth(std::optional<Seconds> launch = {}, std::optional<Seconds> lat
   return c;
 }
 
-// A profile as `paratwin run --profile` writes it, with every time the one the cost model gives on
-// `machine`: GEMM times at their rates, CPU time the whole compute task, collectives their transfer.
-// `threads` per rank: each rank a device of that many of the machine's cores.
-std::string synthetic_profile(const fs::path& dir, const std::string& name,
-                              const std::vector<std::string>& sets, const ClusterSpec& machine,
-                              int threads = 1) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  const ScenarioSpec s = load_scenario(kScenario, overrides);
+// A profile as `paratwin run --profile` writes it of scenario `s` (`ranks` on `nodes` hosts, `threads`
+// each), with every time the one the cost model gives on `sized` (the machine as the run had it): GEMM
+// times at their rates, CPU time the whole compute task, collectives their transfer.
+std::string write_profile(const fs::path& dir, const std::string& name, const ScenarioSpec& s,
+                          const ClusterSpec& sized, int ranks, int nodes = 1, int threads = 1) {
   const Plan plan = complete_plan(s);
   const Program program = lower(plan, s.model, s.cluster, s.training);
-  ClusterSpec sized = machine;
-  sized.pools[0].gpus_per_node = s.cluster.pools[0].gpus_per_node;
-  scale_cpu_devices(sized, threads);
   const DeviceSpec& d = sized.devices.at("cpu-core");
   const double peak = d.peak.at(Precision::Fp32).value();
   nlohmann::json tasks = nlohmann::json::array();
@@ -71,7 +64,8 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
     if (t.stream == StreamKind::Compute) {
       j["cpu_s"] = time;
       j["gemm_s"] = (t.work.gemm_flops - t.work.attention_flops).value() / (peak * d.efficiency.gemm);
-      j["attention_s"] = t.work.attention_flops.value() / (peak * *d.efficiency.attention);
+      j["attention_s"] =
+          t.work.attention_flops.value() / (peak * d.efficiency.attention.value_or(d.efficiency.gemm));
       j["gemm_flops"] = t.work.gemm_flops.value();
     } else {
       j["bytes"] = t.bytes.value() * t.count;
@@ -85,9 +79,10 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
                                   {"backend", "cpu"},
                                   {"model", s.model.name},
                                   {"cluster", s.cluster.name},
-                                  {"pool", "local"},
+                                  {"pool", sized.pools[0].name},
                                   {"device", "cpu-core"},
-                                  {"ranks", plan.dp},
+                                  {"ranks", ranks},
+                                  {"nodes", nodes},
                                   {"threads", threads},
                                   {"steps", 11},
                                   {"warmup_steps_excluded", 1},
@@ -96,6 +91,20 @@ std::string synthetic_profile(const fs::path& dir, const std::string& name,
   const fs::path path = dir / (name + ".json");
   std::ofstream(path) << profile.dump(1);
   return path.string();
+}
+
+// A profile of the tiny scenario with `sets` on one machine of local-cpu's shape running at the
+// figures of `machine`; `threads` per rank: each rank a device of that many of the machine's cores.
+std::string synthetic_profile(const fs::path& dir, const std::string& name,
+                              const std::vector<std::string>& sets, const ClusterSpec& machine,
+                              int threads = 1) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  const ScenarioSpec s = load_scenario(kScenario, overrides);
+  ClusterSpec sized = machine;
+  sized.pools[0].gpus_per_node = s.cluster.pools[0].gpus_per_node;
+  scale_cpu_devices(sized, threads);
+  return write_profile(dir, name, s, sized, complete_plan(s).dp, 1, threads);
 }
 
 std::string message_of(const InputError& e) {
@@ -315,4 +324,90 @@ BOOST_AUTO_TEST_CASE(attention_and_optimizer_efficiencies_apply_to_their_own_wor
   BOOST_TEST(cost::compute_time(attention, d, Precision::Fp32).value() == 4 * a0, tt::tolerance(1e-12));
   BOOST_TEST(cost::compute_time(dense, d, Precision::Fp32).value() == d0);
   BOOST_TEST(cost::compute_time(step, d, Precision::Fp32).value() == 2 * s0, tt::tolerance(1e-12));
+}
+
+namespace {
+
+const std::string kCpuHosts = PARATWIN_SOURCE_DIR "/topologies/cpu-hosts.yaml";
+
+// A profile of 2 hosts x 2 data-parallel ranks on `machine` (cpu-hosts with its own figures), every
+// task measured at the cost model's time there, as `paratwin run --hosts a:2,b:2 --profile` writes it.
+std::string two_host_profile(const fs::path& dir, const std::string& name, const std::string& bucket,
+                             const ClusterSpec& machine) {
+  const ScenarioSpec s = load_scenario(
+      kScenario, {parse_override("cluster=" + kCpuHosts), parse_override("plan.dp=4"),
+                  parse_override("training.global_batch=8"), parse_override("plan.micro_batch=2"),
+                  parse_override("plan.bucket_size=" + bucket)});
+  return write_profile(dir, name, s, machine, 4, 2);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(collectives_across_hosts_give_the_network_between_them_apart_from_the_host_inside) {
+  // The DP all-reduce of 2 hosts x 2 ranks crosses hosts (the model's hierarchical or flat algorithm,
+  // whichever is faster) and uses each host's shared memory too; two bucket sizes tell the link's
+  // latency from its bandwidth.
+  TempDir dir;
+  ClusterSpec machine = load_cluster_file(kCpuHosts);
+  machine.pools[0].nic.achievable = BytesPerSecond(40e6);
+  machine.pools[0].nic.latency = Seconds(300e-6);
+  std::vector<ProfiledRun> runs;
+  for (const char* bucket : {"256KiB", "4MiB"})
+    runs.push_back(
+        lower_profile(load_profile(two_host_profile(dir.path, bucket, bucket, machine)), kCpuHosts));
+  BOOST_TEST(runs.front().profile.nodes == 2);
+  const Calibration cal = calibrate(runs, load_cluster_file(kCpuHosts));
+  const NicSpec& nic = cal.cluster.pools[0].nic;
+  BOOST_TEST(figure(cal, "nic.achievable").fitted);
+  BOOST_TEST(figure(cal, "nic.latency").fitted);
+  BOOST_TEST(nic.achievable->value() == 40e6, tt::tolerance(1e-6));
+  BOOST_TEST(nic.latency.value() == 300e-6, tt::tolerance(1e-6));
+  // Every collective crossed hosts: the figures inside a host are left to collectives inside one.
+  BOOST_TEST(!figure(cal, "intra_node.allreduce_busbw").fitted);
+  for (const TaskResidual& t : cal.tasks)
+    if (t.task.starts_with("AR dp")) BOOST_TEST(t.predicted_s == t.measured_s, tt::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_of_one_host_leaves_the_network_between_hosts_as_it_was) {
+  TempDir dir;
+  const std::string path = synthetic_profile(dir.path, "p", {"training.global_batch=8"}, truth());
+  const Calibration cal =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  BOOST_TEST(!figure(cal, "nic.achievable").fitted);
+  BOOST_TEST(figure(cal, "nic.achievable").measured.find("no collective crossed hosts") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_kernels_spread_is_pooled_per_kind_and_read_back_as_the_scenarios_variability) {
+  TempDir dir;
+  // Two micro-batches: two forward tasks, whose spreads (3% and 5%, as many executions) pool to the root
+  // of their mean square; the optimizer's 20% stands alone.
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.micro_batch=2"}, truth());
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(path));
+  int forward = 0;
+  for (auto& t : profile["tasks"]) {
+    const std::string name = t["task"];
+    if (name.starts_with("F ")) t["cpu_cv"] = forward++ == 0 ? 0.03 : 0.05;
+    if (name == "optimizer step") t["cpu_cv"] = 0.2;
+  }
+  std::ofstream(path) << profile.dump(1);
+  const Calibration cal =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  const KernelVariability& v = cal.variability;
+  BOOST_TEST(forward == 2);
+  BOOST_TEST(v.cv[size_t(KernelKind::Forward)] == std::sqrt((0.03 * 0.03 + 0.05 * 0.05) / 2),
+             tt::tolerance(1e-12));
+  BOOST_TEST(v.cv[size_t(KernelKind::Optimizer)] == 0.2, tt::tolerance(1e-12));
+  BOOST_TEST(v.tasks[size_t(KernelKind::Backward)] == 0);  // the profile recorded no spread for them
+  BOOST_TEST(v.tasks[size_t(KernelKind::Recompute)] == 0);
+  // The file calibrate --variability writes is the scenario's variability, by --set variability=FILE.
+  const fs::path file = dir.path / "v.yaml";
+  std::ofstream(file) << variability_yaml(v, {lower_profile(load_profile(path), kLocalCpu)}, "now");
+  const ScenarioSpec s = load_scenario(kScenario, {parse_override("variability=" + file.string())});
+  BOOST_TEST(s.variability.kernel_cv[size_t(KernelKind::Optimizer)] == 0.2, tt::tolerance(1e-5));
+  BOOST_TEST((s.variability.kernel_distribution == NoiseDistribution::Lognormal));
+  const std::string wrong =
+      input_error([&] { load_scenario(kScenario, {parse_override("variability=nothing")}); });
+  BOOST_TEST(wrong.find("expected a variability mapping or the path of a file written by paratwin calibrate "
+                        "--variability, got 'nothing'") != std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include "exec/run/memory_report.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/threads.hpp"
+#include "exec/train/kind_comparison.hpp"
 #include "exec/train/live_limits.hpp"
 #include "exec/train/measurements.hpp"
 #include "exec/train/trainer.hpp"
@@ -286,6 +287,7 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
     if (!opts.trace.empty()) write_file_atomically(opts.trace, live_chrome_trace(trainer.program(), timings));
     auto report = live_report_json(scenario, trainer.program(), result, timings);
     report.update(measured);
+    report["by_kind"] = by_kind_json(scenario, trainer.program(), timings);
     if (!opts.json.empty()) write_file_atomically(opts.json, report.dump(2) + "\n");
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -294,7 +296,7 @@ int train_rank(const LiveRunOptions& opts, const LiveRunSetup& setup, Communicat
                   result.losses.empty() ? 0.0 : result.losses.back(),
                   report["metrics"]["tokens_per_s"].get<double>(),
                   report["predicted"]["tokens_per_s"].get<double>(), result.seconds);
-    out << measured_memory_text(report) << buf << std::flush;
+    out << measured_memory_text(report) << by_kind_text(report["by_kind"]) << buf << std::flush;
   }
   if (agent) agent->done();
   return 0;

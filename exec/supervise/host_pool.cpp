@@ -8,7 +8,10 @@ namespace paratwin::exec {
 
 HostPool::HostPool(std::vector<Host> hosts, const std::vector<int>& host_of_rank,
                    const std::vector<int>& slot_of_rank)
-    : hosts_(std::move(hosts)), down_until_(hosts_.size(), -std::numeric_limits<double>::infinity()) {
+    : hosts_(std::move(hosts)),
+      down_until_(hosts_.size(), -std::numeric_limits<double>::infinity()),
+      answering_(hosts_.size(), true),
+      outages_(hosts_.size(), 0) {
   ranks_per_host_ = hosts_.empty() ? 0 : int(host_of_rank.size() / hosts_.size());
   for (size_t r = 0; r < host_of_rank.size(); ++r) {
     const auto slot = size_t(slot_of_rank[r]);
@@ -26,7 +29,7 @@ int HostPool::nodes_for(int world) const {
 bool HostPool::slot_up(int slot, double t) const {
   if (size_t(slot) >= hosts_of_slot_.size()) return true;
   for (int h : hosts_of_slot_[size_t(slot)])
-    if (down_until_[size_t(h)] > t) return false;
+    if (!is_up(size_t(h), t)) return false;
   return true;
 }
 
@@ -34,10 +37,17 @@ std::vector<Host> HostPool::up(double t, std::vector<int>& indices) const {
   std::vector<Host> out;
   indices.clear();
   for (size_t h = 0; h < hosts_.size(); ++h)
-    if (down_until_[h] <= t) {
+    if (is_up(h, t)) {
       out.push_back(hosts_[h]);
       indices.push_back(int(h));
     }
+  return out;
+}
+
+std::vector<int> HostPool::awaiting_answer(double t) const {
+  std::vector<int> out;
+  for (size_t h = 0; h < hosts_.size(); ++h)
+    if (down_until_[h] <= t && !answering_[h]) out.push_back(int(h));
   return out;
 }
 

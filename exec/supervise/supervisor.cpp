@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "exec/checkpoint/checkpoint.hpp"
@@ -20,9 +21,11 @@
 #include "exec/supervise/control_channel.hpp"
 #include "exec/supervise/fault_plan.hpp"
 #include "exec/supervise/host_pool.hpp"
+#include "exec/supervise/host_probe.hpp"
 #include "exec/supervise/job_process.hpp"
 #include "exec/supervise/rank_agent.hpp"
 #include "exec/supervise/run_record.hpp"
+#include "exec/supervise/supervise_options.hpp"
 #include "exec/train/parallel_runner.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "plan/spec/units.hpp"
@@ -31,85 +34,7 @@ namespace paratwin::exec {
 
 namespace fs = std::filesystem;
 
-void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
-  const std::string group = "Fault tolerance";
-  cmd.add_option("--inject", o.inject,
-                 "inject a fault at the end of a step: kill|hang|slow@STEP:RANK (repeatable)")
-      ->type_name("KIND@STEP:RANK")
-      ->group(group);
-  cmd.add_option("--chaos", o.chaos_seed, "kill random ranks at random moments, drawn from this seed")
-      ->type_name("SEED")
-      ->group(group);
-  cmd.add_option("--chaos-kills", o.chaos_kills, "how many ranks --chaos kills (default 3)")
-      ->check(CLI::NonNegativeNumber)
-      ->group(group);
-  cmd.add_option("--chaos-mtbf", o.chaos_mtbf, "mean training time between --chaos kills (default 5s)")
-      ->type_name("DURATION")
-      ->group(group);
-  cmd.add_option("--min-ranks", o.min_ranks,
-                 "shrink to no fewer ranks than this after failures (default: --ranks, no shrinking)")
-      ->check(CLI::PositiveNumber)
-      ->group(group);
-  cmd.add_option("--down-time", o.down_time, "a failed rank's slot stays out this long (default 0s)")
-      ->type_name("DURATION")
-      ->group(group);
-  cmd.add_option("--hang-timeout", o.hang_timeout, "a job without progress this long hangs (default 60s)")
-      ->type_name("DURATION")
-      ->group(group);
-  cmd.add_option("--max-restarts", o.max_restarts,
-                 "recover from at most this many failures (default 10; 0: none)")
-      ->check(CLI::NonNegativeNumber)
-      ->group(group);
-  cmd.add_option("--control-address", o.control_address,
-                 "listen for the ranks' heartbeats on this IPv4 address (default 127.0.0.1; on several "
-                 "hosts, the first host's address)")
-      ->group(group);
-  const std::string hosts = "Hosts";
-  cmd.add_option("--hosts", o.hosts, "run on these hosts through mpirun, ranks per host after ':'")
-      ->type_name("H1:N,H2:N")
-      ->group(hosts);
-  cmd.add_option("--hostfile", o.hostfile, "run on the hosts of this Open MPI hostfile")
-      ->type_name("FILE")
-      ->group(hosts);
-  cmd.add_option("--failure-trace", o.failure_trace,
-                 "write the run's failures for `paratwin simulate --failure-trace`")
-      ->type_name("FILE")
-      ->group(group);
-}
-
 namespace {
-
-// The supervisor's flags (and those it sets per launch): the ranks get the rest.
-const std::vector<std::string> kValueFlags = {
-    "--inject",    "--chaos",        "--chaos-kills",  "--chaos-mtbf",      "--min-ranks",
-    "--down-time", "--hang-timeout", "--max-restarts", "--control-address", "--failure-trace",
-    "--ranks",     "--json",         "--hosts",        "--hostfile",        "--nodes"};
-
-std::vector<std::string> rank_arguments(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    bool skip = args[i] == "--resume";
-    for (const auto& f : kValueFlags) {
-      if (args[i] == f) {
-        skip = true;
-        ++i;  // and its value
-        break;
-      }
-      if (args[i].rfind(f + "=", 0) == 0) skip = true;
-    }
-    if (!skip) out.push_back(args[i]);
-  }
-  return out;
-}
-
-double duration_flag(const std::string& flag, const std::string& text, bool allow_zero) {
-  const QuantityParse q = parse_quantity(text, Dimension::Duration);
-  if (!q.value || *q.value < 0 || (!allow_zero && *q.value == 0))
-    throw InputError(Location{"<" + flag + " " + text + ">", 1, 1},
-                     std::string("expected a ") + (allow_zero ? "" : "positive ") +
-                         "duration such as 5s or 2min for " + flag + (q.error.empty() ? "" : ": " + q.error));
-  return *q.value;
-}
 
 std::string random_token() {
   std::random_device device;
@@ -200,6 +125,9 @@ class Supervisor {
 
  private:
   void say(const std::string& m) { out_ << "paratwin run: " << m << "\n" << std::flush; }
+  void probe_hosts(double now) {
+    if (!hosts_.empty()) prober_.poll(hosts_, now, [this](const std::string& m) { say(m); });
+  }
   void place_on(const std::vector<Host>& hosts);
   LiveRunOptions options_for(int ranks) const;
   int plan_ranks(size_t slots_up);
@@ -226,6 +154,7 @@ class Supervisor {
   std::unique_ptr<ControlServer> server_;
   std::vector<double> down_until_;  // per slot
   HostPool hosts_;
+  HostProber prober_;             // asks the hosts that are out whether they answer again
   std::map<int, bool> runnable_;  // DP degree -> the plan can run on it
   RunRecord record_;
   std::string report_tmp_;
@@ -281,15 +210,19 @@ std::vector<int> Supervisor::slots_up(double t) const {
 // Until the slots that are up can run the plan; false when interrupted.
 bool Supervisor::wait_for_capacity(int& ranks) {
   bool said = false;
-  while ((ranks = plan_ranks(slots_up(server_->now()).size())) == 0) {
-    if (!said)
-      say("waiting for capacity: " + std::to_string(slots_up(server_->now()).size()) + " of " +
-          std::to_string(max_ranks_) + " slots up, the plan needs at least " + std::to_string(min_ranks_));
-    said = true;
+  for (;;) {
+    const double now = server_->now();
+    probe_hosts(now);
+    // On hosts, not before every host that was out has answered a probe or failed one.
+    const bool settled = prober_.settled(hosts_, now);
+    if (settled && (ranks = plan_ranks(slots_up(now).size())) > 0) return true;
     if (interrupted) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (settled && !said)
+      say("waiting for capacity: " + std::to_string(slots_up(now).size()) + " of " +
+          std::to_string(max_ranks_) + " slots up, the plan needs at least " + std::to_string(min_ranks_));
+    said = said || settled;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return true;
 }
 
 // The data-parallel replica of a world rank when the plan runs on `replicas` of them.
@@ -436,6 +369,7 @@ Outcome Supervisor::watch(Launch& l, Recovery& failure) {
       }
     }
     const double now = server_->now();
+    probe_hosts(now);
     // Exit status 2 is a rank's InputError (one it could not report over the channel).
     if (status) return *status == 0 ? Outcome::Finished : *status == 2 ? Outcome::Refused : ended(-1, now);
     // The watchdog: no rank got further for the hang timeout (start-up has a grace period).
@@ -550,11 +484,18 @@ int Supervisor::run() {
     // A slot is a data-parallel replica: the failed rank's.
     failure.slot = failure.rank >= 0 ? l.slots[size_t(replica_of(failure.rank, l.ranks))] : -1;
     if (failure.slot >= 0) down_until_[size_t(failure.slot)] = failure.failed_s + down_s_;
-    if (failure.rank >= 0 && !l.hosts.empty()) {
-      // Its other ranks went with the job: the host is out as a whole.
-      const int host = l.hosts[size_t(failure.rank)];
-      hosts_.take_out(host, failure.failed_s + down_s_);
-      say("host " + hosts_.host(host).name + " is out for " + options_.down_time);
+    if (!l.hosts.empty()) {
+      // Its other ranks went with the job: the host is out as a whole, for the down time and then until
+      // it answers. A host that stopped answering may not be the one whose rank was seen to fail first
+      // (its ranks' connections hang while the others' end): each host of the job answers before the
+      // next launch decides where to run.
+      const int failed_host = failure.rank >= 0 ? l.hosts[size_t(failure.rank)] : -1;
+      for (int host : std::set<int>(l.hosts.begin(), l.hosts.end()))
+        hosts_.take_out(host, host == failed_host ? failure.failed_s + down_s_ : failure.failed_s);
+      say("probing the hosts of the stopped job before the next launch" +
+          (failed_host >= 0 && down_s_ > 0
+               ? " (" + hosts_.host(failed_host).name + ", where it failed, after " + options_.down_time + ")"
+               : std::string()));
     }
     const std::string who = failure.rank >= 0 ? "rank " + std::to_string(failure.rank) : "a rank";
     const std::string what = failure.kind == "hang"

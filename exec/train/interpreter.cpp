@@ -87,11 +87,11 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
       compute.pop_front();
       TaskSpan& span = spans[next];
       const GemmSeconds gemm_before = gemm_seconds;
-      const double cpu_before = thread_cpu_seconds();
+      const double cpu_before = thread_cpu_seconds(), blocked_before = runner.blocked_cpu_s();
       span.start_s = now();
       runner.compute(next, role.tasks[next]);
       span.end_s = now();
-      span.cpu_s = thread_cpu_seconds() - cpu_before;
+      span.cpu_s = thread_cpu_seconds() - cpu_before - (runner.blocked_cpu_s() - blocked_before);
       span.gemm_s = gemm_seconds.dense_s - gemm_before.dense_s;
       span.attention_s = gemm_seconds.attention_s - gemm_before.attention_s;
       done[next] = true;

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -68,6 +69,22 @@ double median(std::vector<double> v) {
   return quantile(std::move(v), 0.5);
 }
 
+// The coefficient of variation of a compute task's CPU time from one step to the next: each rank's
+// times against that rank's mean (a rank persistently slower is no step-to-step variation), pooled
+// over the ranks; 0 with fewer than two measured steps.
+double cpu_cv(const RunTimings& t, int task) {
+  const int first = first_measured_step(t), steps = t.steps - first;
+  if (steps < 2) return 0;
+  double squares = 0;
+  for (int r = 0; r < t.ranks; ++r) {
+    double mean = 0;
+    for (int s = first; s < t.steps; ++s) mean += t.at(t.cpu_s, r, s, task) / steps;
+    for (int s = first; s < t.steps; ++s)
+      if (mean > 0) squares += std::pow(t.at(t.cpu_s, r, s, task) / mean - 1, 2);
+  }
+  return std::sqrt(squares / double(t.ranks * (steps - 1)));
+}
+
 // {"experts": E, "layers": [{"layer": l, "tokens": [per expert]}]}: the tokens the timed ranks
 // routed to each expert of every MoE layer they ran; null for a dense model.
 nlohmann::json routing_json(const ModelSpec& model, const RunTimings& t) {
@@ -81,6 +98,20 @@ nlohmann::json routing_json(const ModelSpec& model, const RunTimings& t) {
       layers.push_back({{"layer", l}, {"tokens", tokens}});
   }
   return {{"experts", experts}, {"layers", layers}};
+}
+
+// The most CPU time a rank's compute tasks took in `step`: the step's computation with what other
+// processes took from the ranks left out (its communication cannot be told apart from waiting for a
+// rank that had no core, on a shared machine).
+double compute_cpu_s(const Role& role, const RunTimings& t, int step) {
+  double most = 0;
+  for (int r = 0; r < t.ranks; ++r) {
+    double sum = 0;
+    for (int i = 0; i < t.tasks; ++i)
+      if (role.tasks[i].stream == StreamKind::Compute) sum += t.at(t.cpu_s, r, step, i);
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 }  // namespace
@@ -123,6 +154,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       j["cpu_s"] = cpu_s;
       j["gemm_s"] = median(gemm_share) * cpu_s;
       j["attention_s"] = median(attention_share) * cpu_s;
+      j["cpu_cv"] = cpu_cv(t, i);
     }
     if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();
     if (task.kind == TaskKind::Collective) {
@@ -139,8 +171,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
     tasks.push_back(j);
   }
   std::string device;
+  int nodes = 1;
   for (const PoolSpec& p : scenario.cluster.pools)
-    if (p.name == role.pool) device = p.device;
+    if (p.name == role.pool) device = p.device, nodes = p.nodes;
   nlohmann::json profile = {
       {"format", kProfileFormat},
       {"version", kProfileVersion},
@@ -151,6 +184,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       {"pool", role.pool},
       {"device", device},
       {"ranks", program.world},     // the job's, which the Program is lowered for (t.ranks: those timed)
+      {"nodes", nodes},             // hosts: collectives across them are fitted apart
       {"threads", rank_threads()},  // per rank: each rank is a device of that many cores
       {"steps", t.steps},
       {"warmup_steps_excluded", first_measured_step(t)},
@@ -209,9 +243,10 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   double iteration = 0;
   TimeBreakdown b;
   const Role& role = program.roles.front();
-  std::vector<double> iteration_times, iteration_busy;
+  std::vector<double> iteration_times, iteration_busy, iteration_compute_cpu;
   for (int s = first; s < t.steps; ++s) {
     double slowest = 0, busiest = 0;
+    iteration_compute_cpu.push_back(compute_cpu_s(role, t, s));
     for (int r = 0; r < t.ranks; ++r) {
       double begin = std::numeric_limits<double>::infinity(), end = 0;
       for (int i = 0; i < t.tasks; ++i) {
@@ -261,6 +296,7 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   j["loss"] = result.losses;
   j["iteration_times_s"] = iteration_times;
   j["iteration_busy_s"] = iteration_busy;
+  j["iteration_compute_cpu_s"] = iteration_compute_cpu;
   j["steps"] = result.losses.size();
   j["ranks"] = program.world;
   j["predicted"] = to_json(predicted)["metrics"];
@@ -276,7 +312,9 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
   j["notes"] =
       "metrics measured over steps after the first; iteration_times_s[] per such step (the slowest rank), "
       "iteration_busy_s[] the most CPU time a rank's thread used in it (less what the scheduler gave to "
-      "other processes); peak_memory_gib is the largest resident set of a rank process; memory{} and "
+      "other processes); iteration_compute_cpu_s[] the most CPU time a rank's compute tasks took in it; "
+      "peak_memory_gib is the largest "
+      "resident set of a rank process; memory{} and "
       "stages[] are the twin's";
   return j;
 }

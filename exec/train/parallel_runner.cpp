@@ -445,7 +445,9 @@ void ParallelRunner::optimizer_step() {
       const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
       if (b < e) squares += sum_of_squares(gradient_at(b), 0, e - b);
     }
+  const double cpu_before = thread_cpu_seconds();  // waiting for the other ranks: not the optimizer's work
   squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp);
+  blocked_cpu_s_ += thread_cpu_seconds() - cpu_before;
   const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;

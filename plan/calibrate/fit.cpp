@@ -6,62 +6,12 @@
 #include <cstdio>
 
 #include "plan/analytic/evaluate.hpp"
+#include "plan/calibrate/inter_host_fit.hpp"
+#include "plan/calibrate/two_term_fit.hpp"
 #include "plan/topology/rank_threads.hpp"
 
 namespace paratwin {
 namespace {
-
-// time ~ a x + b y for one task: the work the model divides by two rates (a x: bytes over a bandwidth,
-// b y: launches times a latency, ...), and what was measured.
-struct Row {
-  double a = 0, b = 0, time = 0;
-};
-
-struct TwoTermFit {
-  double x = 0, y = 0;
-  bool both = false;  // y was fitted too (else it kept its prior)
-  int samples = 0;
-  double rms = 0;  // relative residual
-};
-
-double rms_residual(const std::vector<Row>& rows, double x, double y) {
-  double sum = 0;
-  for (const Row& r : rows) sum += std::pow((r.a * x + r.b * y - r.time) / r.time, 2);
-  return rows.empty() ? 0 : std::sqrt(sum / double(rows.size()));
-}
-
-// Fits x and y minimizing the relative residuals. y keeps `y_prior` unless `fit_y` and the rows tell
-// the two terms apart (a and b not in the same proportion in every row) with a positive result; then
-// x alone is fitted so that the total time comes out right.
-TwoTermFit fit_two_terms(std::vector<Row> rows, double y_prior, bool fit_y = true) {
-  std::erase_if(rows, [](const Row& r) { return !(r.time > 0) || (r.a <= 0 && r.b <= 0); });
-  TwoTermFit f;
-  f.samples = int(rows.size());
-  f.y = y_prior;
-  if (rows.empty()) return f;
-  // Normal equations of the rows divided by their time (relative residuals).
-  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
-  for (const Row& r : rows) {
-    const double a = r.a / r.time, b = r.b / r.time;
-    aa += a * a, ab += a * b, bb += b * b, a1 += a, b1 += b;
-  }
-  const double det = aa * bb - ab * ab;
-  // Joint only when the columns are far from proportional (more than ~6 degrees apart): measurements
-  // are noisy, and a nearly singular fit would turn a few percent of noise into any split at all.
-  if (fit_y && aa > 0 && bb > 0 && det > 1e-2 * aa * bb) {
-    const double x = (a1 * bb - b1 * ab) / det, y = (b1 * aa - a1 * ab) / det;
-    if (x > 0 && y >= 0) {
-      f.x = x, f.y = y, f.both = true;
-      f.rms = rms_residual(rows, x, y);
-      return f;
-    }
-  }
-  double work = 0, time = 0;
-  for (const Row& r : rows) work += r.a, time += r.time - r.b * y_prior;
-  f.x = work > 0 && time > 0 ? time / work : 0;
-  f.rms = rms_residual(rows, f.x, f.y);
-  return f;
-}
 
 std::string fixed(double v, const char* format) {
   char buf[64];
@@ -104,7 +54,7 @@ void copy_figures(const ClusterSpec& from, ClusterSpec& to, const std::string& d
                   const std::string& pool) {
   to.devices.at(device) = from.devices.at(device);
   for (PoolSpec& p : to.pools)
-    if (p.name == pool) p.intra_node = pool_named(from, pool).intra_node;
+    if (p.name == pool) p.intra_node = pool_named(from, pool).intra_node, p.nic = pool_named(from, pool).nic;
 }
 
 // Every run must be of the calibrated pool and precision: one device's figures are fitted at a time.
@@ -225,7 +175,7 @@ void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Cal
                          m.both, m.samples, m.rms});
 }
 
-// The node's collective bus bandwidth and step latency.
+// The node's collective bus bandwidth and step latency, from the collectives inside one node.
 void fit_collectives(const Rows& rows, PoolSpec& pool, const std::string& pp, Calibration& cal) {
   const TwoTermFit c = fit_two_terms(rows.collective, pool.intra_node.latency.value());
   if (c.x > 0) pool.intra_node.allreduce_busbw = BytesPerSecond(1 / c.x);
@@ -238,12 +188,18 @@ void fit_collectives(const Rows& rows, PoolSpec& pool, const std::string& pp, Ca
        c.samples, c.rms});
 }
 
+// Each run's cluster as sized for it, with the figures calibrated so far.
+ClusterSpec calibrated_for(const ProfiledRun& run, const Calibration& cal) {
+  ClusterSpec sized = run.scenario.cluster;
+  copy_figures(cal.cluster, sized, cal.device, cal.pool);
+  scale_cpu_devices(sized, run.profile.threads);
+  return sized;
+}
+
 // Every measured task against the calibrated model, on the cluster each run had.
 void compare_tasks(const std::vector<ProfiledRun>& runs, Precision precision, Calibration& cal) {
   for (const ProfiledRun& run : runs) {
-    ClusterSpec sized = run.scenario.cluster;
-    copy_figures(cal.cluster, sized, cal.device, cal.pool);
-    scale_cpu_devices(sized, run.profile.threads);
+    const ClusterSpec sized = calibrated_for(run, cal);
     const Role& role = run.program.roles.front();
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];
@@ -274,7 +230,11 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   fit_gemms(rows, precision, device, dp, cal);
   fit_memory(rows, device, dp, cal);
   fit_collectives(rows, pool_named(cal.cluster, cal.pool), "pools." + cal.pool, cal);
+  std::vector<ClusterSpec> run_clusters;
+  for (const ProfiledRun& run : runs) run_clusters.push_back(calibrated_for(run, cal));
+  fit_inter_host(runs, std::move(run_clusters), cal);
   compare_tasks(runs, precision, cal);
+  cal.variability = measure_kernel_variability(runs);
   return cal;
 }
 
@@ -304,6 +264,8 @@ std::string calibrated_cluster_yaml(const Calibration& cal, const std::vector<Pr
        "out):\n";
   for (const FittedFigure& f : cal.figures) h += "#   " + to_text(f) + "\n";
   for (const std::string& n : cal.notes) h += "#   note: " + n + "\n";
+  h += "# Kernel-time variability (calibrate --variability FILE writes it for --set variability=FILE): " +
+       to_text(cal.variability) + "\n";
   h += "# Each measured task against the calibrated model (compute: CPU time; collectives: the transfer):\n";
   std::string profile;
   for (const TaskResidual& t : cal.tasks) {

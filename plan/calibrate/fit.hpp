@@ -1,15 +1,15 @@
 // Fitting a cluster's efficiency figures to what live runs measured: each figure is fitted against
 // exactly the work the cost model divides by it (plan/cost/compute.hpp, collectives.hpp), task by task.
 //
-//   measured (per task)                  model term                        figure
-//   time inside dense GEMMs              (gemm - attention FLOPs) / rate   efficiency.gemm x peak
-//   time inside attention's products     attention FLOPs / rate            efficiency.attention x peak
-//   the rest of a forward or backward    elementwise bytes / bandwidth     efficiency.memory x
-//   memory_bandwidth
-//                                        + launches x kernel_launch        efficiency.kernel_launch
-//   the optimizer step                   optimizer bytes / bandwidth       efficiency.optimizer x
-//   memory_bandwidth a collective inside one node         steps x latency + bytes / busbw intra_node.latency,
-//   allreduce_busbw
+//   measured (per task)               model term                       figure
+//   time inside dense GEMMs           (gemm - attention FLOPs) / rate  efficiency.gemm x peak
+//   time inside attention's products  attention FLOPs / rate           efficiency.attention x peak
+//   the rest of a forward or backward elementwise bytes / bandwidth    efficiency.memory x memory_bandwidth
+//                                     + launches x kernel_launch       efficiency.kernel_launch
+//   the optimizer step                optimizer bytes / bandwidth      efficiency.optimizer x memory bw
+//   a collective inside one node      steps x latency + bytes / busbw  intra_node.latency, allreduce_busbw
+//   a collective across nodes         the model's algorithm, linear    nic.latency, nic.achievable
+//                                     in latency and 1 / bandwidth     (plan/calibrate/inter_host_fit.hpp)
 //
 // A figure that the profiles do not determine (no such work, or two figures whose work is in the same
 // proportion in every task) keeps the cluster's value and says so.
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/calibrate/kernel_variability.hpp"
 #include "plan/calibrate/profile.hpp"
 
 namespace paratwin {
@@ -48,6 +49,7 @@ struct Calibration {
   std::vector<FittedFigure> figures;
   std::vector<TaskResidual> tasks;
   std::vector<std::string> notes;  // peaks raised to what was measured, and the like
+  KernelVariability variability;   // the spread of kernel times from step to step
 };
 
 // Fits `cluster` (the cluster as given, not resized) to the runs, which must have run on one device

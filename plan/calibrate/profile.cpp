@@ -86,6 +86,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
   r.read("pool", p.pool, true);
   r.read("device", p.device, true);
   r.read("ranks", p.ranks, 1, 1 << 24, true);
+  r.read("nodes", p.nodes, 1, 1 << 24);      // profiles before runs across hosts ran on one
   r.read("threads", p.threads, 1, 1 << 16);  // profiles before threads per rank ran one
   r.read("steps", p.steps, 1, 1 << 30, true);
   int warmup = 0;
@@ -113,6 +114,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
       tr.read("cpu_s", t.cpu_s, 0, 1e9);
       tr.read("gemm_s", t.gemm_s, 0, 1e9);
       tr.read("attention_s", t.attention_s, 0, 1e9);
+      tr.read("cpu_cv", t.cpu_cv, 0, 100);  // profiles before the spread of kernel times have none
       tr.read("gemm_flops", t.gemm_flops, 0, 1e30);
       tr.read("bytes", t.bytes, 0, 1e18);
       tr.read("transfer_s", t.transfer_s, 0, 1e9);
@@ -130,15 +132,25 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
 namespace {
 
 // A one-node cluster of one pool stands for "this machine": it takes as many devices as the run had
-// ranks (paratwin run --ranks does the same).
-std::vector<Override> sizing(const ClusterSpec& c, int ranks, const Location& where) {
+// ranks (paratwin run --ranks does the same). A run across hosts sizes a one-pool cluster to its hosts
+// and their ranks (paratwin run --hosts does the same).
+std::vector<Override> sizing(const ClusterSpec& c, int ranks, int nodes, const Location& where) {
+  const std::string pool = c.pools.empty() ? "" : "cluster.pools." + c.pools.front().name;
+  if (nodes > 1) {
+    if (c.pools.size() == 1 && c.pools.front().nodes == nodes && c.gpus() == ranks) return {};
+    if (c.pools.size() != 1 || ranks % nodes != 0)
+      throw InputError(where, "the profile ran " + std::to_string(ranks) + " ranks on " +
+                                  std::to_string(nodes) + " hosts but cluster " + c.name +
+                                  " has more than one pool; calibrate a cluster of that size");
+    return {parse_override(pool + ".nodes=" + std::to_string(nodes)),
+            parse_override(pool + ".gpus_per_node=" + std::to_string(ranks / nodes))};
+  }
   if (c.gpus() == ranks) return {};
   if (c.pools.size() != 1 || c.pools.front().nodes != 1)
     throw InputError(where, "the profile ran on " + std::to_string(ranks) + " ranks but cluster " + c.name +
                                 " has " + std::to_string(c.gpus()) +
                                 " devices in more than one node or pool; calibrate a cluster of that size");
-  return {
-      parse_override("cluster.pools." + c.pools.front().name + ".gpus_per_node=" + std::to_string(ranks))};
+  return {parse_override(pool + ".gpus_per_node=" + std::to_string(ranks))};
 }
 
 bool same(double a, double b) {
@@ -173,7 +185,7 @@ ProfiledRun lower_profile(const Profile& profile, const std::string& cluster) {
       for (DocNode& stage : stages->items)
         std::erase_if(stage.entries, [](const DocEntry& e) { return e.key == "pool"; });
 
-  ProfiledRun run{profile, load_scenario(document, sizing(base, profile.ranks, argument)), {}};
+  ProfiledRun run{profile, load_scenario(document, sizing(base, profile.ranks, profile.nodes, argument)), {}};
   scale_cpu_devices(run.scenario.cluster, profile.threads);  // as the run's twin sized its ranks
   if (profile.backend == "cpu" && run.scenario.training.precision != Precision::Fp32)
     throw InputError(

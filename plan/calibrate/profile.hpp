@@ -28,6 +28,8 @@ struct ProfiledTask {
   double wall_s = 0;  // median wall time
   // Compute tasks: the thread's CPU time, and the part of it inside dense and attention GEMMs.
   double cpu_s = 0, gemm_s = 0, attention_s = 0;
+  double cpu_cv = -1;     // step-to-step coefficient of variation of the CPU time (each rank against its
+                          // mean); -1: not recorded (profiles before it)
   double gemm_flops = 0;  // as the Program that was run counted them
   // Collectives: the bytes moved, and the duration on the rank that joined last (the transfer alone).
   double bytes = 0, transfer_s = 0;
@@ -37,6 +39,7 @@ struct Profile {
   std::string path;
   std::string scenario, backend, model, cluster, pool, device;
   int ranks = 0;
+  int nodes = 1;    // hosts the ranks ran on (runs across hosts: --hosts, --hostfile, Slurm)
   int threads = 1;  // per rank (CPU runs): each rank a device of that many cores (rank_threads.hpp)
   int steps = 0, measured_steps = 0;
   std::string inputs;  // profile_inputs_yaml of the run
@@ -65,10 +68,10 @@ struct ProfiledRun {
   Program program;
 };
 
-// Lowers the profile's inputs on `cluster` (a catalog name or a path; a one-node cluster of one pool is
-// resized to the profile's ranks, as `paratwin run --ranks` does) and checks that the profile measured
-// exactly that Program: the same tasks in the same order with the same work. Throws InputError naming
-// every task that is missing, extra or different.
+// Lowers the profile's inputs on `cluster` (a catalog name or a path; a cluster of one pool is resized
+// to the profile's hosts and ranks, as `paratwin run --ranks` and `--hosts` do) and checks that the profile
+// measured exactly that Program: the same tasks in the same order with the same work. Throws InputError
+// naming every task that is missing, extra or different.
 ProfiledRun lower_profile(const Profile& profile, const std::string& cluster);
 
 }  // namespace paratwin

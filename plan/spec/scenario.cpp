@@ -350,6 +350,30 @@ bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos || s.ends_with(".yaml") || s.ends_with(".yml");
 }
 
+// `variability:` inline, or a file's (`paratwin calibrate --variability FILE` writes one: a mapping
+// with the section under `variability`).
+std::optional<DocNode> resolve_variability(const DocNode& value, Diagnostics& diag) {
+  if (!value.is_scalar()) return value;
+  fs::path p(value.scalar);
+  if (p.is_relative()) p = fs::path(base_directory(value.location)) / p;
+  std::error_code ec;
+  if (!looks_like_path(value.scalar) || !fs::is_regular_file(p, ec)) {
+    diag.error(value.location,
+               "expected a variability mapping or the path of a file written by paratwin "
+               "calibrate --variability, got '" +
+                   value.scalar + "'");
+    return std::nullopt;
+  }
+  try {
+    DocNode file = load_yaml_file_cached(p.lexically_normal().string());
+    if (const DocNode* section = file.find("variability")) return *section;
+    diag.error(file.location, "expected a 'variability' section in " + p.string());
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) diag.error(d.where, d.message);
+  }
+  return std::nullopt;
+}
+
 ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostics& diag, bool run_checks) {
   ScenarioSpec s;
   s.file = document.location.file;
@@ -377,7 +401,9 @@ ScenarioSpec parse_scenario(DocNode document, const Catalog& catalog, Diagnostic
     sr.finish();
   }
   if (const DocNode* n = r.get("failures")) s.failures = parse_failures(*n, diag, locs);
-  if (const DocNode* n = r.get("variability")) s.variability = parse_variability(*n, diag, locs);
+  if (const DocNode* n = r.get("variability"))
+    if (auto resolved = resolve_variability(*n, diag))
+      s.variability = parse_variability(*resolved, diag, locs);
   if (const DocNode* n = r.get("checkpoint")) {
     MapReader cr(*n, "checkpoint", diag, locs);
     if (const DocNode* interval = cr.get("interval"); interval && !is_auto(interval))

@@ -72,6 +72,18 @@ BOOST_AUTO_TEST_CASE(run_on_two_ranks_reports_measured_and_predicted_metrics) {
   BOOST_TEST(r["reliability"]["restarts"] == 0);
   BOOST_TEST(r["iteration_times_s"].size() == 3u);  // the steps after the first
   BOOST_TEST(r["iteration_busy_s"].size() == 3u);
+  // Measured beside predicted per kind of task: one host, so its all-reduces stay inside it.
+  std::vector<std::string> kinds;
+  for (const json& k : r["by_kind"]) {
+    kinds.push_back(k["kind"]);
+    BOOST_TEST(k["measured_s"].get<double>() > 0);
+    BOOST_TEST(k["predicted_s"].get<double>() > 0);
+    if (k["kind"] != "collective in a host") BOOST_TEST(k["measured_cpu_s"].get<double>() > 0);
+  }
+  BOOST_TEST(kinds == (std::vector<std::string>{"forward", "backward", "optimizer", "collective in a host"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(out.text.find("per step, measured (CPU time) / predicted by the twin: forward ") !=
+             std::string::npos);
   // predicted{} is what `paratwin plan` says about the same plan.
   BOOST_TEST_REQUIRE(
       run_paratwin("plan " + kScenario + kSmall + " --json " + (dir.path / "plan.json").string()).status ==

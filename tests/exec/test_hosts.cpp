@@ -6,11 +6,15 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "exec/run/live_run.hpp"
 #include "exec/supervise/host_pool.hpp"
+#include "exec/supervise/host_probe.hpp"
 #include "exec/supervise/hosts.hpp"
 #include "plan/spec/diagnostics.hpp"
 
@@ -134,7 +138,7 @@ BOOST_AUTO_TEST_CASE(this_machine_named_by_address_is_written_as_its_host_name) 
   BOOST_TEST(sequential_hostfile(hosts, {0, 1, 0}) == std::string(name) + "\n192.0.2.7\n" + name + "\n");
 }
 
-BOOST_AUTO_TEST_CASE(a_host_out_takes_the_replicas_on_it_out_until_its_time) {
+BOOST_AUTO_TEST_CASE(a_host_out_takes_the_replicas_on_it_out_until_it_answers_after_its_time) {
   // dp 4 on 2 hosts of 2: replicas 0 and 1 on host 0, 2 and 3 on host 1.
   HostPool pool(parse_host_list("a:2,b:2"), {0, 0, 1, 1}, {0, 1, 2, 3});
   BOOST_TEST(pool.nodes_for(4) == 2);
@@ -146,8 +150,46 @@ BOOST_AUTO_TEST_CASE(a_host_out_takes_the_replicas_on_it_out_until_its_time) {
   BOOST_TEST(index == std::vector<int>{0});
   BOOST_TEST(pool.slot_up(1, 5.0));
   BOOST_TEST(!pool.slot_up(2, 5.0));
-  BOOST_TEST(pool.slot_up(2, 10.0));  // back once its down time is over
-  BOOST_TEST(pool.up(10.0, index).size() == 2u);
+  BOOST_TEST(pool.awaiting_answer(5.0).empty());  // not probed during its down time
+  BOOST_TEST(pool.awaiting_answer(10.0) == std::vector<int>{1});
+  BOOST_TEST(!pool.slot_up(2, 20.0));  // its time is over, but it has not answered
+  const int outage = pool.outages(1);
+  pool.answered(1);
+  BOOST_TEST(pool.slot_up(2, 20.0));
+  BOOST_TEST(pool.up(20.0, index).size() == 2u);
+  pool.take_out(1, 30.0);
+  BOOST_TEST(pool.outages(1) == outage + 1);  // an answer to an earlier probe does not count for this one
+}
+
+BOOST_AUTO_TEST_CASE(hosts_that_are_out_are_probed_through_mpirun_and_back_when_they_answer) {
+  // This machine answers; a host that mpirun's launch agent cannot reach (an agent that always fails,
+  // as ssh to a dead host does) does not.
+  ::setenv("OMPI_MCA_plm_rsh_agent", "false", 1);
+  HostPool pool(parse_host_list("localhost:1,192.0.2.7:1"), {0, 1}, {0, 1});
+  pool.take_out(0, 0.0);
+  pool.take_out(1, 0.0);
+  HostProber prober;
+  std::vector<std::string> said;
+  const auto start = std::chrono::steady_clock::now();
+  const auto now = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  BOOST_TEST(!prober.settled(pool, now()));
+  while (!prober.settled(pool, now())) {
+    prober.poll(pool, now(), [&](const std::string& m) { said.push_back(m); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::unsetenv("OMPI_MCA_plm_rsh_agent");
+  std::vector<int> index;
+  pool.up(now(), index);
+  BOOST_TEST(index == std::vector<int>{0});
+  BOOST_TEST(pool.awaiting_answer(now()) == std::vector<int>{1});
+  std::string all;
+  for (const auto& m : said) all += m + "\n";
+  BOOST_TEST_INFO(all);
+  BOOST_TEST(all.find("host localhost answers\n") != std::string::npos);
+  BOOST_TEST(all.find("host 192.0.2.7 does not answer (mpirun there exits with status ") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_slurm_allocation_gives_its_nodes_and_tasks_per_node) {

@@ -2,9 +2,10 @@
 # Two Open MPI "hosts" on one machine: network namespaces A and B joined by a veth pair, each
 # reached by mpirun through an rsh agent that enters the namespace (`ip netns exec`) instead of ssh;
 # the ranks talk TCP over the veth link only. Runs COMMAND... inside namespace A (where mpirun and
-# the supervisor run) with PARATWIN_HOST_A / PARATWIN_HOST_B set to the two hosts' addresses and
-# PARATWIN_HOST_B_NETNS to B's namespace; a launch with PARATWIN_TEST_PRIVATE_DIR set sees an empty
-# file system of its own there on host B. Exits 77 (CTest's skip) where namespaces cannot be made.
+# the supervisor run) with PARATWIN_HOST_A / PARATWIN_HOST_B set to the two hosts' addresses,
+# PARATWIN_HOST_B_NETNS to B's namespace and PARATWIN_HOST_A_LINK / _B_LINK to their ends of the
+# link; a launch with PARATWIN_TEST_PRIVATE_DIR set sees an empty file system of its own there on
+# host B. Exits 77 (CTest's skip) where namespaces cannot be made.
 # Usage: two_hosts.sh COMMAND...
 set -u
 id=$$
@@ -67,4 +68,5 @@ export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp
 export OMPI_MCA_btl_tcp_if_include=$net/30 OMPI_MCA_oob_tcp_if_include=$net/30
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PARATWIN_HOST_A=$host_a PARATWIN_HOST_B=$host_b PARATWIN_HOST_B_NETNS=$b
+export PARATWIN_HOST_A_LINK=va$id PARATWIN_HOST_B_LINK=vb$id  # each host's end of the veth pair
 ip netns exec $a "$@"
