@@ -128,6 +128,26 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       ->excludes("--iterations")
       ->excludes(emit);
   cmd->callback([opts, &exit_status] {
+    if (is_jobs_scenario(opts->scenario)) {
+      // Several jobs: each alone and all together; what belongs to one job's run is refused by name.
+      const std::vector<std::pair<bool, std::string>> one_job_only = {
+          {!opts->plan_file.empty(), "--plan"},
+          {!opts->horizon.empty(), "--horizon"},
+          {!opts->trace.empty(), "--trace"},
+          {!opts->emit.empty(), "--emit"},
+          {!opts->failure_trace.empty(), "--failure-trace"},
+          {!opts->chakra.empty(), "--chakra"},
+          {opts->all_ranks, "--all-ranks"}};
+      for (const auto& [given, flag] : one_job_only)
+        if (given)
+          throw InputError(Location{"<" + flag + ">"},
+                           flag + " applies to a scenario of one job; " + opts->scenario +
+                               " holds several (jobs:), whose simulation takes --set, --iterations, --json "
+                               "and --png");
+      simulate_jobs_command(opts->scenario, opts->sets, opts->iterations, opts->json, opts->png);
+      exit_status = kExitOk;
+      return;
+    }
     // A live run's trace brings the overrides that made its plan; the command line's come after.
     std::optional<FailureTrace> replayed;
     std::vector<std::string> sets = opts->sets;

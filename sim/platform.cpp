@@ -44,8 +44,14 @@ sg4::Host* endpoint_without_link(sg4::NetZone* zone, const std::string& name) {
 
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
                         const std::vector<double>& gpu_slowdown) {
+  return build_platform(cluster, std::vector<const RankLayout*>{&layout}, gpu_slowdown);
+}
+
+Platform build_platform(const ClusterSpec& cluster, const std::vector<const RankLayout*>& layouts,
+                        const std::vector<double>& gpu_slowdown) {
   Platform pf;
   auto* root = sg4::create_star_zone("cluster");
+  const RankLayout& layout = *layouts.front();  // sites, NICs and domains: the whole cluster's
 
   // SimGrid 3.32 checks each new host's and link's name against the whole platform (a walk over
   // every zone), so building is quadratic in their number: only GPUs of simulated ranks and the NICs
@@ -53,9 +59,12 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   // its NIC to its fabric domain's sink: the sender's ports carry it as in the full simulation, and the
   // folded rank's own ports carry what its symmetric twin sends and receives.
   std::vector<char> used(layout.gpus(), 0);
-  for (int rank = 0; rank < layout.world(); ++rank)
-    if (layout.simulated(rank)) used[layout.gpu_of(rank)] = 1;
-  const bool all_used = layout.simulated_ranks() == layout.world();
+  bool all_used = true;
+  for (const RankLayout* l : layouts) {
+    for (int rank = 0; rank < l->world(); ++rank)
+      if (l->simulated(rank)) used[l->gpu_of(rank)] = 1;
+    all_used = all_used && l->simulated_ranks() == l->world();
+  }
 
   // Nodes: GPUs on their NVLink/NVSwitch.
   pf.gpus.resize(layout.gpus());
@@ -105,11 +114,12 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   // A domain's uplink is shared by the ranks in it; each simulated rank there stands for
   // plan ranks / simulated ranks of them (with folded TP lanes on a leaf: tp; on a rail: 1).
   std::map<int, std::pair<int, int>> ranks_in;  // domain -> (plan ranks, simulated ranks)
-  for (int rank = 0; rank < layout.world(); ++rank) {
-    auto& [planned, simulated] = ranks_in[nic_domain[layout.site(layout.gpu_of(rank)).nic]];
-    ++planned;
-    simulated += layout.simulated(rank) ? 1 : 0;
-  }
+  for (const RankLayout* l : layouts)
+    for (int rank = 0; rank < l->world(); ++rank) {
+      auto& [planned, simulated] = ranks_in[nic_domain[l->site(l->gpu_of(rank)).nic]];
+      ++planned;
+      simulated += l->simulated(rank) ? 1 : 0;
+    }
 
   pf.nics.resize(layout.nics());
   std::vector<sg4::Link*> uplinks;
@@ -175,8 +185,31 @@ void configure_engine() {
   sg4::Engine::set_config("contexts/guard-size:0");
 }
 
+void LinkTally::add(sg4::Host* src, sg4::Host* dst, double bytes, int job) {
+  auto [route, fresh] = routes_.try_emplace({src, dst});
+  if (fresh) {
+    std::vector<sg4::Link*> links;
+    src->route_to(dst, links, nullptr);
+    for (sg4::Link* l : links) {
+      std::string name = l->get_name();
+      for (const std::string half : {"_UP", "_DOWN"})
+        if (name.ends_with(half)) name.resize(name.size() - half.size());
+      auto [at, added] = index_.try_emplace(name, links_.size());
+      if (added) links_.push_back({name, l->get_bandwidth(), std::vector<double>(size_t(jobs_), 0.0)});
+      route->second.push_back(at->second);
+    }
+  }
+  for (size_t l : route->second) links_[l].bytes[size_t(job)] += bytes;
+}
+
+std::vector<LinkBytes> LinkTally::links() const {
+  std::vector<LinkBytes> out;
+  for (const auto& [name, l] : index_) out.push_back(links_[l]);
+  return out;
+}
+
 long long run_phase(const Phase& phase, const Platform& platform, const RankLayout& layout,
-                    const std::vector<char>& gpu_simulated) {
+                    const std::vector<char>& gpu_simulated, LinkTally* tally, int job) {
   long long activities = 0;
   if (phase.latency_s > 0) {
     sg4::this_actor::sleep_for(phase.latency_s);
@@ -193,6 +226,7 @@ long long run_phase(const Phase& phase, const Platform& platform, const RankLayo
     if (src == nullptr || dst == nullptr)
       throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
     if (src == dst) continue;  // two members behind one NIC: no wire between them
+    if (tally) tally->add(src, dst, f.bytes, job);
     comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
   }
   activities += static_cast<long long>(comms.size());

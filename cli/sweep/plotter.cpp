@@ -33,4 +33,8 @@ void write_spread_png(const std::string& report_json, const std::string& path) {
   plot("spread", report_json, path);
 }
 
+void write_jobs_png(const std::string& report_json, const std::string& path) {
+  plot("jobs", report_json, path);
+}
+
 }  // namespace paratwin::cli

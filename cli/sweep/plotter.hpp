@@ -17,4 +17,8 @@ void write_sweep_png(const std::string& results_json, const std::string& path);
 // times' histogram and distribution function. Throws std::runtime_error when it fails.
 void write_spread_png(const std::string& report_json, const std::string& path);
 
+// Runs paratwin-plot jobs on a simulation of several jobs (what `simulate --json` writes for a scenario
+// with `jobs:`): each job's iteration time alone and together. Throws std::runtime_error when it fails.
+void write_jobs_png(const std::string& report_json, const std::string& path);
+
 }  // namespace paratwin::cli
