@@ -190,7 +190,13 @@ JobSpec parse_job(const DocNode& item, size_t index, const DocNode& cluster_node
     job.scenario.cluster = job_cluster(cluster, job.placement);
     check_scenario(job.scenario, own);
   }
-  for (const Diagnostic& d : own.all()) {
+  for (Diagnostic d : own.all()) {
+    // A job is sized by its placement, not by the shared cluster's size.
+    if (const size_t at = d.message.find("set cluster.nodes="); at != std::string::npos) {
+      const size_t end = std::min(d.message.size(), d.message.find_first_not_of("0123456789", at + 18));
+      d.message.replace(at, end - at,
+                        "give the job placement: {nodes: " + d.message.substr(at + 18, end - at - 18) + "}");
+    }
     if (d.severity == Severity::Error)
       diag.error(d.where, "job '" + job.name + "': " + d.message);
     else
