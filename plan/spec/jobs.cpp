@@ -64,7 +64,8 @@ JobPlacement parse_placement(const DocNode* node, const Location& job_at, const 
   }
   MapReader r(*node, path, diag);
   bool pool_given = false;
-  if (const DocNode* pool = r.get("pool")) {
+  const DocNode* pool = r.get("pool");
+  if (pool) {
     if (auto name = read_choice(*pool, r.field("pool"), pools, diag)) {
       pl.pool = static_cast<int>(std::find(pools.begin(), pools.end(), *name) - pools.begin());
       pool_given = true;
@@ -78,6 +79,10 @@ JobPlacement parse_placement(const DocNode* node, const Location& job_at, const 
   if (!r.is_mapping()) return pl;
   const int pool_nodes = cluster.pools.empty() ? 0 : cluster.pools[size_t(pl.pool)].nodes;
   if (!nodes) {
+    const bool misspelled = std::any_of(node->entries.begin(), node->entries.end(), [](const DocEntry& e) {
+      return e.key != "pool" && e.key != "nodes";
+    });
+    if (misspelled || (pool && !pool_given)) return pl;  // reported above: an unknown key or pool
     if (!pool_given) {
       diag.error(pl.location, path +
                                   " needs nodes (a range [first, end) or a count packed automatically) "
