@@ -3,12 +3,14 @@
 //   paratwin-plot sweep RESULTS.json|- OUT.png      (what `paratwin sweep --png` runs)
 //   paratwin-plot spread REPORT.json|- OUT.png      (what `paratwin simulate --png` runs)
 //   paratwin-plot routing REPORT.json|- OUT.png     (a plan or simulate report's expert routing)
+//   paratwin-plot jobs REPORT.json|- OUT.png        (simulate --png on a scenario of several jobs)
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/plot/jobs_figure.hpp"
 #include "cli/plot/spread_figure.hpp"
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
@@ -29,6 +31,11 @@ int main(int argc, char** argv) {
       "routing", "tokens per EP rank and per expert of a report (plan or simulate --json)");
   routing->add_option("report", input, "the report's JSON, - for standard input")->required();
   routing->add_option("png", output, "the PNG file to write")->required();
+  auto* jobs = app.add_subcommand(
+      "jobs",
+      "several jobs' iteration times alone and together, and where they meet (paratwin simulate --json)");
+  jobs->add_option("report", input, "the simulation's JSON report, - for standard input")->required();
+  jobs->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -41,7 +48,9 @@ int main(int argc, char** argv) {
     }
     const auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
-    if (spread->parsed())
+    if (jobs->parsed())
+      paratwin::viz::write_png(paratwin::plot::jobs_figure(json), output);
+    else if (spread->parsed())
       paratwin::viz::write_png(paratwin::plot::spread_figure(json), output);
     else if (routing->parsed()) {
       if (!json.contains("routing"))
