@@ -1,5 +1,5 @@
 // Topology view: the cluster's nodes, GPUs, NICs and switches, links coloured by the utilization a
-// simulation of the chosen plan measured on them.
+// simulation of the chosen plan measured on them (or, for a scenario of several jobs, by job).
 #pragma once
 
 #include <QTransform>
@@ -34,6 +34,7 @@ class TopologyCanvas : public QWidget {
   QString tooltip_at(QPointF point) const;
   double utilization(const LinkLoad& load) const;
   void draw_box(QPainter& p, const TopologyBox& box, double scale) const;
+  void paint_by_job(QPainter& p) const;
 
   Topology topology_;
   bool by_peak_ = false;
