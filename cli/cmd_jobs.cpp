@@ -1,6 +1,5 @@
 // `paratwin plan` and `paratwin simulate` on a scenario of several jobs (`jobs:`): placement and a plan
 // per job; with simulate, each job's iteration alone and beside the others on the shared fabric.
-#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -75,17 +74,7 @@ void simulate_jobs_command(const std::string& path, const std::vector<std::strin
               << to_text(planned.scenario, planned.costs) << "simulated (every rank, no folding):\n"
               << sim::to_text(result);
   if (!json_path.empty()) write_file_atomically(json_path, json.dump(2) + "\n");
-  if (!png.empty()) {
-    const std::string report = png + ".report.json";
-    write_file_atomically(report, json.dump() + "\n");
-    try {
-      write_jobs_png(report, png);
-    } catch (...) {
-      std::filesystem::remove(report);
-      throw;
-    }
-    std::filesystem::remove(report);
-  }
+  if (!png.empty()) write_report_png("jobs", json.dump(), png);
 }
 
 }  // namespace paratwin::cli

@@ -25,19 +25,6 @@ namespace {
 // From this many iterations on, a run on a terminal reports its progress.
 constexpr int kProgressIterations = 50;
 
-// paratwin-plot reads the report from a file: a temporary one beside the picture.
-void write_png_of(const nlohmann::json& report, const std::string& png) {
-  const std::string json = png + ".report.json";
-  write_file_atomically(json, report.dump() + "\n");
-  try {
-    write_spread_png(json, png);
-  } catch (...) {
-    std::filesystem::remove(json);
-    throw;
-  }
-  std::filesystem::remove(json);
-}
-
 }  // namespace
 
 namespace {
@@ -222,7 +209,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
     if (!opts->trace.empty()) write_trace_file(opts->trace, [&](std::ostream& out) { out << result.trace; });
-    if (!opts->png.empty()) write_png_of(result.json, opts->png);
+    if (!opts->png.empty()) write_report_png("spread", result.json.dump(), opts->png);
     exit_status = kExitOk;
   });
 }

@@ -120,6 +120,15 @@ void TopologyCanvas::paintEvent(QPaintEvent*) {
   p.setPen(colors::kMuted);
   p.drawText(QPointF(x + 36, 46), "not watched by the simulation (or not simulated yet)");
 
+  draw_picture(p, [this](const TopologyLink& l, double width) {
+    if (l.load)
+      return QPen(utilization_color(utilization(*l.load)), 3.2 * width, Qt::SolidLine, Qt::RoundCap);
+    return QPen(unsampled_color(), 1.6 * width, l.name.isEmpty() ? Qt::DotLine : Qt::DashLine);
+  });
+}
+
+void TopologyCanvas::draw_picture(QPainter& p,
+                                  const std::function<QPen(const TopologyLink&, double)>& pen) const {
   const QTransform tf = transform();
   p.save();
   p.setTransform(tf);
@@ -128,14 +137,8 @@ void TopologyCanvas::paintEvent(QPaintEvent*) {
   for (const TopologyBox& b : topology_.boxes)
     if (b.kind == TopologyBox::Kind::Node) draw_box(p, b, scale);
   for (const TopologyLink& l : topology_.links) {
-    const QPointF a = link_start(topology_, l), b = link_end(topology_, l);
-    if (l.load)
-      p.setPen(
-          QPen(utilization_color(utilization(*l.load)), 3.2 / std::sqrt(scale), Qt::SolidLine, Qt::RoundCap));
-    else
-      p.setPen(
-          QPen(unsampled_color(), 1.6 / std::sqrt(scale), l.name.isEmpty() ? Qt::DotLine : Qt::DashLine));
-    p.drawLine(a, b);
+    p.setPen(pen(l, 1 / std::sqrt(scale)));
+    p.drawLine(link_start(topology_, l), link_end(topology_, l));
   }
   for (const TopologyBox& b : topology_.boxes)
     if (b.kind != TopologyBox::Kind::Node) draw_box(p, b, scale);
@@ -149,25 +152,11 @@ void TopologyCanvas::paint_by_job(QPainter& p) const {
     legend.push_back({job_color(int(j)), "job " + topology_.job_names[j]});
   legend.push_back({colors::kBad, "shared by several jobs"});
   draw_legend(p, 20, 36, legend);
-  const QTransform tf = transform();
-  p.save();
-  p.setTransform(tf);
-  const double scale = tf.m11();
-  for (const TopologyBox& b : topology_.boxes)
-    if (b.kind == TopologyBox::Kind::Node) draw_box(p, b, scale);
-  for (const TopologyLink& l : topology_.links) {
-    const double w = 1 / std::sqrt(scale);
-    if (l.jobs.size() > 1)
-      p.setPen(QPen(colors::kBad, 3.6 * w, Qt::DashLine, Qt::RoundCap));
-    else if (l.jobs.size() == 1)
-      p.setPen(QPen(job_color(l.jobs.front()), 3.2 * w, Qt::SolidLine, Qt::RoundCap));
-    else
-      p.setPen(QPen(unsampled_color(), 1.6 * w, l.name.isEmpty() ? Qt::DotLine : Qt::DashLine));
-    p.drawLine(link_start(topology_, l), link_end(topology_, l));
-  }
-  for (const TopologyBox& b : topology_.boxes)
-    if (b.kind != TopologyBox::Kind::Node) draw_box(p, b, scale);
-  p.restore();
+  draw_picture(p, [](const TopologyLink& l, double width) {
+    if (l.jobs.size() > 1) return QPen(colors::kBad, 3.6 * width, Qt::DashLine, Qt::RoundCap);
+    if (l.jobs.size() == 1) return QPen(job_color(l.jobs.front()), 3.2 * width, Qt::SolidLine, Qt::RoundCap);
+    return QPen(unsampled_color(), 1.6 * width, l.name.isEmpty() ? Qt::DotLine : Qt::DashLine);
+  });
 }
 
 void TopologyCanvas::draw_box(QPainter& p, const TopologyBox& b, double scale) const {

@@ -2,8 +2,10 @@
 // simulation of the chosen plan measured on them (or, for a scenario of several jobs, by job).
 #pragma once
 
+#include <QPen>
 #include <QTransform>
 #include <QWidget>
+#include <functional>
 
 #include "gui/model/topology.hpp"
 
@@ -35,6 +37,8 @@ class TopologyCanvas : public QWidget {
   double utilization(const LinkLoad& load) const;
   void draw_box(QPainter& p, const TopologyBox& box, double scale) const;
   void paint_by_job(QPainter& p) const;
+  // Node frames, the links (each with the pen `pen` gives it, for a width factor), then the boxes.
+  void draw_picture(QPainter& p, const std::function<QPen(const TopologyLink&, double)>& pen) const;
 
   Topology topology_;
   bool by_peak_ = false;
