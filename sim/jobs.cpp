@@ -145,11 +145,8 @@ JobsSimulation simulate_jobs(const JobsScenario& s, const std::vector<Plan>& pla
   nlohmann::json jobs = nlohmann::json::array(), links = nlohmann::json::array();
   for (size_t j = 0; j < out.jobs.size(); ++j) {
     const JobOutcome& o = out.jobs[j];
-    const JobPlacement& pl = s.jobs[j].placement;
     jobs.push_back(
         {{"name", o.name},
-         {"pool", s.cluster.pools[size_t(pl.pool)].name},
-         {"nodes", {pl.first_node, pl.first_node + pl.nodes}},
          {"gpus", o.gpus},
          {"plan", {{"dp", plans[j].dp}, {"tp", plans[j].tp}, {"pp", plans[j].pp}, {"cp", plans[j].cp}}},
          {"iteration_time_alone_s", o.alone_s},

@@ -40,6 +40,31 @@ sg4::Host* endpoint_without_link(sg4::NetZone* zone, const std::string& name) {
   return host;
 }
 
+// The GPUs that simulated ranks of any of the layouts run on; `all_used`: no layout folds ranks.
+std::vector<char> simulated_gpus(const std::vector<const RankLayout*>& layouts, bool& all_used) {
+  std::vector<char> used(size_t(layouts.front()->gpus()), 0);
+  all_used = true;
+  for (const RankLayout* l : layouts) {
+    for (int rank = 0; rank < l->world(); ++rank)
+      if (l->simulated(rank)) used[size_t(l->gpu_of(rank))] = 1;
+    all_used = all_used && l->simulated_ranks() == l->world();
+  }
+  return used;
+}
+
+// Per fabric domain: the plan ranks of all layouts in it, and how many of them are simulated.
+std::map<int, std::pair<int, int>> ranks_in_domains(const std::vector<const RankLayout*>& layouts,
+                                                    const std::vector<int>& nic_domain) {
+  std::map<int, std::pair<int, int>> ranks_in;
+  for (const RankLayout* l : layouts)
+    for (int rank = 0; rank < l->world(); ++rank) {
+      auto& [planned, simulated] = ranks_in[nic_domain[size_t(l->site(l->gpu_of(rank)).nic)]];
+      ++planned;
+      simulated += l->simulated(rank) ? 1 : 0;
+    }
+  return ranks_in;
+}
+
 }  // namespace
 
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
@@ -58,13 +83,8 @@ Platform build_platform(const ClusterSpec& cluster, const std::vector<const Rank
   // they use are created. A flow to a folded rank's GPU goes to the node's NVSwitch instead, and one to
   // its NIC to its fabric domain's sink: the sender's ports carry it as in the full simulation, and the
   // folded rank's own ports carry what its symmetric twin sends and receives.
-  std::vector<char> used(layout.gpus(), 0);
   bool all_used = true;
-  for (const RankLayout* l : layouts) {
-    for (int rank = 0; rank < l->world(); ++rank)
-      if (l->simulated(rank)) used[l->gpu_of(rank)] = 1;
-    all_used = all_used && l->simulated_ranks() == l->world();
-  }
+  const std::vector<char> used = simulated_gpus(layouts, all_used);
 
   // Nodes: GPUs on their NVLink/NVSwitch.
   pf.gpus.resize(layout.gpus());
@@ -113,13 +133,7 @@ Platform build_platform(const ClusterSpec& cluster, const std::vector<const Rank
   }
   // A domain's uplink is shared by the ranks in it; each simulated rank there stands for
   // plan ranks / simulated ranks of them (with folded TP lanes on a leaf: tp; on a rail: 1).
-  std::map<int, std::pair<int, int>> ranks_in;  // domain -> (plan ranks, simulated ranks)
-  for (const RankLayout* l : layouts)
-    for (int rank = 0; rank < l->world(); ++rank) {
-      auto& [planned, simulated] = ranks_in[nic_domain[l->site(l->gpu_of(rank)).nic]];
-      ++planned;
-      simulated += l->simulated(rank) ? 1 : 0;
-    }
+  const std::map<int, std::pair<int, int>> ranks_in = ranks_in_domains(layouts, nic_domain);
 
   pf.nics.resize(layout.nics());
   std::vector<sg4::Link*> uplinks;
@@ -152,7 +166,8 @@ Platform build_platform(const ClusterSpec& cluster, const std::vector<const Rank
       auto* gateway = zone->create_router(domain_name(domain) + "-gw");
       zone->add_route(gateway, nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
       zone->seal();
-      const auto [planned, simulated] = ranks_in[domain];
+      const auto found = ranks_in.find(domain);  // a domain no rank uses: its full capacity
+      const auto [planned, simulated] = found == ranks_in.end() ? std::pair{0, 0} : found->second;
       const double represented = simulated > 0 ? double(planned) / simulated : 1.0;
       sg4::Link* up = duplex_link(fabric, uplink_name(domain),
                                   total_Bps / cluster.network.oversubscription / represented);
