@@ -119,12 +119,14 @@ std::string to_text(const JobsScenario& s, const std::vector<PlacementCost>& cos
     const PlacementCost& c = costs[j];
     out += "  " + job.name + ": nodes " + range(job.placement) + " of pool " +
            s.cluster.pools[size_t(job.placement.pool)].name +
-           (job.placement.kind == PlacementKind::Auto ? " (packed)" : "") + ", " + std::to_string(c.domains) +
-           (c.domains == 1 ? " fabric domain" : " fabric domains") + " (fewest " +
-           std::to_string(c.fewest_domains) + ")";
-    if (!c.oversubscribed)
-      out += "; full-bisection fabric: no link shared with other jobs";
-    else if (c.sharing_with.empty())
+           (job.placement.kind == PlacementKind::Auto ? " (packed)" : "");
+    if (!c.oversubscribed) {
+      out += "; full-bisection fabric: no link shared with other jobs\n";
+      continue;
+    }
+    out += ", " + std::to_string(c.domains) + (c.domains == 1 ? " fabric domain" : " fabric domains") +
+           " (fewest " + std::to_string(c.fewest_domains) + ")";
+    if (c.sharing_with.empty())
       out += "; its domains' uplinks carry no other job";
     else
       out += "; shares its domains' oversubscribed uplinks with " + join(c.sharing_with);
