@@ -9,6 +9,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
+#include "plan/spec/jobs.hpp"
 
 using namespace paratwin;
 
@@ -85,6 +86,7 @@ int main() {
               "tasks", "eval ms", "");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& e : catalog.list(CatalogKind::Scenario)) {
+    if (holds_jobs(load_yaml_file(e.path))) continue;  // several jobs (docs/multi-job.md)
     const ScenarioSpec s = load_scenario(e.path, {}, catalog);
     if (!s.plan.tp || !s.plan.pp || !s.plan.micro_batch) {
       std::printf(

@@ -77,6 +77,21 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       ->check(CLI::Range(1, 1000));
   cmd->callback([opts, &exit_status] {
     check_emit(opts->emit);
+    if (is_jobs_scenario(opts->scenario)) {
+      for (const auto& [given, flag] :
+           std::vector<std::pair<bool, std::string>>{{!opts->plan_file.empty(), "--plan"},
+                                                     {!opts->trace.empty(), "--trace"},
+                                                     {!opts->output.empty(), "--output"},
+                                                     {!opts->program.empty(), "--program"},
+                                                     {!opts->emit.empty(), "--emit"}})
+        if (given)
+          throw InputError(Location{"<" + flag + ">"},
+                           flag + " applies to a scenario of one job; " + opts->scenario +
+                               " holds several (jobs:), whose plan takes --set and --json");
+      plan_jobs_command(opts->scenario, opts->sets, opts->json);
+      exit_status = kExitOk;
+      return;
+    }
     const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
     print_diagnostics(scenario.warnings);
     SearchOptions options;

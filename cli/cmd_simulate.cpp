@@ -25,19 +25,6 @@ namespace {
 // From this many iterations on, a run on a terminal reports its progress.
 constexpr int kProgressIterations = 50;
 
-// paratwin-plot reads the report from a file: a temporary one beside the picture.
-void write_png_of(const nlohmann::json& report, const std::string& png) {
-  const std::string json = png + ".report.json";
-  write_file_atomically(json, report.dump() + "\n");
-  try {
-    write_spread_png(json, png);
-  } catch (...) {
-    std::filesystem::remove(json);
-    throw;
-  }
-  std::filesystem::remove(json);
-}
-
 }  // namespace
 
 namespace {
@@ -128,6 +115,26 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       ->excludes("--iterations")
       ->excludes(emit);
   cmd->callback([opts, &exit_status] {
+    if (is_jobs_scenario(opts->scenario)) {
+      // Several jobs: each alone and all together; what belongs to one job's run is refused by name.
+      const std::vector<std::pair<bool, std::string>> one_job_only = {
+          {!opts->plan_file.empty(), "--plan"},
+          {!opts->horizon.empty(), "--horizon"},
+          {!opts->trace.empty(), "--trace"},
+          {!opts->emit.empty(), "--emit"},
+          {!opts->failure_trace.empty(), "--failure-trace"},
+          {!opts->chakra.empty(), "--chakra"},
+          {opts->all_ranks, "--all-ranks"}};
+      for (const auto& [given, flag] : one_job_only)
+        if (given)
+          throw InputError(Location{"<" + flag + ">"},
+                           flag + " applies to a scenario of one job; " + opts->scenario +
+                               " holds several (jobs:), whose simulation takes --set, --iterations, --json "
+                               "and --png");
+      simulate_jobs_command(opts->scenario, opts->sets, opts->iterations, opts->json, opts->png);
+      exit_status = kExitOk;
+      return;
+    }
     // A live run's trace brings the overrides that made its plan; the command line's come after.
     std::optional<FailureTrace> replayed;
     std::vector<std::string> sets = opts->sets;
@@ -202,7 +209,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
     }
     if (!opts->json.empty()) write_file_atomically(opts->json, result.json.dump(2) + "\n");
     if (!opts->trace.empty()) write_trace_file(opts->trace, [&](std::ostream& out) { out << result.trace; });
-    if (!opts->png.empty()) write_png_of(result.json, opts->png);
+    if (!opts->png.empty()) write_report_png("spread", result.json.dump(), opts->png);
     exit_status = kExitOk;
   });
 }

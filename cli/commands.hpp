@@ -27,6 +27,13 @@ void add_sweep_command(CLI::App& app, int& exit_status, const std::vector<std::s
 void add_calibrate_command(CLI::App& app, int& exit_status);
 void add_import_command(CLI::App& app, int& exit_status);
 
+// Scenarios of several jobs (`jobs:`, cmd_jobs.cpp), which plan and simulate hand over to these.
+bool is_jobs_scenario(const std::string& path);
+void plan_jobs_command(const std::string& path, const std::vector<std::string>& sets,
+                       const std::string& json);
+void simulate_jobs_command(const std::string& path, const std::vector<std::string>& sets, int iterations,
+                           const std::string& json, const std::string& png);
+
 // Parses each `--set KEY=VALUE`; throws InputError on a malformed one.
 std::vector<Override> parse_overrides(const std::vector<std::string>& arguments);
 // Prints warnings to standard error in the compiler-style format.

@@ -8,6 +8,7 @@
 // bandwidth only.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "plan/ir/program.hpp"
@@ -23,6 +24,13 @@ struct Flow {
   int dst_gpu = 0;
   double bytes = 0;
   Path path = Path::NvLink;
+};
+
+// The bytes each job's flows put on one link of the platform (runs of several jobs on one cluster).
+struct LinkBytes {
+  std::string link;           // as the platform names it (plan/topology/link_names.hpp)
+  double capacity_Bps = 0;    // each direction's
+  std::vector<double> bytes;  // per job, both directions
 };
 
 // Flows that run together, after a fixed delay; the phase ends when the last flow ends.

@@ -100,6 +100,12 @@ class Interpreter {
     }
   }
 
+  // Runs of several jobs: this interpreter's actors are job `job`'s, and its flows count in `tally`.
+  void share_platform(int job, LinkTally* tally) {
+    job_ = job;
+    tally_ = tally;
+  }
+
   void start_actors() {
     ranks_done_.assign(options_.iterations, 0);
     for (int rank = 0; rank < layout_.world(); ++rank) simulated_ranks_ += layout_.simulated(rank) ? 1 : 0;
@@ -108,7 +114,7 @@ class Interpreter {
       const int role = ranks_[rank].role;
       for (int s = 0; s < kStreams; ++s) {
         if (queues_[role][s].empty()) continue;
-        sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
+        sg4::Actor::create("j" + std::to_string(job_) + "r" + std::to_string(rank) + "s" + std::to_string(s),
                            platform_.gpus[layout_.gpu_of(rank)], [this, rank, s] { run_stream(rank, s); });
       }
     }
@@ -176,7 +182,7 @@ class Interpreter {
   }
 
   void run_phase(const Phase& phase) {
-    activities_ += sim::run_phase(phase, platform_, layout_, gpu_simulated_);
+    activities_ += sim::run_phase(phase, platform_, layout_, gpu_simulated_, tally_, job_);
   }
 
   void collective(int rank, int task_index, const Task& t) {
@@ -359,6 +365,8 @@ class Interpreter {
   int simulated_ranks_ = 0;
   long long activities_ = 0;
   std::vector<LinkSeries> series_;
+  int job_ = 0;
+  LinkTally* tally_ = nullptr;
 };
 
 }  // namespace
@@ -375,6 +383,32 @@ Interpretation interpret(const Program& program, const ClusterSpec& cluster, con
   interpreter.start_actors();
   engine.run();
   return interpreter.result();
+}
+
+JobsInterpretation interpret_jobs(const std::vector<JobProgram>& jobs, const ClusterSpec& cluster) {
+  int argc = 1;
+  char name[] = "paratwin-simulate";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_engine();
+  std::vector<const RankLayout*> layouts;
+  for (const JobProgram& j : jobs) layouts.push_back(j.layout);
+  const Platform platform = build_platform(cluster, layouts, {});
+  LinkTally tally(static_cast<int>(jobs.size()));
+  std::vector<InterpretOptions> options(jobs.size());
+  std::vector<std::unique_ptr<Interpreter>> interpreters;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    options[j].iterations = jobs[j].iterations;
+    interpreters.push_back(std::make_unique<Interpreter>(*jobs[j].program, cluster, *jobs[j].training,
+                                                         *jobs[j].layout, options[j], platform));
+    interpreters.back()->share_platform(static_cast<int>(j), &tally);
+    interpreters.back()->start_actors();
+  }
+  engine.run();
+  JobsInterpretation out;
+  for (auto& in : interpreters) out.jobs.push_back(in->result());
+  out.links = tally.links();
+  return out;
 }
 
 }  // namespace paratwin::sim

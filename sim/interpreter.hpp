@@ -10,6 +10,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/cost/time_noise.hpp"
 #include "plan/topology/rank_layout.hpp"
+#include "sim/flows.hpp"
 
 namespace paratwin::sim {
 
@@ -42,5 +43,24 @@ struct Interpretation {
 
 Interpretation interpret(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training,
                          const RankLayout& layout, const InterpretOptions& options);
+
+// One job of several that share a cluster: its Program on its ranks, placed by its layout (built on the
+// whole cluster with the job's first node, not folded), for this many iterations.
+struct JobProgram {
+  const Program* program = nullptr;
+  const TrainingSpec* training = nullptr;
+  const RankLayout* layout = nullptr;
+  int iterations = 1;
+};
+
+struct JobsInterpretation {
+  std::vector<Interpretation> jobs;
+  std::vector<LinkBytes> links;  // every link any job's flows crossed, by name
+};
+
+// All jobs together in one engine on one platform of `cluster`, sharing its links; a job that ends
+// first leaves the fabric to the others. Creates the process's one SimGrid engine: call it once per
+// process.
+JobsInterpretation interpret_jobs(const std::vector<JobProgram>& jobs, const ClusterSpec& cluster);
 
 }  // namespace paratwin::sim

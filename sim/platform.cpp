@@ -40,22 +40,51 @@ sg4::Host* endpoint_without_link(sg4::NetZone* zone, const std::string& name) {
   return host;
 }
 
+// The GPUs that simulated ranks of any of the layouts run on; `all_used`: no layout folds ranks.
+std::vector<char> simulated_gpus(const std::vector<const RankLayout*>& layouts, bool& all_used) {
+  std::vector<char> used(size_t(layouts.front()->gpus()), 0);
+  all_used = true;
+  for (const RankLayout* l : layouts) {
+    for (int rank = 0; rank < l->world(); ++rank)
+      if (l->simulated(rank)) used[size_t(l->gpu_of(rank))] = 1;
+    all_used = all_used && l->simulated_ranks() == l->world();
+  }
+  return used;
+}
+
+// Per fabric domain: the plan ranks of all layouts in it, and how many of them are simulated.
+std::map<int, std::pair<int, int>> ranks_in_domains(const std::vector<const RankLayout*>& layouts,
+                                                    const std::vector<int>& nic_domain) {
+  std::map<int, std::pair<int, int>> ranks_in;
+  for (const RankLayout* l : layouts)
+    for (int rank = 0; rank < l->world(); ++rank) {
+      auto& [planned, simulated] = ranks_in[nic_domain[size_t(l->site(l->gpu_of(rank)).nic)]];
+      ++planned;
+      simulated += l->simulated(rank) ? 1 : 0;
+    }
+  return ranks_in;
+}
+
 }  // namespace
 
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
                         const std::vector<double>& gpu_slowdown) {
+  return build_platform(cluster, std::vector<const RankLayout*>{&layout}, gpu_slowdown);
+}
+
+Platform build_platform(const ClusterSpec& cluster, const std::vector<const RankLayout*>& layouts,
+                        const std::vector<double>& gpu_slowdown) {
   Platform pf;
   auto* root = sg4::create_star_zone("cluster");
+  const RankLayout& layout = *layouts.front();  // sites, NICs and domains: the whole cluster's
 
   // SimGrid 3.32 checks each new host's and link's name against the whole platform (a walk over
   // every zone), so building is quadratic in their number: only GPUs of simulated ranks and the NICs
   // they use are created. A flow to a folded rank's GPU goes to the node's NVSwitch instead, and one to
   // its NIC to its fabric domain's sink: the sender's ports carry it as in the full simulation, and the
   // folded rank's own ports carry what its symmetric twin sends and receives.
-  std::vector<char> used(layout.gpus(), 0);
-  for (int rank = 0; rank < layout.world(); ++rank)
-    if (layout.simulated(rank)) used[layout.gpu_of(rank)] = 1;
-  const bool all_used = layout.simulated_ranks() == layout.world();
+  bool all_used = true;
+  const std::vector<char> used = simulated_gpus(layouts, all_used);
 
   // Nodes: GPUs on their NVLink/NVSwitch.
   pf.gpus.resize(layout.gpus());
@@ -104,12 +133,7 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
   }
   // A domain's uplink is shared by the ranks in it; each simulated rank there stands for
   // plan ranks / simulated ranks of them (with folded TP lanes on a leaf: tp; on a rail: 1).
-  std::map<int, std::pair<int, int>> ranks_in;  // domain -> (plan ranks, simulated ranks)
-  for (int rank = 0; rank < layout.world(); ++rank) {
-    auto& [planned, simulated] = ranks_in[nic_domain[layout.site(layout.gpu_of(rank)).nic]];
-    ++planned;
-    simulated += layout.simulated(rank) ? 1 : 0;
-  }
+  const std::map<int, std::pair<int, int>> ranks_in = ranks_in_domains(layouts, nic_domain);
 
   pf.nics.resize(layout.nics());
   std::vector<sg4::Link*> uplinks;
@@ -142,7 +166,8 @@ Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
       auto* gateway = zone->create_router(domain_name(domain) + "-gw");
       zone->add_route(gateway, nullptr, nullptr, nullptr, std::vector<sg4::LinkInRoute>{}, true);
       zone->seal();
-      const auto [planned, simulated] = ranks_in[domain];
+      const auto found = ranks_in.find(domain);  // a domain no rank uses: its full capacity
+      const auto [planned, simulated] = found == ranks_in.end() ? std::pair{0, 0} : found->second;
       const double represented = simulated > 0 ? double(planned) / simulated : 1.0;
       sg4::Link* up = duplex_link(fabric, uplink_name(domain),
                                   total_Bps / cluster.network.oversubscription / represented);
@@ -175,8 +200,31 @@ void configure_engine() {
   sg4::Engine::set_config("contexts/guard-size:0");
 }
 
+void LinkTally::add(sg4::Host* src, sg4::Host* dst, double bytes, int job) {
+  auto [route, fresh] = routes_.try_emplace({src, dst});
+  if (fresh) {
+    std::vector<sg4::Link*> links;
+    src->route_to(dst, links, nullptr);
+    for (sg4::Link* l : links) {
+      std::string name = l->get_name();
+      for (const std::string half : {"_UP", "_DOWN"})
+        if (name.ends_with(half)) name.resize(name.size() - half.size());
+      auto [at, added] = index_.try_emplace(name, links_.size());
+      if (added) links_.push_back({name, l->get_bandwidth(), std::vector<double>(size_t(jobs_), 0.0)});
+      route->second.push_back(at->second);
+    }
+  }
+  for (size_t l : route->second) links_[l].bytes[size_t(job)] += bytes;
+}
+
+std::vector<LinkBytes> LinkTally::links() const {
+  std::vector<LinkBytes> out;
+  for (const auto& [name, l] : index_) out.push_back(links_[l]);
+  return out;
+}
+
 long long run_phase(const Phase& phase, const Platform& platform, const RankLayout& layout,
-                    const std::vector<char>& gpu_simulated) {
+                    const std::vector<char>& gpu_simulated, LinkTally* tally, int job) {
   long long activities = 0;
   if (phase.latency_s > 0) {
     sg4::this_actor::sleep_for(phase.latency_s);
@@ -193,6 +241,7 @@ long long run_phase(const Phase& phase, const Platform& platform, const RankLayo
     if (src == nullptr || dst == nullptr)
       throw std::logic_error("a flow reaches a NIC that no simulated rank uses");
     if (src == dst) continue;  // two members behind one NIC: no wire between them
+    if (tally) tally->add(src, dst, f.bytes, job);
     comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(f.bytes)));
   }
   activities += static_cast<long long>(comms.size());

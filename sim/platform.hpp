@@ -3,7 +3,9 @@
 // rail-optimized). Only sim/ includes this header.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -39,6 +41,26 @@ struct Platform {
 // that each simulated flow through it gets the share its real counterparts get.
 Platform build_platform(const ClusterSpec& cluster, const RankLayout& layout,
                         const std::vector<double>& gpu_slowdown);
+// The same for several jobs on one cluster, each with its own layout of the whole cluster (RankLayout's
+// first_node): hosts for every job's GPUs, and uplinks shared by all of them.
+Platform build_platform(const ClusterSpec& cluster, const std::vector<const RankLayout*>& layouts,
+                        const std::vector<double>& gpu_slowdown);
+
+// Bytes each job puts on each link, for runs of several jobs: a flow's bytes count on every link of its
+// route, both halves of a split-duplex link under the link's name.
+class LinkTally {
+ public:
+  explicit LinkTally(int jobs) : jobs_(jobs) {}
+  void add(simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes, int job);
+  // By link name.
+  std::vector<LinkBytes> links() const;
+
+ private:
+  int jobs_;
+  std::map<std::pair<const simgrid::s4u::Host*, const simgrid::s4u::Host*>, std::vector<size_t>> routes_;
+  std::map<std::string, size_t> index_;
+  std::vector<LinkBytes> links_;
+};
 
 // The settings every ParaTwin simulation runs under (the network model, no TCP corrections, quiet
 // logs, small actor stacks). Call right after creating the engine, before build_platform.
@@ -47,7 +69,8 @@ void configure_engine();
 // Runs one phase from the calling actor: its latency, then its flows on the platform's links, until the
 // last ends. Flows from GPUs that are not simulated (`gpu_simulated[gpu]` 0: a folded lane) are left out.
 // Returns the activities it started.
+// With a tally, the flows' bytes count for `job` on the links they cross.
 long long run_phase(const Phase& phase, const Platform& platform, const RankLayout& layout,
-                    const std::vector<char>& gpu_simulated);
+                    const std::vector<char>& gpu_simulated, LinkTally* tally = nullptr, int job = 0);
 
 }  // namespace paratwin::sim

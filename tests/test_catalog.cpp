@@ -3,7 +3,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include "plan/spec/catalog.hpp"
+#include "plan/spec/jobs.hpp"
 #include "plan/spec/scenario.hpp"
+#include "plan/topology/job_placement.hpp"
 
 using namespace paratwin;
 
@@ -28,6 +30,12 @@ BOOST_AUTO_TEST_CASE(model_and_cluster_names_match_their_files) {
 BOOST_AUTO_TEST_CASE(every_scenario_loads_and_passes_its_checks) {
   for (const auto& e : catalog.list(CatalogKind::Scenario)) {
     BOOST_TEST_CONTEXT(e.name) {
+      if (holds_jobs(load_yaml_file(e.path))) {  // several jobs: loaded and placed
+        JobsScenario jobs;
+        BOOST_CHECK_NO_THROW(jobs = load_jobs_scenario(e.path, {}, catalog));
+        BOOST_CHECK_NO_THROW(place_jobs(jobs));
+        continue;
+      }
       BOOST_CHECK_NO_THROW(load_scenario(e.path, {}, catalog));
     }
   }

@@ -4,6 +4,7 @@
 //   paratwin-plot spread REPORT.json|- OUT.png      (what `paratwin simulate --png` runs)
 //   paratwin-plot routing REPORT.json|- OUT.png     (a plan or simulate report's expert routing)
 //   paratwin-plot goodput REPORT.json|- OUT.png     (a plan report's candidates under failures)
+//   paratwin-plot jobs REPORT.json|- OUT.png        (simulate --png on a scenario of several jobs)
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/plot/goodput_figure.hpp"
+#include "cli/plot/jobs_figure.hpp"
 #include "cli/plot/spread_figure.hpp"
 #include "cli/plot/sweep_figure.hpp"
 #include "viz/render.hpp"
@@ -35,6 +37,11 @@ int main(int argc, char** argv) {
       "goodput", "expected goodput and objective of a search's plans under failures (plan --top N --json)");
   goodput->add_option("report", input, "the plan's JSON report, - for standard input")->required();
   goodput->add_option("png", output, "the PNG file to write")->required();
+  auto* jobs = app.add_subcommand(
+      "jobs",
+      "several jobs' iteration times alone and together, and where they meet (paratwin simulate --json)");
+  jobs->add_option("report", input, "the simulation's JSON report, - for standard input")->required();
+  jobs->add_option("png", output, "the PNG file to write")->required();
   try {
     app.parse(argc, argv);
     std::stringstream text;
@@ -47,7 +54,9 @@ int main(int argc, char** argv) {
     }
     const auto json = nlohmann::json::parse(text.str(), nullptr, false);
     if (json.is_discarded()) throw std::runtime_error(input + " is not JSON");
-    if (spread->parsed())
+    if (jobs->parsed())
+      paratwin::viz::write_png(paratwin::plot::jobs_figure(json), output);
+    else if (spread->parsed())
       paratwin::viz::write_png(paratwin::plot::spread_figure(json), output);
     else if (goodput->parsed())
       paratwin::viz::write_png(paratwin::plot::goodput_figure(json), output);

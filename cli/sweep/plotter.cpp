@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <stdexcept>
 
+#include "plan/io/atomic_file.hpp"
 #include "plan/util/child_process.hpp"
 
 namespace paratwin::cli {
@@ -29,8 +31,16 @@ void write_sweep_png(const std::string& results_json, const std::string& path) {
   plot("sweep", results_json, path);
 }
 
-void write_spread_png(const std::string& report_json, const std::string& path) {
-  plot("spread", report_json, path);
+void write_report_png(const std::string& figure, const std::string& report_json, const std::string& path) {
+  const std::string json = path + ".report.json";
+  write_file_atomically(json, report_json + "\n");
+  try {
+    plot(figure, json, path);
+  } catch (...) {
+    std::filesystem::remove(json);
+    throw;
+  }
+  std::filesystem::remove(json);
 }
 
 }  // namespace paratwin::cli

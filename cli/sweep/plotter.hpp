@@ -13,8 +13,10 @@ bool png_available();
 // fails.
 void write_sweep_png(const std::string& results_json, const std::string& path);
 
-// Runs paratwin-plot spread on a simulation's report (what `simulate --json` writes): the iteration
-// times' histogram and distribution function. Throws std::runtime_error when it fails.
-void write_spread_png(const std::string& report_json, const std::string& path);
+// Runs paratwin-plot FIGURE on a simulation's report (`report_json`, the text `simulate --json` writes),
+// through a temporary file beside the picture: `spread`, the iteration times' histogram and distribution
+// function; `jobs`, several jobs' iteration times alone and together. Throws std::runtime_error when it
+// fails.
+void write_report_png(const std::string& figure, const std::string& report_json, const std::string& path);
 
 }  // namespace paratwin::cli

@@ -13,6 +13,7 @@
 #include "plan/report/goodput_report.hpp"
 #include "plan/report/routing_cost.hpp"
 #include "plan/search/choose.hpp"
+#include "plan/topology/job_placement.hpp"
 
 namespace paratwin::gui {
 namespace {
@@ -115,6 +116,24 @@ ScenarioSpec Session::load_text(const QStringList& extra) const {
 void Session::check() {
   diagnostics_.clear();
   scenario_.reset();
+  jobs_.reset();
+  try {  // several jobs: placed, for the topology view; the one-job views stay empty
+    DocNode document = parse_yaml(text_.toStdString(), path_.toStdString());
+    if (holds_jobs(document)) {
+      std::vector<Override> overrides;
+      for (const QString& s : overrides_) overrides.push_back(parse_override(s.toStdString()));
+      JobsScenario jobs = load_jobs_scenario(std::move(document), overrides);
+      place_jobs(jobs);
+      diagnostics_ = jobs.warnings;
+      jobs_ = std::move(jobs);
+      emit checked();
+      return;
+    }
+  } catch (const InputError& e) {
+    diagnostics_ = e.diagnostics();
+    emit checked();
+    return;
+  }
   try {
     ScenarioSpec spec = load_text({});
     diagnostics_ = spec.warnings;

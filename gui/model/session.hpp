@@ -20,6 +20,7 @@
 #include "gui/model/reliability_history.hpp"
 #include "gui/model/trace.hpp"
 #include "plan/search/optimizer.hpp"
+#include "plan/spec/jobs.hpp"
 
 namespace paratwin::gui {
 
@@ -56,6 +57,8 @@ class Session : public QObject {
   QStringList overrides() const { return overrides_; }
   bool modified() const { return text_ != saved_text_; }
   const std::optional<ScenarioSpec>& scenario() const { return scenario_; }
+  // A scenario of several jobs (`jobs:`), placements packed; scenario() is then empty.
+  const std::optional<JobsScenario>& jobs() const { return jobs_; }
   // Errors and warnings of the last check, as the loaders report them (file:line:col).
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
 
@@ -115,6 +118,7 @@ class Session : public QObject {
   QString path_, text_, saved_text_;
   QStringList overrides_;
   std::optional<ScenarioSpec> scenario_;
+  std::optional<JobsScenario> jobs_;
   std::vector<Diagnostic> diagnostics_;
   std::optional<ScenarioSpec> planned_scenario_;  // the scenario the candidates were planned for
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "plan/topology/cluster_sites.hpp"
+#include "plan/topology/job_placement.hpp"
 #include "plan/topology/link_names.hpp"
 
 namespace paratwin::gui {
@@ -212,6 +214,37 @@ int apply_link_loads(Topology& topology, const std::map<QString, LinkLoad>& load
     applied += link.load.has_value();
   }
   return applied;
+}
+
+int apply_job_placement(Topology& topology, const JobsScenario& jobs) {
+  const ClusterSpec& cluster = jobs.cluster;
+  const ClusterSites sites(cluster);
+  std::vector<int> job_of_node(size_t(sites.nodes()), -1);
+  for (size_t j = 0; j < jobs.jobs.size(); ++j) {
+    const int first = first_global_node(cluster, jobs.jobs[j].placement);
+    for (int n = 0; n < jobs.jobs[j].placement.nodes; ++n) job_of_node[size_t(first + n)] = int(j);
+  }
+  // Every link the simulator names, with the jobs it serves.
+  std::map<QString, std::set<int>> served;
+  const bool oversubscribed = sites.oversubscribed(cluster);
+  for (int gpu = 0; gpu < sites.gpus(); ++gpu) {
+    const GpuSite& site = sites.site(gpu);
+    const int job = job_of_node[size_t(site.node)];
+    if (job < 0) continue;
+    served[qs(gpu_link_name(site.node, site.local))].insert(job);
+    served[qs(nic_link_name(site.nic))].insert(job);
+    if (oversubscribed) served[qs(uplink_name(sites.fabric_domain(cluster, site.nic)))].insert(job);
+  }
+  int marked = 0;
+  for (TopologyLink& link : topology.links) {
+    const auto it = link.name.isEmpty() ? served.end() : served.find(link.name);
+    link.jobs =
+        it == served.end() ? std::vector<int>{} : std::vector<int>(it->second.begin(), it->second.end());
+    marked += !link.jobs.empty();
+  }
+  topology.job_names.clear();
+  for (const JobSpec& job : jobs.jobs) topology.job_names.push_back(qs(job.name));
+  return marked;
 }
 
 }  // namespace paratwin::gui

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/spec/cluster.hpp"
+#include "plan/spec/jobs.hpp"
 
 namespace paratwin::gui {
 
@@ -37,6 +38,7 @@ struct TopologyLink {
   QString name;          // the simulator's link name, empty for links it does not model
   QString tooltip;
   std::optional<LinkLoad> load;  // after apply_link_loads, when the simulation watched it
+  std::vector<int> jobs;         // after apply_job_placement: the jobs whose nodes it serves
 };
 
 struct Topology {
@@ -45,6 +47,7 @@ struct Topology {
   std::vector<TopologyLink> links;
   QSizeF size;
   int drawn_nodes = 0, total_nodes = 0;
+  std::vector<QString> job_names;  // a scenario of several jobs (apply_job_placement): colour by job
 };
 
 // At most `nodes_per_pool` nodes of each pool are drawn; the rest become one "more nodes" box.
@@ -54,5 +57,11 @@ Topology build_topology(const ClusterSpec& cluster, int nodes_per_pool = 4);
 std::map<QString, LinkLoad> link_loads(const nlohmann::json& report);
 // Sets each link's load from `loads`; returns how many links got one.
 int apply_link_loads(Topology& topology, const std::map<QString, LinkLoad>& loads);
+
+// For a scenario of several jobs (placements complete): marks each link with the jobs whose traffic it
+// can carry, by the placement: a GPU's NVLink port and a NIC's link serve the job on their node, a fabric
+// domain's uplink every job with a node under it (two or more: where jobs meet). Returns how many links
+// got a job.
+int apply_job_placement(Topology& topology, const JobsScenario& jobs);
 
 }  // namespace paratwin::gui

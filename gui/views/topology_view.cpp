@@ -20,6 +20,16 @@ namespace paratwin::gui {
 namespace {
 
 constexpr double kMargin = 30, kLegend = 64;
+// Nodes per pool drawn for a scenario of several jobs, so that every job's nodes show.
+constexpr int kMostJobNodesDrawn = 32;
+
+// A job's colour (Tableau 10, as the charts), and the colour of links that several jobs share.
+QColor job_color(int job) {
+  static const QColor palette[] = {
+      {0x4e, 0x79, 0xa7}, {0xf2, 0x8e, 0x2b}, {0x59, 0xa1, 0x4f}, {0xb0, 0x7a, 0xa1}, {0x76, 0xb7, 0xb2},
+      {0xed, 0xc9, 0x48}, {0x9c, 0x75, 0x5f}, {0xff, 0x9d, 0xa7}, {0xba, 0xb0, 0xac}, {0x24, 0x29, 0x2f}};
+  return palette[size_t(job) % std::size(palette)];
+}
 
 QPointF link_start(const Topology& t, const TopologyLink& l) {
   const QRectF& r = t.boxes[size_t(l.from)].rect;
@@ -90,6 +100,10 @@ void TopologyCanvas::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(20, 8, width() - 40, 20), Qt::AlignLeft | Qt::AlignVCenter,
              QFontMetricsF(bold).elidedText(topology_.caption, Qt::ElideRight, width() - 40));
   p.setFont(font());
+  if (!topology_.job_names.empty()) {
+    paint_by_job(p);
+    return;
+  }
   p.setPen(colors::kMuted);
   const QString what = by_peak_ ? "peak link utilization" : "mean link utilization over the iteration";
   p.drawText(QPointF(20, 46), "0%");
@@ -106,6 +120,15 @@ void TopologyCanvas::paintEvent(QPaintEvent*) {
   p.setPen(colors::kMuted);
   p.drawText(QPointF(x + 36, 46), "not watched by the simulation (or not simulated yet)");
 
+  draw_picture(p, [this](const TopologyLink& l, double width) {
+    if (l.load)
+      return QPen(utilization_color(utilization(*l.load)), 3.2 * width, Qt::SolidLine, Qt::RoundCap);
+    return QPen(unsampled_color(), 1.6 * width, l.name.isEmpty() ? Qt::DotLine : Qt::DashLine);
+  });
+}
+
+void TopologyCanvas::draw_picture(QPainter& p,
+                                  const std::function<QPen(const TopologyLink&, double)>& pen) const {
   const QTransform tf = transform();
   p.save();
   p.setTransform(tf);
@@ -114,18 +137,26 @@ void TopologyCanvas::paintEvent(QPaintEvent*) {
   for (const TopologyBox& b : topology_.boxes)
     if (b.kind == TopologyBox::Kind::Node) draw_box(p, b, scale);
   for (const TopologyLink& l : topology_.links) {
-    const QPointF a = link_start(topology_, l), b = link_end(topology_, l);
-    if (l.load)
-      p.setPen(
-          QPen(utilization_color(utilization(*l.load)), 3.2 / std::sqrt(scale), Qt::SolidLine, Qt::RoundCap));
-    else
-      p.setPen(
-          QPen(unsampled_color(), 1.6 / std::sqrt(scale), l.name.isEmpty() ? Qt::DotLine : Qt::DashLine));
-    p.drawLine(a, b);
+    p.setPen(pen(l, 1 / std::sqrt(scale)));
+    p.drawLine(link_start(topology_, l), link_end(topology_, l));
   }
   for (const TopologyBox& b : topology_.boxes)
     if (b.kind != TopologyBox::Kind::Node) draw_box(p, b, scale);
   p.restore();
+}
+
+// Several jobs: a legend of job colours, each link in its job's colour, shared links red and dashed.
+void TopologyCanvas::paint_by_job(QPainter& p) const {
+  std::vector<std::pair<QColor, QString>> legend;
+  for (size_t j = 0; j < topology_.job_names.size(); ++j)
+    legend.push_back({job_color(int(j)), "job " + topology_.job_names[j]});
+  legend.push_back({colors::kBad, "shared by several jobs"});
+  draw_legend(p, 20, 36, legend);
+  draw_picture(p, [](const TopologyLink& l, double width) {
+    if (l.jobs.size() > 1) return QPen(colors::kBad, 3.6 * width, Qt::DashLine, Qt::RoundCap);
+    if (l.jobs.size() == 1) return QPen(job_color(l.jobs.front()), 3.2 * width, Qt::SolidLine, Qt::RoundCap);
+    return QPen(unsampled_color(), 1.6 * width, l.name.isEmpty() ? Qt::DotLine : Qt::DashLine);
+  });
 }
 
 void TopologyCanvas::draw_box(QPainter& p, const TopologyBox& b, double scale) const {
@@ -191,9 +222,14 @@ QString TopologyCanvas::tooltip_at(QPointF point) const {
     const double f = len2 > 0 ? std::clamp(QPointF::dotProduct(aq, ab) / len2, 0.0, 1.0) : 0;
     const QPointF d = a + f * ab - q;
     if (std::hypot(d.x(), d.y()) <= tolerance)
-      return l.tooltip + (l.load             ? "\n" + load_text(*l.load)
-                          : l.name.isEmpty() ? ""
-                                             : "\nnot watched by the simulation");
+      if (!topology_.job_names.empty()) {
+        QStringList names;
+        for (int j : l.jobs) names << topology_.job_names[size_t(j)];
+        return l.tooltip + (names.isEmpty() ? "\nno job" : "\njobs: " + names.join(", "));
+      }
+    return l.tooltip + (l.load             ? "\n" + load_text(*l.load)
+                        : l.name.isEmpty() ? ""
+                                           : "\nnot watched by the simulation");
   }
   for (const TopologyBox& b : topology_.boxes)
     if (b.rect.contains(q)) return b.label + "\n" + b.tooltip;
@@ -240,6 +276,20 @@ TopologyView::TopologyView(Session& session, QWidget* parent)
 
 void TopologyView::rebuild() {
   simulate_->setEnabled(session_.selected_candidate() != nullptr);
+  colour_by_->setEnabled(!session_.jobs());  // utilization is a one-job simulation's
+  if (const auto& jobs = session_.jobs()) {  // several jobs: every node drawn, links coloured by job
+    Topology t = build_topology(jobs->cluster, kMostJobNodesDrawn);
+    const int marked = apply_job_placement(t, *jobs);
+    status_->setText(QString("%1 jobs on %2 of %3 nodes drawn: %4 links coloured by the job whose nodes they "
+                             "serve; uplinks that several jobs share are red and dashed (paratwin simulate "
+                             "measures what they cost each job).")
+                         .arg(jobs->jobs.size())
+                         .arg(t.drawn_nodes)
+                         .arg(t.total_nodes)
+                         .arg(marked));
+    canvas_->set_topology(std::move(t));
+    return;
+  }
   if (!session_.scenario()) return;  // keep the last picture while the text has errors
   Topology t = build_topology(session_.scenario()->cluster);
   const int coloured = apply_link_loads(t, link_loads(session_.simulation_report()));

@@ -1,9 +1,11 @@
 // Topology view: the cluster's nodes, GPUs, NICs and switches, links coloured by the utilization a
-// simulation of the chosen plan measured on them.
+// simulation of the chosen plan measured on them (or, for a scenario of several jobs, by job).
 #pragma once
 
+#include <QPen>
 #include <QTransform>
 #include <QWidget>
+#include <functional>
 
 #include "gui/model/topology.hpp"
 
@@ -34,6 +36,9 @@ class TopologyCanvas : public QWidget {
   QString tooltip_at(QPointF point) const;
   double utilization(const LinkLoad& load) const;
   void draw_box(QPainter& p, const TopologyBox& box, double scale) const;
+  void paint_by_job(QPainter& p) const;
+  // Node frames, the links (each with the pen `pen` gives it, for a width factor), then the boxes.
+  void draw_picture(QPainter& p, const std::function<QPen(const TopologyLink&, double)>& pen) const;
 
   Topology topology_;
   bool by_peak_ = false;

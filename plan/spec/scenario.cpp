@@ -567,6 +567,10 @@ void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, co
 
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides, const Catalog& catalog) {
   for (const auto& o : overrides) apply_override(document, o);
+  if (const DocNode* jobs = document.find("jobs"); jobs && document.is_mapping())
+    throw InputError(jobs->location,
+                     "this scenario holds several jobs (jobs:); `paratwin plan`, `paratwin simulate` and "
+                     "`paratwin validate` take it, other commands take a scenario of one job");
   Diagnostics diag;
   ScenarioSpec s = parse_scenario(std::move(document), catalog, diag, /*run_checks=*/true);
   if (!diag.has_errors() && !s.sweep.empty() && check_sweep_size(s.sweep, diag))
@@ -579,6 +583,11 @@ ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overri
 ScenarioSpec load_scenario(const std::string& path, const std::vector<Override>& overrides,
                            const Catalog& catalog) {
   return load_scenario(load_yaml_file(path), overrides, catalog);
+}
+
+ScenarioSpec parse_scenario_document(DocNode document, const Catalog& catalog, Diagnostics& diag,
+                                     bool run_checks) {
+  return parse_scenario(std::move(document), catalog, diag, run_checks);
 }
 
 PlanRequest parse_plan_request(const DocNode& node, Diagnostics& diag, FieldLocations* locations) {

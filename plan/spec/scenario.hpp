@@ -224,6 +224,12 @@ std::vector<Override> sweep_overrides(const std::vector<SweepSetting>& settings)
 void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, const Catalog& catalog,
                         Diagnostics& diag);
 
+// Parses one job's scenario document with no overrides: problems go to `diag`; the cross-field checks
+// (check_scenario) run only with `run_checks` and when parsing found no error. For several jobs'
+// scenarios (plan/spec/jobs.hpp), each checked on its own share of the cluster.
+ScenarioSpec parse_scenario_document(DocNode document, const Catalog& catalog, Diagnostics& diag,
+                                     bool run_checks);
+
 // Parses a `plan:` section or a plan file (the same keys); `auto` and absent fields stay empty.
 PlanRequest parse_plan_request(const DocNode& node, Diagnostics& diag, FieldLocations* locations = nullptr);
 

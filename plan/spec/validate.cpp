@@ -1,8 +1,10 @@
 // File-kind detection and validation of single catalog files.
 #include "plan/spec/validate.hpp"
 
+#include "plan/spec/jobs.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/spec/summary.hpp"
+#include "plan/topology/job_placement.hpp"
 
 namespace paratwin {
 
@@ -74,6 +76,14 @@ Validation validate_file(const std::string& path, const std::vector<Override>& o
       break;
     }
     case FileKind::Scenario: {
+      if (holds_jobs(doc)) {
+        JobsScenario s = load_jobs_scenario(std::move(doc), overrides, catalog);
+        place_jobs(s);  // automatic placements must fit beside the others
+        v.warnings = s.warnings;
+        v.summary = "scenario " + s.name + ": " + std::to_string(s.jobs.size()) + " jobs on " +
+                    s.cluster.name + " (" + std::to_string(s.cluster.gpus()) + " GPUs)";
+        break;
+      }
       ScenarioSpec s = load_scenario(std::move(doc), overrides, catalog);
       v.warnings = s.warnings;
       const ScenarioSummary sum = summarize(s);

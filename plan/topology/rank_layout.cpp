@@ -9,7 +9,7 @@
 
 namespace paratwin {
 
-RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster)
+RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster, int first_node)
     : plan_(plan), strides_(rank_strides(plan)), sites_(cluster) {
   std::map<std::string, int> pool_index;
   for (size_t p = 0; p < cluster.pools.size(); ++p) pool_index[cluster.pools[p].name] = static_cast<int>(p);
@@ -17,6 +17,8 @@ RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster)
   coords_.resize(world);
   gpu_of_rank_.resize(world);
   std::vector<int> next_in_pool(cluster.pools.size(), 0);
+  for (size_t p = 0; p < cluster.pools.size(); ++p)
+    next_in_pool[p] = first_node * cluster.pools[p].gpus_per_node;
   for (int r = 0; r < world; ++r) {
     const RankCoords& c = coords_[r] = rank_coords(strides_, plan, r);
     const int p = pool_index.at(plan.stages.at(c.pp).pool);

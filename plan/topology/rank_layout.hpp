@@ -15,8 +15,10 @@ class RankLayout {
  public:
   // Ranks are given GPUs in rank order, each from the pool of its pipeline stage (so a one-pool
   // cluster maps rank r to GPU r, as lowering's placement assumes). Throws std::logic_error when a
-  // pool has fewer GPUs than its stages need (a plan that was not verified).
-  RankLayout(const Plan& plan, const ClusterSpec& cluster);
+  // pool has fewer GPUs than its stages need (a plan that was not verified). With `first_node`, the
+  // plan's ranks start at that node of each pool (a job placed on part of a shared cluster: sites,
+  // NICs and fabric domains are the whole cluster's).
+  RankLayout(const Plan& plan, const ClusterSpec& cluster, int first_node = 0);
 
   int world() const { return static_cast<int>(coords_.size()); }
   const RankCoords& coords(int rank) const { return coords_[rank]; }

@@ -8,6 +8,7 @@
 
 #include "plan/spec/scenario.hpp"
 #include "plan/spec/summary.hpp"
+#include "plan/topology/job_placement.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -18,8 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       overrides.push_back(
           paratwin::parse_override(std::string(text.substr(5, end == text.npos ? text.npos : end - 5))));
     }
-    const paratwin::ScenarioSpec s =
-        paratwin::load_scenario(paratwin::parse_yaml(text, "fuzz.yaml"), overrides);
+    paratwin::DocNode doc = paratwin::parse_yaml(text, "fuzz.yaml");
+    if (paratwin::holds_jobs(doc)) {  // several jobs: loaded and packed
+      paratwin::JobsScenario jobs = paratwin::load_jobs_scenario(std::move(doc), overrides);
+      paratwin::place_jobs(jobs);
+      paratwin::to_text(jobs, paratwin::placement_costs(jobs));
+      return 0;
+    }
+    const paratwin::ScenarioSpec s = paratwin::load_scenario(std::move(doc), overrides);
     paratwin::to_text(paratwin::summarize(s));
   } catch (const paratwin::InputError&) {
   }

@@ -373,6 +373,27 @@ class TestGuiModel : public QObject {
              1L);
   }
 
+  void a_scenario_of_several_jobs_colours_links_by_the_job_on_their_nodes() {
+    // scenarios/two-jobs.yaml: a on nodes 2-5, b on 6-9 (pods of four nodes), c packed into 12-15.
+    Session session;
+    QVERIFY(session.open(QString(PARATWIN_SOURCE_DIR) + "/scenarios/two-jobs.yaml"));
+    QVERIFY(session.jobs().has_value());
+    QVERIFY(!session.scenario().has_value());
+    Topology t = build_topology(session.jobs()->cluster, 32);
+    QCOMPARE(t.drawn_nodes, 16);
+    QVERIFY(apply_job_placement(t, *session.jobs()) > 0);
+    QCOMPARE(t.job_names.size(), size_t(3));
+    std::map<QString, std::vector<int>> jobs;
+    for (const TopologyLink& l : t.links) jobs[l.name] = l.jobs;
+    QCOMPARE(jobs["node2-gpu0-nvlink"], std::vector<int>{0});
+    QCOMPARE(jobs["node9-gpu7-nvlink"], std::vector<int>{1});
+    QCOMPARE(jobs["node12-gpu0-nvlink"], std::vector<int>{2});
+    QVERIFY(jobs["node0-gpu0-nvlink"].empty());                  // a node no job uses
+    QCOMPARE(jobs["nic16-link"], std::vector<int>{0});           // node 2's first NIC
+    QCOMPARE(jobs["domain1-uplink"], (std::vector<int>{0, 1}));  // where a and b meet
+    QCOMPARE(jobs["domain3-uplink"], std::vector<int>{2});
+  }
+
   void the_reliability_history_follows_the_markers() {
     const nlohmann::json report = {
         {"metrics", {{"tokens_per_s", 100.0}}},

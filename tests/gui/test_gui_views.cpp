@@ -386,6 +386,23 @@ class TestGuiViews : public QObject {
     QVERIFY(session_->open(catalog_scenario("quickstart")));
     QVERIFY(!plans->routing_picture()->isVisibleTo(plans));
   }
+
+  void a_scenario_of_several_jobs_colours_the_topology_by_job() {
+    QVERIFY(session_->open(catalog_scenario("two-jobs")));
+    QVERIFY(session_->jobs().has_value());
+    const Topology& topology = window_->topology_view()->canvas()->topology();
+    QCOMPARE(topology.job_names.size(), size_t(3));
+    int shared = 0, by_job = 0;
+    for (const TopologyLink& l : topology.links) {
+      shared += l.jobs.size() > 1;
+      by_job += l.jobs.size() == 1;
+    }
+    QCOMPARE(shared, 1);               // pod 1's uplink, where jobs a and b meet
+    QCOMPARE(by_job, 3 * 4 * 16 + 3);  // 12 nodes' NVLinks and NICs, and pods 0, 2 and 3's uplinks
+    screenshot(window_->topology_view(), "topology-jobs");
+    QVERIFY(session_->open(catalog_scenario("quickstart")));
+    QVERIFY(topology.job_names.empty());
+  }
 };
 
 int main(int argc, char** argv) {
