@@ -39,12 +39,8 @@ using ConstRowVectorMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 // (bit-identical resume depends on it). Memory comes zeroed, so default-initializing elements
 // (resize) writes nothing: buffers of 4 MiB and more are fresh pages from the kernel, zero until first
 // touched, so weights, gradients and optimizer moments cost no pass at start-up (the first step, or the
-// rank's threads, touch them). Those buffers ask for transparent huge pages (2 MiB): a step's
-// activations, freed and mapped again every step, then cost one page fault per 2 MiB instead of one
-// per 4 KiB, and the GEMMs and the optimizer's pass over the weights miss the TLB less (on one Zen 4
-// core GPT-2 124M's step took about 4% less CPU time). Every allocation is metered
-// (exec/memory/memory_meter.hpp): a header of one alignment unit after the data remembers what the bytes were
-// charged to.
+// rank's threads, touch them). Every allocation is metered (exec/memory/memory_meter.hpp): a header of
+// one alignment unit after the data remembers what the bytes were charged to.
 template <class T>
 struct AlignedAllocator {
   using value_type = T;
@@ -65,7 +61,6 @@ struct AlignedAllocator {
     if (bytes >= kFreshPages) {
       p = ::mmap(nullptr, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      ::madvise(p, block, MADV_HUGEPAGE);  // advice only: where THP is off, 4 KiB pages as before
     } else {
       p = std::aligned_alloc(kAlignment, block);
       if (!p) throw std::bad_alloc();
@@ -103,17 +98,5 @@ struct AlignedAllocator {
 // A flat buffer of weights, gradients or activations.
 template <class T>
 using Buffer = std::vector<T, AlignedAllocator<T>>;
-
-// Makes `b` n zeros: fresh memory (zero already: no pass over it) when its capacity falls short, its own
-// memory zeroed otherwise.
-template <class T>
-void assign_zeros(Buffer<T>& b, size_t n) {
-  if (b.capacity() >= n) {
-    b.assign(n, T(0));
-    return;
-  }
-  Buffer<T> fresh(n);  // default-initialized elements: the allocator writes nothing
-  b.swap(fresh);
-}
 
 }  // namespace paratwin::exec

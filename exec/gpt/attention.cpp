@@ -1,11 +1,10 @@
 // Causal (grouped-query) self-attention: softmax(Q K^T / sqrt(D)) V per sequence and head, the
-// probabilities kept for the backward. Per head the work is small GEMMs on the calling thread; the
+// probabilities kept for the backward. Per head the work is three small GEMMs handed to Eigen; the
 // rank's threads take sequences and heads (the backward: key/value heads, whose gradients the heads
 // of a group add into) apart.
 #include <cmath>
 #include <limits>
 
-#include "exec/gpt/gemm.hpp"
 #include "exec/gpt/gemm_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
@@ -40,19 +39,18 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
     for (long bh = first; bh < last; ++bh) {
       const int b = int(bh / H), h = int(bh % H), g = h / group;
       const T* base = qkv + static_cast<long>(b) * Tn * width;
-      const T* q = base + h * D;
-      const T* k = base + (H + g) * D;
-      const T* v = base + (H + K + g) * D;
-      T* p = att + bh * Tn * Tn;
+      ConstStridedMap<T> q(base + h * D, Tn, D, Eigen::OuterStride<>(width));
+      ConstStridedMap<T> k(base + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
+      ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
+      MatrixMap<T> p(att + bh * Tn * Tn, Tn, Tn);
       {
         GemmTimer timer(gemm_seconds.attention_s);
-        gemm_one_thread(false, true, Tn, Tn, D, scale, q, width, k, width, T(0), p, Tn);  // (T,T) scores
+        p.noalias() = (q * k.transpose()) * scale;  // (T,T) scores
       }
-      MatrixMap<T> probabilities(p, Tn, Tn);
-      causal_softmax(probabilities, Tn);
+      causal_softmax(p, Tn);
       GemmTimer timer(gemm_seconds.attention_s);
-      gemm_one_thread(false, false, Tn, D, Tn, T(1), p, Tn, v, width, T(0),
-                      out + static_cast<long>(b) * Tn * H * D + h * D, H * D);  // P V
+      StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
+          .noalias() = p * v;
     }
   });
 }
@@ -65,38 +63,36 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
   const T scale = T(1) / std::sqrt(T(D));
   MatrixMap<T>(dqkv, static_cast<long>(B) * Tn, width).setZero();  // key/value heads sum over their group
   parallel_for(long(B) * K, 1, [&](long first, long last) {
-    Matrix<T> dp_buffer(Tn, Tn);
-    T* dp = dp_buffer.data();  // (T,T) gradient of the probabilities, then of the scores
+    Matrix<T> dp(Tn, Tn);
     for (long bg = first; bg < last; ++bg) {
       const int b = int(bg / K), g = int(bg % K);
       const T* base = qkv + static_cast<long>(b) * Tn * width;
       T* dbase = dqkv + static_cast<long>(b) * Tn * width;
-      const T* k = base + (H + g) * D;
-      const T* v = base + (H + K + g) * D;
-      T* dk = dbase + (H + g) * D;
-      T* dv = dbase + (H + K + g) * D;
+      ConstStridedMap<T> k(base + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
+      ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
+      StridedMap<T> dk(dbase + (H + g) * D, Tn, D, Eigen::OuterStride<>(width));
+      StridedMap<T> dv(dbase + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
       for (int h = g * group; h < (g + 1) * group; ++h) {
-        const T* q = base + h * D;
-        T* dq = dbase + h * D;
-        const T* p = att + (static_cast<long>(b) * H + h) * Tn * Tn;
-        const T* dy = dout + static_cast<long>(b) * Tn * H * D + h * D;
+        ConstStridedMap<T> q(base + h * D, Tn, D, Eigen::OuterStride<>(width));
+        StridedMap<T> dq(dbase + h * D, Tn, D, Eigen::OuterStride<>(width));
+        ConstMatrixMap<T> p(att + (static_cast<long>(b) * H + h) * Tn * Tn, Tn, Tn);
+        ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
+                              Eigen::OuterStride<>(H * D));
         {
           GemmTimer timer(gemm_seconds.attention_s);
-          gemm_one_thread(true, false, Tn, D, Tn, T(1), p, Tn, dy, H * D, T(1), dv, width);  // dv += P^T dy
-          gemm_one_thread(false, true, Tn, Tn, D, T(1), dy, H * D, v, width, T(0), dp, Tn);  // dP = dy V^T
+          dv.noalias() += p.transpose() * dy;  // (T,D)
+          dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
         }
         // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
         for (int i = 0; i < Tn; ++i) {
-          const T* pi = p + long(i) * Tn;
-          T* di = dp + long(i) * Tn;
           T dot = 0;
-          for (int j = 0; j <= i; ++j) dot += pi[j] * di[j];
-          for (int j = 0; j <= i; ++j) di[j] = pi[j] * (di[j] - dot) * scale;
-          for (int j = i + 1; j < Tn; ++j) di[j] = 0;
+          for (int j = 0; j <= i; ++j) dot += p(i, j) * dp(i, j);
+          for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+          for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
         }
         GemmTimer timer(gemm_seconds.attention_s);
-        gemm_one_thread(false, false, Tn, D, Tn, T(1), dp, Tn, k, width, T(1), dq, width);  // dq += dS K
-        gemm_one_thread(true, false, Tn, D, Tn, T(1), dp, Tn, q, width, T(1), dk, width);   // dk += dS^T Q
+        dq.noalias() += dp * k;
+        dk.noalias() += dp.transpose() * q;
       }
     }
   });

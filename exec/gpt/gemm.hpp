@@ -13,14 +13,6 @@ void gemm(bool trans_a, bool trans_b, long M, long N, long K, float alpha, const
 void gemm(bool trans_a, bool trans_b, long M, long N, long K, double alpha, const double* a, long lda,
           const double* b, long ldb, double beta, double* c, long ldc);
 
-// The same product on the calling thread alone: the small per-head products of attention, which the
-// rank's threads take apart head by head (oneDNN's sgemm in fp32 where the build has it, about 1.3x
-// Eigen's on 64 x 64 x 64; Eigen's otherwise).
-void gemm_one_thread(bool trans_a, bool trans_b, long M, long N, long K, float alpha, const float* a,
-                     long lda, const float* b, long ldb, float beta, float* c, long ldc);
-void gemm_one_thread(bool trans_a, bool trans_b, long M, long N, long K, double alpha, const double* a,
-                     long lda, const double* b, long ldb, double beta, double* c, long ldc);
-
 // The library behind the fp32 GEMMs, for reports: "oneDNN 2.6.3" or "Eigen 3.4.0".
 const char* gemm_library();
 

@@ -15,16 +15,6 @@ void gemm(bool trans_a, bool trans_b, long M, long N, long K, double alpha, cons
   eigen_gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void gemm_one_thread(bool trans_a, bool trans_b, long M, long N, long K, float alpha, const float* a,
-                     long lda, const float* b, long ldb, float beta, float* c, long ldc) {
-  eigen_gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void gemm_one_thread(bool trans_a, bool trans_b, long M, long N, long K, double alpha, const double* a,
-                     long lda, const double* b, long ldb, double beta, double* c, long ldc) {
-  eigen_gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
 const char* gemm_library() {
   static const std::string name = "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
                                   std::to_string(EIGEN_MAJOR_VERSION) + "." +

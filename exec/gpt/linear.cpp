@@ -34,14 +34,10 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     gemm(true, false, C, OC, N, T(1), inp, C, dout, OC, T(1), dweight, OC);            // inp^T . dy
   }
   if (!dbias) return;
-  // Each column's sum over the rows in row order, columns apart on the threads (restrict: dbias is
-  // no row of dout, so the loop over a piece's columns vectorizes).
+  // Each column's sum over the rows in row order, columns apart on the threads.
   parallel_for(OC, kColumns, [&](long c0, long c1) {
-    T* __restrict db = dbias + c0;
-    for (long i = 0; i < N; ++i) {
-      const T* __restrict dy = dout + i * OC + c0;
-      for (long c = 0; c < c1 - c0; ++c) db[c] += dy[c];
-    }
+    for (long i = 0; i < N; ++i)
+      for (long c = c0; c < c1; ++c) dbias[c] += dout[i * OC + c];
   });
 }
 

@@ -298,30 +298,30 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   const size_t La = policy == ActivationPolicy::KeepAll ? L : 1;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
   // outputs are kept whole (gathered), as the GEMMs read them.
-  assign_zeros(a.residual, (L + 1) * n * C);
-  assign_zeros(a.mid, Lk * n * C);
-  assign_zeros(a.ln1, Lk * N * C);
-  assign_zeros(a.ln1_mean, Lk * n);
-  assign_zeros(a.ln1_rstd, Lk * n);
-  assign_zeros(a.qkv, Lk * N * QKV);
-  assign_zeros(a.att, La * B * Hl_ * size_t(Tn) * keys(Tn));
+  a.residual.assign((L + 1) * n * C, 0.0f);
+  a.mid.assign(Lk * n * C, 0.0f);
+  a.ln1.assign(Lk * N * C, 0.0f);
+  a.ln1_mean.assign(Lk * n, 0.0f);
+  a.ln1_rstd.assign(Lk * n, 0.0f);
+  a.qkv.assign(Lk * N * QKV, 0.0f);
+  a.att.assign(La * B * Hl_ * size_t(Tn) * keys(Tn), 0.0f);
   // CP's gathered keys and values: every layer's, but one layer's under full recomputation, which
   // gathers them again (the Program's recompute task repeats the forward's CP all-gather); selective
   // recomputation keeps them, as the Program's has no collective.
-  assign_zeros(a.kv, cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0);
-  assign_zeros(a.attn_out, Lk * N * HD);
-  assign_zeros(a.ln2, Lk * N * C);
-  assign_zeros(a.ln2_mean, Lk * n);
-  assign_zeros(a.ln2_rstd, Lk * n);
-  assign_zeros(a.fc, Lk * N * FW);
-  assign_zeros(a.fc_act, Lk * N * Fl_);
-  assign_zeros(a.recomputed_out, policy == ActivationPolicy::RecomputeLayers ? n * C : 0);
-  assign_zeros(a.lnf, last ? N * C : 0);
-  assign_zeros(a.lnf_mean, last ? n : 0);
-  assign_zeros(a.lnf_rstd, last ? n : 0);
-  assign_zeros(a.probs, last ? N * Vl_ : 0);
-  assign_zeros(a.losses, last ? N : 0);
-  assign_zeros(a.dresidual, n * C);
+  a.kv.assign(cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0, 0.0f);
+  a.attn_out.assign(Lk * N * HD, 0.0f);
+  a.ln2.assign(Lk * N * C, 0.0f);
+  a.ln2_mean.assign(Lk * n, 0.0f);
+  a.ln2_rstd.assign(Lk * n, 0.0f);
+  a.fc.assign(Lk * N * FW, 0.0f);
+  a.fc_act.assign(Lk * N * Fl_, 0.0f);
+  a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? n * C : 0, 0.0f);
+  a.lnf.assign(last ? N * C : 0, 0.0f);
+  a.lnf_mean.assign(last ? n : 0, 0.0f);
+  a.lnf_rstd.assign(last ? n : 0, 0.0f);
+  a.probs.assign(last ? N * Vl_ : 0, 0.0f);
+  a.losses.assign(last ? N : 0, 0.0f);
+  a.dresidual.assign(n * C, 0.0f);
   a.moe.assign(full_.experts > 0 ? Lk : 0, {});  // sized by the routing, in the forward
 }
 
@@ -361,18 +361,10 @@ void ShardedGpt::gather(float* full, int N) {
 
 void ShardedGpt::residual_add(float* out, const float* sum, const float* bias, const float* residual,
                               int rows) const {
-  // Row by row, so that the loop over a row's columns has no modulo and no branch and vectorizes.
   const size_t C = full_.hidden;
   parallel_for(rows, kRows, [&](long i0, long i1) {
-    for (size_t i = size_t(i0); i < size_t(i1); ++i) {
-      float* __restrict y = out + i * C;
-      const float* __restrict s = sum + i * C;
-      const float* __restrict r = residual + i * C;
-      if (bias)
-        for (size_t j = 0; j < C; ++j) y[j] = (s[j] + bias[j]) + r[j];
-      else
-        for (size_t j = 0; j < C; ++j) y[j] = s[j] + r[j];
-    }
+    for (size_t i = size_t(i0) * C; i < size_t(i1) * C; ++i)
+      out[i] = (bias ? sum[i] + bias[i % C] : sum[i]) + residual[i];
   });
 }
 
