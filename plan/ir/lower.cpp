@@ -441,8 +441,9 @@ void RoleBuilder::optimizer() {
     add(std::move(out));
   }
   if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1) {
-    Task gather = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * gather_elem_),
-                             1, StreamKind::Dp, "AG dp params", {step_id});
+    Task gather =
+        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * gather_elem_), 1,
+                   StreamKind::Dp, "AG dp params", {step_id});
     gather.purpose = Purpose::ParameterGather;  // every parameter of the rank (chunk -1)
     add(std::move(gather));
   }

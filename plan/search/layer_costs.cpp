@@ -213,8 +213,9 @@ static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
 
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
-  const auto st = cost::held_model_state_bytes(1, layout.replicas(), v.zero, sharded_gradients(layout, v),
-                                               ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
+  const auto st =
+      cost::held_model_state_bytes(1, layout.replicas(), v.zero, sharded_gradients(layout, v),
+                                   ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
 
