@@ -7,6 +7,7 @@
 #include <set>
 
 #include "plan/spec/checks.hpp"
+#include "plan/spec/jobs.hpp"
 #include "plan/spec/sweep_size.hpp"
 
 namespace fs = std::filesystem;
@@ -567,8 +568,8 @@ void check_sweep_values(const ScenarioSpec& scenario, const SweepSpec& sweep, co
 
 ScenarioSpec load_scenario(DocNode document, const std::vector<Override>& overrides, const Catalog& catalog) {
   for (const auto& o : overrides) apply_override(document, o);
-  if (const DocNode* jobs = document.find("jobs"); jobs && document.is_mapping())
-    throw InputError(jobs->location,
+  if (holds_jobs(document))
+    throw InputError(document.find("jobs")->location,
                      "this scenario holds several jobs (jobs:); `paratwin plan`, `paratwin simulate` and "
                      "`paratwin validate` take it, other commands take a scenario of one job");
   Diagnostics diag;
