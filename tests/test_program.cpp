@@ -220,6 +220,43 @@ BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
   BOOST_TEST(b.exposed_comm_s < b.dp_comm_s);
 }
 
+BOOST_AUTO_TEST_CASE(launch_blocking_pays_the_host_per_kernel_and_overlaps_nothing) {
+  // CUDA_LAUNCH_BLOCKING=1: every kernel costs efficiency.synchronous_launch more, and a rank runs its
+  // tasks one after another in issue order (DP buckets, ZeRO 3's prefetched gathers and TP collectives
+  // no longer beside compute), so with pp 1 (no wait on another rank) a step is the sum of its tasks.
+  for (const char* zero : {"plan.zero=1", "plan.zero=3"}) {
+    const std::string base =
+        std::string("model: gpt3-1.7b\ncluster: {from: a100-pcie-ethernet, nodes: 4}\n") +
+        "training: {global_batch: 64}\nplan: {tp: 2, pp: 1, dp: 16, micro_batch: 2}\n";
+    const Run async = run(base, {zero});
+    const Run blocking = run(base, {zero, "training.launch_blocking=true"});
+    const std::vector<Task>& a = async.program.roles[0].tasks;
+    const std::vector<Task>& b = blocking.program.roles[0].tasks;
+    BOOST_TEST_REQUIRE(a.size() == b.size());
+    const ClusterSpec& cluster = blocking.s.cluster;
+    const PoolSpec& pool = cluster.pools[0];
+    const double per_kernel = cluster.device_of(pool).efficiency.synchronous_launch.value();
+    const Precision precision = blocking.s.training.precision;
+    double launches = 0, added = 0, blocking_sum = 0, async_sum = 0;
+    bool chained = true;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const double da = task_duration_s(a[i], pool, cluster, precision);
+      const double db = task_duration_s(b[i], pool, cluster, precision);
+      launches += b[i].work.launches;
+      added += db - da;
+      blocking_sum += db;
+      async_sum += da;
+      if (i > 0) chained = chained && b[i].deps.contains(static_cast<int>(i) - 1);
+    }
+    BOOST_TEST_REQUIRE(launches > 1000);
+    BOOST_TEST(added == launches * per_kernel, tt::tolerance(1e-9));
+    BOOST_TEST(chained);
+    BOOST_TEST(blocking.eval.iteration_time_s == blocking_sum, tt::tolerance(1e-9));
+    BOOST_TEST(blocking.eval.iteration_time_s == async_sum + launches * per_kernel, tt::tolerance(1e-9));
+    BOOST_TEST(async.eval.iteration_time_s < async_sum);  // asynchronous launches overlap some of it
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fp32_gradient_reduction_doubles_a_bf16_runs_dp_gradient_bytes) {
   // The same gradients in fp32: twice the bytes in every DP reduction (ZeRO 1's buckets and ZeRO 3's
   // per-unit reduce-scatters), twice the gradient memory, and a step no faster.

@@ -45,6 +45,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
+  synchronous_launches += o.synchronous_launches;
   return *this;
 }
 
@@ -59,6 +60,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.elementwise_bytes = elementwise_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
+  c.synchronous_launches = synchronous_launches * k;
   return c;
 }
 
@@ -100,7 +102,8 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
   const EfficiencySpec& e = device.efficiency;
   double s = cost.elementwise_bytes.value() / (device.memory_bandwidth.value() * e.memory) +
              cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
-             e.kernel_launch.value() * cost.launches;
+             e.kernel_launch.value() * cost.launches +
+             e.synchronous_launch.value() * cost.synchronous_launches;
   if (cost.flash_forward_flops.value() > 0 || cost.flash_backward_flops.value() > 0) {
     const auto& figures = cost.fused_kernel == AttentionKind::Flash3   ? e.flash3
                           : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
@@ -151,6 +154,11 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
     s += g.count * gemm_math_s(g, device, peak, share);
   }
   return Seconds(s);
+}
+
+KernelCost launched_as_trained(KernelCost cost, const TrainingSpec& training) {
+  cost.synchronous_launches = training.launch_blocking ? cost.launches : 0;
+  return cost;
 }
 
 double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,

@@ -69,6 +69,9 @@ struct KernelCost {
   Bytes elementwise_bytes;                            // norms, activations, residuals, dropout, softmax
   Bytes optimizer_bytes;                              // the optimizer step's update kernel
   int launches = 0;
+  // Of launches, those the device waits for the host to dispatch (all of them under
+  // training.launch_blocking: launched_as_trained sets them).
+  int synchronous_launches = 0;
 
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
@@ -96,6 +99,7 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
+//   + synchronous_launches x efficiency.synchronous_launch
 // Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16).
 // `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
 // kernel runs it at efficiency.gemm. A device without a peak at `precision`
@@ -111,6 +115,11 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
 // own rate included): what calibration divides by a measured GEMM time to fit efficiency.gemm.
 double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,
                                              Precision precision);
+
+// `cost` as the training launches it: under training.launch_blocking every launch is synchronous
+// (the host dispatches each kernel only after the previous one has ended, and the device waits for
+// it); otherwise none is. Lowering and the optimizer's bounds cost every compute task through it.
+KernelCost launched_as_trained(KernelCost cost, const TrainingSpec& training);
 
 struct LayerWork {
   int micro_batch = 1;  // b

@@ -80,7 +80,18 @@ Role RoleBuilder::build() {
       backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
   }
   optimizer();
+  if (t_.launch_blocking) serialize_issue_order();
   return std::move(role_);
+}
+
+void RoleBuilder::serialize_issue_order() {
+  // Under synchronous launches the host issues one task, waits for it to end, then issues the next:
+  // a collective or transfer on a side stream no longer runs beside the compute that follows it.
+  for (size_t i = 1; i < role_.tasks.size(); ++i) {
+    TaskDeps& deps = role_.tasks[i].deps;
+    const int previous = static_cast<int>(i) - 1;
+    if (!deps.contains(previous)) deps.push_back(previous);
+  }
 }
 
 cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool with_embedding,

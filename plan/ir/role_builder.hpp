@@ -50,6 +50,7 @@ class RoleBuilder {
 
  private:
   int add(Task task) {
+    task.work = cost::launched_as_trained(std::move(task.work), t_);
     role_.tasks.push_back(std::move(task));
     return static_cast<int>(role_.tasks.size()) - 1;
   }
@@ -193,6 +194,8 @@ class RoleBuilder {
   TaskDeps gradient_buckets(int last_compute);
 
   void optimizer();
+  // training.launch_blocking: every task waits for the one issued before it.
+  void serialize_issue_order();
 
   const Plan& p_;
   const ModelSpec& m_;

@@ -49,8 +49,9 @@ double Bounds::microbatch_work(const ParallelLayout& layout) {
 double Bounds::optimizer_bound(const ParallelLayout& layout) {
   const double params = ctx_.params.total / layout.tp / layout.replicas();
   const auto& d = *ctx_.devices[layout.rank_pool.front()];
-  return cost::compute_time_bound(cost::optimizer_step(params, ctx_.s.training), d, ctx_.s.training.precision)
-      .value();
+  const cost::KernelCost step =
+      cost::launched_as_trained(cost::optimizer_step(params, ctx_.s.training), ctx_.s.training);
+  return cost::compute_time_bound(step, d, ctx_.s.training.precision).value();
 }
 
 // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
@@ -113,9 +114,11 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
 StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params) {
   const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
   StateCosts out;
-  const double step = cost::compute_time_bound(cost::optimizer_step(shard, ctx_.s.training),
-                                               *ctx_.devices[pool], ctx_.s.training.precision)
-                          .value();
+  const double step =
+      cost::compute_time_bound(
+          cost::launched_as_trained(cost::optimizer_step(shard, ctx_.s.training), ctx_.s.training),
+          *ctx_.devices[pool], ctx_.s.training.precision)
+          .value();
   const double copy = v.offload ? shard *
                                       cost::optimizer_bytes_per_parameter(ctx_.s.training.optimizer,
                                                                           ctx_.s.training.precision) /

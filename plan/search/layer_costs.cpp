@@ -30,7 +30,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   w.expert_load = least_moe_pace(layout.ep);
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
-  auto compute = [&](const cost::KernelCost& k) { return cost::compute_time_bound(k, d, prec).value(); };
+  auto compute = [&](const cost::KernelCost& k) {
+    return cost::compute_time_bound(cost::launched_as_trained(k, ctx_.s.training), d, prec).value();
+  };
   // Each group at its cheapest feasible placement: no rank order places it better. Packed into as few
   // nodes as it can be is not always that one: a node's measured curves hold a latency that a spread
   // group's NIC alpha-beta form may undercut on small messages.
@@ -57,7 +59,8 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   // of sums is no sum of per-layer maxima (the embedding's and head's GEMMs join the GEMMs' side, its
   // collective the other), so the per-layer bound keeps the GEMMs alone; the pass graph's bound takes
   // the maximum chunk by chunk.
-  const bool overlap = ctx_.req.overlap_tp.value_or(false);
+  // Synchronous launches run nothing beside the GEMMs (training.launch_blocking).
+  const bool overlap = ctx_.req.overlap_tp.value_or(false) && !ctx_.s.training.launch_blocking;
   auto pass = [&](double gemms, double comm) { return overlap ? gemms : gemms + comm; };
   LayerTimes t;
   t.forward_compute = compute(cost::layer_forward(ctx_.s.model, w, false));

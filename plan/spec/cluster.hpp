@@ -33,6 +33,11 @@ struct EfficiencySpec {
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth
   std::optional<double> optimizer;  // the optimizer step's share of memory bandwidth; memory if absent
   Seconds kernel_launch{5e-6};      // fixed cost per kernel
+  // What each kernel costs more when its launch waits for it to end (training.launch_blocking): the
+  // host's wake-up after the kernel, its dispatch of the next operation and the launch, all hidden
+  // while launches run ahead of the device. 10 us on A100 (topologies/dgx-a100-80g.yaml has the
+  // measurements).
+  Seconds synchronous_launch{10e-6};
 
   double attention_or_gemm() const { return attention.value_or(gemm); }
   double optimizer_or_memory() const { return optimizer.value_or(memory); }

@@ -106,6 +106,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
                             "training.fp8_param_gather needs training.precision: fp8 (the weights are cast "
                             "to fp8 for the GEMMs only then), got " +
                                 enum_name(t.precision, kPrecisionNames));
+  r.read("launch_blocking", t.launch_blocking);
   if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());
     // At most 10^18 (a million times the largest runs): the steps a budget makes, tokens / (global_batch

@@ -43,6 +43,12 @@ struct TrainingSpec {
   // fp8 weights, 1 byte each (torchtitan's float8.enable_fsdp_float8_all_gather, Megatron-LM's
   // --fp8-param-gather); otherwise the training precision's 16-bit copy.
   bool fp8_param_gather = false;
+  // Every kernel launch returns only when its kernel has ended (CUDA_LAUNCH_BLOCKING=1, as BLOOM's
+  // training script sets it): the host cannot run ahead, so the device waits for the host's dispatch
+  // of each kernel (efficiency.synchronous_launch), and a collective or transfer on a side stream
+  // holds the host until it ends, so nothing overlaps: a rank's tasks run one after another in issue
+  // order.
+  bool launch_blocking = false;
   std::optional<double> tokens;       // training budget in tokens
   std::optional<std::int64_t> steps;  // or in iterations
 };
