@@ -258,6 +258,7 @@ EmittedConfig megatron_launch(const Plan& p, const ScenarioSpec& s) {
          ": give torchrun the nodes in that order.\n";
   // Megatron asserts this for tp or cp > 1 (before Blackwell), and Megatron-FSDP asserts it unset.
   if ((p.tp > 1 || p.cp > 1) && p.zero < 2) t += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  if (s.training.launch_blocking) t += "export CUDA_LAUNCH_BLOCKING=1\n";  // every launch synchronous
   t += launcher(p, s) + a.text();
   if (!notes.empty()) {
     t += "# not expressible as Megatron-LM arguments (what runs differs from the plan):\n";

@@ -2,6 +2,7 @@
 // Megatron's own defaults (arguments.py) stand for what the launch leaves out.
 #include "plan/report/import_megatron.hpp"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -11,6 +12,9 @@
 
 namespace paratwin {
 namespace {
+
+// The environment word that makes every kernel launch synchronous (training.launch_blocking).
+const std::string kLaunchBlocking = "CUDA_LAUNCH_BLOCKING=1";
 
 // Arguments that set nothing the twin models (data, tokenizer, learning rate, logging, checkpoints).
 const std::set<std::string> kWithoutEffect = {"tokenizer-type",
@@ -483,6 +487,9 @@ ImportedLaunch import_megatron(const std::vector<std::string>& words, std::optio
           "--gpus " + std::to_string(*gpus) + " differs from torchrun's world of " + std::to_string(*world));
     if (world) gpus = world;
   }
+  // CUDA_LAUNCH_BLOCKING=1 before the script: exported by the launch script, or the command's prefix.
+  out.training.launch_blocking = std::find(words.begin(), words.begin() + static_cast<long>(script),
+                                           kLaunchBlocking) != words.begin() + static_cast<long>(script);
   Arguments a({words.begin() + static_cast<long>(script), words.end()}, out.warnings);
   out.model = read_model(a, out.training, out.warnings);
   read_training(a, out);
@@ -498,7 +505,14 @@ std::vector<std::string> launch_script_words(const std::string& text) {
   std::string line;
   while (std::getline(lines, line)) {
     const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#' || line.compare(first, 7, "export ") == 0) continue;
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (line.compare(first, 7, "export ") == 0) {
+      // Of the environment, what the twin models: synchronous launches (training.launch_blocking).
+      std::istringstream exported(line.substr(first + 7));
+      for (std::string w; exported >> w;)
+        if (w == kLaunchBlocking) words.push_back(w);
+      continue;
+    }
     std::istringstream in(line);
     std::string w;
     while (in >> w) {
@@ -535,6 +549,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
   if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
   if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
+  if (t.launch_blocking) y += "  launch_blocking: true\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
        "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +
