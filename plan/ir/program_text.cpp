@@ -38,7 +38,8 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"pass-gather", Purpose::PassGather},
                                           {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
                                           {"activation-offload", Purpose::ActivationOffload},
-                                          {"optimizer-offload", Purpose::OptimizerOffload}};
+                                          {"optimizer-offload", Purpose::OptimizerOffload},
+                                          {"attention-blocks", Purpose::AttentionBlocks}};
 
 static std::string describe_task(const Task& t) {
   std::string s;
