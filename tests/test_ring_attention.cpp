@@ -5,11 +5,11 @@
 #define BOOST_TEST_MODULE ring_attention
 #include <boost/test/unit_test.hpp>
 
+#include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/cost/ring_attention.hpp"
 #include "plan/ir/program.hpp"
-#include "plan/spec/catalog.hpp"
 #include "plan/spec/cluster.hpp"
 
 using namespace paratwin;
@@ -17,16 +17,7 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
-  return c;
-}
-
-ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog());
-}
+using paratwin_test::scenario;
 
 // Grouped-query attention (4 query heads per key head), 2 layers, cp 4 over one sequence.
 const char* kRingScenario =
@@ -35,13 +26,12 @@ const char* kRingScenario =
     "torch_ring}\n"
     "plan: {tp: 1, pp: 1, cp: 4, dp: 1, micro_batch: 1, recompute: none, zero: 0}\n";
 
-cost::LayerWork work(int cp, bool repeat_kv = false) {
+cost::LayerWork work(int cp) {
   cost::LayerWork w;
   w.seq_len = 8192;
   w.cp = cp;
   w.attention = AttentionKind::Flash2;
   w.cp_attention = CpAttention::TorchRing;
-  w.repeat_kv = repeat_kv;
   return w;
 }
 
