@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/buckets.hpp"
@@ -22,16 +23,7 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
-  return c;
-}
-
-ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog());
-}
+using paratwin_test::scenario;
 
 // A cluster where communication is nearly free, so that pipeline timing is compute alone.
 const std::string kFastCluster = paratwin_test::fast_cluster();

@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(bounds_hold_where_dp_buckets_follow_the_last_backward) {
 
 // The same where the pass graph's bound has more to follow: TP collectives beside their GEMMs, MoE
 // layers with expert parallelism (balanced and Zipf-skewed routing), pipeline neighbours and DP groups across
-// nodes, two pools.
+// nodes, two pools, the CP ring's transfers beside its blocks.
 BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
   std::string two_nodes = kSmall;
   two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2");
@@ -90,10 +90,14 @@ BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
       "cluster: {from: hetero-h100-a100, pools: {h100: {nodes: 1}, a100: {nodes: 1}}}\n"
       "training: {global_batch: 32, seq_len: 512}\n"
       "plan: auto\n";
-  for (const auto& [name, s] : {std::pair{"tp overlap", scenario(two_nodes, {"plan={overlap: {tp: true}}"})},
-                                {"experts", scenario(moe, {"plan={tp: 1}"})},
-                                {"skewed experts", scenario(skewed, {"plan={tp: 1}"})},
-                                {"pools", scenario(pools, {"plan={cp: 1}"})}}) {
+  for (const auto& [name, s] :
+       {std::pair{"tp overlap", scenario(two_nodes, {"plan={overlap: {tp: true}}"})},
+        {"experts", scenario(moe, {"plan={tp: 1}"})},
+        {"skewed experts", scenario(skewed, {"plan={tp: 1}"})},
+        {"pools", scenario(pools, {"plan={cp: 1}"})},
+        // Context parallelism's ring (plan/ir/lower.cpp) across the two nodes.
+        {"cp ring", scenario(two_nodes, {"plan={cp: 4}", "training.attention=flash2",
+                                         "training.cp_attention=torch_ring", "training.repeat_kv=true"})}}) {
     BOOST_TEST_CONTEXT(name) {
       const SearchResult a = search_plans(s, {3, false});
       const SearchResult b = search_plans(s, {64, true});

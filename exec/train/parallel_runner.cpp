@@ -190,6 +190,8 @@ void ParallelRunner::begin_step(int64_t step) {
 }
 
 void ParallelRunner::compute(int index, const Task& task) {
+  // A share of a pass's attention lowered apart for the twin's CP ring: the pass's own task runs it.
+  if (task.purpose == Purpose::AttentionBlocks) return;
   settle_reductions();
   ++computes_;
   const double tp_before = model_.tp_seconds;
@@ -403,8 +405,9 @@ void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
   std::map<int, std::vector<int>> owned;  // compute task -> its collectives
   int owner = -1;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
-        tasks[i].kind == TaskKind::Recompute)
+    if ((tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
+         tasks[i].kind == TaskKind::Recompute) &&
+        tasks[i].purpose != Purpose::AttentionBlocks)
       owner = int(i);
     else if (tasks[i].kind == TaskKind::Collective && measured.count(tasks[i].group) && owner >= 0)
       owned[owner].push_back(int(i));

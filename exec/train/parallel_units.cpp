@@ -16,7 +16,8 @@ namespace paratwin::exec {
 std::vector<ActivationUnit> activation_units(const Plan& plan, const Role& role) {
   std::set<std::tuple<int, int, int>> spans;  // (first layer, end, chunk)
   for (const Task& t : role.tasks)
-    if (t.kind == TaskKind::Forward) spans.insert({t.layer_begin, t.layer_end, t.chunk});
+    if (t.kind == TaskKind::Forward && t.purpose != Purpose::AttentionBlocks)
+      spans.insert({t.layer_begin, t.layer_end, t.chunk});
   std::vector<ActivationUnit> units;
   for (const auto& [begin, end, chunk] : spans) units.push_back({chunk, begin, end});
   // Each of the role's chunks cut into contiguous units, none overlapping.

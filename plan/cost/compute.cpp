@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "plan/cost/memory.hpp"
+#include "plan/cost/ring_attention.hpp"
 
 namespace paratwin::cost {
 
@@ -41,7 +42,11 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
     for (const Gemm& g : o.gemms) gemms.add(g);
   flash_forward_flops += o.flash_forward_flops;
   flash_backward_flops += o.flash_backward_flops;
-  if (o.flash_forward_flops.value() > 0 || o.flash_backward_flops.value() > 0) fused_kernel = o.fused_kernel;
+  flash_full_forward_flops += o.flash_full_forward_flops;
+  flash_full_backward_flops += o.flash_full_backward_flops;
+  if (o.flash_forward_flops.value() > 0 || o.flash_backward_flops.value() > 0 ||
+      o.flash_full_forward_flops.value() > 0 || o.flash_full_backward_flops.value() > 0)
+    fused_kernel = o.fused_kernel;
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
@@ -57,6 +62,8 @@ KernelCost KernelCost::operator*(int k) const {
   c.gemms = gemms.times(k);
   c.flash_forward_flops = flash_forward_flops * k;
   c.flash_backward_flops = flash_backward_flops * k;
+  c.flash_full_forward_flops = flash_full_forward_flops * k;
+  c.flash_full_backward_flops = flash_full_backward_flops * k;
   c.elementwise_bytes = elementwise_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
@@ -104,7 +111,9 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
              cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;
-  if (cost.flash_forward_flops.value() > 0 || cost.flash_backward_flops.value() > 0) {
+  const double fused = cost.flash_forward_flops.value() + cost.flash_backward_flops.value() +
+                       cost.flash_full_forward_flops.value() + cost.flash_full_backward_flops.value();
+  if (fused > 0) {
     const auto& figures = cost.fused_kernel == AttentionKind::Flash3   ? e.flash3
                           : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
                           : e.flash3                                   ? e.flash3
@@ -113,12 +122,30 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
         figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
     const double peak = sixteen_bit_peak(device, precision);
     s += cost.flash_forward_flops.value() / (peak * rates.forward) +
-         cost.flash_backward_flops.value() / (peak * rates.backward);
+         cost.flash_backward_flops.value() / (peak * rates.backward) +
+         cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
+         cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward));
   }
   return s;
 }
 
 }  // namespace
+
+KernelCost without(const KernelCost& whole, const KernelCost& part) {
+  assert(part.gemms.size() == 0 && part.optimizer_bytes.value() == 0 &&
+         "only attention and memory-bound work");
+  KernelCost c = whole;
+  c.gemm_flops = c.gemm_flops - part.gemm_flops;
+  c.attention_flops = c.attention_flops - part.attention_flops;
+  c.gemm_bytes = c.gemm_bytes - part.gemm_bytes;
+  c.flash_forward_flops = c.flash_forward_flops - part.flash_forward_flops;
+  c.flash_backward_flops = c.flash_backward_flops - part.flash_backward_flops;
+  c.flash_full_forward_flops = c.flash_full_forward_flops - part.flash_full_forward_flops;
+  c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
+  c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
+  c.launches -= part.launches;
+  return c;
+}
 
 double wave_efficiency(const Gemm& g, int sms) {
   if (sms <= 0) return 1;
@@ -252,6 +279,12 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   const double q_heads = m.heads / s.t, d = m.head_dim;
   const double scores = s.b * q_heads * s.sq * s.sk;  // elements of QK^T on this rank
+  if (runs_ring_attention(w)) {
+    const RingAttention ring = ring_attention(m, w, true);
+    KernelCost c = ring.diagonal;
+    c += ring.off_diagonal;
+    return c;
+  }
   if (w.attention != AttentionKind::Unfused) {
     // One kernel; its model FLOPs are the full square (QK^T and softmax(.) V: 2 s_q s_k d per head
     // each), of which a causal mask leaves half to execute, in blocks that skip the masked ones.
@@ -326,6 +359,7 @@ KernelCost backward_of(const KernelCost& f) {
     b.gemms.add(g);
   }
   b.flash_backward_flops = f.flash_forward_flops * 2.5;
+  b.flash_full_backward_flops = f.flash_full_forward_flops * 2.5;
   b.fused_kernel = f.fused_kernel;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.launches = f.launches * 2;
@@ -335,7 +369,14 @@ KernelCost backward_of(const KernelCost& f) {
 }  // namespace
 
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
-  return backward_of(layer_forward(m, w, moe_layer));
+  KernelCost c = backward_of(layer_forward(m, w, moe_layer));
+  if (!runs_ring_attention(w)) return c;
+  // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
+  c = without(c, backward_of(attention_core_forward(m, w)));
+  const RingAttention ring = ring_attention(m, w, false);
+  c += ring.diagonal;
+  c += ring.off_diagonal;
+  return c;
 }
 
 KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {

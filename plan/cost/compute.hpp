@@ -65,6 +65,9 @@ struct KernelCost {
   GemmList gemms;              // the GEMMs launched, by shape (the unfused attention products among them)
   Flops flash_forward_flops;   // executed by fused attention forward kernels (causal: half the square)
   Flops flash_backward_flops;  // and by their backward (2.5x the forward: it recomputes the scores)
+  // Executed by fused attention kernels over blocks without a mask (context parallelism's ring steps
+  // past the first: plan/cost/ring_attention.hpp), forward and backward: the kernel's non-causal rate.
+  Flops flash_full_forward_flops, flash_full_backward_flops;
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
   Bytes elementwise_bytes;                            // norms, activations, residuals, dropout, softmax
   Bytes optimizer_bytes;                              // the optimizer step's update kernel
@@ -96,6 +99,9 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   sum over GEMMs of count x gemm_time
 //   + flash_forward_flops / (attention peak x efficiency.<fused_kernel>.forward)
 //   + flash_backward_flops / (attention peak x efficiency.<fused_kernel>.backward)
+//   + flash_full_forward_flops / (attention peak x efficiency.<fused_kernel>.forward_full)
+//   + flash_full_backward_flops / (attention peak x efficiency.<fused_kernel>.backward_full)
+//     (the non-causal figures; the causal ones where the device file has none)
 //   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
@@ -133,6 +139,11 @@ struct LayerWork {
   // The token assignments an MoE layer's experts on this rank run, over the balanced count (the
   // hottest EP rank's load, plan/cost/expert_load.hpp): 1 under balanced routing.
   double expert_load = 1;
+  // The model repeats grouped-query attention's key and value heads to the query heads before the
+  // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention), so context
+  // parallelism moves them at the query heads (training.repeat_kv).
+  bool repeat_kv = false;
+  CpAttention cp_attention = CpAttention::Gather;  // training.cp_attention
 };
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
@@ -145,7 +156,12 @@ KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe
 // fused attention runs its backward kernel, memory-bound kernels move about twice the traffic.
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
+// Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
+
+// `whole` less `part`, where `part` is attention and memory-bound work only (no GEMMs): the share of a
+// pass lowering runs as a task of its own (the CP ring's blocks, beside their transfers).
+KernelCost without(const KernelCost& whole, const KernelCost& part);
 
 // Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the
 // gradient.

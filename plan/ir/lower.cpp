@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "plan/cost/layer_collectives.hpp"
+#include "plan/cost/ring_attention.hpp"
 #include "plan/ir/role_builder.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/spec/limits.hpp"
@@ -177,8 +178,9 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
                                    what("AR tp "), {after})));
     }
   }
-  if (p_.cp > 1 && layers > 0) {
-    // Keys and values of the whole sequence, gathered forward and their gradients scattered backward.
+  if (p_.cp > 1 && layers > 0 && !cost::runs_ring_attention(layer_work())) {
+    // Unfused attention over the whole sequence's keys and values, gathered forward and their gradients
+    // scattered backward (fused attention runs the ring instead: ring_attention_tasks).
     const Bytes kv = bytes.cp;
     ids.push_back(
         add(collective(forward ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter, GroupKind::Cp,
@@ -204,6 +206,8 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   for (int d : previous_compute_)
     if (!compute.deps.contains(d)) compute.deps.push_back(d);
   const TaskDeps deps = compute.deps;
+  if (cost::runs_ring_attention(layer_work()) && end > begin)
+    compute.deps = ring_attention_tasks(compute, end - begin, forward);
   const int id = add(std::move(compute));
   int regather = -1;
   if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
@@ -230,6 +234,43 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   if (regather >= 0) done.push_back(regather);
   previous_compute_ = done;
   return done;
+}
+
+TaskDeps RoleBuilder::ring_attention_tasks(Task& pass, int layers, bool forward) {
+  // The pass's attention as the CP ring runs it, layer after layer (plan/cost/ring_attention.hpp):
+  // the keys and values all-gathered beside the first (diagonal) blocks, the other blocks after both,
+  // and backward the key and value gradients sent on beside those blocks, the last send after them.
+  // Every layer's ring is the same, so the layers' sum of max(gather, diagonal) is the max of the sums:
+  // one task of each kind for the pass's layers gives the per-layer ring's time.
+  const cost::RingAttention ring = cost::ring_attention(m_, layer_work(), forward);
+  const std::string what = forward ? "F " : "B ";
+  auto blocks = [&](const cost::KernelCost& work, const std::string& name, TaskDeps deps) {
+    Task t = pass_task(pass.kind, pass.microbatch, pass.chunk, pass.layer_begin, pass.layer_end,
+                       names_ ? pass.name + name : std::string());
+    t.work = work * layers;
+    if (t.kind == TaskKind::Recompute) t.recompute_flops = t.work.gemm_flops;
+    t.purpose = Purpose::AttentionBlocks;
+    t.deps = std::move(deps);
+    pass.work = cost::without(pass.work, t.work);
+    return add(std::move(t));
+  };
+  auto cp_name = [&](const std::string& kind) {
+    return names_ ? named(kind + what, pass.microbatch, pass.chunk) : std::string();
+  };
+  const int gather = add(collective(CollectiveKind::AllGather, GroupKind::Cp, cp_, ring.kv_gather, layers,
+                                    StreamKind::Tp, cp_name("AG cp kv "), pass.deps));
+  const int diagonal = blocks(ring.diagonal, " ring diagonal", pass.deps);
+  const int rest = blocks(ring.off_diagonal, " ring blocks", {diagonal, gather});
+  if (pass.kind == TaskKind::Recompute) pass.recompute_flops = pass.work.gemm_flops;
+  if (forward) return {rest};
+  // torch's permute_tensor (all_to_all_single, each rank's whole buffer to the next rank): an all-to-all
+  // whose share for one peer, (p-1)/p of what it sends, is the step's gradients.
+  const Bytes shift = ring.dkv_step * (double(p_.cp) / (p_.cp - 1));
+  const int beside =
+      add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers * (ring.dkv_steps - 1),
+                     StreamKind::Tp, cp_name("A2A cp dkv "), {diagonal}));
+  return {add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers, StreamKind::Tp,
+                         cp_name("A2A cp dkv last "), {rest, beside}))};
 }
 
 int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {

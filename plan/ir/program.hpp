@@ -33,6 +33,10 @@ enum class Purpose {
   TiedEmbeddingSum,   // tied embeddings over stages: the first and the last stage's copies summed
   ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
   OptimizerOffload,   // the optimizer state, to the host or back
+  // A compute task holding a share of its pass's attention (the CP ring's blocks, lowered apart so
+  // that the ring's transfers overlap them: plan/cost/ring_attention.hpp); the pass's own task runs the
+  // layers in the live engines, which skip this one.
+  AttentionBlocks,
 };
 
 extern const EnumNames<TaskKind> kTaskKindNames;

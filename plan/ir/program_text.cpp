@@ -38,7 +38,8 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"pass-gather", Purpose::PassGather},
                                           {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
                                           {"activation-offload", Purpose::ActivationOffload},
-                                          {"optimizer-offload", Purpose::OptimizerOffload}};
+                                          {"optimizer-offload", Purpose::OptimizerOffload},
+                                          {"attention-blocks", Purpose::AttentionBlocks}};
 
 static std::string describe_task(const Task& t) {
   std::string s;
@@ -53,6 +54,9 @@ static std::string describe_task(const Task& t) {
       if (t.work.flash_forward_flops.value() > 0 || t.work.flash_backward_flops.value() > 0)
         s += ", " + enum_name(t.work.fused_kernel, kAttentionNames) + " " +
              to_string(t.work.flash_forward_flops + t.work.flash_backward_flops);
+      if (const Flops full = t.work.flash_full_forward_flops + t.work.flash_full_backward_flops;
+          full.value() > 0)
+        s += ", " + enum_name(t.work.fused_kernel, kAttentionNames) + " non-causal " + to_string(full);
       break;
     case TaskKind::Collective:
       s = enum_name(t.collective, kCollectiveKindNames) + " " + enum_name(t.group, kGroupKindNames) + "(" +

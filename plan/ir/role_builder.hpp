@@ -98,8 +98,11 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    return {p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-            p_.sequence_parallel, t_.precision, t_.attention, p_.ep};
+    cost::LayerWork w{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
+                      p_.sequence_parallel, t_.precision, t_.attention, p_.ep};
+    w.repeat_kv = t_.repeat_kv;
+    w.cp_attention = t_.cp_attention;
+    return w;
   }
 
   int moe_layers(int begin, int end) const {
@@ -155,6 +158,10 @@ class RoleBuilder {
 
   // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
   TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after, int passes);
+
+  // Context parallelism over fused attention: the ring's tasks for a pass of `layers` layers (its
+  // blocks taken out of `pass`'s work); returns what `pass` waits for.
+  TaskDeps ring_attention_tasks(Task& pass, int layers, bool forward);
 
   // Compute task plus its model-parallel collectives; returns the ids the next step must wait for.
   // Every compute task also waits for the previous one's collectives: a layer needs its input reduced.

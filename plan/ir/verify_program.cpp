@@ -103,6 +103,12 @@ class RoleVerifier {
                "must be a copy of a plan that offloads activations");
         expect(t.microbatch >= 0 && own_chunk(t.chunk), "must name a micro-batch and a chunk of the role");
         return;
+      case Purpose::AttentionBlocks:
+        expect(
+            (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) &&
+                p_.cp > 1,
+            "must be a compute task of a plan with cp > 1");
+        return;
       case Purpose::OptimizerOffload:
         expect(t.kind == TaskKind::Copy && p_.offload_optimizer,
                "must be a copy of a plan that offloads the optimizer");

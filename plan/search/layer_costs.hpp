@@ -9,6 +9,7 @@
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
 #include "plan/cost/layer_collectives.hpp"
+#include "plan/cost/ring_attention.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/search/layout.hpp"
 #include "plan/search/search_context.hpp"
@@ -78,16 +79,32 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
   };
   using cost::CollectiveKind;
-  cost::LayerWork work{layout.mb, ctx_.s.training.seq_len,  layout.tp, layout.cp,
-                       layout.sp, ctx_.s.training.precision};
+  cost::LayerWork work{layout.mb,
+                       ctx_.s.training.seq_len,
+                       layout.tp,
+                       layout.cp,
+                       layout.sp,
+                       ctx_.s.training.precision,
+                       ctx_.s.training.attention};
   work.expert_load = least_moe_pace(layout.ep);
+  work.repeat_kv = ctx_.s.training.repeat_kv;
+  work.cp_attention = ctx_.s.training.cp_attention;
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
   out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp) +
                            coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
                      : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
-  out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, layout.cp, bytes.cp);
-  out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, layout.cp, bytes.cp);
+  if (layout.cp > 1 && cost::runs_ring_attention(work)) {
+    // The ring (plan/ir/lower.cpp): the key and value gathers may hide behind the diagonal blocks and
+    // all but the last gradient send behind the other blocks; the last send per layer never hides.
+    const cost::RingAttention ring = cost::ring_attention(ctx_.s.model, work, false);
+    out.cp_forward = 0;
+    out.cp_backward = coll(CollectiveKind::AllToAll, GroupKind::Cp, layout.cp,
+                           ring.dkv_step * (double(layout.cp) / (layout.cp - 1)));
+  } else {
+    out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, layout.cp, bytes.cp);
+    out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, layout.cp, bytes.cp);
+  }
   if (ctx_.s.model.moe && layout.ep > 1)
     out.ep = 2 * coll(CollectiveKind::AllToAll, GroupKind::Ep, layout.ep, bytes.ep);
   return out;

@@ -138,6 +138,9 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
       if (const DocNode* k = er.get(key)) {
         MapReader kr(*k, er.field(key), diag, locations);
         EfficiencySpec::FusedAttention f;
+        double full = 0;
+        if (kr.read("forward_full", full, 0.001, 1.0)) f.forward_full = full;
+        if (kr.read("backward_full", full, 0.001, 1.0)) f.backward_full = full;
         if (kr.read("forward", f.forward, 0.001, 1.0, true) &&
             kr.read("backward", f.backward, 0.001, 1.0, true))
           *rates = f;

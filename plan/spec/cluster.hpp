@@ -28,6 +28,9 @@ struct EfficiencySpec {
   // forward's).
   struct FusedAttention {
     double forward = 0, backward = 0;
+    // The same kernel without a mask (context parallelism's ring blocks past the first); the causal
+    // figures where absent.
+    std::optional<double> forward_full, backward_full;
   };
   std::optional<FusedAttention> flash2, flash3;
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth

@@ -101,7 +101,10 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
       if (*rates)
         w.line(6, key,
-               "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) + "}",
+               "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) +
+                   ((*rates)->forward_full ? ", forward_full: " + number(*(*rates)->forward_full) : "") +
+                   ((*rates)->backward_full ? ", backward_full: " + number(*(*rates)->backward_full) : "") +
+                   "}",
                dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");

@@ -20,6 +20,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"flash2", AttentionKind::Flash2},
                                                   {"flash3", AttentionKind::Flash3},
                                                   {"unfused", AttentionKind::Unfused}};
+const EnumNames<CpAttention> kCpAttentionNames = {{"gather", CpAttention::Gather},
+                                                  {"torch_ring", CpAttention::TorchRing}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -99,8 +101,10 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("precision", t.precision, kPrecisionNames);
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
+  r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
+  r.read("repeat_kv", t.repeat_kv);
   if (r.read("fp8_param_gather", t.fp8_param_gather) && t.fp8_param_gather && t.precision != Precision::Fp8)
     top.diagnostics().error(node->find("fp8_param_gather")->location,
                             "training.fp8_param_gather needs training.precision: fp8 (the weights are cast "

@@ -24,8 +24,14 @@ enum class OptimizerKind { AdamW, Adam, Sgd };
 // (FlashAttention 2, PyTorch SDPA's flash backend), flash3 (FlashAttention 3, cuDNN / Transformer
 // Engine fused attention on Hopper); flash: the newest the device file has figures for.
 enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
+// How context parallelism computes attention. gather: the keys and values of the whole sequence
+// all-gathered (their gradients reduce-scattered back) and one kernel over them (the twin's first
+// approximation; what Transformer Engine's ring is costed as until its own p2p ring is modelled).
+// torch_ring: PyTorch's context_parallel (torchtitan's CP), the ring of plan/cost/ring_attention.hpp.
+enum class CpAttention { Gather, TorchRing };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
+extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
 struct TrainingSpec {
@@ -34,6 +40,7 @@ struct TrainingSpec {
   Precision precision = Precision::Bf16;
   OptimizerKind optimizer = OptimizerKind::AdamW;
   AttentionKind attention = AttentionKind::Flash;
+  CpAttention cp_attention = CpAttention::Gather;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
@@ -49,6 +56,11 @@ struct TrainingSpec {
   // holds the host until it ends, so nothing overlaps: a rank's tasks run one after another in issue
   // order.
   bool launch_blocking = false;
+  // The model repeats grouped-query attention's key and value heads to the query heads before the
+  // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention); context
+  // parallelism then moves keys and values at the query heads. Megatron-LM and Transformer Engine pass
+  // the grouped heads (false).
+  bool repeat_kv = false;
   std::optional<double> tokens;       // training budget in tokens
   std::optional<std::int64_t> steps;  // or in iterations
 };

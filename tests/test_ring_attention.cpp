@@ -1,0 +1,138 @@
+// Context parallelism's ring attention (training.cp_attention: torch_ring): the blocks add up to the
+// causal square, the Program carries the ring's tasks and bytes as PyTorch's context_parallel moves
+// them, and attention costs more per (query, key) pair as the ring's blocks shrink. Counts and ratios
+// only, no wall clock.
+#define BOOST_TEST_MODULE ring_attention
+#include <boost/test/unit_test.hpp>
+
+#include "catalog_scenario.hpp"
+#include "fast_cluster.hpp"
+#include "plan/analytic/evaluate.hpp"
+#include "plan/cost/ring_attention.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/spec/cluster.hpp"
+
+using namespace paratwin;
+namespace tt = boost::test_tools;
+
+namespace {
+
+using paratwin_test::scenario;
+
+// Grouped-query attention (4 query heads per key head), 2 layers, cp 4 over one sequence.
+const char* kRingScenario =
+    "model: {name: gqa, layers: 2, hidden: 1024, heads: 16, kv_heads: 4, vocab: 512, seq_len: 8192}\n"
+    "training: {global_batch: 1, seq_len: 8192, precision: bf16, attention: flash2, cp_attention: "
+    "torch_ring}\n"
+    "plan: {tp: 1, pp: 1, cp: 4, dp: 1, micro_batch: 1, recompute: none, zero: 0}\n";
+
+cost::LayerWork work(int cp) {
+  cost::LayerWork w;
+  w.seq_len = 8192;
+  w.cp = cp;
+  w.attention = AttentionKind::Flash2;
+  w.cp_attention = CpAttention::TorchRing;
+  return w;
+}
+
+const ModelSpec& gqa() {
+  static const ModelSpec m = scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2)).model;
+  return m;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ring_blocks_add_up_to_the_causal_square_of_the_rank) {
+  for (int cp : {2, 4, 8}) {
+    const cost::LayerWork w = work(cp);
+    const auto f = cost::ring_attention(gqa(), w, true), b = cost::ring_attention(gqa(), w, false);
+    const double n = 8192.0 / cp, h = gqa().heads, d = gqa().head_dim;
+    // One causal n x n block, cp - 1 non-causal half blocks (n x n/2): s^2 / (2 cp) pairs in all.
+    BOOST_TEST(f.diagonal.flash_forward_flops.value() == 2 * h * n * n * d, tt::tolerance(1e-12));
+    BOOST_TEST(f.off_diagonal.flash_full_forward_flops.value() == (cp - 1) * 2 * h * n * n * d,
+               tt::tolerance(1e-12));
+    BOOST_TEST(f.diagonal.flash_forward_flops.value() + f.off_diagonal.flash_full_forward_flops.value() ==
+                   2 * h * n * 8192 * d,
+               tt::tolerance(1e-12));
+    BOOST_TEST(b.off_diagonal.flash_full_backward_flops.value() ==
+                   2.5 * f.off_diagonal.flash_full_forward_flops.value(),
+               tt::tolerance(1e-12));
+    // The model FLOPs stay the gather form's: the full square of this rank's queries.
+    cost::LayerWork gather = w;
+    gather.cp_attention = CpAttention::Gather;
+    BOOST_TEST(cost::attention_core_forward(gqa(), w).attention_flops.value() ==
+                   cost::attention_core_forward(gqa(), gather).attention_flops.value(),
+               tt::tolerance(1e-12));
+    // cp SDPA calls a pass, and the merges only past the first step.
+    BOOST_TEST(f.off_diagonal.launches > cp - 1);
+    BOOST_TEST(f.dkv_steps == 0);
+    BOOST_TEST(b.dkv_steps == cp);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ring_program_has_the_gather_the_blocks_and_the_gradient_sends) {
+  for (bool repeat : {false, true}) {
+    const ScenarioSpec s = scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2),
+                                    {"training.repeat_kv=" + std::string(repeat ? "true" : "false")});
+    const Plan plan = complete_plan(s);
+    const Program program = lower(plan, s.model, s.cluster, s.training);
+    BOOST_TEST(verify(program).empty());
+    const Role& role = program.roles.front();
+    int blocks = 0, gathers = 0, sends = 0;
+    double gathered = 0, sent = 0;
+    for (const Task& t : role.tasks) {
+      if (t.purpose == Purpose::AttentionBlocks) ++blocks;
+      if (t.kind != TaskKind::Collective || t.group != GroupKind::Cp) continue;
+      if (t.collective == cost::CollectiveKind::AllGather) ++gathers, gathered += t.bytes.value() * t.count;
+      if (t.collective == cost::CollectiveKind::AllToAll) sends += t.count, sent += t.bytes.value() * t.count;
+    }
+    // One micro-batch, one forward and one backward pass: diagonal and other blocks each.
+    BOOST_TEST(blocks == 4);
+    BOOST_TEST(gathers == 2);  // forward, and again backward
+    const double layers = 2, cp = 4, n = 8192 / cp, d = 64, k_heads = repeat ? 16 : 4;
+    // The whole sequence's keys and values, 2 bytes each, per layer and pass.
+    BOOST_TEST(gathered == 2 * layers * 2 * k_heads * 8192 * d * 2, tt::tolerance(1e-12));
+    // cp fp32 gradient sends a layer, each to the next rank: all-to-alls whose one-peer share is it.
+    BOOST_TEST(sends == layers * cp);
+    BOOST_TEST(sent * (cp - 1) / cp == layers * cp * 2 * k_heads * n * d * 4, tt::tolerance(1e-12));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ring_keeps_the_pass_work_whole) {
+  // Lowering takes the blocks out of the pass's task: the role's attention FLOPs stay the model's.
+  const ScenarioSpec ring = scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2));
+  const ScenarioSpec gather =
+      scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2), {"training.cp_attention=gather"});
+  auto flops = [](const ScenarioSpec& s) {
+    const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
+    double sum = 0;
+    for (const Task& t : p.roles.front().tasks) sum += t.work.gemm_flops.value();
+    return sum;
+  };
+  BOOST_TEST(flops(ring) == flops(gather), tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(attention_costs_more_per_pair_as_the_blocks_shrink) {
+  // The same sequence over more CP ranks: smaller blocks, more of them, a merge each; the merges and
+  // launches do not shrink with the block, so each (query, key) pair costs more.
+  const ClusterSpec dgx = load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/dgx-h100.yaml");
+  const DeviceSpec& h100 = dgx.device_of(dgx.pools.front());
+  double previous = 0;
+  for (int cp : {2, 4, 8, 16, 32}) {
+    const cost::LayerWork w = work(cp);
+    cost::KernelCost k = cost::attention_core_forward(gqa(), w);
+    const auto b = cost::ring_attention(gqa(), w, false);
+    k += b.diagonal;
+    k += b.off_diagonal;
+    const double pairs = 8192.0 * 8192 / 2 / cp;  // this rank's share of the causal square
+    const double per_pair = cost::compute_time(k, h100, Precision::Bf16).value() / pairs;
+    BOOST_TEST(per_pair > previous);
+    previous = per_pair;
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_misspelt_cp_attention_is_an_input_error) {
+  BOOST_CHECK_THROW(scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2),
+                             {"training.cp_attention=torch_rng"}),
+                    InputError);
+}
