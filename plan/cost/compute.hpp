@@ -137,6 +137,11 @@ KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
+// What recomputing one layer in `mode` runs before its backward: full, the layer's forward; selective,
+// its attention core; op (torchtitan's per-operator policy), the linears it does not keep (every
+// second in forward order) and the memory-bound kernels; none, nothing. The one home of recompute
+// work for lowering and the optimizer.
+KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Recompute mode, bool moe_layer);
 
 // Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the
 // gradient.
