@@ -16,22 +16,14 @@
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/report/report.hpp"
+#include "scenario_text.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
-  return c;
-}
-
-ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog());
-}
+using paratwin_test::scenario;
 
 // A cluster where communication is nearly free, so that pipeline timing is compute alone.
 const std::string kFastCluster = paratwin_test::fast_cluster();

@@ -10,7 +10,9 @@
 #include "plan/cost/memory.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/report/emit.hpp"
 #include "plan/search/optimizer.hpp"
+#include "scenario_text.hpp"
 
 using namespace paratwin;
 using namespace paratwin::cost;
@@ -18,16 +20,7 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
-  return c;
-}
-
-ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return load_scenario(parse_yaml(yaml, "s.yaml"), overrides, catalog());
-}
+using paratwin_test::scenario;
 
 std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   try {
@@ -252,5 +245,20 @@ plan: auto
         BOOST_TEST((st.recompute == *s.plan.recompute));
         BOOST_TEST(st.recompute_every == s.plan.recompute_every.value_or(1));
       }
+  }
+}
+
+// ---- the frameworks' launch settings ----
+
+BOOST_AUTO_TEST_CASE(megatron_gets_full_recomputation_for_op_and_every_nth_layer_with_notes) {
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {"plan.recompute=op"}, {"plan.recompute=full", "plan.recompute_every=2"}}) {
+    const ScenarioSpec s = scenario(kScenario, sets);
+    const EmittedConfig e = megatron_launch(complete_plan(s), s);
+    BOOST_TEST(e.text.find("--recompute-granularity full") != std::string::npos, e.text);
+    std::string notes;
+    for (const auto& n : e.notes) notes += n + "\n";
+    BOOST_TEST(notes.find(sets.size() == 1 ? "recompute op" : "recompute_every 2") != std::string::npos,
+               notes);
   }
 }
