@@ -104,13 +104,16 @@ Run read_run(const DocNode& node, const std::string& path, const std::string& di
   return run;
 }
 
-// "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3"
+// "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every)
 std::string describe_plan(const Plan& p) {
   auto n = [](int v) { return std::to_string(v); };
-  std::set<Recompute> modes;
-  for (const auto& st : p.stages) modes.insert(st.recompute);
+  std::set<std::pair<Recompute, int>> modes;  // with recompute_every: "full every 2"
+  for (const auto& st : p.stages)
+    modes.insert({st.recompute, st.recompute == Recompute::None ? 1 : st.recompute_every});
   std::string recompute;
-  for (Recompute m : modes) recompute += (recompute.empty() ? "" : "/") + enum_name(m, kRecomputeNames);
+  for (const auto& [m, every] : modes)
+    recompute += (recompute.empty() ? "" : "/") + enum_name(m, kRecomputeNames) +
+                 (every > 1 ? " every " + n(every) : "");
   return "tp " + n(p.tp) + ", pp " + n(p.pp) +
          (p.virtual_stages > 1 ? " (v " + n(p.virtual_stages) + ")" : "") + ", cp " + n(p.cp) + ", dp " +
          n(p.dp) + ", ep " + n(p.ep) + ", mb " + n(p.micro_batch) + ", " +

@@ -9,6 +9,21 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
   // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
   // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
+  // Its layers keep everything, drop the attention core or keep their input only (gpt/recompute.cpp).
+  for (const StagePlan& st : p.stages) {
+    if (st.recompute == Recompute::Op) {
+      out.push_back(
+          "recompute op (per-operator checkpointing) is planned and simulated only: the live engine "
+          "recomputes whole layers (full) or the attention core (selective); use one of those or none");
+      break;
+    }
+    if (st.recompute != Recompute::None && st.recompute_every > 1) {
+      out.push_back("recompute_every " + std::to_string(st.recompute_every) +
+                    " is planned and simulated only: the live engine recomputes every layer of a stage; "
+                    "use recompute_every 1");
+      break;
+    }
+  }
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");

@@ -303,6 +303,57 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
+namespace {
+
+// The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
+// one matrix for a dense layer; an MoE layer's top_k copies of each token at the hottest rank's pace,
+// over this rank's experts.
+std::pair<double, double> mlp_rows(const ModelSpec& m, const LayerWork& w, const Shape& s, bool moe_layer) {
+  if (!moe_layer) return {s.tokens, 1};
+  assert(m.moe && "an MoE layer in a model without moe");
+  const double rows = m.moe->top_k * s.tokens * w.expert_load;
+  return {rows, std::min(m.moe->experts / double(w.ep), rows)};
+}
+
+// What per-operator selective checkpointing runs again (torchtitan's "op" policy; the kept outputs are
+// cost::layer_activation_bytes'): the linears it does not keep, every second one in forward order (K,
+// the output projection, SwiGLU's up or GELU's down projection), and every memory-bound kernel (norms,
+// rotary embedding, activation, residual adds, MoE permutation); unfused attention's batched matmuls
+// and softmax too. Fused attention's output and the router's are kept.
+KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+  const Shape s = shape_of(w);
+  const double h = m.hidden, f = m.ffn_hidden;
+  const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
+  KernelCost c = norm(s, h) * 2;
+  c += residual(s, h, m.dropout) * 2;
+  c += gemm(s.tokens, h, Kv / s.t, s.e, 1, true, s.precision);
+  if (m.position == PositionKind::Rope) c += elementwise(2 * s.e * s.tokens * (A + Kv) / s.t);
+  if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
+  c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
+  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
+  if (moe_layer) c += elementwise(2 * 2 * s.e * m.moe->top_k * s.tokens * h, 2);
+  const bool swiglu = m.mlp == MlpKind::SwiGlu;
+  c += elementwise((swiglu ? 3 : 2) * s.e * rows * f / s.t);
+  c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read, true, s.precision)
+              : gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
+  return c;
+}
+
+}  // namespace
+
+KernelCost recompute_forward(const ModelSpec& m, const LayerWork& w, Recompute mode, bool moe_layer) {
+  switch (mode) {
+    case Recompute::Full:
+      return layer_forward(m, w, moe_layer);
+    case Recompute::Op:
+      return op_recompute_forward(m, w, moe_layer);
+    case Recompute::Selective:
+      return attention_core_forward(m, w);
+    default:
+      return {};
+  }
+}
+
 KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   const Shape s = shape_of(w);
   const double h = m.hidden, f = m.ffn_hidden;
@@ -321,15 +372,12 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   // An MoE layer routes each token to top_k experts: router GEMM and top-k, permutation into the
   // experts' grouped GEMMs and back, which read the weights of every expert that got tokens.
   c += norm(s, h);
-  double rows = s.tokens, experts_read = 1;
+  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) {
-    assert(m.moe && "an MoE layer in a model without moe");
     const double k = m.moe->top_k, E = m.moe->experts;
     c += gemm(s.tokens, h, E / s.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
     c += elementwise(2 * 4 * s.tokens * E);          // fp32 softmax and top-k
     c += elementwise(2 * 2 * s.e * k * s.tokens * h, 2);  // permute and unpermute: read and write k copies
-    rows = k * s.tokens * w.expert_load;                  // the rows this rank's experts run
-    experts_read = std::min(E / w.ep, rows);              // this rank's experts
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);

@@ -158,6 +158,11 @@ KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool mo
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 // Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
+// What recomputing one layer in `mode` runs before its backward: full, the layer's forward; selective,
+// its attention core; op (torchtitan's per-operator policy), the linears it does not keep (every
+// second in forward order) and the memory-bound kernels; none, nothing. The one home of recompute
+// work for lowering and the optimizer.
+KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Recompute mode, bool moe_layer);
 
 // `whole` less `part`, where `part` is attention and memory-bound work only (no GEMMs): the share of a
 // pass lowering runs as a task of its own (the CP ring's blocks, beside their transfers).

@@ -74,6 +74,8 @@ struct ActivationConfig {
 //   selective, no SP:   s b h (10 + 24/t)
 //   selective, SP:      s b h (34/t)
 //   full:               2 s b h (no SP) or 2 s b h / t (SP): the layer input only
+//   op:                 the input, every other linear's output and attention's (torchtitan's per-
+//                       operator policy; see op_kept_bytes in memory.cpp): between full and none
 // where a is the number of heads. Context parallelism divides s by cp. MoE layers keep top_k expert
 // MLP activations per token plus the router's. Fused (flash) attention keeps no s x s term: it
 // recomputes the scores in its backward from Q, K, V and one fp32 log-sum-exp per query and head
@@ -82,8 +84,8 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& con
 
 // What recomputing one layer holds beside the kept activations while its backward runs: the bytes
 // config.recompute drops from that layer (all but its input under full recomputation, the attention
-// core under selective; none without recomputation). Recomputation goes layer by layer (Megatron-LM,
-// the live engine), so one layer's worth exists at a time.
+// core under selective, all but the kept operators' outputs under op; none without recomputation).
+// Recomputation goes layer by layer (Megatron-LM, the live engine), so one layer's worth exists at a time.
 Bytes recompute_working_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
 
 // The embedding's output kept for backward (s b h, split by SP) and, on the last stage, the logits in

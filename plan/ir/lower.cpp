@@ -114,29 +114,15 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
   return k;
 }
 
-cost::ActivationConfig RoleBuilder::activation_config(int chunk) const {
-  return {p_.micro_batch,         t_.seq_len,   p_.tp,       p_.cp, p_.sequence_parallel,
-          stage(chunk).recompute, t_.precision, t_.attention};
-}
-
 Bytes RoleBuilder::chunk_activations(int chunk) const {
   const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a = activation_config(chunk);
   Bytes total;
   for (int l = st.layer_begin; l < st.layer_end; ++l)
-    total += cost::layer_activation_bytes(m_, a, m_.is_moe_layer(l));
+    total += cost::layer_activation_bytes(m_, activation_config(chunk, l), m_.is_moe_layer(l));
+  const cost::ActivationConfig a = activation_config(chunk);
   if (chunk == 0) total += cost::embedding_activation_bytes(m_, a);
   if (last_chunk(chunk)) total += cost::head_activation_bytes(m_, a);
   return total;
-}
-
-Bytes RoleBuilder::recompute_working_set(int chunk) const {
-  const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a = activation_config(chunk);
-  Bytes most;
-  for (int l = st.layer_begin; l < st.layer_end; ++l)
-    most = std::max(most, cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l)));
-  return most;
 }
 
 Task RoleBuilder::collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where,
@@ -352,22 +338,8 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
     return;
   }
   Bytes working_set;
-  if (st.recompute != Recompute::None) {
-    Task r = pass_task(TaskKind::Recompute, mb, chunk, st.layer_begin, st.layer_end, named("R ", mb, chunk));
-    if (st.recompute == Recompute::Full) {
-      r.work = pass_work(st.layer_begin, st.layer_end, true, false, false);
-    } else {
-      r.work = cost::attention_core_forward(m_, layer_work()) * (st.layer_end - st.layer_begin);
-    }
-    r.recompute_flops = r.work.gemm_flops;
-    // The layer being recomputed, until the backward's last segment has used it.
-    r.alloc = working_set = recompute_working_set(chunk);
-    r.deps = deps;
-    // Full recompute repeats the forward's collectives too.
-    deps = st.recompute == Recompute::Full
-               ? compute_with_comm(std::move(r), chunk, st.layer_begin, st.layer_end, true, mb, 1)
-               : TaskDeps{add(std::move(r))};
-  }
+  deps = recompute(mb, chunk, st.layer_begin, st.layer_end, named("R ", mb, chunk), std::move(deps),
+                   working_set);
   // The final micro-batch's backward is cut where DP buckets end, so each bucket starts as soon as
   // its layers are done (when DP overlap is on); under ZeRO 2 every micro-batch's is, and each bucket
   // is reduce-scattered then.

@@ -21,8 +21,7 @@ bool RoleBuilder::reduces_every_microbatch() const {
 
 Bytes RoleBuilder::unit_activations(int chunk, int layer) const {
   const StagePlan& st = stage(chunk);
-  const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-                                 p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
+  const cost::ActivationConfig a = activation_config(chunk, layer);
   Bytes bytes = cost::layer_activation_bytes(m_, a, m_.is_moe_layer(layer));
   if (chunk == 0 && layer == st.layer_begin) bytes += cost::embedding_activation_bytes(m_, a);
   if (last_chunk(chunk) && layer == st.layer_end - 1) bytes += cost::head_activation_bytes(m_, a);
@@ -108,20 +107,9 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
       after.push_back(unit_compute[unit_compute.size() - 2]);
     }
     deps.push_back(unit_gather(mb, chunk, l, false, std::move(after)));
+    // Activation checkpointing per unit: the layer's recomputation, right before its backward.
     Bytes working;
-    if (st.recompute != Recompute::None) {
-      // Activation checkpointing per unit: the layer's forward again, right before its backward.
-      Task r = pass_task(TaskKind::Recompute, mb, chunk, l, l + 1, unit_name("R ", mb, chunk, l));
-      r.work = st.recompute == Recompute::Full ? pass_work(l, l + 1, true, false, false)
-                                               : cost::attention_core_forward(m_, layer_work());
-      r.recompute_flops = r.work.gemm_flops;
-      const cost::ActivationConfig a{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-                                     p_.sequence_parallel, st.recompute, t_.precision, t_.attention};
-      r.alloc = working = cost::recompute_working_bytes(m_, a, m_.is_moe_layer(l));
-      r.deps = deps;
-      deps = st.recompute == Recompute::Full ? compute_with_comm(std::move(r), chunk, l, l + 1, true, mb, 1)
-                                             : TaskDeps{add(std::move(r))};
-    }
+    deps = recompute(mb, chunk, l, l + 1, unit_name("R ", mb, chunk, l), std::move(deps), working);
     Task b = pass_task(TaskKind::Backward, mb, chunk, l, l + 1, unit_name("B ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);

@@ -10,12 +10,13 @@
 
 namespace paratwin {
 
-std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute) {
+std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute,
+                                   int recompute_every) {
   std::vector<StagePlan> out;
   int begin = 0;
   for (int c = 0; c < chunks; ++c) {
     const int n = layers / chunks + (c < layers % chunks ? 1 : 0);
-    out.push_back({begin, begin + n, pool, recompute});
+    out.push_back({begin, begin + n, pool, recompute, recompute_every});
     begin += n;
   }
   return out;
@@ -69,7 +70,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
       throw InputError(s.document.location,
                        "plan.stages is required on a heterogeneous cluster: say which pool runs each stage");
     p.stages = even_stages(s.model.layers, p.chunks(), s.cluster.pools.front().name,
-                           r.recompute.value_or(Recompute::None));
+                           r.recompute.value_or(Recompute::None), r.recompute_every.value_or(1));
   }
   return p;
 }
@@ -129,6 +130,9 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
       add("stage " + num(i) + " covers layers [" + num(st.layer_begin) + ", " + num(st.layer_end) +
           "); stages must cover the layers in order without gaps, starting at " + num(next));
     next = st.layer_end;
+    if (st.recompute_every > 1 && st.recompute == Recompute::None)
+      add("stage " + num(i) + " has recompute_every " + num(st.recompute_every) +
+          " and recompute none: give it recompute full, selective or op, or recompute_every 1");
     bool known = false;
     for (const auto& pool : c.pools) known |= pool.name == st.pool;
     if (!known) add("stage " + num(i) + " runs on unknown pool '" + st.pool + "'");
@@ -188,7 +192,8 @@ std::string to_yaml(const Plan& p) {
   y += "stages:\n";
   for (const auto& st : p.stages)
     y += "  - {layers: [" + std::to_string(st.layer_begin) + ", " + std::to_string(st.layer_end) +
-         "], pool: " + st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) + "}\n";
+         "], pool: " + st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) +
+         (st.recompute_every > 1 ? ", recompute_every: " + std::to_string(st.recompute_every) : "") + "}\n";
   return y;
 }
 

@@ -43,7 +43,8 @@ Plan complete_plan(const ScenarioSpec& scenario);
 Plan complete_plan(const PlanRequest& request, const ScenarioSpec& scenario);
 
 // Layers split into `chunks` contiguous ranges as evenly as possible (the first ones get the extra).
-std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute);
+std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute,
+                                   int recompute_every = 1);
 
 // Every problem with a plan for this model, cluster and job, in words a user understands; empty
 // when the plan can run.

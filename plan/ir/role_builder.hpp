@@ -140,11 +140,18 @@ class RoleBuilder {
     if (!activations_[chunk]) activations_[chunk] = chunk_activations(chunk);
     return *activations_[chunk];
   }
-  cost::ActivationConfig activation_config(int chunk) const;  // a chunk's activation memory inputs
+  // A chunk's activation memory inputs, with layer `layer`'s recompute mode (the stage's with -1).
+  cost::ActivationConfig activation_config(int chunk, int layer = -1) const;
   Bytes chunk_activations(int chunk) const;
 
-  // One layer's recomputation, the largest of the chunk's (see cost::recompute_working_bytes).
-  Bytes recompute_working_set(int chunk) const;
+  // Recomputation (lower_recompute.cpp): the work of recomputing layers [begin, end) of a chunk, each
+  // in its mode (StagePlan::layer_recompute), worked out once per range.
+  cost::KernelCost recompute_work(int chunk, int begin, int end);
+  // The recompute task of micro-batch mb's backward over layers [begin, end), after `deps`, with the
+  // collectives its mode repeats; returns what the backward waits for (`deps` when no layer of the
+  // range recomputes). `working`: what it holds until the backward ends (the largest layer's dropped
+  // activations, cost::recompute_working_bytes).
+  TaskDeps recompute(int mb, int chunk, int begin, int end, std::string name, TaskDeps deps, Bytes& working);
 
   // One rank's share of an activation tensor of the micro-batch (b x s/cp x h), split by tp under SP.
   Bytes boundary_bytes() const {
@@ -224,7 +231,8 @@ class RoleBuilder {
   std::map<std::pair<int, int>, int> segment_done_;
   std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
   std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
-  std::vector<std::optional<Bytes>> activations_;  // by chunk
+  std::map<std::pair<int, int>, cost::KernelCost> recompute_work_;  // by layer range
+  std::vector<std::optional<Bytes>> activations_;                   // by chunk
   TaskDeps previous_compute_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;

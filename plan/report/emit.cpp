@@ -11,7 +11,9 @@ namespace paratwin::emit_detail {
 
 Recompute uniform_recompute(const Plan& p, std::vector<std::string>& notes) {
   if (p.stages.empty()) return Recompute::None;
-  auto strength = [](Recompute r) { return r == Recompute::Full ? 2 : r == Recompute::Selective ? 1 : 0; };
+  auto strength = [](Recompute r) {
+    return r == Recompute::Full ? 3 : r == Recompute::Op ? 2 : r == Recompute::Selective ? 1 : 0;
+  };
   Recompute strongest = p.stages.front().recompute;
   bool mixed = false;
   for (const auto& st : p.stages) {
@@ -24,6 +26,19 @@ Recompute uniform_recompute(const Plan& p, std::vector<std::string>& notes) {
     notes.push_back("recompute per stage (" + join(modes, ", ") +
                     "): one setting applies to every stage here, so the strongest (" +
                     enum_name(strongest, kRecomputeNames) + ") is emitted");
+  }
+  int every = 1;
+  for (const auto& st : p.stages)
+    if (st.recompute != Recompute::None) every = std::max(every, st.recompute_every);
+  if (every > 1)
+    notes.push_back("recompute_every " + std::to_string(every) +
+                    ": the frameworks' settings here recompute every layer of a stage (Megatron-LM's "
+                    "block method picks a stage's first layers instead), so every layer's is emitted");
+  if (strongest == Recompute::Op) {
+    notes.push_back(
+        "recompute op (torchtitan's per-operator policy) has no Megatron-LM or DeepSpeed setting: full "
+        "recomputation is emitted, which keeps less and recomputes more");
+    return Recompute::Full;
   }
   return strongest;
 }

@@ -50,7 +50,8 @@ nlohmann::json plan_json(const Plan& p) {
   for (const auto& s : p.stages)
     stages.push_back({{"layers", {s.layer_begin, s.layer_end}},
                       {"pool", s.pool},
-                      {"recompute", enum_name(s.recompute, kRecomputeNames)}});
+                      {"recompute", enum_name(s.recompute, kRecomputeNames)},
+                      {"recompute_every", s.recompute_every}});
   return {{"dp", p.dp},
           {"tp", p.tp},
           {"pp", p.pp},
@@ -62,6 +63,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"schedule", enum_name(p.schedule, kScheduleNames)},
           {"virtual_stages", p.virtual_stages},
           {"recompute", p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames)},
+          {"recompute_every", p.stages.empty() ? 1 : p.stages.front().recompute_every},
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
           {"offload", {{"optimizer", p.offload_optimizer}, {"activations", p.offload_activations}}},

@@ -76,11 +76,16 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   if (layout.recompute == Recompute::Full) {
     t.recompute = t.forward;
     t.moe_recompute = t.moe_forward;
-  } else if (layout.recompute == Recompute::Selective) {
-    t.recompute = t.moe_recompute = compute(cost::attention_core_forward(ctx_.s.model, w));
+  } else if (layout.recompute != Recompute::None) {
+    // Selective and op: compute alone (op's repeated TP gathers are left out of the bound).
+    t.recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, false));
+    t.moe_recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, true));
   }
   const bool collectives = tp_pass + cp_f + cp_b + ep > 0;
-  const bool hidden = layout.recompute == Recompute::Selective && collectives;
+  // Lowering lets selective and op recomputation start after the previous pass's compute, beside its
+  // collectives.
+  const bool hidden =
+      layout.recompute != Recompute::Full && layout.recompute != Recompute::None && collectives;
   t.chain_recompute = hidden ? 0 : t.recompute;
   t.moe_chain_recompute = hidden ? 0 : t.moe_recompute;
   t.backward_pure = t.backward_compute;
@@ -98,11 +103,14 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
 
 double LayerCosts::per_layer(const LayerTimes& t) const {
   // The cheaper layer kind, so that the bound stays below any mix of layers.
-  // Either the chain of passes with their collectives or the compute stream alone.
-  double chain = t.forward + t.backward + t.chain_recompute, alone = t.forward_compute + t.backward_compute;
+  // Either the chain of passes with their collectives or the compute stream alone. With
+  // recompute_every, the cheaper kind is a layer that does not recompute.
+  const bool some = ctx_.req.recompute_every.value_or(1) > 1;
+  double chain = t.forward + t.backward + (some ? 0 : t.chain_recompute),
+         alone = t.forward_compute + (some ? t.backward_pure : t.backward_compute);
   if (ctx_.s.model.moe) {
-    chain = std::min(chain, t.moe_forward + t.moe_backward + t.moe_chain_recompute);
-    alone = std::min(alone, t.moe_forward_compute + t.moe_backward_compute);
+    chain = std::min(chain, t.moe_forward + t.moe_backward + (some ? 0 : t.moe_chain_recompute));
+    alone = std::min(alone, t.moe_forward_compute + (some ? t.moe_backward_pure : t.moe_backward_compute));
   }
   return std::max(chain, alone);
 }
@@ -148,15 +156,17 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
     passes.assign(L + 1, {});
     for (int l = 0; l < L; ++l) {
       const bool moe = ctx_.s.model.is_moe_layer(l);
+      const double rc = recomputes(layout, l) ? 1 : 0;
       f[l + 1] = f[l] + (moe ? t.moe_forward : t.forward);
-      bw[l + 1] = bw[l] + (moe ? t.moe_backward + t.moe_recompute : t.backward + t.recompute);
-      chain[l + 1] =
-          chain[l] + (moe ? t.moe_backward + t.moe_chain_recompute : t.backward + t.chain_recompute);
+      bw[l + 1] = bw[l] + (moe ? t.moe_backward + rc * t.moe_recompute : t.backward + rc * t.recompute);
+      chain[l + 1] = chain[l] + (moe ? t.moe_backward + rc * t.moe_chain_recompute
+                                     : t.backward + rc * t.chain_recompute);
       cf[l + 1] = cf[l] + (moe ? t.moe_forward_compute : t.forward_compute);
-      cb[l + 1] = cb[l] + (moe ? t.moe_backward_compute : t.backward_compute);
+      cb[l + 1] = cb[l] + (moe ? t.moe_backward_pure + rc * t.moe_recompute_compute
+                               : t.backward_pure + rc * t.recompute_compute);
       const CostTable::PassPrefix& before = passes[l];
       passes[l + 1] = {before.backward_pure + (moe ? t.moe_backward_pure : t.backward_pure),
-                       before.recompute_compute + (moe ? t.moe_recompute_compute : t.recompute_compute),
+                       before.recompute_compute + rc * (moe ? t.moe_recompute_compute : t.recompute_compute),
                        before.moe_layers + (moe ? 1 : 0)};
     }
     c.ends[pool] = t;
@@ -169,17 +179,22 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    layout.recompute,
                                    ctx_.s.training.precision,
                                    ctx_.s.training.attention};
-  const double dense_act = cost::layer_activation_bytes(ctx_.s.model, act, false).value();
-  const double moe_act = ctx_.s.model.moe ? cost::layer_activation_bytes(ctx_.s.model, act, true).value() : 0;
+  cost::ActivationConfig kept_all = act;
+  kept_all.recompute = Recompute::None;
+  auto activations = [&](const cost::ActivationConfig& a, bool moe) {
+    return moe && !ctx_.s.model.moe ? 0.0 : cost::layer_activation_bytes(ctx_.s.model, a, moe).value();
+  };
+  const double dense_act = activations(act, false), moe_act = activations(act, true);
+  const double dense_all = activations(kept_all, false), moe_all = activations(kept_all, true);
   const double moe_params = ctx_.s.model.moe ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
   c.activations.assign(L + 1, 0);
   c.params.assign(L + 1, 0);
   c.recompute_working = std::numeric_limits<double>::infinity();
   for (int l = 0; l < L; ++l) {
-    const bool moe = ctx_.s.model.is_moe_layer(l);
-    c.recompute_working =
-        std::min(c.recompute_working, cost::recompute_working_bytes(ctx_.s.model, act, moe).value());
-    c.activations[l + 1] = c.activations[l] + (moe ? moe_act : dense_act);
+    const bool moe = ctx_.s.model.is_moe_layer(l), rc = recomputes(layout, l);
+    c.recompute_working = std::min(c.recompute_working,
+                                   rc ? cost::recompute_working_bytes(ctx_.s.model, act, moe).value() : 0.0);
+    c.activations[l + 1] = c.activations[l] + (moe ? (rc ? moe_act : moe_all) : (rc ? dense_act : dense_all));
     c.params[l + 1] = c.params[l] + (moe ? moe_params : ctx_.params.per_dense_layer) / layout.tp;
   }
   c.embedding_activations = cost::embedding_activation_bytes(ctx_.s.model, act).value();

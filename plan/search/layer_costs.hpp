@@ -63,6 +63,14 @@ class LayerCosts {
     auto operator<=>(const ComputeKey&) const = default;
   };
   CostTable make_table(const ParallelLayout& layout);
+  // Whether layer `layer` recomputes under the layout (the request's recompute_every, fixed for the
+  // search, picks the layers as StagePlan::layer_recompute does).
+  bool recomputes(const ParallelLayout& layout, int layer) const {
+    StagePlan st;
+    st.recompute = layout.recompute;
+    st.recompute_every = ctx_.req.recompute_every.value_or(1);
+    return st.layer_recompute(layer) != Recompute::None;
+  }
 
   const SearchContext& ctx_;
   std::map<ComputeKey, LayerTimes> times_;

@@ -263,7 +263,8 @@ class Search {
     const auto& ranges = partitioner_.ranges(e.partition);
     for (int c = 0; c < plan.chunks(); ++c)
       plan.stages.push_back({ranges[c].first, ranges[c].second,
-                             s_.cluster.pools[layout.rank_pool[c % layout.pp]].name, layout.recompute});
+                             s_.cluster.pools[layout.rank_pool[c % layout.pp]].name, layout.recompute,
+                             layout.recompute == Recompute::None ? 1 : req.recompute_every.value_or(1)});
     return plan;
   }
 

@@ -148,9 +148,9 @@ ChunkPasses PassGraphBounds::chunk_passes(const ParallelLayout& layout, int c, i
 // Lower bounds of when every pass's compute ends and when its collectives end, pass by pass in the
 // graph's order, as lowering orders them: a pass waits for its input (a send waits for its pass's
 // collectives; a receive ends with its send, and each rank's sends and receives run in issue order
-// on their stream) and for the rank's previous pass and its collectives; selective recompute waits for the
-// previous compute alone, so it can run beside those collectives; full recompute is a forward of its own
-// before the backward; ZeRO 3's gather starts after the previous compute, and the pass waits for it; with
+// on their stream) and for the rank's previous pass and its collectives; selective and op recompute wait
+// for the previous compute alone, so it can run beside those collectives; full recompute is a forward of its
+// own before the backward; ZeRO 3's gather starts after the previous compute, and the pass waits for it; with
 // TP overlap the collectives start with the compute. The DP and copy streams are left out: they only delay.
 // A rank's first chunk's last DP bucket is ready when that chunk's last backward's compute ends. `gathers`:
 // ZeRO 3's gather time per chunk, or empty.
@@ -168,6 +168,8 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
   for (int c = 0; c < chunks; ++c) {
     passes[c] =
         chunk_passes(layout, c, ranges[c].first, ranges[c].second, comm[layout.rank_pool[c % layout.pp]]);
+    // With recompute_every, only some layers repeat their collectives: none are counted.
+    if (ctx_.req.recompute_every.value_or(1) > 1) passes[c].recompute_comm = 0;
     if (!gathers.empty()) passes[c].gather = gathers[c];
     if (c + 1 < chunks) passes[c].forward_send = transfer_time(layout, stride, c, c + 1);
     if (c > 0) passes[c].backward_send = transfer_time(layout, stride, c, c - 1);
@@ -192,7 +194,7 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
     if (n.forward) {
       run(start, k.forward, k.forward_comm, compute_end[i], done[i]);
     } else {
-      if (layout.recompute == Recompute::Selective) {
+      if (layout.recompute == Recompute::Selective || layout.recompute == Recompute::Op) {
         start = std::max(start, std::max(previous_compute, ready) + k.recompute);
       } else if (layout.recompute == Recompute::Full) {
         double recompute_end = 0, recompute_done = 0;

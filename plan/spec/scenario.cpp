@@ -26,8 +26,10 @@ const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
     {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
-const EnumNames<Recompute> kRecomputeNames = {
-    {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
+const EnumNames<Recompute> kRecomputeNames = {{"none", Recompute::None},
+                                              {"selective", Recompute::Selective},
+                                              {"op", Recompute::Op},
+                                              {"full", Recompute::Full}};
 const EnumNames<CompressionKind> kCompressionNames = {{"none", CompressionKind::None},
                                                       {"topk", CompressionKind::TopK}};
 const EnumNames<Objective> kObjectiveNames = {{"iteration_time", Objective::IterationTime},
@@ -149,6 +151,12 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
   read_auto(r, "schedule", p.schedule, kScheduleNames);
   read_auto(r, "virtual_stages", p.virtual_stages, 1, 1024);
   read_auto(r, "recompute", p.recompute, kRecomputeNames);
+  read_auto(r, "recompute_every", p.recompute_every, 1, 1 << 20);
+  if (p.recompute_every > 1 && p.recompute == Recompute::None)
+    diag.error(node.find("recompute_every")->location,
+               "plan.recompute_every: " + std::to_string(*p.recompute_every) +
+                   " recomputes every n-th layer in a recompute mode, and plan.recompute is none: give "
+                   "plan.recompute full, selective or op, or recompute_every 1");
   read_auto(r, "sequence_parallel", p.sequence_parallel);
   read_auto(r, "zero", p.zero, 0, 3);
   if (const DocNode* off = r.get("offload"); off && !is_auto(off)) {
@@ -224,6 +232,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
         }
         sr.read("pool", st.pool);
         sr.read_enum("recompute", st.recompute, kRecomputeNames);
+        sr.read("recompute_every", st.recompute_every, 1, 1 << 20);
         sr.finish();
         list.push_back(st);
       }

@@ -66,7 +66,12 @@ struct TrainingSpec {
 };
 
 enum class Schedule { GPipe, OneFOneB, Interleaved };
-enum class Recompute { None, Selective, Full };
+// What a layer keeps for its backward and recomputes (docs/scenario-language.md, plan.recompute):
+// none keeps everything; selective drops the attention core (Megatron-LM's selective granularity);
+// op keeps the outputs of every other linear and of attention and recomputes the rest of the layer
+// (torchtitan's per-operator selective checkpointing, selective_ac_option = "op"); full keeps the
+// layer's input only.
+enum class Recompute { None, Selective, Op, Full };
 enum class CompressionKind { None, TopK };
 extern const EnumNames<Schedule> kScheduleNames;
 extern const EnumNames<Recompute> kRecomputeNames;
@@ -89,6 +94,16 @@ struct StagePlan {
   int layer_end = 0;
   std::string pool;
   Recompute recompute = Recompute::None;
+  // Recompute only every n-th layer, those whose number counted from 1 over the whole model is a
+  // multiple of n; the others keep everything (torchtitan's selective_ac_option = "n" and fms-fsdp's
+  // every_xth_item wrap every n-th block they build). 1: every layer.
+  int recompute_every = 1;
+
+  // The recompute mode of layer `layer` (of this stage): `recompute` on every recompute_every-th
+  // layer, none on the others. The one rule every consumer asks.
+  Recompute layer_recompute(int layer) const {
+    return recompute_every <= 1 || (layer + 1) % recompute_every == 0 ? recompute : Recompute::None;
+  }
 
   bool operator==(const StagePlan&) const = default;
 };
@@ -104,6 +119,7 @@ struct PlanRequest {
   std::optional<Schedule> schedule;
   std::optional<int> virtual_stages;
   std::optional<Recompute> recompute;
+  std::optional<int> recompute_every;  // StagePlan::recompute_every
   std::optional<bool> sequence_parallel;
   std::optional<int> zero;
   std::optional<bool> offload_optimizer, offload_activations;

@@ -250,6 +250,25 @@ BOOST_AUTO_TEST_CASE(each_limit_of_the_cuda_backend_is_named_in_the_list_read_be
   BOOST_TEST(live_limitations(zero2, s.model, LiveBackend::Cuda).empty());
 }
 
+// Per-operator recompute and recompute_every are planned and simulated only: the CPU backend refuses
+// them before launch, by name (it recomputes every layer of a stage, whole or its attention core).
+BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_and_every_nth_layer_recompute_before_launch) {
+  const ScenarioSpec s = small_scenario();
+  Plan p = complete_plan(s);
+  const auto limits = [&](const Plan& plan) {
+    std::string all;
+    for (const auto& l : live_limitations(plan, s.model, LiveBackend::Cpu)) all += l + "\n";
+    return all;
+  };
+  p.stages.front().recompute = Recompute::Op;
+  BOOST_TEST(limits(p).find("recompute op") != std::string::npos, limits(p));
+  p.stages.front().recompute = Recompute::Full;
+  p.stages.front().recompute_every = 2;
+  BOOST_TEST(limits(p).find("recompute_every 2") != std::string::npos, limits(p));
+  p.stages.front().recompute_every = 1;
+  BOOST_TEST(limits(p).empty());
+}
+
 namespace {
 
 // Records the order in which the interpreter starts, polls and finishes tasks; communication

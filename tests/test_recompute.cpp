@@ -1,0 +1,264 @@
+// Activation recomputation per operator (recompute: op, torchtitan's selective_ac_option "op") and
+// every n-th layer (recompute_every): parsing, the bytes a layer keeps, the FLOPs it recomputes, and
+// the Program and analytic evaluator that carry them.
+#define BOOST_TEST_MODULE recompute
+#include <boost/test/unit_test.hpp>
+
+#include "fast_cluster.hpp"
+#include "plan/analytic/evaluate.hpp"
+#include "plan/cost/compute.hpp"
+#include "plan/cost/memory.hpp"
+#include "plan/ir/plan.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/report/emit.hpp"
+#include "plan/search/optimizer.hpp"
+#include "scenario_text.hpp"
+
+using namespace paratwin;
+using namespace paratwin::cost;
+namespace tt = boost::test_tools;
+
+namespace {
+
+using paratwin_test::scenario;
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    scenario(yaml, sets);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  BOOST_FAIL("expected InputError");
+  return "";
+}
+
+ModelSpec model(const std::string& name) {
+  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
+}
+
+// A small dense Llama-like model (SwiGLU, GQA) on the test cluster whose communication is free.
+const std::string kScenario = paratwin_test::fast_cluster(4) + R"(
+model: {name: small, layers: 8, hidden: 1024, heads: 16, kv_heads: 4, ffn_hidden: 3584, vocab: 1024,
+        seq_len: 2048, mlp: swiglu, norm: rmsnorm, position: rope}
+training: {global_batch: 16, seq_len: 2048, precision: bf16}
+plan: {tp: 2, pp: 1, dp: 4, micro_batch: 2, sequence_parallel: true, zero: 1}
+)";
+
+double layer_bytes(const ModelSpec& m, Recompute r, int tp, bool sp, AttentionKind attention) {
+  ActivationConfig c;
+  c.micro_batch = 2;
+  c.seq_len = 4096;
+  c.tp = tp;
+  c.sequence_parallel = sp;
+  c.recompute = r;
+  c.attention = attention;
+  return layer_activation_bytes(m, c, false).value();
+}
+
+struct Run {
+  Program program;
+  Evaluation eval;
+};
+
+Run run(const std::vector<std::string>& sets, const std::string& base = kScenario) {
+  const ScenarioSpec s = scenario(base, sets);
+  const Plan plan = complete_plan(s);
+  const auto problems = verify(plan, s.model, s.cluster, s.training);
+  BOOST_REQUIRE_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front()));
+  Run r{lower(plan, s.model, s.cluster, s.training), {}};
+  r.eval = evaluate(r.program, s.cluster, s.training);
+  return r;
+}
+
+double recompute_flops(const Program& p) {
+  double f = 0;
+  for (const Role& role : p.roles)
+    for (const Task& t : role.tasks) f += t.recompute_flops.value() * role.instances;
+  return f;
+}
+
+}  // namespace
+
+// ---- the scenario language ----
+
+BOOST_AUTO_TEST_CASE(op_and_recompute_every_parse_and_reach_every_stage) {
+  const ScenarioSpec s = scenario(kScenario, {"plan.recompute=op"});
+  BOOST_TEST((*s.plan.recompute == Recompute::Op));
+  const ScenarioSpec e = scenario(kScenario, {"plan.recompute=full", "plan.recompute_every=2"});
+  BOOST_TEST(*e.plan.recompute_every == 2);
+  const Plan plan = complete_plan(e);
+  for (const StagePlan& st : plan.stages) BOOST_TEST(st.recompute_every == 2);
+  // Layers counted from 1 over the model: the 2nd, 4th, ... recompute, the others keep everything.
+  BOOST_TEST((plan.stages[0].layer_recompute(0) == Recompute::None));
+  BOOST_TEST((plan.stages[0].layer_recompute(1) == Recompute::Full));
+  BOOST_TEST((plan.stages[0].layer_recompute(7) == Recompute::Full));
+}
+
+BOOST_AUTO_TEST_CASE(the_plan_file_round_trips_recompute_every) {
+  const ScenarioSpec s = scenario(kScenario, {"plan.recompute=op", "plan.recompute_every=3"});
+  const Plan plan = complete_plan(s);
+  const std::string yaml = to_yaml(plan);
+  BOOST_TEST(yaml.find("recompute: op, recompute_every: 3") != std::string::npos);
+  Diagnostics diag;
+  const PlanRequest back = parse_plan_request(parse_yaml(yaml, "plan.yaml"), diag);
+  diag.throw_if_errors();
+  BOOST_TEST((back.stages->front() == plan.stages.front()));
+}
+
+BOOST_AUTO_TEST_CASE(a_misspelt_mode_names_the_nearest_choice) {
+  const std::string e = error_of(kScenario, {"plan.recompute=opp"});
+  BOOST_TEST(e.find("plan.recompute") != std::string::npos);
+  BOOST_TEST(e.find("'op'") != std::string::npos, e);
+}
+
+BOOST_AUTO_TEST_CASE(recompute_every_needs_a_mode_and_a_positive_count) {
+  const std::string none = error_of(kScenario, {"plan.recompute=none", "plan.recompute_every=2"});
+  BOOST_TEST(none.find("plan.recompute_every") != std::string::npos, none);
+  BOOST_TEST(none.find("full, selective or op") != std::string::npos, none);
+  const std::string zero = error_of(kScenario, {"plan.recompute=full", "plan.recompute_every=0"});
+  BOOST_TEST(zero.find("plan.recompute_every") != std::string::npos, zero);
+}
+
+// ---- memory: what a layer keeps ----
+
+BOOST_AUTO_TEST_CASE(op_keeps_less_than_none_and_more_than_full) {
+  for (const char* name : {"llama3-8b", "llama2-13b", "gpt3-175b"})
+    for (int tp : {1, 8})
+      for (bool sp : {false, true})
+        for (AttentionKind a : {AttentionKind::Flash, AttentionKind::Unfused}) {
+          const ModelSpec m = model(name);
+          // Llama 2 13B (SwiGLU without GQA) at tp 8: see the next case.
+          if (tp == 8 && m.mlp == MlpKind::SwiGlu && m.kv_heads == m.heads) continue;
+          const double none = layer_bytes(m, Recompute::None, tp, sp, a);
+          const double op = layer_bytes(m, Recompute::Op, tp, sp, a);
+          const double full = layer_bytes(m, Recompute::Full, tp, sp, a);
+          BOOST_TEST(full < op, name << " tp " << tp << " sp " << sp);
+          BOOST_TEST(op < none, name << " tp " << tp << " sp " << sp);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(op_keeps_the_down_projections_unreduced_output_whole_on_every_tp_rank) {
+  // The 7th linear's output is kept before its reduction: h per token on each of the t ranks, where
+  // everything else shrinks with t. Under wide TP a SwiGLU model without GQA keeps more than without
+  // recomputation (Llama 2 13B at tp 8 with SP: 10,688 against 10,304 bytes / 2 per token, the
+  // log-sum-exp aside); as torchtitan's policy does.
+  const ModelSpec m = model("llama2-13b");
+  const double tokens = 2 * 4096, e = 2, h = 5120, A = 5120, Kv = 5120, f = 13824, t = 8;
+  const double op = tokens * (e * (3 * h / t + (A + Kv + f) / t + A / t + h) + 4.0 * 40 / t);
+  BOOST_TEST(layer_bytes(m, Recompute::Op, 8, true, AttentionKind::Flash) == op, tt::tolerance(1e-12));
+  BOOST_TEST(layer_bytes(m, Recompute::Op, 8, true, AttentionKind::Flash) >
+             layer_bytes(m, Recompute::None, 8, true, AttentionKind::Flash));
+}
+
+BOOST_AUTO_TEST_CASE(op_keeps_the_input_q_v_attention_output_gate_and_down_projection) {
+  // Llama 3 8B, tp 1, 2 x 4096 tokens, bf16: input h, Q 4096, V 1024, attention output 4096 and its fp32
+  // log-sum-exp (4 bytes x 32 heads), SwiGLU's gate 14336 and the down projection's output h.
+  const ModelSpec m = model("llama3-8b");
+  const double tokens = 2 * 4096;
+  const double expected = tokens * (2.0 * (4096 + 4096 + 1024 + 4096 + 14336 + 4096) + 4 * 32);
+  BOOST_TEST(layer_bytes(m, Recompute::Op, 1, false, AttentionKind::Flash) == expected, tt::tolerance(1e-12));
+  // What it drops is what its recomputation holds while the backward runs.
+  ActivationConfig c;
+  c.micro_batch = 2;
+  c.seq_len = 4096;
+  c.recompute = Recompute::Op;
+  BOOST_TEST(recompute_working_bytes(m, c, false).value() ==
+                 layer_bytes(m, Recompute::None, 1, false, AttentionKind::Flash) - expected,
+             tt::tolerance(1e-12));
+}
+
+// ---- time: what a layer recomputes ----
+
+BOOST_AUTO_TEST_CASE(op_recomputes_every_second_linear_in_forward_order) {
+  // Q, K, V, output, gate, up, down: K, output and up again, 2 x tokens x (h Kv + A h + h f).
+  const ModelSpec m = model("llama3-8b");
+  LayerWork w;
+  w.micro_batch = 1;
+  w.seq_len = 4096;
+  const double tokens = 4096, h = 4096, Kv = 1024, A = 4096, f = 14336;
+  const KernelCost op = recompute_forward(m, w, Recompute::Op, false);
+  BOOST_TEST(op.gemm_flops.value() == 2 * tokens * (h * Kv + A * h + h * f), tt::tolerance(1e-12));
+  BOOST_TEST(op.attention_flops.value() == 0);   // fused attention's output is kept
+  BOOST_TEST(op.elementwise_bytes.value() > 0);  // norms, rotary embedding, SwiGLU, residuals
+  // Between selective (attention core) and full (the whole forward).
+  const double full = recompute_forward(m, w, Recompute::Full, false).gemm_flops.value();
+  BOOST_TEST(op.gemm_flops.value() < full);
+  BOOST_TEST(recompute_forward(m, w, Recompute::None, false).gemm_flops.value() == 0);
+  // Unfused attention's batched matmuls are not kept: they run again.
+  w.attention = AttentionKind::Unfused;
+  BOOST_TEST(recompute_forward(m, w, Recompute::Op, false).attention_flops.value() ==
+             attention_core_forward(m, w).gemm_flops.value());
+}
+
+BOOST_AUTO_TEST_CASE(the_program_counts_the_recomputed_flops) {
+  const Run none = run({"plan.recompute=none"});
+  const Run op = run({"plan.recompute=op"});
+  const Run full = run({"plan.recompute=full"});
+  const Run half = run({"plan.recompute=full", "plan.recompute_every=2"});
+  BOOST_TEST(recompute_flops(none.program) == 0);
+  BOOST_TEST(recompute_flops(op.program) > 0);
+  BOOST_TEST(recompute_flops(op.program) < recompute_flops(full.program));
+  // Every 2nd of 8 layers: half the full recomputation, exactly.
+  BOOST_TEST(recompute_flops(half.program) == recompute_flops(full.program) / 2, tt::tolerance(1e-12));
+  // Hardware FLOPs grow by what is recomputed; model FLOPs do not.
+  BOOST_TEST(op.eval.hardware_flops.value() - none.eval.hardware_flops.value() == recompute_flops(op.program),
+             tt::tolerance(1e-9));
+  BOOST_TEST(op.program.model_flops_per_iteration.value() == none.program.model_flops_per_iteration.value());
+}
+
+BOOST_AUTO_TEST_CASE(peak_memory_and_time_fall_in_order) {
+  for (const char* zero : {"plan.zero=1", "plan.zero=3"}) {
+    const Run none = run({"plan.recompute=none", zero});
+    const Run op = run({"plan.recompute=op", zero});
+    const Run half = run({"plan.recompute=full", "plan.recompute_every=2", zero});
+    const Run full = run({"plan.recompute=full", zero});
+    const auto peak = [](const Run& r) { return r.eval.roles.front().peak_memory.value(); };
+    BOOST_TEST(peak(full) < peak(half), zero);
+    BOOST_TEST(peak(half) < peak(none), zero);
+    BOOST_TEST(peak(full) < peak(op), zero);
+    BOOST_TEST(peak(op) < peak(none), zero);
+    BOOST_TEST(none.eval.iteration_time_s < op.eval.iteration_time_s, zero);
+    BOOST_TEST(op.eval.iteration_time_s < full.eval.iteration_time_s, zero);
+    BOOST_TEST(half.eval.iteration_time_s < full.eval.iteration_time_s, zero);
+  }
+}
+
+// ---- the optimizer ----
+
+BOOST_AUTO_TEST_CASE(the_optimizer_keeps_a_fixed_op_or_every_nth_layer_and_its_bounds_stay_below) {
+  // Everything but recompute left to the search, exhaustively: it throws if a bound is above the
+  // objective it bounds (the per-layer tables and the pass graph see which layers recompute).
+  const std::string auto_plan = R"(
+model: {name: small, layers: 8, hidden: 512, heads: 8, kv_heads: 2, ffn_hidden: 1536, vocab: 4096,
+        seq_len: 512, mlp: swiglu}
+cluster: {from: dgx-a100-80g, nodes: 1}
+training: {global_batch: 32, seq_len: 512}
+plan: auto
+)";
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {"plan.recompute=op"}, {"plan.recompute=full", "plan.recompute_every=2"}}) {
+    const ScenarioSpec s = scenario(auto_plan, sets);
+    const SearchResult r = search_plans(s, {.top = 3, .exhaustive = true});
+    BOOST_REQUIRE(!r.top.empty());
+    for (const Candidate& c : r.top)
+      for (const StagePlan& st : c.plan.stages) {
+        BOOST_TEST((st.recompute == *s.plan.recompute));
+        BOOST_TEST(st.recompute_every == s.plan.recompute_every.value_or(1));
+      }
+  }
+}
+
+// ---- the frameworks' launch settings ----
+
+BOOST_AUTO_TEST_CASE(megatron_gets_full_recomputation_for_op_and_every_nth_layer_with_notes) {
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {"plan.recompute=op"}, {"plan.recompute=full", "plan.recompute_every=2"}}) {
+    const ScenarioSpec s = scenario(kScenario, sets);
+    const EmittedConfig e = megatron_launch(complete_plan(s), s);
+    BOOST_TEST(e.text.find("--recompute-granularity full") != std::string::npos, e.text);
+    std::string notes;
+    for (const auto& n : e.notes) notes += n + "\n";
+    BOOST_TEST(notes.find(sets.size() == 1 ? "recompute op" : "recompute_every 2") != std::string::npos,
+               notes);
+  }
+}
