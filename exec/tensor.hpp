@@ -13,6 +13,7 @@
 
 #include <Eigen/Core>
 
+#include "exec/memory/block_cache.hpp"
 #include "exec/memory/memory_meter.hpp"
 
 namespace paratwin::exec {
@@ -39,8 +40,10 @@ using ConstRowVectorMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 // (bit-identical resume depends on it). Memory comes zeroed, so default-initializing elements
 // (resize) writes nothing: buffers of 4 MiB and more are fresh pages from the kernel, zero until first
 // touched, so weights, gradients and optimizer moments cost no pass at start-up (the first step, or the
-// rank's threads, touch them). Every allocation is metered (exec/memory/memory_meter.hpp): a header of
-// one alignment unit after the data remembers what the bytes were charged to.
+// rank's threads, touch them); freed ones are kept for the next allocation of their size
+// (exec/memory/block_cache.hpp), zeroed again when taken. Every allocation is metered
+// (exec/memory/memory_meter.hpp): a header of one alignment unit after the data remembers what the bytes were
+// charged to.
 template <class T>
 struct AlignedAllocator {
   using value_type = T;
@@ -59,7 +62,8 @@ struct AlignedAllocator {
     const size_t bytes = data_bytes(n), block = bytes + kAlignment;
     void* p = nullptr;
     if (bytes >= kFreshPages) {
-      p = ::mmap(nullptr, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      p = block_cache::take(block);
+      if (!p) p = ::mmap(nullptr, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
     } else {
       p = std::aligned_alloc(kAlignment, block);
@@ -75,9 +79,9 @@ struct AlignedAllocator {
     const size_t bytes = data_bytes(n);
     const Header h = *reinterpret_cast<Header*>(reinterpret_cast<char*>(p) + bytes);
     memory_meter::freed(h.use, h.bytes);
-    if (bytes >= kFreshPages)
-      ::munmap(p, bytes + kAlignment);
-    else
+    if (bytes >= kFreshPages) {
+      if (!block_cache::keep(p, bytes + kAlignment)) ::munmap(p, bytes + kAlignment);
+    } else
       std::free(p);
   }
   // Default-initialization writes nothing: the memory is zero already.
@@ -98,5 +102,14 @@ struct AlignedAllocator {
 // A flat buffer of weights, gradients or activations.
 template <class T>
 using Buffer = std::vector<T, AlignedAllocator<T>>;
+
+// Makes `b` n zeros, writing them only where its storage is reused: new storage comes zeroed.
+template <class T>
+void assign_zeros(Buffer<T>& b, size_t n) {
+  if (b.capacity() < n)
+    Buffer<T>(n).swap(b);
+  else
+    b.assign(n, T(0));
+}
 
 }  // namespace paratwin::exec

@@ -84,26 +84,26 @@ void Gpt<T>::allocate(Activations<T>& a, int B, int Tn, ActivationPolicy policy)
   a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
-  a.residual.assign((c.layers + 1) * N * C, T(0));
-  a.mid.assign(L * N * C, T(0));
-  a.ln1.assign(L * N * C, T(0));
-  a.ln1_mean.assign(L * N, T(0));
-  a.ln1_rstd.assign(L * N, T(0));
-  a.qkv.assign(L * N * c.qkv_width(), T(0));
-  a.att.assign(L_att * B * c.heads * size_t(Tn) * Tn, T(0));
-  a.attn_out.assign(L * N * c.attn_width(), T(0));
-  a.ln2.assign(L * N * C, T(0));
-  a.ln2_mean.assign(L * N, T(0));
-  a.ln2_rstd.assign(L * N, T(0));
-  a.fc.assign(L * N * c.fc_width(), T(0));
-  a.fc_act.assign(L * N * c.ffn, T(0));
-  a.lnf.assign(N * C, T(0));
-  a.lnf_mean.assign(N, T(0));
-  a.lnf_rstd.assign(N, T(0));
-  a.probs.assign(N * c.vocab, T(0));
-  a.losses.assign(N, T(0));
-  a.dresidual.assign(N * C, T(0));
-  a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? N * C : 0, T(0));
+  assign_zeros(a.residual, (c.layers + 1) * N * C);
+  assign_zeros(a.mid, L * N * C);
+  assign_zeros(a.ln1, L * N * C);
+  assign_zeros(a.ln1_mean, L * N);
+  assign_zeros(a.ln1_rstd, L * N);
+  assign_zeros(a.qkv, L * N * c.qkv_width());
+  assign_zeros(a.att, L_att * B * c.heads * size_t(Tn) * Tn);
+  assign_zeros(a.attn_out, L * N * c.attn_width());
+  assign_zeros(a.ln2, L * N * C);
+  assign_zeros(a.ln2_mean, L * N);
+  assign_zeros(a.ln2_rstd, L * N);
+  assign_zeros(a.fc, L * N * c.fc_width());
+  assign_zeros(a.fc_act, L * N * c.ffn);
+  assign_zeros(a.lnf, N * C);
+  assign_zeros(a.lnf_mean, N);
+  assign_zeros(a.lnf_rstd, N);
+  assign_zeros(a.probs, N * c.vocab);
+  assign_zeros(a.losses, N);
+  assign_zeros(a.dresidual, N * C);
+  assign_zeros(a.recomputed_out, policy == ActivationPolicy::RecomputeLayers ? N * C : 0);
   a.moe.assign(c.experts > 0 ? size_t(c.layers) : 0, {});  // sized by the routing, in the forward
 }
 

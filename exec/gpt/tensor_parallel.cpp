@@ -298,30 +298,30 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   const size_t La = policy == ActivationPolicy::KeepAll ? L : 1;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
   // outputs are kept whole (gathered), as the GEMMs read them.
-  a.residual.assign((L + 1) * n * C, 0.0f);
-  a.mid.assign(Lk * n * C, 0.0f);
-  a.ln1.assign(Lk * N * C, 0.0f);
-  a.ln1_mean.assign(Lk * n, 0.0f);
-  a.ln1_rstd.assign(Lk * n, 0.0f);
-  a.qkv.assign(Lk * N * QKV, 0.0f);
-  a.att.assign(La * B * Hl_ * size_t(Tn) * keys(Tn), 0.0f);
+  assign_zeros(a.residual, (L + 1) * n * C);
+  assign_zeros(a.mid, Lk * n * C);
+  assign_zeros(a.ln1, Lk * N * C);
+  assign_zeros(a.ln1_mean, Lk * n);
+  assign_zeros(a.ln1_rstd, Lk * n);
+  assign_zeros(a.qkv, Lk * N * QKV);
+  assign_zeros(a.att, La * B * Hl_ * size_t(Tn) * keys(Tn));
   // CP's gathered keys and values: every layer's, but one layer's under full recomputation, which
   // gathers them again (the Program's recompute task repeats the forward's CP all-gather); selective
   // recomputation keeps them, as the Program's has no collective.
-  a.kv.assign(cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0, 0.0f);
-  a.attn_out.assign(Lk * N * HD, 0.0f);
-  a.ln2.assign(Lk * N * C, 0.0f);
-  a.ln2_mean.assign(Lk * n, 0.0f);
-  a.ln2_rstd.assign(Lk * n, 0.0f);
-  a.fc.assign(Lk * N * FW, 0.0f);
-  a.fc_act.assign(Lk * N * Fl_, 0.0f);
-  a.recomputed_out.assign(policy == ActivationPolicy::RecomputeLayers ? n * C : 0, 0.0f);
-  a.lnf.assign(last ? N * C : 0, 0.0f);
-  a.lnf_mean.assign(last ? n : 0, 0.0f);
-  a.lnf_rstd.assign(last ? n : 0, 0.0f);
-  a.probs.assign(last ? N * Vl_ : 0, 0.0f);
-  a.losses.assign(last ? N : 0, 0.0f);
-  a.dresidual.assign(n * C, 0.0f);
+  assign_zeros(a.kv, cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0);
+  assign_zeros(a.attn_out, Lk * N * HD);
+  assign_zeros(a.ln2, Lk * N * C);
+  assign_zeros(a.ln2_mean, Lk * n);
+  assign_zeros(a.ln2_rstd, Lk * n);
+  assign_zeros(a.fc, Lk * N * FW);
+  assign_zeros(a.fc_act, Lk * N * Fl_);
+  assign_zeros(a.recomputed_out, policy == ActivationPolicy::RecomputeLayers ? n * C : 0);
+  assign_zeros(a.lnf, last ? N * C : 0);
+  assign_zeros(a.lnf_mean, last ? n : 0);
+  assign_zeros(a.lnf_rstd, last ? n : 0);
+  assign_zeros(a.probs, last ? N * Vl_ : 0);
+  assign_zeros(a.losses, last ? N : 0);
+  assign_zeros(a.dresidual, n * C);
   a.moe.assign(full_.experts > 0 ? Lk : 0, {});  // sized by the routing, in the forward
 }
 
