@@ -17,7 +17,6 @@
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/report/report.hpp"
-#include "scenario_text.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;

@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE recompute
 #include <boost/test/unit_test.hpp>
 
+#include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/cost/compute.hpp"
@@ -12,7 +13,6 @@
 #include "plan/ir/program.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/search/optimizer.hpp"
-#include "scenario_text.hpp"
 
 using namespace paratwin;
 using namespace paratwin::cost;
