@@ -297,6 +297,17 @@ BOOST_AUTO_TEST_CASE(fp8_weight_gathers_carry_one_byte_a_weight) {
                     InputError);
 }
 
+BOOST_AUTO_TEST_CASE(one_stage_holds_every_parameter_the_final_norm_included) {
+  // The optimizer step and the DP buckets cover what count_parameters counts (the search's bounds
+  // take the optimizer step of total / dp; the final norm was missing from the rank's share).
+  const Run r =
+      run("model: gpt2-124m\ncluster: local-cpu\n"
+          "training: {global_batch: 8, seq_len: 64, precision: fp32}\n"
+          "plan: {tp: 1, pp: 1, dp: 2, micro_batch: 4}\n");
+  const RankParameters held = plan_rank_parameters(r.plan, r.s.model, r.s.training, 0);
+  BOOST_TEST(held.total == count_parameters(r.s.model).total);
+}
+
 BOOST_AUTO_TEST_CASE(a_tied_embeddings_head_part_is_reduced_first_and_its_lookup_rows_last) {
   // GPT-2 124M (tied) under dp 2 on one stage: the head's part of the tied gradient goes with the first
   // bucket, and the last carries each replica's lookup rows (4 x 64 tokens) instead of the vocabulary.

@@ -40,14 +40,18 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
     // The embedding (and learned positions) on the first chunk; an untied head, or under pp the last
     // stage's copy of a tied one, on the last.
     const double first = chunk == 0 ? embedding + positions : 0;
-    const double last = chunk == p.chunks() - 1 && (!m.tied_embeddings || p.pp > 1) ? embedding : 0;
+    const double head = chunk == p.chunks() - 1 && (!m.tied_embeddings || p.pp > 1) ? embedding : 0;
+    // The final norm on the last chunk, its gradient final with the head's (split over TP as the
+    // layers' norms are counted).
+    const double final_norm = chunk == p.chunks() - 1 ? pc.final_norm / p.tp : 0;
+    const double last = head + final_norm;
     // What the end buckets reduce of them: a tied embedding reduced early has its head's part in the
     // first bucket, with the last layers, and its lookup's rows, gathered from every replica, in the last
     // (see the header).
     const bool early = tied_head_reduced_early(p, m) && chunk == 0;
     const double lookup = double(p.dp) * p.cp * tied_lookup_rows(p, m, training) * m.hidden;
     const double first_bucket = early ? lookup + positions : first;
-    const double last_bucket = early ? embedding : last;
+    const double last_bucket = (early ? embedding : head) + final_norm;
     double total = first + last;
     for (double lp : layer_params) total += lp;
     for (int l = st.layer_begin; l < st.layer_end; ++l) {

@@ -137,6 +137,7 @@ ParameterCount count_parameters(const ModelSpec& m) {
   const int dense_layers = m.layers - moe_layers;
   c.embedding = V * h + (m.position == PositionKind::Learned ? double(m.seq_len) * h : 0) +
                 (m.tied_embeddings ? 0 : V * h);
+  c.final_norm = norm;
   c.total = c.embedding + dense_layers * c.per_dense_layer + moe_layers * c.per_moe_layer + norm;
   c.active = c.embedding + dense_layers * c.per_dense_layer + active_layers + norm;
   return c;

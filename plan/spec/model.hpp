@@ -71,6 +71,7 @@ struct ParameterCount {
   double per_dense_layer = 0;
   double per_moe_layer = 0;  // 0 without MoE
   double per_expert = 0;     // one expert's MLP; 0 without MoE
+  double final_norm = 0;     // the norm after the last layer
   int experts = 0;           // per MoE layer
   double active = 0;         // what one token touches: top_k experts instead of all
 };
