@@ -4,14 +4,10 @@
 // free: on a machine whose cores other processes share, a thread that loses its core for a while leaves
 // its pieces to the others instead of holding up the product (oneDNN's own split is static). The cut
 // runs across the larger operand, so each piece re-reads only the smaller one.
-#include <cstdlib>
-#include <map>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 #include <dnnl.h>
-#include <dnnl.hpp>
 
 #include "exec/gpt/gemm_eigen_impl.hpp"
 #include "exec/threads.hpp"
@@ -24,42 +20,8 @@ namespace {
 // split: oneDNN's threads take the product (the head's input gradient, N x V . V x C).
 constexpr long kSmallOperand = 4L << 20;
 
-// EXPERIMENT: the matmul primitive for A . B^T
-struct Matmuls {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::map<std::tuple<long, long, long, long, long, long, bool>, dnnl::matmul> primitives;
-};
-
-void matmul_nt(long M, long N, long K, const float* a, long lda, const float* b, long ldb, float beta, float* c,
-               long ldc) {
-  thread_local Matmuls m;
-  using dnnl::memory;
-  const memory::desc ad({M, K}, memory::data_type::f32, memory::dims{lda, 1});
-  const memory::desc bd({K, N}, memory::data_type::f32, memory::dims{1, ldb});
-  const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
-  auto [it, fresh] = m.primitives.try_emplace({M, N, K, lda, ldb, ldc, beta != 0.0f});
-  if (fresh) {
-    dnnl::primitive_attr attr;
-    if (beta != 0.0f) {
-      dnnl::post_ops ops;
-      ops.append_sum(beta);
-      attr.set_post_ops(ops);
-    }
-    it->second = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), attr, m.engine));
-  }
-  memory am(ad, m.engine, const_cast<float*>(a)), bm(bd, m.engine, const_cast<float*>(b)), cm(cd, m.engine, c);
-  it->second.execute(m.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-}
-
-const bool kMatmulNt = std::getenv("PT_MATMUL_NT") != nullptr;
-
 void sgemm(bool trans_a, bool trans_b, long M, long N, long K, float alpha, const float* a, long lda,
            const float* b, long ldb, float beta, float* c, long ldc) {
-  if (kMatmulNt && !trans_a && trans_b && alpha == 1.0f && K >= 2048) {
-    matmul_nt(M, N, K, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
   const dnnl_status_t status =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success)
