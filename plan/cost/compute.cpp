@@ -44,9 +44,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   flash_backward_flops += o.flash_backward_flops;
   flash_full_forward_flops += o.flash_full_forward_flops;
   flash_full_backward_flops += o.flash_full_backward_flops;
-  if (o.flash_forward_flops.value() > 0 || o.flash_backward_flops.value() > 0 ||
-      o.flash_full_forward_flops.value() > 0 || o.flash_full_backward_flops.value() > 0)
-    fused_kernel = o.fused_kernel;
+  if (o.fused_attention_flops().value() > 0) fused_kernel = o.fused_kernel;
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
@@ -111,9 +109,7 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
              cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;
-  const double fused = cost.flash_forward_flops.value() + cost.flash_backward_flops.value() +
-                       cost.flash_full_forward_flops.value() + cost.flash_full_backward_flops.value();
-  if (fused > 0) {
+  if (cost.fused_attention_flops().value() > 0) {
     const auto& figures = cost.fused_kernel == AttentionKind::Flash3   ? e.flash3
                           : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
                           : e.flash3                                   ? e.flash3
@@ -181,6 +177,15 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
     s += g.count * gemm_math_s(g, device, peak, share);
   }
   return Seconds(s);
+}
+
+LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
+                     int ep) {
+  LayerWork w{micro_batch,        training.seq_len,   tp, cp, sequence_parallel,
+              training.precision, training.attention, ep};
+  w.repeat_kv = training.repeat_kv;
+  w.cp_attention = training.cp_attention;
+  return w;
 }
 
 KernelCost launched_as_trained(KernelCost cost, const TrainingSpec& training) {

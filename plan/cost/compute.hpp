@@ -76,6 +76,11 @@ struct KernelCost {
   // training.launch_blocking: launched_as_trained sets them).
   int synchronous_launches = 0;
 
+  // All four fused attention figures: whether fused_kernel matters.
+  Flops fused_attention_flops() const {
+    return flash_forward_flops + flash_backward_flops + flash_full_forward_flops + flash_full_backward_flops;
+  }
+
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
@@ -145,6 +150,11 @@ struct LayerWork {
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;  // training.cp_attention
 };
+
+// One layer's work at these degrees under `training` (its sequence length, precision and attention
+// settings): lowering and the optimizer's tables build it here alike. expert_load stays 1.
+LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
+                     int ep);
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
 // and dropout work on 1/tp of the tokens). GEMM FLOPs are the model FLOPs of training_flops_per_token

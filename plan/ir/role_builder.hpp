@@ -98,11 +98,7 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    cost::LayerWork w{p_.micro_batch,       t_.seq_len,   p_.tp,        p_.cp,
-                      p_.sequence_parallel, t_.precision, t_.attention, p_.ep};
-    w.repeat_kv = t_.repeat_kv;
-    w.cp_attention = t_.cp_attention;
-    return w;
+    return cost::layer_work(t_, p_.micro_batch, p_.tp, p_.cp, p_.sequence_parallel, p_.ep);
   }
 
   int moe_layers(int begin, int end) const {

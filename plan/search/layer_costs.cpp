@@ -25,11 +25,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
   const DeviceSpec& d = ctx_.s.cluster.device_of(p);
   const Precision prec = ctx_.s.training.precision;
-  cost::LayerWork w{layout.mb, ctx_.s.training.seq_len,   layout.tp, layout.cp, layout.sp,
-                    prec,      ctx_.s.training.attention, layout.ep};
+  cost::LayerWork w =
+      cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep);
   w.expert_load = least_moe_pace(layout.ep);
-  w.repeat_kv = ctx_.s.training.repeat_kv;
-  w.cp_attention = ctx_.s.training.cp_attention;
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
   auto compute = [&](const cost::KernelCost& k) {

@@ -87,16 +87,9 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
   };
   using cost::CollectiveKind;
-  cost::LayerWork work{layout.mb,
-                       ctx_.s.training.seq_len,
-                       layout.tp,
-                       layout.cp,
-                       layout.sp,
-                       ctx_.s.training.precision,
-                       ctx_.s.training.attention};
+  cost::LayerWork work =
+      cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep);
   work.expert_load = least_moe_pace(layout.ep);
-  work.repeat_kv = ctx_.s.training.repeat_kv;
-  work.cp_attention = ctx_.s.training.cp_attention;
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
   out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp) +
