@@ -41,6 +41,7 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
   r.diagonal.gemm_flops = r.diagonal.attention_flops = Flops(pass * model_block);
   r.off_diagonal.gemm_flops = r.off_diagonal.attention_flops = Flops(pass * model_block * steps);
   r.diagonal.fused_kernel = r.off_diagonal.fused_kernel = w.attention;
+  r.diagonal.fused_head_dim = r.off_diagonal.fused_head_dim = m.head_dim;
   if (forward) {
     r.diagonal.flash_forward_flops = Flops(block);
     r.off_diagonal.flash_full_forward_flops = Flops(block * steps);
