@@ -482,6 +482,7 @@ BOOST_AUTO_TEST_CASE(fused_attention_pads_a_head_to_the_kernels_compiled_size) {
     BOOST_TEST(n.gemm_flops.value() == x.gemm_flops.value() * 112 / 128, tt::tolerance(1e-12));
     BOOST_TEST(compute_time(n, d, Precision::Bf16).value() == compute_time(x, d, Precision::Bf16).value(),
                tt::tolerance(1e-12));
+    BOOST_TEST(layer_backward(narrow, w, false).fused_head_dim == 112);  // the backward kernel pads alike
     KernelCost two = n;
     two += n;  // the padding survives adding up kernel groups
     BOOST_TEST(

@@ -429,6 +429,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.flash_backward_flops = f.flash_forward_flops * 2.5;
   b.flash_full_backward_flops = f.flash_full_forward_flops * 2.5;
   b.fused_kernel = f.fused_kernel;
+  b.fused_head_dim = f.fused_head_dim;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.launches = f.launches * 2;
   return b;
