@@ -461,6 +461,36 @@ BOOST_AUTO_TEST_CASE(fused_attention_runs_at_its_kernels_measured_rate) {
   BOOST_TEST(compute_time(f2, d, Precision::Fp8).value() == compute_time(f2, d, Precision::Bf16).value());
 }
 
+BOOST_AUTO_TEST_CASE(fused_attention_pads_a_head_to_the_kernels_compiled_size) {
+  BOOST_TEST(flash_kernel_head_dim(false, 80) == 96);
+  BOOST_TEST(flash_kernel_head_dim(false, 128) == 128);
+  BOOST_TEST(flash_kernel_head_dim(false, 160) == 160);
+  BOOST_TEST(flash_kernel_head_dim(true, 160) == 192);  // FlashAttention 3 has no 160-wide kernel
+  BOOST_TEST(flash_kernel_head_dim(true, 32) == 64);
+  BOOST_TEST(flash_kernel_head_dim(true, 320) == 320);
+  // The same heads at 112 wide cost what they cost at 128 (the kernel pads), though the model counts
+  // 112 / 128 of the FLOPs; unfused attention's GEMMs pay for 112 only.
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  ModelSpec narrow = model("llama3-8b"), wide = narrow;
+  narrow.head_dim = 112;
+  LayerWork w;
+  w.seq_len = 8192;
+  for (AttentionKind kind : {AttentionKind::Flash2, AttentionKind::Flash3}) {
+    w.attention = kind;
+    const KernelCost n = attention_core_forward(narrow, w), x = attention_core_forward(wide, w);
+    BOOST_TEST(n.gemm_flops.value() == x.gemm_flops.value() * 112 / 128, tt::tolerance(1e-12));
+    BOOST_TEST(compute_time(n, d, Precision::Bf16).value() == compute_time(x, d, Precision::Bf16).value(),
+               tt::tolerance(1e-12));
+    BOOST_TEST(layer_backward(narrow, w, false).fused_head_dim == 112);  // the backward kernel pads alike
+    KernelCost two = n;
+    two += n;  // the padding survives adding up kernel groups
+    BOOST_TEST(
+        compute_time(two, d, Precision::Bf16).value() == 2 * compute_time(x, d, Precision::Bf16).value(),
+        tt::tolerance(1e-9));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unfused_attention_writes_the_scores_and_costs_more_than_flash_at_long_sequences) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
   const DeviceSpec& d = dgx.device_of(dgx.pools[0]);

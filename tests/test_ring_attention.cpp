@@ -98,6 +98,33 @@ BOOST_AUTO_TEST_CASE(ring_program_has_the_gather_the_blocks_and_the_gradient_sen
   }
 }
 
+BOOST_AUTO_TEST_CASE(ring_buffers_are_held_while_the_ring_runs_and_given_back) {
+  // Forward: the gathered keys and values, fp32 running output and logsumexp, a block's output and its
+  // upcast; backward: the gathered keys and values, fp32 dQ, dK, dV, the dK/dV in flight, a block's
+  // gradients. Elements for cp 4 of gqa(): n = 2048 queries, 16 query and 4 key heads of 64.
+  const double n = 2048, O = 16 * n * 64, K = 4 * n * 64, gathered = 2 * 4 * 8192.0 * 64 * 2;
+  const auto f = cost::ring_attention(gqa(), work(4), true), b = cost::ring_attention(gqa(), work(4), false);
+  BOOST_TEST(f.working.value() == gathered + 4 * O + 4 * 16 * n + 2 * O + 4 * O, tt::tolerance(1e-12));
+  BOOST_TEST(b.working.value() == gathered + 4 * (O + 2 * K) + 2 * 2 * K * 4 + 2 * (O + 2 * K),
+             tt::tolerance(1e-12));
+  // In the Program each pass's ring takes its buffers once and gives them back: the peak grows by the
+  // larger of the two, not by one per layer.
+  const ScenarioSpec s = scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2));
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  double taken = 0, given = 0;
+  int takers = 0;
+  for (const Task& t : program.roles.front().tasks)
+    if (t.kind == TaskKind::Collective && t.group == GroupKind::Cp) {
+      taken += t.alloc.value(), given += t.free.value();
+      if (t.alloc.value() > 0) ++takers;
+    }
+  for (const Task& t : program.roles.front().tasks)
+    if (t.purpose == Purpose::AttentionBlocks) given += t.free.value();
+  BOOST_TEST(takers == 2);
+  BOOST_TEST(taken == f.working.value() + b.working.value(), tt::tolerance(1e-12));
+  BOOST_TEST(given == taken, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(ring_keeps_the_pass_work_whole) {
   // Lowering takes the blocks out of the pass's task: the role's attention FLOPs stay the model's.
   const ScenarioSpec ring = scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2));

@@ -235,6 +235,7 @@ void ParallelRunner::compute(int index, const Task& task) {
 int ParallelRunner::start(int index, const Task& task) {
   switch (task.purpose) {
     case Purpose::None:
+    case Purpose::AttentionBlocks:  // the CP ring's blocks are compute, skipped before they get here
       break;
     case Purpose::GradientReduce:
       return reduce_gradients(index, task);

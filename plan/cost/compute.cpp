@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <span>
 #include <utility>
 
 #include "plan/cost/memory.hpp"
@@ -44,7 +45,10 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   flash_backward_flops += o.flash_backward_flops;
   flash_full_forward_flops += o.flash_full_forward_flops;
   flash_full_backward_flops += o.flash_full_backward_flops;
-  if (o.fused_attention_flops().value() > 0) fused_kernel = o.fused_kernel;
+  if (o.fused_attention_flops().value() > 0) {
+    fused_kernel = o.fused_kernel;
+    fused_head_dim = o.fused_head_dim;
+  }
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
@@ -67,6 +71,13 @@ KernelCost KernelCost::operator*(int k) const {
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
   return c;
+}
+
+int flash_kernel_head_dim(bool flash3, int head_dim) {
+  static constexpr int kFa2[] = {32, 64, 96, 128, 160, 192, 256}, kFa3[] = {64, 96, 128, 192, 256};
+  for (int size : flash3 ? std::span<const int>(kFa3) : std::span<const int>(kFa2))
+    if (head_dim <= size) return size;
+  return head_dim;
 }
 
 namespace {
@@ -110,17 +121,20 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;
   if (cost.fused_attention_flops().value() > 0) {
-    const auto& figures = cost.fused_kernel == AttentionKind::Flash3   ? e.flash3
-                          : cost.fused_kernel == AttentionKind::Flash2 ? e.flash2
-                          : e.flash3                                   ? e.flash3
-                                                                       : e.flash2;
+    // flash: FlashAttention 3 where the device file has its figures, else 2.
+    const bool flash3 = cost.fused_kernel == AttentionKind::Flash3 ||
+                        (cost.fused_kernel == AttentionKind::Flash && e.flash3.has_value());
+    const auto& figures = flash3 ? e.flash3 : e.flash2;
     const EfficiencySpec::FusedAttention rates =
-        figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm});
+        figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm, {}, {}});
+    const int d = cost.fused_head_dim;
+    const double padded = d > 0 ? double(flash_kernel_head_dim(flash3, d)) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
-    s += cost.flash_forward_flops.value() / (peak * rates.forward) +
-         cost.flash_backward_flops.value() / (peak * rates.backward) +
-         cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
-         cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward));
+    s += padded *
+         (cost.flash_forward_flops.value() / (peak * rates.forward) +
+          cost.flash_backward_flops.value() / (peak * rates.backward) +
+          cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
+          cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward)));
   }
   return s;
 }
@@ -297,6 +311,7 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
     c.gemm_flops = c.attention_flops = Flops(2 * 2 * scores * d);
     c.flash_forward_flops = Flops(2 * scores * d);
     c.fused_kernel = w.attention;
+    c.fused_head_dim = m.head_dim;
     c.launches = 1;
     return c;
   }
@@ -414,6 +429,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.flash_backward_flops = f.flash_forward_flops * 2.5;
   b.flash_full_backward_flops = f.flash_full_forward_flops * 2.5;
   b.fused_kernel = f.fused_kernel;
+  b.fused_head_dim = f.fused_head_dim;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.launches = f.launches * 2;
   return b;

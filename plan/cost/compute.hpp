@@ -69,8 +69,10 @@ struct KernelCost {
   // past the first: plan/cost/ring_attention.hpp), forward and backward: the kernel's non-causal rate.
   Flops flash_full_forward_flops, flash_full_backward_flops;
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
-  Bytes elementwise_bytes;                            // norms, activations, residuals, dropout, softmax
-  Bytes optimizer_bytes;                              // the optimizer step's update kernel
+  int fused_head_dim =
+      0;  // the model's head dimension in them (the kernel may pad it: flash_kernel_head_dim)
+  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax
+  Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
   // Of launches, those the device waits for the host to dispatch (all of them under
   // training.launch_blocking: launched_as_trained sets them).
@@ -84,6 +86,13 @@ struct KernelCost {
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
+
+// The head dimension a FlashAttention kernel computes a head of `head_dim` at: its kernels are compiled
+// for a few head sizes, and a head runs in the smallest that holds it, the rest padded (FA2: 32, 64,
+// 96, 128, 160, 192, 256, HEADDIM_SWITCH in csrc/flash_attn/src/static_switch.h; FA3: 64, 96, 128,
+// 192, 256, round_up_headdim in hopper/flash_api.cpp). A 112-wide head (MPT-30B) runs at 128, an 80-wide
+// one (MPT-3B) at 96. Sizes past 256 are returned as they are.
+int flash_kernel_head_dim(bool flash3, int head_dim);
 
 // Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
 // tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
@@ -111,7 +120,8 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch
-// Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16).
+// Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16), its
+// FLOPs scaled by flash_kernel_head_dim / fused_head_dim (the kernel's padded head).
 // `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
 // kernel runs it at efficiency.gemm. A device without a peak at `precision`
 // is a programming error (checked when scenarios load).

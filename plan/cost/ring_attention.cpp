@@ -30,6 +30,7 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
   // SDPA's tensors stay in 16 bits under fp8 (torchao and Transformer Engine cast the linears only).
   const double e = w.precision == Precision::Fp32 ? 4 : 2;
   const double O = b * hq * n * d;  // elements of this rank's queries, outputs and their gradients
+  const double lse = b * hq * n;    // of its logsumexp
   const double K = b * hk * n * d;  // of its keys (and as many of its values)
   const double block = 2 * b * hq * n * n * d;  // executed FLOPs of one n x n causal block forward
   const double model_block = 2 * block;         // its model FLOPs: the full n x n square (4 b h n^2 d)
@@ -41,6 +42,7 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
   r.diagonal.gemm_flops = r.diagonal.attention_flops = Flops(pass * model_block);
   r.off_diagonal.gemm_flops = r.off_diagonal.attention_flops = Flops(pass * model_block * steps);
   r.diagonal.fused_kernel = r.off_diagonal.fused_kernel = w.attention;
+  r.diagonal.fused_head_dim = r.off_diagonal.fused_head_dim = m.head_dim;
   if (forward) {
     r.diagonal.flash_forward_flops = Flops(block);
     r.off_diagonal.flash_full_forward_flops = Flops(block * steps);
@@ -55,6 +57,7 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
     const double per_step = 2 * 2 * e * K + (e + 4) * O + 3 * 12 * O;
     r.off_diagonal += kernels(steps * per_step + (4 + e) * O, int(steps) * 11 + 2);
     r.off_diagonal.launches += int(steps);  // the SDPA calls
+    r.working = r.kv_gather + Bytes(4 * O + 4 * lse + e * O + 4 * O);
     return r;
   }
   r.diagonal.flash_backward_flops = Flops(2.5 * block);
@@ -73,6 +76,7 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
   const double per_step = 2 * 2 * e * K + half_update + accumulate_q + send;
   r.off_diagonal += kernels(steps * per_step + (4 + e) * (O + 2 * K), int(steps) * 7 + 2);
   r.off_diagonal.launches += int(steps);  // the SDPA calls
+  r.working = r.kv_gather + Bytes(4 * (O + 2 * K) + 2 * r.dkv_step.value() + e * (O + 2 * K));
   return r;
 }
 

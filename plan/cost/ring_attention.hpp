@@ -38,6 +38,11 @@ struct RingAttention {
   // such steps per layer, all but the last beside the next block's backward.
   Bytes dkv_step;
   int dkv_steps = 0;  // cp in the backward, 0 forward
+  // Device memory the layer's ring holds while it runs, one layer at a time: the gathered keys and
+  // values; forward, the merger's fp32 running output and logsumexp with a block's output and its fp32
+  // upcast; backward, the fp32 query, key and value gradient accumulators, the key and value gradients
+  // being sent and received, and a block's 16-bit gradients.
+  Bytes working;
 };
 
 // The ring's work for one layer (work.cp > 1, runs_ring_attention(work)). The blocks' FLOPs are the

@@ -243,20 +243,28 @@ TaskDeps RoleBuilder::ring_attention_tasks(Task& pass, int layers, bool forward)
   auto cp_name = [&](const std::string& kind) {
     return names_ ? named(kind + what, pass.microbatch, pass.chunk) : std::string();
   };
-  const int gather = add(collective(CollectiveKind::AllGather, GroupKind::Cp, cp_, ring.kv_gather, layers,
-                                    StreamKind::Tp, cp_name("AG cp kv "), pass.deps));
+  // One layer's ring buffers are held from the first gather to the pass's last ring task.
+  Task kv = collective(CollectiveKind::AllGather, GroupKind::Cp, cp_, ring.kv_gather, layers, StreamKind::Tp,
+                       cp_name("AG cp kv "), pass.deps);
+  kv.alloc = ring.working;
+  const int gather = add(std::move(kv));
   const int diagonal = blocks(ring.diagonal, " ring diagonal", pass.deps);
   const int rest = blocks(ring.off_diagonal, " ring blocks", {diagonal, gather});
   if (pass.kind == TaskKind::Recompute) pass.recompute_flops = pass.work.gemm_flops;
-  if (forward) return {rest};
+  if (forward) {
+    role_.tasks[rest].free = ring.working;
+    return {rest};
+  }
   // torch's permute_tensor (all_to_all_single, each rank's whole buffer to the next rank): an all-to-all
   // whose share for one peer, (p-1)/p of what it sends, is the step's gradients.
   const Bytes shift = ring.dkv_step * (double(p_.cp) / (p_.cp - 1));
   const int beside =
       add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers * (ring.dkv_steps - 1),
                      StreamKind::Tp, cp_name("A2A cp dkv "), {diagonal}));
-  return {add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers, StreamKind::Tp,
-                         cp_name("A2A cp dkv last "), {rest, beside}))};
+  Task last = collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers, StreamKind::Tp,
+                         cp_name("A2A cp dkv last "), {rest, beside});
+  last.free = ring.working;
+  return {add(std::move(last))};
 }
 
 int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {
