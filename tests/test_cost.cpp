@@ -570,6 +570,69 @@ BOOST_AUTO_TEST_CASE(cross_entropy_moves_48_bytes_per_bf16_logit_through_hbm) {
              tt::tolerance(1e-9));
 }
 
+BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice_backward) {
+  // flash-attn's kernels: forward reads the bf16 logit (2 bytes), backward reads it and writes its
+  // gradient (4), one launch each; the head keeps the logits only, no fp32 softmax.
+  ModelSpec small = model("mpt-125m"), large = small;
+  large.vocab = 2 * small.vocab;
+  LayerWork w;
+  w.seq_len = 2048;
+  w.micro_batch = 2;
+  w.cross_entropy = CrossEntropy::Fused;
+  const double added_logits = 2.0 * 2048 * (large.vocab - small.vocab);
+  const auto traffic = [&](const KernelCost& c) { return c.elementwise_bytes.value(); };
+  BOOST_TEST(traffic(head_forward(large, w)) - traffic(head_forward(small, w)) == 2 * added_logits,
+             tt::tolerance(1e-9));
+  BOOST_TEST(traffic(head_backward(large, w)) - traffic(head_backward(small, w)) == 4 * added_logits,
+             tt::tolerance(1e-9));
+  LayerWork unfused = w;
+  unfused.cross_entropy = CrossEntropy::Unfused;
+  BOOST_TEST(head_forward(small, unfused).launches - head_forward(small, w).launches == 3);
+  BOOST_TEST(head_forward(small, w).gemm_flops.value() == head_forward(small, unfused).gemm_flops.value());
+  ActivationConfig a;
+  a.micro_batch = 2;
+  a.seq_len = 2048;
+  const double unfused_kept = head_activation_bytes(small, a).value();
+  a.cross_entropy = CrossEntropy::Fused;
+  BOOST_TEST(head_activation_bytes(small, a).value() == unfused_kept * 2 / 6, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_and_the_qkv_concatenation_linear_in_hidden) {
+  // MPT-1b (GELU, biases, MHA): the bias gradients read the four linears' output gradients,
+  // 3h + h + 4h + h = 9h per token, and the split's backward reads and writes dq, dk, dv (2 x 3h): 15 h e
+  // bytes per token and 5 launches, none of them in the forward, none under fused kernels.
+  const ModelSpec m = model("mpt-1b");
+  LayerWork fused;
+  fused.seq_len = 2048;
+  fused.micro_batch = 4;
+  LayerWork eager = fused;
+  eager.kernels = LayerKernels::Eager;
+  const double tokens = 4.0 * 2048;
+  const KernelCost extra = eager_autograd_backward(m, eager, false);
+  BOOST_TEST(extra.elementwise_bytes.value() == 2.0 * 15 * m.hidden * tokens, tt::tolerance(1e-12));
+  BOOST_TEST(extra.launches == 5);
+  BOOST_TEST(extra.gemm_flops.value() == 0);
+  BOOST_TEST(eager_autograd_backward(m, fused, false).elementwise_bytes.value() == 0);
+  BOOST_TEST(layer_backward(m, eager, false).elementwise_bytes.value() ==
+                 layer_backward(m, fused, false).elementwise_bytes.value() + extra.elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_forward(m, eager, false).elementwise_bytes.value() ==
+             layer_forward(m, fused, false).elementwise_bytes.value());
+  // Linear in the hidden size (the GEMMs grow with its square): twice the width, twice the bytes.
+  ModelSpec wide = m;
+  wide.hidden *= 2, wide.ffn_hidden *= 2, wide.heads *= 2, wide.kv_heads *= 2;
+  BOOST_TEST(eager_autograd_backward(wide, eager, false).elementwise_bytes.value() ==
+                 2 * extra.elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  // Without biases (Llama) only the concatenation is left: 2 x (h + 2 kv) per token.
+  const ModelSpec llama = model("llama3-8b");
+  const double kv = double(llama.kv_heads) * llama.head_dim;
+  BOOST_TEST(eager_autograd_backward(llama, eager, false).elementwise_bytes.value() ==
+                 2.0 * 2 * (llama.hidden + 2 * kv) * tokens,
+             tt::tolerance(1e-12));
+  BOOST_TEST(eager_autograd_backward(llama, eager, false).launches == 1);
+}
+
 BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {
   // QK^T and attention over V: 2 x 2 b s^2 (heads x head_dim) / t; with cp 2 the rank has half the queries.
   const ModelSpec m = model("gpt3-175b");
