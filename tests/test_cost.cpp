@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
@@ -583,21 +584,85 @@ BOOST_AUTO_TEST_CASE(backward_doubles_the_forward_gemms) {
   BOOST_TEST(head_forward(m, w).gemm_flops.value() == 2.0 * 2048 * 12288 * 51200 / 8, tt::tolerance(1e-12));
 }
 
+// The head's memory-bound bytes per logit a doubled vocabulary adds, forward and backward: only the
+// logits grow with the vocabulary (the final norm stays).
+static std::pair<double, double> head_bytes_per_added_logit(const ModelSpec& small, const LayerWork& w) {
+  ModelSpec large = small;
+  large.vocab = 2 * small.vocab;
+  const double added_logits = double(w.micro_batch) * w.seq_len * (large.vocab - small.vocab) / w.tp;
+  const auto traffic = [&](const KernelCost& c) { return c.elementwise_bytes.value(); };
+  return {(traffic(head_forward(large, w)) - traffic(head_forward(small, w))) / added_logits,
+          (traffic(head_backward(large, w)) - traffic(head_backward(small, w))) / added_logits};
+}
+
 BOOST_AUTO_TEST_CASE(cross_entropy_moves_48_bytes_per_bf16_logit_through_hbm) {
   // Unfused fp32 cross-entropy: forward 2 + 4 (upcast) + 3 x 4 + 4 (softmax passes) = 22 bytes per
-  // logit, backward 4 + 16 + 4 + 2 = 26. Only the logits grow with the vocabulary, so a larger one
-  // adds exactly that traffic (the final norm stays).
-  ModelSpec small = model("gpt3-175b"), large = small;
-  large.vocab = 2 * small.vocab;
+  // logit, backward 4 + 16 + 4 + 2 = 26.
   LayerWork w;
   w.seq_len = 2048;
   w.tp = 8;
-  const double added_logits = 2048.0 * (large.vocab - small.vocab) / 8;
-  const auto traffic = [&](const KernelCost& c) { return c.elementwise_bytes.value(); };
-  BOOST_TEST(traffic(head_forward(large, w)) - traffic(head_forward(small, w)) == 22 * added_logits,
-             tt::tolerance(1e-9));
-  BOOST_TEST(traffic(head_backward(large, w)) - traffic(head_backward(small, w)) == 26 * added_logits,
-             tt::tolerance(1e-9));
+  const auto [forward, backward] = head_bytes_per_added_logit(model("gpt3-175b"), w);
+  BOOST_TEST(forward == 22, tt::tolerance(1e-9));
+  BOOST_TEST(backward == 26, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice_backward) {
+  // flash-attn's kernels: forward reads the bf16 logit (2 bytes), backward reads it and writes its
+  // gradient (4), one launch each; the head keeps the logits only, no fp32 softmax.
+  const ModelSpec small = model("mpt-125m");
+  LayerWork w;
+  w.seq_len = 2048;
+  w.micro_batch = 2;
+  w.cross_entropy = CrossEntropy::Fused;
+  const auto [forward, backward] = head_bytes_per_added_logit(small, w);
+  BOOST_TEST(forward == 2, tt::tolerance(1e-9));
+  BOOST_TEST(backward == 4, tt::tolerance(1e-9));
+  LayerWork unfused = w;
+  unfused.cross_entropy = CrossEntropy::Unfused;
+  BOOST_TEST(head_forward(small, unfused).launches - head_forward(small, w).launches == 3);
+  BOOST_TEST(head_forward(small, w).gemm_flops.value() == head_forward(small, unfused).gemm_flops.value());
+  ActivationConfig a;
+  a.micro_batch = 2;
+  a.seq_len = 2048;
+  const double unfused_kept = head_activation_bytes(small, a).value();
+  a.cross_entropy = CrossEntropy::Fused;
+  BOOST_TEST(head_activation_bytes(small, a).value() == unfused_kept * 2 / 6, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_and_the_qkv_concatenation_linear_in_hidden) {
+  // MPT-1b (GELU, biases, MHA): the bias gradients read the four linears' output gradients,
+  // 3h + h + 4h + h = 9h per token, and the split's backward reads and writes dq, dk, dv (2 x 3h): 15 h e
+  // bytes per token and 5 launches, none of them in the forward, none under fused kernels.
+  const ModelSpec m = model("mpt-1b");
+  LayerWork fused;
+  fused.seq_len = 2048;
+  fused.micro_batch = 4;
+  LayerWork eager = fused;
+  eager.kernels = LayerKernels::Eager;
+  const double tokens = 4.0 * 2048;
+  const KernelCost extra = eager_autograd_backward(m, eager, false);
+  BOOST_TEST(extra.elementwise_bytes.value() == 2.0 * 15 * m.hidden * tokens, tt::tolerance(1e-12));
+  BOOST_TEST(extra.launches == 5);
+  BOOST_TEST(extra.gemm_flops.value() == 0);
+  BOOST_TEST(eager_autograd_backward(m, fused, false).elementwise_bytes.value() == 0);
+  BOOST_TEST(layer_backward(m, eager, false).elementwise_bytes.value() ==
+                 layer_backward(m, fused, false).elementwise_bytes.value() + extra.elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_forward(m, eager, false).elementwise_bytes.value() ==
+             layer_forward(m, fused, false).elementwise_bytes.value());
+  // Linear in the hidden size (the GEMMs grow with its square): twice the width, twice the bytes.
+  ModelSpec wide = m;
+  wide.hidden *= 2, wide.ffn_hidden *= 2, wide.heads *= 2, wide.kv_heads *= 2;
+  BOOST_TEST(eager_autograd_backward(wide, eager, false).elementwise_bytes.value() ==
+                 2 * extra.elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  // Without biases (Llama) only the concatenation is left: 2 x (h + 2 kv) per token.
+  const ModelSpec llama = model("llama3-8b");
+  const double kv = double(llama.kv_heads) * llama.head_dim;
+  BOOST_TEST(eager_autograd_backward(llama, eager, false).elementwise_bytes.value() ==
+                 2.0 * 2 * (llama.hidden + 2 * kv) * tokens,
+             tt::tolerance(1e-12));
+  BOOST_TEST(eager_autograd_backward(llama, eager, false).launches == 1);
 }
 
 BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {

@@ -13,6 +13,7 @@
 #include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
+#include "plan/cost/compute.hpp"
 #include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
@@ -210,6 +211,32 @@ BOOST_AUTO_TEST_CASE(dp_buckets_overlap_the_backward_when_asked) {
   BOOST_TEST(overlapped.eval.iteration_time_s < serial.eval.iteration_time_s);
   const auto& b = overlapped.eval.roles[0].breakdown;
   BOOST_TEST(b.exposed_comm_s < b.dp_comm_s);
+}
+
+BOOST_AUTO_TEST_CASE(eager_kernels_and_the_fused_loss_reach_every_layers_backward_and_the_head) {
+  // training.kernels eager adds cost::eager_autograd_backward to every layer's backward task (ZeRO 3:
+  // one task per layer; one micro-batch here); training.cross_entropy fused charges the head 2 + 4
+  // bytes a bf16 logit where the unfused passes charged 22 + 26.
+  const std::string base =
+      std::string("model: gpt3-1.7b\ncluster: {from: a100-pcie-ethernet, nodes: 4}\n") +
+      "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 32, micro_batch: 2, zero: 3}\n";
+  const Run fused = run(base), eager = run(base, {"training.kernels=eager"}),
+            fused_loss = run(base, {"training.cross_entropy=fused"});
+  const auto bytes = [](const Run& r) {
+    double b = 0;
+    for (const Task& t : r.program.roles[0].tasks) b += t.work.elementwise_bytes.value();
+    return b;
+  };
+  const cost::LayerWork w = cost::layer_work(eager.s.training, 2, 1, 1, false, 1);
+  const double per_layer = cost::eager_autograd_backward(eager.s.model, w, false).elementwise_bytes.value();
+  BOOST_TEST_REQUIRE(per_layer > 0);
+  BOOST_TEST(bytes(eager) - bytes(fused) == per_layer * eager.s.model.layers, tt::tolerance(1e-9));
+  BOOST_TEST(eager.eval.iteration_time_s > fused.eval.iteration_time_s);
+  const double logits = 2.0 * fused.s.training.seq_len * fused.s.model.vocab;
+  BOOST_TEST(bytes(fused) - bytes(fused_loss) == (48 - 6) * logits, tt::tolerance(1e-9));
+  BOOST_TEST(fused_loss.eval.iteration_time_s < fused.eval.iteration_time_s);
+  BOOST_CHECK_THROW(run(base, {"training.kernels=eagre"}), InputError);
+  BOOST_CHECK_THROW(run(base, {"training.cross_entropy=fusd"}), InputError);
 }
 
 BOOST_AUTO_TEST_CASE(launch_blocking_pays_the_host_per_kernel_and_overlaps_nothing) {

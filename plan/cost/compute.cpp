@@ -199,6 +199,8 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
               training.precision, training.attention, ep};
   w.repeat_kv = training.repeat_kv;
   w.cp_attention = training.cp_attention;
+  w.kernels = training.kernels;
+  w.cross_entropy = training.cross_entropy;
   return w;
 }
 
@@ -437,8 +439,24 @@ KernelCost backward_of(const KernelCost& f) {
 
 }  // namespace
 
+KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+  if (w.kernels != LayerKernels::Eager) return {};
+  const Shape s = shape_of(w);
+  const double h = m.hidden, f = m.ffn_hidden;
+  const double qkv = (double(m.heads) * m.head_dim + 2.0 * m.kv_heads * m.head_dim) / s.t;
+  KernelCost c = elementwise(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
+  if (m.bias) {
+    // The row-parallel linears' biases are added to the whole output (after the TP reduction): h wide.
+    const double rows = mlp_rows(m, w, s, moe_layer).first;
+    const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
+    c += elementwise(s.e * (s.tokens * (qkv + h) + rows * (gates * f / s.t + h)), 4);
+  }
+  return c;
+}
+
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   KernelCost c = backward_of(layer_forward(m, w, moe_layer));
+  c += eager_autograd_backward(m, w, moe_layer);
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
   c = without(c, backward_of(attention_core_forward(m, w)));
@@ -473,9 +491,14 @@ KernelCost logits_forward(const ModelSpec& m, const Shape& s) {
 // passes (reads 3 x 4, writes 4). Backward: the one-hot gradient written whole (4), the softmax
 // backward's sum and output passes (reads the gradient twice and the saved softmax, writes: 16), the
 // cast back to 16 bits (reads 4, writes e). Rows of tens of thousands of fp32 values do not stay on
-// chip between passes, so each pass is HBM traffic.
-double cross_entropy_bytes_per_logit(const Shape& s, bool backward) {
-  return backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4;
+// chip between passes, so each pass is HBM traffic. A fused kernel (flash-attn's Triton
+// cross_entropy_fwd_kernel and cross_entropy_bwd_kernel) reads each row once in blocks, keeping the
+// running max and sum in registers: forward reads the logit (e), backward reads it and writes its
+// gradient (2 e), from the log-sum-exp the forward kept per token.
+KernelCost cross_entropy(const ModelSpec& m, const Shape& s, CrossEntropy kind, bool backward) {
+  const double logits = s.tokens * m.vocab / s.t;
+  if (kind == CrossEntropy::Fused) return elementwise((backward ? 2 : 1) * s.e * logits);
+  return elementwise((backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4) * logits, 4);
 }
 
 }  // namespace
@@ -483,14 +506,14 @@ double cross_entropy_bytes_per_logit(const Shape& s, bool backward) {
 KernelCost head_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   KernelCost c = logits_forward(m, s);
-  c += elementwise(cross_entropy_bytes_per_logit(s, false) * s.tokens * m.vocab / s.t, 4);
+  c += cross_entropy(m, s, w.cross_entropy, false);
   return c;
 }
 
 KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   KernelCost c = backward_of(logits_forward(m, s));
-  c += elementwise(cross_entropy_bytes_per_logit(s, true) * s.tokens * m.vocab / s.t, 4);
+  c += cross_entropy(m, s, w.cross_entropy, true);
   return c;
 }
 

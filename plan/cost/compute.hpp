@@ -158,7 +158,9 @@ struct LayerWork {
   // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention), so context
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
-  CpAttention cp_attention = CpAttention::Gather;  // training.cp_attention
+  CpAttention cp_attention = CpAttention::Gather;      // training.cp_attention
+  LayerKernels kernels = LayerKernels::Fused;          // training.kernels
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;  // training.cross_entropy
 };
 
 // One layer's work at these degrees under `training` (its sequence length, precision and attention
@@ -173,8 +175,17 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
 // experts' rows scaled by work.expert_load.
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
-// fused attention runs its backward kernel, memory-bound kernels move about twice the traffic.
+// fused attention runs its backward kernel, memory-bound kernels move about twice the traffic. Under
+// training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
+// What PyTorch autograd runs in one layer's backward besides the backward of the forward's kernels,
+// for eager nn.Modules (training.kernels: eager): with biases, each linear's bias gradient as a
+// reduction of its output gradient over the rows (reads rows x outputs x e; derivatives.yaml's
+// addmm/linear: the broadcast bias's gradient is grad.sum over the rows, a kernel of its own), and the
+// fused QKV projection's split into query, key and value views, whose backward concatenates their
+// three gradients (reads and writes tokens x (A + 2 Kv) / tp x e). Memory-bound, linear in the hidden
+// size: it weighs most on small models. Empty under training.kernels: fused.
+KernelCost eager_autograd_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 // Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
@@ -191,7 +202,9 @@ KernelCost without(const KernelCost& whole, const KernelCost& part);
 // Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the
 // gradient.
 KernelCost embedding_forward(const ModelSpec& model, const LayerWork& work);
-// Final norm, logits GEMM (2 b s h V / tp FLOPs) and cross-entropy, forward and backward.
+// Final norm, logits GEMM (2 b s h V / tp FLOPs) and cross-entropy, forward and backward: unfused, 22
+// and 26 bytes per bf16 logit in 4 kernels each; fused, e and 2 e bytes in one kernel each
+// (training.cross_entropy).
 KernelCost head_forward(const ModelSpec& model, const LayerWork& work);
 KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 

@@ -141,9 +141,11 @@ Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig&
 }
 
 Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
-  // Vocabulary-parallel logits (e bytes) and the cross-entropy's fp32 softmax (4 bytes), each s b V / t.
+  // Vocabulary-parallel logits (e bytes) and the cross-entropy's fp32 softmax (4 bytes), each s b V / t;
+  // a fused cross-entropy keeps the logits and one log-sum-exp per token only.
   const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
-  return Bytes(tokens * model.vocab * (element_bytes(c.precision) + 4) / c.tp);
+  const double softmax = c.cross_entropy == CrossEntropy::Fused ? 0 : 4;
+  return Bytes(tokens * model.vocab * (element_bytes(c.precision) + softmax) / c.tp);
 }
 
 }  // namespace paratwin::cost

@@ -65,6 +65,7 @@ struct ActivationConfig {
   Recompute recompute = Recompute::None;
   Precision precision = Precision::Bf16;
   AttentionKind attention = AttentionKind::Flash;
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;  // training.cross_entropy (the head's softmax)
 };
 
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h

@@ -16,7 +16,8 @@ cost::ActivationConfig RoleBuilder::activation_config(int chunk, int layer) cons
           p_.sequence_parallel,
           layer >= 0 ? stage(chunk).layer_recompute(layer) : stage(chunk).recompute,
           t_.precision,
-          t_.attention};
+          t_.attention,
+          t_.cross_entropy};
 }
 
 cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {

@@ -176,7 +176,8 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    layout.sp,
                                    layout.recompute,
                                    ctx_.s.training.precision,
-                                   ctx_.s.training.attention};
+                                   ctx_.s.training.attention,
+                                   ctx_.s.training.cross_entropy};
   cost::ActivationConfig kept_all = act;
   kept_all.recompute = Recompute::None;
   auto activations = [&](const cost::ActivationConfig& a, bool moe) {

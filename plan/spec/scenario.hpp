@@ -29,7 +29,23 @@ enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
 // approximation; what Transformer Engine's ring is costed as until its own p2p ring is modelled).
 // torch_ring: PyTorch's context_parallel (torchtitan's CP), the ring of plan/cost/ring_attention.hpp.
 enum class CpAttention { Gather, TorchRing };
+// Which kernels a layer's backward runs besides its GEMMs' and attention's. fused: the framework's
+// own (Megatron-LM with Transformer Engine: each linear's bias gradient in its weight-gradient GEMM's
+// epilogue, the query, key and value gradients written into one packed buffer). eager: PyTorch
+// autograd over nn.Linear and a fused QKV projection split into views (llm-foundry's MPT): each bias
+// gradient is a reduction of the linear's output gradient over the tokens, and the split's backward
+// concatenates the query, key and value gradients into the projection's output gradient.
+enum class LayerKernels { Fused, Eager };
+// How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy and Megatron-LM's
+// vocab_parallel_cross_entropy, fp32 kernels that each pass over the logits (48 bytes of HBM traffic
+// per bf16 logit over forward and backward, an fp32 softmax kept for the backward). fused: one kernel
+// forward that reads each logit once and keeps only a log-sum-exp per token, one backward that reads
+// the logits and writes their gradient (flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn
+// fused_crossentropy; Megatron-LM's --cross-entropy-loss-fusion).
+enum class CrossEntropy { Unfused, Fused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
+extern const EnumNames<CrossEntropy> kCrossEntropyNames;
+extern const EnumNames<LayerKernels> kLayerKernelsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
@@ -41,6 +57,8 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::AdamW;
   AttentionKind attention = AttentionKind::Flash;
   CpAttention cp_attention = CpAttention::Gather;
+  LayerKernels kernels = LayerKernels::Fused;
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
