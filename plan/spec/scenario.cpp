@@ -22,6 +22,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"unfused", AttentionKind::Unfused}};
 const EnumNames<CpAttention> kCpAttentionNames = {{"gather", CpAttention::Gather},
                                                   {"torch_ring", CpAttention::TorchRing}};
+const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher::AllToAll},
+                                                      {"fused", MoeDispatcher::Fused}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -104,6 +106,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
   r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
+  r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   r.read("repeat_kv", t.repeat_kv);
