@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "catalog_files.hpp"
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
 #include "plan/cost/memory.hpp"
@@ -14,14 +15,8 @@
 
 using namespace paratwin;
 using namespace paratwin::cost;
+using namespace paratwin::test;
 namespace tt = boost::test_tools;
-
-static ModelSpec model(const std::string& name) {
-  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
-}
-static ClusterSpec cluster(const std::string& name) {
-  return load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/" + name + ".yaml");
-}
 
 // ---- model states (ZeRO paper, Rajbhandari et al. 2020) ----
 

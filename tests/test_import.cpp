@@ -36,6 +36,8 @@ const std::vector<Case> kOverlaps = {
      with(kLlama,
           {"plan.tp=2", "plan.pp=4", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
            "plan.overlap.pp=false", "training.precision=fp32", "plan.zero=0"})},
+    {"mixtral-fused-dispatch", "quickstart",
+     with(kMixtral, {"plan.ep=4", "plan.pp=2", "plan.dp=16", "training.moe_dispatcher=fused"})},
 };
 
 // The emit tests' plans, those above and every catalog scenario that fixes its plan.
@@ -92,6 +94,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   BOOST_TEST(cost::gradient_bytes(l.training) == cost::gradient_bytes(s.training));
   BOOST_TEST(l.training.fp8_param_gather == s.training.fp8_param_gather);
   BOOST_TEST(l.training.launch_blocking == s.training.launch_blocking);
+  if (s.model.moe) BOOST_TEST((l.training.moe_dispatcher == s.training.moe_dispatcher));
   const AttentionKind attention =
       s.training.attention == AttentionKind::Unfused ? AttentionKind::Unfused : AttentionKind::Flash;
   BOOST_TEST((l.training.attention == attention));

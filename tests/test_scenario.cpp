@@ -132,6 +132,16 @@ BOOST_AUTO_TEST_CASE(overrides_are_checked_like_the_file) {
   BOOST_TEST(e.find("did you mean 'interleaved'?") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(moe_dispatcher_is_alltoall_unless_said_fused) {
+  const std::string yaml =
+      "model: mixtral-8x7b\ncluster: {from: dgx-h100, nodes: 2}\ntraining: {global_batch: 64}\n";
+  BOOST_TEST((load(yaml).training.moe_dispatcher == MoeDispatcher::AllToAll));
+  BOOST_TEST((load(yaml, {"training.moe_dispatcher=fused"}).training.moe_dispatcher == MoeDispatcher::Fused));
+  const std::string e = error_of(yaml, {"training.moe_dispatcher=fuse"});
+  BOOST_TEST(e.find("invalid value 'fuse' for training.moe_dispatcher") != std::string::npos);
+  BOOST_TEST(e.find("did you mean 'fused'?") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(sweep_values_are_validated_one_by_one) {
   const std::string e = error_of(R"(
 model: gpt3-1.7b

@@ -53,6 +53,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   synchronous_launches += o.synchronous_launches;
+  host_syncs += o.host_syncs;
   return *this;
 }
 
@@ -70,6 +71,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
+  c.host_syncs = host_syncs * k;
   return c;
 }
 
@@ -154,18 +156,22 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
   c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
   c.launches -= part.launches;
+  c.host_syncs -= part.host_syncs;
   return c;
 }
 
 double wave_efficiency(const Gemm& g, int sms) {
   if (sms <= 0) return 1;
   static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
+  // A grouped GEMM's groups are tiled each on its own: a weight gradient's one m x n result per copy;
+  // a forward or input-gradient GEMM's m rows split among its copies (the experts' rows, taken even),
+  // so each group's last tile row may be partly idle. All groups' tiles fill the waves together.
+  const double groups = g.weight_copies, group_rows = g.copies_are_results ? g.m : g.m / groups;
   double best = 0;
   for (const auto& [tm, tn] : kTiles) {
-    const double outputs = g.batch * (g.copies_are_results ? g.weight_copies : 1);
-    const double tiles = std::ceil(g.m / tm) * std::ceil(g.n / tn) * outputs;
+    const double tiles = std::ceil(group_rows / tm) * std::ceil(g.n / tn) * groups * g.batch;
     const double waves = std::ceil(tiles / sms);
-    best = std::max(best, g.m * g.n * outputs / (waves * sms * tm * tn));
+    best = std::max(best, group_rows * g.n * groups * g.batch / (waves * sms * tm * tn));
   }
   return best;
 }
@@ -201,11 +207,13 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
   w.cp_attention = training.cp_attention;
   w.kernels = training.kernels;
   w.cross_entropy = training.cross_entropy;
+  w.moe_dispatcher = training.moe_dispatcher;
   return w;
 }
 
 KernelCost launched_as_trained(KernelCost cost, const TrainingSpec& training) {
-  cost.synchronous_launches = training.launch_blocking ? cost.launches : 0;
+  cost.synchronous_launches =
+      training.launch_blocking ? cost.launches : std::min(cost.host_syncs, cost.launches);
   return cost;
 }
 
@@ -327,6 +335,21 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
 
 namespace {
 
+// The memory-bound kernels of Megatron-Core's token dispatchers around the experts: permute (each
+// token's top_k copies gathered in expert order) and unpermute (the copies weighted by their router
+// probabilities and summed back into tokens), each reading and writing the k copies of the rank's
+// tokens. The all-to-all dispatcher (training.moe_dispatcher alltoall) under ep > 1 with several
+// experts per rank also sorts the received rows, which arrive grouped by source rank, by local expert
+// before the experts and back after them (sort_chunks_by_idxs): two more passes over the `rows` the
+// rank runs. Each pass reads and writes every row once, forward and backward alike.
+KernelCost moe_dispatch_kernels(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows) {
+  const double h = m.hidden;
+  KernelCost c = elementwise(2 * 2 * s.e * m.moe->top_k * s.tokens * h, 2);
+  if (w.moe_dispatcher == MoeDispatcher::AllToAll && w.ep > 1 && m.moe->experts / w.ep > 1)
+    c += elementwise(2 * 2 * s.e * rows * h, 2);
+  return c;
+}
+
 // The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
 // one matrix for a dense layer; an MoE layer's top_k copies of each token at the hottest rank's pace,
 // over this rank's experts.
@@ -353,7 +376,7 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
   c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
-  if (moe_layer) c += elementwise(2 * 2 * s.e * m.moe->top_k * s.tokens * h, 2);
+  if (moe_layer) c += moe_dispatch_kernels(m, w, s, rows);
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
   c += elementwise((swiglu ? 3 : 2) * s.e * rows * f / s.t);
   c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read, true, s.precision)
@@ -396,10 +419,13 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   c += norm(s, h);
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) {
-    const double k = m.moe->top_k, E = m.moe->experts;
+    const double E = m.moe->experts;
     c += gemm(s.tokens, h, E / s.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
     c += elementwise(2 * 4 * s.tokens * E);          // fp32 softmax and top-k
-    c += elementwise(2 * 2 * s.e * k * s.tokens * h, 2);  // permute and unpermute: read and write k copies
+    c += moe_dispatch_kernels(m, w, s, rows);
+    // The dispatcher copies the token counts per expert to the host, which passes them as the
+    // all-to-all's split sizes and the grouped GEMM's row splits: the host waits for the device once.
+    c.host_syncs += 1;
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
@@ -457,6 +483,10 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   KernelCost c = backward_of(layer_forward(m, w, moe_layer));
   c += eager_autograd_backward(m, w, moe_layer);
+  // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
+  // where backward_of counts every memory-bound kernel twice.
+  if (moe_layer)
+    c = without(c, moe_dispatch_kernels(m, w, shape_of(w), mlp_rows(m, w, shape_of(w), true).first));
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
   c = without(c, backward_of(attention_core_forward(m, w)));

@@ -77,6 +77,12 @@ struct KernelCost {
   // Of launches, those the device waits for the host to dispatch (all of them under
   // training.launch_blocking: launched_as_trained sets them).
   int synchronous_launches = 0;
+  // Of launches, those the host issues only after waiting for the device: a device-to-host copy the
+  // host needs before it can launch what follows (an MoE layer's token counts per expert, which the
+  // all-to-all's split sizes and the grouped GEMM's row splits are given as), so the device idles while
+  // the host dispatches the next kernel. Each costs efficiency.synchronous_launch, as under
+  // training.launch_blocking (launched_as_trained counts them in synchronous_launches).
+  int host_syncs = 0;
 
   // All four fused attention figures: whether fused_kernel matters.
   Flops fused_attention_flops() const {
@@ -139,7 +145,8 @@ double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const Devic
 
 // `cost` as the training launches it: under training.launch_blocking every launch is synchronous
 // (the host dispatches each kernel only after the previous one has ended, and the device waits for
-// it); otherwise none is. Lowering and the optimizer's bounds cost every compute task through it.
+// it); otherwise those after a host sync (host_syncs) are. Lowering and the optimizer's bounds cost
+// every compute task through it.
 KernelCost launched_as_trained(KernelCost cost, const TrainingSpec& training);
 
 struct LayerWork {
@@ -158,9 +165,10 @@ struct LayerWork {
   // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention), so context
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
-  CpAttention cp_attention = CpAttention::Gather;      // training.cp_attention
-  LayerKernels kernels = LayerKernels::Fused;          // training.kernels
-  CrossEntropy cross_entropy = CrossEntropy::Unfused;  // training.cross_entropy
+  CpAttention cp_attention = CpAttention::Gather;          // training.cp_attention
+  LayerKernels kernels = LayerKernels::Fused;              // training.kernels
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;      // training.cross_entropy
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;  // training.moe_dispatcher
 };
 
 // One layer's work at these degrees under `training` (its sequence length, precision and attention
@@ -175,8 +183,9 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
 // experts' rows scaled by work.expert_load.
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
-// fused attention runs its backward kernel, memory-bound kernels move about twice the traffic. Under
-// training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
+// fused attention runs its backward kernel, memory-bound kernels move about twice the traffic; an MoE
+// layer's permutations move the gradients back as the forward moved the tokens (once their traffic).
+// Under training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // What PyTorch autograd runs in one layer's backward besides the backward of the forward's kernels,
 // for eager nn.Modules (training.kernels: eager): with biases, each linear's bias gradient as a

@@ -78,7 +78,13 @@ void model_shape(Arguments& a, const ModelSpec& m, const TrainingSpec& t) {
     if (m.moe->every > 1) a.add("moe-layer-freq", moe_layer_pattern(m));
     // A capacity drops the tokens past it, as the twin counts expert work; without one both the twin
     // and Megatron (its default) run dropless.
-    a.add("moe-token-dispatcher-type", "alltoall");
+    // training.moe_dispatcher fused is the flex dispatcher with DeepEP (HybridEP costs the same here).
+    if (t.moe_dispatcher == MoeDispatcher::Fused) {
+      a.add("moe-token-dispatcher-type", "flex");
+      a.add("moe-flex-dispatcher-backend", "deepep");
+    } else {
+      a.add("moe-token-dispatcher-type", "alltoall");
+    }
     if (m.moe->capacity_factor) a.add("moe-expert-capacity-factor", decimal(*m.moe->capacity_factor));
   }
   // The twin's vocabulary as is; Megatron pads it to a multiple of 128 x tp.

@@ -47,7 +47,6 @@ const std::set<std::string> kWithoutEffect = {"tokenizer-type",
                                               "use-mcore-models",
                                               "transformer-impl",
                                               "distributed-backend",
-                                              "moe-token-dispatcher-type",
                                               "overlap-param-gather",
                                               "use-precision-aware-optimizer",
                                               "tensorboard-dir",
@@ -402,6 +401,13 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
   t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
+  // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
+  // costed as alltoall's traffic.
+  const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});
+  if (dispatcher == "flex") t.moe_dispatcher = MoeDispatcher::Fused;
+  if (dispatcher == "allgather")
+    out.warnings.push_back("--moe-token-dispatcher-type allgather: imported as moe_dispatcher: alltoall");
+  a.flag("moe-flex-dispatcher-backend");  // deepep or hybridep: costed alike
   const auto backend = a.choice("attention-backend", {"auto", "flash", "fused", "unfused", "local"});
   t.attention = backend == "unfused" || backend == "local" ? AttentionKind::Unfused : AttentionKind::Flash;
   if (backend == "flash")
@@ -549,6 +555,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
   if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
   if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
+  if (t.moe_dispatcher != MoeDispatcher::AllToAll)
+    y += "  moe_dispatcher: " + enum_name(t.moe_dispatcher, kMoeDispatcherNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +

@@ -26,6 +26,8 @@ const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fuse
                                                     {"eager", LayerKernels::Eager}};
 const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Unfused},
                                                     {"fused", CrossEntropy::Fused}};
+const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher::AllToAll},
+                                                      {"fused", MoeDispatcher::Fused}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -110,6 +112,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
   r.read_enum("kernels", t.kernels, kLayerKernelsNames);
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
+  r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   r.read("repeat_kv", t.repeat_kv);

@@ -43,11 +43,18 @@ enum class LayerKernels { Fused, Eager };
 // the logits and writes their gradient (flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn
 // fused_crossentropy; Megatron-LM's --cross-entropy-loss-fusion).
 enum class CrossEntropy { Unfused, Fused };
+// How an MoE layer's tokens reach their experts and come back (Megatron-Core's token dispatchers).
+// alltoall (moe_token_dispatcher_type alltoall, the default): each rank permutes its tokens' top_k
+// copies into expert order, all-to-alls them, and, with several experts per EP rank, sorts the rows it
+// received by local expert (and back before the combine). fused (the flex dispatcher with DeepEP or
+// HybridEP): the dispatch and combine kernels place the copies themselves; one permutation each way.
+enum class MoeDispatcher { AllToAll, Fused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
+extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
 struct TrainingSpec {
@@ -59,6 +66,7 @@ struct TrainingSpec {
   CpAttention cp_attention = CpAttention::Gather;
   LayerKernels kernels = LayerKernels::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the

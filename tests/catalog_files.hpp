@@ -1,0 +1,18 @@
+// The catalog's model and topology files by name, for tests that cost one model on one cluster.
+#pragma once
+
+#include <string>
+
+#include "plan/spec/scenario.hpp"
+
+namespace paratwin::test {
+
+inline ModelSpec model(const std::string& name) {
+  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
+}
+
+inline ClusterSpec cluster(const std::string& name) {
+  return load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/" + name + ".yaml");
+}
+
+}  // namespace paratwin::test
