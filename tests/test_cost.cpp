@@ -10,6 +10,7 @@
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
 #include "plan/cost/memory.hpp"
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/spec/model.hpp"
 #include "plan/spec/scenario.hpp"
 
@@ -700,4 +701,68 @@ BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_a
              32e9);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).launches == 2);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).gemm_flops.value() == 0);
+}
+
+// ---- TP overlap: AsyncTP's and Transformer Engine's decomposed GEMMs (plan/cost/tp_overlap.hpp) ----
+
+BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_pieces_of_its_rows) {
+  const ModelSpec m = model("llama3-70b");
+  for (int tp : {2, 4, 8}) {
+    BOOST_TEST_CONTEXT("tp " << tp) {
+      LayerWork w;
+      w.micro_batch = 2;
+      w.seq_len = 4096;
+      w.tp = tp;
+      w.sequence_parallel = true;
+      for (bool forward : {true, false}) {
+        const TpPieces p = tp_overlap_pieces(m, w, forward, false);
+        // QKV, output, gate-and-up and down projections (backward: their input gradients).
+        BOOST_TEST(p.whole.gemms.size() == 4u);
+        BOOST_TEST(p.lead.gemm_flops.value() == p.whole.gemm_flops.value() / tp, tt::tolerance(1e-12));
+        BOOST_TEST(p.rest.gemm_flops.value() == p.whole.gemm_flops.value() * (tp - 1) / tp,
+                   tt::tolerance(1e-12));
+        BOOST_TEST(p.rest.launches == 4 * (tp - 1));
+        for (const Gemm& g : p.lead.gemms) BOOST_TEST(g.m == 2.0 * 4096 / tp);
+        // Every piece's GEMM is one of the pass's own, on 1/tp of its rows.
+        const KernelCost pass = forward ? layer_forward(m, w, false) : layer_backward(m, w, false);
+        const KernelCost d = decomposed(pass, p);
+        BOOST_TEST(d.gemm_flops.value() == pass.gemm_flops.value(), tt::tolerance(1e-12));
+        BOOST_TEST(d.launches == pass.launches + 4 * (tp - 1) + 4);  // the pieces and 4 staging kernels
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tp_overlap_decomposes_nothing_without_sequence_parallelism_and_no_experts) {
+  LayerWork w;
+  w.seq_len = 2048;
+  w.tp = 4;
+  BOOST_TEST(tp_overlap_pieces(model("llama3-70b"), w, true, false).whole.gemms.size() == 0u);  // all-reduces
+  w.sequence_parallel = true;
+  w.tp = 1;
+  BOOST_TEST(tp_overlap_pieces(model("llama3-70b"), w, true, false).whole.gemms.size() == 0u);
+  // An MoE layer decomposes its attention's pair alone: the experts run between all-to-alls.
+  w.tp = 2;
+  BOOST_TEST(tp_overlap_pieces(model("mixtral-8x7b"), w, true, true).whole.gemms.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(gemm_pieces_of_few_rows_cost_more_than_the_whole_gemm) {
+  // 1,024 tokens at tp 8: pieces of 128 rows fill fewer of the H100's 132 SMs' tiles than one GEMM of
+  // 1,024 rows (wave quantization), and launch 8 times as often; the bound stays below the time.
+  const ModelSpec m = model("llama3-70b");
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  LayerWork w;
+  w.seq_len = 1024;
+  w.tp = 8;
+  w.sequence_parallel = true;
+  const TpPieces p = tp_overlap_pieces(m, w, true, false);
+  KernelCost pieces = p.lead;
+  pieces += p.rest;
+  BOOST_TEST(compute_time(pieces, d, Precision::Bf16).value() >
+             compute_time(p.whole, d, Precision::Bf16).value());
+  const KernelCost f = layer_forward(m, w, false), split = decomposed(f, p);
+  BOOST_TEST(compute_time(split, d, Precision::Bf16).value() > compute_time(f, d, Precision::Bf16).value());
+  BOOST_TEST(compute_time_bound(split, d, Precision::Bf16).value() <=
+             compute_time(split, d, Precision::Bf16).value());
 }

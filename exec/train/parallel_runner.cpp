@@ -190,8 +190,9 @@ void ParallelRunner::begin_step(int64_t step) {
 }
 
 void ParallelRunner::compute(int index, const Task& task) {
-  // A share of a pass's attention lowered apart for the twin's CP ring: the pass's own task runs it.
-  if (task.purpose == Purpose::AttentionBlocks) return;
+  // A share of a pass lowered apart for the twin (the CP ring's attention blocks, TP overlap's GEMM
+  // pieces): the pass's own task runs it.
+  if (is_pass_share(task.purpose)) return;
   settle_reductions();
   ++computes_;
   const double tp_before = model_.tp_seconds;
@@ -235,7 +236,8 @@ void ParallelRunner::compute(int index, const Task& task) {
 int ParallelRunner::start(int index, const Task& task) {
   switch (task.purpose) {
     case Purpose::None:
-    case Purpose::AttentionBlocks:  // the CP ring's blocks are compute, skipped before they get here
+    case Purpose::AttentionBlocks:  // shares of a pass (is_pass_share): compute, skipped before here
+    case Purpose::TpGemmPieces:
       break;
     case Purpose::GradientReduce:
       return reduce_gradients(index, task);
@@ -408,7 +410,7 @@ void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
   for (size_t i = 0; i < tasks.size(); ++i) {
     if ((tasks[i].kind == TaskKind::Forward || tasks[i].kind == TaskKind::Backward ||
          tasks[i].kind == TaskKind::Recompute) &&
-        tasks[i].purpose != Purpose::AttentionBlocks)
+        !is_pass_share(tasks[i].purpose))
       owner = int(i);
     else if (tasks[i].kind == TaskKind::Collective && measured.count(tasks[i].group) && owner >= 0)
       owned[owner].push_back(int(i));

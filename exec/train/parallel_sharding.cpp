@@ -72,7 +72,7 @@ void ParallelRunner::plan_gradient_windows() {
   const Range head = model_.head_range();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const Task& b = tasks[i];
-    if (b.kind != TaskKind::Backward || b.purpose == Purpose::AttentionBlocks) continue;
+    if (b.kind != TaskKind::Backward || is_pass_share(b.purpose)) continue;
     std::vector<Range>& open = backward_parts_[int(i)];
     // The parts of its micro-batch's reduce-scatters of the layers it computes gradients of.
     for (const auto& [index, parts] : buckets_) {

@@ -16,7 +16,7 @@ namespace paratwin::exec {
 std::vector<ActivationUnit> activation_units(const Plan& plan, const Role& role) {
   std::set<std::tuple<int, int, int>> spans;  // (first layer, end, chunk)
   for (const Task& t : role.tasks)
-    if (t.kind == TaskKind::Forward && t.purpose != Purpose::AttentionBlocks)
+    if (t.kind == TaskKind::Forward && !is_pass_share(t.purpose))
       spans.insert({t.layer_begin, t.layer_end, t.chunk});
   std::vector<ActivationUnit> units;
   for (const auto& [begin, end, chunk] : spans) units.push_back({chunk, begin, end});

@@ -24,6 +24,19 @@ void GemmList::add(const Gemm& g) {
   v_ = std::move(v);
 }
 
+void GemmList::remove(const Gemm& g) {
+  auto v = std::make_shared<std::vector<Gemm>>(v_ ? *v_ : std::vector<Gemm>{});
+  for (auto it = v->begin(); it != v->end(); ++it)
+    if (it->same_shape(g)) {
+      assert(it->count >= g.count * (1 - 1e-9) && "removing more launches than the list holds");
+      it->count -= g.count;
+      if (it->count <= 1e-9 * g.count) v->erase(it);
+      v_ = std::move(v);
+      return;
+    }
+  assert(false && "removing a GEMM shape the list does not hold");
+}
+
 GemmList GemmList::times(double k) const {
   if (!v_ || k == 1) return *this;
   auto v = std::make_shared<std::vector<Gemm>>(*v_);
@@ -144,9 +157,9 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
 }  // namespace
 
 KernelCost without(const KernelCost& whole, const KernelCost& part) {
-  assert(part.gemms.size() == 0 && part.optimizer_bytes.value() == 0 &&
-         "only attention and memory-bound work");
+  assert(part.optimizer_bytes.value() == 0 && "no optimizer step");
   KernelCost c = whole;
+  for (const Gemm& g : part.gemms) c.gemms.remove(g);
   c.gemm_flops = c.gemm_flops - part.gemm_flops;
   c.attention_flops = c.attention_flops - part.attention_flops;
   c.gemm_bytes = c.gemm_bytes - part.gemm_bytes;

@@ -51,6 +51,8 @@ class GemmList {
   size_t size() const { return v_ ? v_->size() : 0; }
   // Adds `count` more launches of g's shape (merged with an equal shape already listed).
   void add(const Gemm& g);
+  // Takes `g.count` launches of g's shape away (the shape must be listed with at least that many).
+  void remove(const Gemm& g);
   GemmList times(double k) const;  // every count times k
 
  private:
@@ -204,8 +206,9 @@ KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work)
 // work for lowering and the optimizer.
 KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Recompute mode, bool moe_layer);
 
-// `whole` less `part`, where `part` is attention and memory-bound work only (no GEMMs): the share of a
-// pass lowering runs as a task of its own (the CP ring's blocks, beside their transfers).
+// `whole` less `part`, where `part` is attention, GEMMs `whole` lists and memory-bound work (no
+// optimizer step): the share of a pass lowering runs as a task of its own (the CP ring's blocks beside
+// their transfers, the TP overlap's GEMM pieces: plan/cost/tp_overlap.hpp).
 KernelCost without(const KernelCost& whole, const KernelCost& part);
 
 // Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the

@@ -12,6 +12,7 @@
 
 #include "plan/cost/layer_collectives.hpp"
 #include "plan/cost/ring_attention.hpp"
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/role_builder.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/spec/limits.hpp"
@@ -140,8 +141,8 @@ Task RoleBuilder::collective(CollectiveKind kind, GroupKind group, const cost::G
   return t;
 }
 
-TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after,
-                                          int passes) {
+TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int tp_after,
+                                          int after, int passes) {
   TaskDeps ids;
   auto what = [&](std::string_view kind) {
     return names_ ? named(std::string(kind) + (forward ? "F " : "B "), mb, chunk) : std::string();
@@ -156,12 +157,12 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
     const Bytes full = bytes.tp;
     if (p_.sequence_parallel) {
       ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
-                                   what("AG tp "), {after})));
+                                   what("AG tp "), {tp_after})));
       ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
                                    what("RS tp "), {ids.back()})));
     } else {
       ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
-                                   what("AR tp "), {after})));
+                                   what("AR tp "), {tp_after})));
     }
   }
   if (p_.cp > 1 && layers > 0 && !cost::runs_ring_attention(layer_work())) {
@@ -187,6 +188,15 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
   return ids;
 }
 
+cost::TpPieces RoleBuilder::tp_pieces(int begin, int end, bool forward, int passes) const {
+  const cost::LayerWork w = layer_work();
+  const int moe = moe_layers(begin, end), dense = end - begin - moe;
+  cost::TpPieces p;
+  if (dense) p += cost::tp_overlap_pieces(m_, w, forward, false) * (dense * passes);
+  if (moe) p += cost::tp_overlap_pieces(m_, w, forward, true) * (moe * passes);
+  return p;
+}
+
 TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
                                         int passes) {
   for (int d : previous_compute_)
@@ -194,7 +204,33 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   const TaskDeps deps = compute.deps;
   if (cost::runs_ring_attention(layer_work()) && end > begin)
     compute.deps = ring_attention_tasks(compute, end - begin, forward);
+  // TP overlap (plan/cost/tp_overlap.hpp): the GEMMs whose all-gathers and reduce-scatters it decomposes
+  // leave the pass's task for two of their own after it, the lead pieces and the rest; the pass's TP
+  // collectives start after the lead pieces and run beside the rest. Nothing else of the pass hides them.
+  const cost::TpPieces pieces =
+      p_.overlap_tp && end > begin ? tp_pieces(begin, end, forward, passes) : cost::TpPieces{};
+  std::vector<Task> piece_tasks;
+  if (pieces.whole.gemms.size() > 0) {
+    for (const auto& [work, name] :
+         {std::pair{&pieces.lead, " tp lead"}, std::pair{&pieces.rest, " tp pieces"}}) {
+      Task t = pass_task(compute.kind, compute.microbatch, compute.chunk, compute.layer_begin,
+                         compute.layer_end, names_ ? compute.name + name : std::string());
+      t.work = *work;
+      if (t.kind == TaskKind::Recompute) t.recompute_flops = t.work.gemm_flops;
+      t.purpose = Purpose::TpGemmPieces;
+      piece_tasks.push_back(std::move(t));
+    }
+    compute.work = cost::without(compute.work, pieces.whole);
+    compute.work += pieces.staging;
+    if (compute.kind == TaskKind::Recompute) compute.recompute_flops = compute.work.gemm_flops;
+  }
   const int id = add(std::move(compute));
+  int lead = id, last = id;
+  for (Task& t : piece_tasks) {
+    t.deps = {last};
+    last = add(std::move(t));
+    if (lead == id) lead = last;
+  }
   int regather = -1;
   if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
     // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
@@ -206,17 +242,10 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
         add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp, 2 * (end - begin) * passes,
                        StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
   }
-  // Without TP overlap the collectives follow the GEMMs; with it they run beside them.
-  const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, p_.overlap_tp ? -1 : id, passes);
-  for (int c : comm) {
-    auto& d = role_.tasks[c].deps;
-    d.remove(-1);
-    if (p_.overlap_tp && c == comm.front()) d = deps;
-  }
-  TaskDeps done{id};
+  // The collectives follow the GEMMs; decomposed, the TP ones follow the lead pieces.
+  const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, lead, last, passes);
+  TaskDeps done{last};
   if (!comm.empty()) done.push_back(comm.back());
-  if (p_.overlap_tp)
-    for (size_t i = 0; i + 1 < comm.size(); ++i) done.push_back(comm[i]);
   if (regather >= 0) done.push_back(regather);
   previous_compute_ = done;
   return done;

@@ -37,7 +37,15 @@ enum class Purpose {
   // that the ring's transfers overlap them: plan/cost/ring_attention.hpp); the pass's own task runs the
   // layers in the live engines, which skip this one.
   AttentionBlocks,
+  // A compute task holding GEMM pieces of its pass that TP overlap decomposes (the lead pieces, or the
+  // rest beside the pass's TP collectives: plan/cost/tp_overlap.hpp); the live engines skip it too.
+  TpGemmPieces,
 };
+
+// Whether a compute task holds a share of its pass's work apart from the task that runs its layers.
+inline bool is_pass_share(Purpose p) {
+  return p == Purpose::AttentionBlocks || p == Purpose::TpGemmPieces;
+}
 
 extern const EnumNames<TaskKind> kTaskKindNames;
 extern const EnumNames<StreamKind> kStreamKindNames;

@@ -39,7 +39,8 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
                                           {"activation-offload", Purpose::ActivationOffload},
                                           {"optimizer-offload", Purpose::OptimizerOffload},
-                                          {"attention-blocks", Purpose::AttentionBlocks}};
+                                          {"attention-blocks", Purpose::AttentionBlocks},
+                                          {"tp-gemm-pieces", Purpose::TpGemmPieces}};
 
 static std::string describe_task(const Task& t) {
   std::string s;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan/cost/expert_load.hpp"
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/topology/rank_order.hpp"
@@ -159,8 +160,13 @@ class RoleBuilder {
   Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
                   int count, StreamKind stream, std::string name, TaskDeps deps);
 
-  // TP (and SP), CP and EP collectives of one pass over layers [begin, end); returns their task ids.
-  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int after, int passes);
+  // TP (and SP), CP and EP collectives of one pass over layers [begin, end), the TP ones after task
+  // `tp_after`, the others after task `after`; returns their task ids.
+  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int tp_after, int after,
+                               int passes);
+
+  // What TP overlap decomposes of `passes` passes over layers [begin, end) (plan/cost/tp_overlap.hpp).
+  cost::TpPieces tp_pieces(int begin, int end, bool forward, int passes) const;
 
   // Context parallelism over fused attention: the ring's tasks for a pass of `layers` layers (its
   // blocks taken out of `pass`'s work); returns what `pass` waits for.

@@ -109,6 +109,12 @@ class RoleVerifier {
                 p_.cp > 1,
             "must be a compute task of a plan with cp > 1");
         return;
+      case Purpose::TpGemmPieces:
+        expect(
+            (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) &&
+                p_.overlap_tp && p_.tp > 1 && p_.sequence_parallel,
+            "must be a compute task of a plan with TP overlap, tp > 1 and sequence parallelism");
+        return;
       case Purpose::OptimizerOffload:
         expect(t.kind == TaskKind::Copy && p_.offload_optimizer,
                "must be a copy of a plan that offloads the optimizer");

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "plan/cost/expert_load.hpp"
+#include "plan/cost/tp_overlap.hpp"
 
 namespace paratwin::search {
 
@@ -54,23 +55,30 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
     first = false;
   }
   const auto [tp_pass, cp_f, cp_b, ep] = best;
-  // A pass's collectives follow its GEMMs and the next pass waits for them; with TP overlap they run
-  // beside the GEMMs, so a chunk's pass takes the longer of its GEMMs and its collectives. That maximum
-  // of sums is no sum of per-layer maxima (the embedding's and head's GEMMs join the GEMMs' side, its
-  // collective the other), so the per-layer bound keeps the GEMMs alone; the pass graph's bound takes
-  // the maximum chunk by chunk.
+  // A pass's collectives follow its GEMMs and the next pass waits for them. TP overlap under sequence
+  // parallelism (plan/cost/tp_overlap.hpp) decomposes the GEMMs next to its all-gathers and
+  // reduce-scatters into pieces, which cost what `decomposed` says, and runs its TP collectives beside
+  // the pieces: a chunk's pass takes at least its compute, and at least its lead pieces and collectives.
+  // That maximum of sums is no sum of per-layer maxima, so the per-layer bound keeps the compute alone;
+  // the pass graph's bound takes the maximum chunk by chunk. Its CP and EP collectives still follow.
   // Synchronous launches run nothing beside the GEMMs (training.launch_blocking).
-  const bool overlap = ctx_.req.overlap_tp.value_or(false) && !ctx_.s.training.launch_blocking;
-  auto pass = [&](double gemms, double comm) { return overlap ? gemms : gemms + comm; };
+  const bool pieces = ctx_.req.overlap_tp.value_or(false) && layout.sp && layout.tp > 1;
+  const bool beside = pieces && !ctx_.s.training.launch_blocking;
+  auto work = [&](bool forward, bool moe) {
+    const cost::KernelCost k =
+        forward ? cost::layer_forward(ctx_.s.model, w, moe) : cost::layer_backward(ctx_.s.model, w, moe);
+    return pieces ? cost::decomposed(k, cost::tp_overlap_pieces(ctx_.s.model, w, forward, moe)) : k;
+  };
+  auto pass = [&](double compute, double tp, double other) { return compute + (beside ? 0 : tp) + other; };
   LayerTimes t;
-  t.forward_compute = compute(cost::layer_forward(ctx_.s.model, w, false));
-  t.backward_compute = compute(cost::layer_backward(ctx_.s.model, w, false));
-  t.moe_forward_compute = compute(cost::layer_forward(ctx_.s.model, w, true));
-  t.moe_backward_compute = compute(cost::layer_backward(ctx_.s.model, w, true));
-  t.forward = pass(t.forward_compute, 2 * tp_pass + cp_f);
-  t.backward = pass(t.backward_compute, 2 * tp_pass + cp_b);
-  t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass + cp_f + ep);
-  t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass + cp_b + ep);
+  t.forward_compute = compute(work(true, false));
+  t.backward_compute = compute(work(false, false));
+  t.moe_forward_compute = compute(work(true, true));
+  t.moe_backward_compute = compute(work(false, true));
+  t.forward = pass(t.forward_compute, 2 * tp_pass, cp_f);
+  t.backward = pass(t.backward_compute, 2 * tp_pass, cp_b);
+  t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass, cp_f + ep);
+  t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass, cp_b + ep);
   if (layout.recompute == Recompute::Full) {
     t.recompute = t.forward;
     t.moe_recompute = t.moe_forward;

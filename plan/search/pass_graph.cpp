@@ -174,7 +174,9 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
     if (c + 1 < chunks) passes[c].forward_send = transfer_time(layout, stride, c, c + 1);
     if (c > 0) passes[c].backward_send = transfer_time(layout, stride, c, c - 1);
   }
-  const bool overlap = ctx_.req.overlap_tp.value_or(false);
+  // TP overlap hides only what it decomposes: the TP collectives of sequence parallelism (lowering runs
+  // the CP and EP ones after the compute too, so the maximum stays below).
+  const bool overlap = ctx_.req.overlap_tp.value_or(false) && layout.sp && layout.tp > 1;
   std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size()), sent(g.nodes.size());
   std::vector<double> pp_free(layout.pp, 0);  // the rank's send-and-receive stream
   auto run = [overlap](double start, double compute, double comm, double& compute_end, double& done) {

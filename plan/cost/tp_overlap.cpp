@@ -1,0 +1,81 @@
+// Which GEMMs of a layer the TP overlap decomposes, and its pieces.
+#include "plan/cost/tp_overlap.hpp"
+
+#include <vector>
+
+#include "plan/cost/layer_collectives.hpp"
+#include "plan/cost/memory.hpp"
+
+namespace paratwin::cost {
+
+TpPieces& TpPieces::operator+=(const TpPieces& o) {
+  whole += o.whole;
+  lead += o.lead;
+  rest += o.rest;
+  staging += o.staging;
+  return *this;
+}
+
+namespace {
+
+// `count` launches of g's shape, with its FLOPs and operand traffic at `element` bytes.
+KernelCost launches_of(Gemm g, double count, double element) {
+  g.count = count;
+  KernelCost c;
+  c.gemm_flops = Flops(g.flops());
+  c.gemm_bytes = Bytes(g.bytes(element) * count);
+  c.gemms.add(g);
+  c.launches = static_cast<int>(count);
+  return c;
+}
+
+}  // namespace
+
+TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
+  TpPieces p;
+  if (w.tp < 2 || !w.sequence_parallel) return p;
+  const double e = element_bytes(w.precision), t = w.tp;
+  const double tokens = double(w.micro_batch) * w.seq_len / w.cp;  // every GEMM's rows (layer_forward's)
+  const double h = m.hidden, f = m.ffn_hidden, gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
+  const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
+  // Forward (m x k by k x n) as layer_forward lists them: {m, n, k}; the input gradient of a forward
+  // GEMM is {m, k, n} (backward_of's).
+  struct Linear {
+    double n, k;
+    bool gathers_forward;  // column-parallel: its input all-gathered forward (its input gradient
+                           // reduce-scattered backward); row-parallel: the other way round
+  };
+  std::vector<Linear> linears{{(A + 2 * Kv) / t, h, true}, {h, A / t, false}};
+  if (!moe_layer) {
+    linears.push_back({gates * f / t, h, true});
+    linears.push_back({h, f / t, false});
+  }
+  const double shard = layer_collective_bytes(m, w).tp.value();  // one collective's whole activation
+  for (const Linear& l : linears) {
+    Gemm g;
+    g.m = tokens;
+    g.n = forward ? l.n : l.k;
+    g.k = forward ? l.k : l.n;
+    p.whole += launches_of(g, 1, e);
+    Gemm piece = g;
+    piece.m = tokens / t;
+    p.lead += launches_of(piece, 1, e);
+    p.rest += launches_of(piece, t - 1, e);
+    KernelCost staging;
+    const bool gathers = l.gathers_forward == forward;
+    staging.elementwise_bytes = Bytes(gathers ? 2 * shard / t : shard * (1 + 1 / t));
+    staging.launches = 1;
+    p.staging += staging;
+  }
+  return p;
+}
+
+KernelCost decomposed(const KernelCost& pass, const TpPieces& pieces) {
+  KernelCost c = without(pass, pieces.whole);
+  c += pieces.staging;
+  c += pieces.lead;
+  c += pieces.rest;
+  return c;
+}
+
+}  // namespace paratwin::cost
