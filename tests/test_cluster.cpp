@@ -60,3 +60,24 @@ BOOST_AUTO_TEST_CASE(nodes_at_the_top_resizes_a_one_pool_cluster) {
   BOOST_TEST(!diag.has_errors());
   BOOST_TEST(c.gpus() == 16);
 }
+
+BOOST_AUTO_TEST_CASE(fused_attention_rates_by_key_length_survive_a_round_trip) {
+  const ClusterSpec c = catalog_cluster("dgx-h100");
+  const auto& flash2 = c.device_of(c.pools[0]).efficiency.flash2;
+  BOOST_REQUIRE(flash2.has_value());
+  BOOST_TEST(flash2->seq_len == 8192);
+  BOOST_REQUIRE(flash2->by_seq_len.contains(2048));
+  BOOST_TEST(flash2->by_seq_len.at(2048).forward == 0.257);
+  BOOST_TEST(*flash2->by_seq_len.at(2048).forward_full == 0.366);
+  Diagnostics diag;
+  const ClusterSpec again = parse_cluster(parse_yaml(to_yaml(c), "round-trip"), "cluster", diag);
+  BOOST_TEST(!diag.has_errors());
+  const auto& back = again.device_of(again.pools[0]).efficiency.flash2;
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->seq_len == 8192);
+  BOOST_TEST(back->by_seq_len.size() == flash2->by_seq_len.size());
+  for (const auto& [length, rates] : flash2->by_seq_len) {
+    BOOST_TEST(back->by_seq_len.at(length).backward == rates.backward);
+    BOOST_TEST(*back->by_seq_len.at(length).backward_full == *rates.backward_full);
+  }
+}

@@ -9,6 +9,7 @@
 #include "catalog_files.hpp"
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
+#include "plan/cost/fused_attention_rate.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/tp_overlap.hpp"
 #include "plan/spec/model.hpp"
@@ -485,6 +486,70 @@ BOOST_AUTO_TEST_CASE(fused_attention_pads_a_head_to_the_kernels_compiled_size) {
     BOOST_TEST(
         compute_time(two, d, Precision::Bf16).value() == 2 * compute_time(x, d, Precision::Bf16).value(),
         tt::tolerance(1e-9));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fused_attention_rates_interpolate_in_log_length_and_hold_outside_the_table) {
+  EfficiencySpec::FusedAttention k;
+  k.forward = 0.3, k.backward = 0.4, k.backward_full = 0.5, k.seq_len = 8192;
+  k.by_seq_len[2048] = {0.2, 0.2, {}, {}};
+  k.by_seq_len[1024] = {0.1, 0.1, {}, 0.3};
+  // The figures at seq_len come back unchanged there, above it and where the length is unknown.
+  for (double length : {8192.0, 16384.0, 0.0}) {
+    const EfficiencySpec::FusedRates r = fused_rates_at(k, length);
+    BOOST_TEST(r.forward == 0.3);
+    BOOST_TEST(r.backward == 0.4);
+    BOOST_TEST(!r.forward_full.has_value());  // absent at seq_len: the causal figure stands in
+    BOOST_TEST(*r.backward_full == 0.5);
+  }
+  // 4096 lies halfway between 2048 and 8192 in log(length).
+  BOOST_TEST(fused_rates_at(k, 4096).forward == 0.25, tt::tolerance(1e-12));
+  BOOST_TEST(fused_rates_at(k, 2048).forward == 0.2, tt::tolerance(1e-12));
+  BOOST_TEST(fused_rates_at(k, 2048 * std::sqrt(2.0)).backward == 0.25, tt::tolerance(1e-12));
+  // Below the shortest length listed: its figures. A rate uses only the lengths that list it.
+  BOOST_TEST(fused_rates_at(k, 512).forward == 0.1);
+  BOOST_TEST(*fused_rates_at(k, 512).backward_full == 0.3);
+  BOOST_TEST(*fused_rates_at(k, 2048).backward_full == 0.3 + 0.2 * 1.0 / 3, tt::tolerance(1e-12));
+  // A kernel without a table: the same figures at every length.
+  EfficiencySpec::FusedAttention flat = k;
+  flat.by_seq_len.clear();
+  BOOST_TEST(fused_rates_at(flat, 512).forward == 0.3);
+}
+
+BOOST_AUTO_TEST_CASE(a_shorter_sequence_costs_fused_attention_more_per_flop) {
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  const ModelSpec m = model("llama3-8b");
+  // The catalog's figures at seqlen 8192 are those the device file measured there.
+  for (const auto& kernel : {d.efficiency.flash2, d.efficiency.flash3}) {
+    BOOST_TEST_REQUIRE(kernel.has_value());
+    BOOST_TEST(kernel->seq_len == 8192);
+    BOOST_TEST(!kernel->by_seq_len.empty());
+    const EfficiencySpec::FusedRates at = fused_rates_at(*kernel, 8192);
+    BOOST_TEST(at.forward == kernel->forward);
+    BOOST_TEST(at.backward == kernel->backward);
+    BOOST_TEST(*at.forward_full == *kernel->forward_full);
+    BOOST_TEST(*at.backward_full == *kernel->backward_full);
+  }
+  for (AttentionKind kind : {AttentionKind::Flash2, AttentionKind::Flash3}) {
+    double previous = 0;  // seconds per executed FLOP, forward and backward
+    for (int s : {16384, 8192, 4096, 2048, 1024}) {
+      LayerWork w;
+      w.seq_len = s;
+      w.micro_batch = 16384 / std::min(s, 16384);
+      w.attention = kind;
+      const KernelCost f = attention_core_forward(m, w), b = layer_backward(m, w, false);
+      BOOST_TEST(f.fused_key_length == s);
+      BOOST_TEST(b.fused_key_length == s);
+      const double per_flop =
+          (compute_time(f, d, Precision::Bf16).value() - 5e-6) / f.flash_forward_flops.value();
+      BOOST_TEST(per_flop >= previous);
+      if (s < 8192) BOOST_TEST(per_flop > previous);
+      previous = per_flop;
+      // The search's bound charges fused attention as compute_time does.
+      BOOST_TEST(compute_time_bound(f, d, Precision::Bf16).value() ==
+                 compute_time(f, d, Precision::Bf16).value());
+    }
   }
 }
 

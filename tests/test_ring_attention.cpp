@@ -57,6 +57,11 @@ BOOST_AUTO_TEST_CASE(ring_blocks_add_up_to_the_causal_square_of_the_rank) {
     BOOST_TEST(b.off_diagonal.flash_full_backward_flops.value() ==
                    2.5 * f.off_diagonal.flash_full_forward_flops.value(),
                tt::tolerance(1e-12));
+    // The kernels' rates go by key length: n for the diagonal block, n/2 for the half blocks.
+    for (const auto* pass : {&f, &b}) {
+      BOOST_TEST(pass->diagonal.fused_key_length == n);
+      BOOST_TEST(pass->off_diagonal.fused_key_length == n / 2);
+    }
     // The model FLOPs stay the gather form's: the full square of this rank's queries.
     cost::LayerWork gather = w;
     gather.cp_attention = CpAttention::Gather;

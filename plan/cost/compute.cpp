@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 
+#include "plan/cost/fused_attention_rate.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/ring_attention.hpp"
 
@@ -61,6 +62,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   if (o.fused_attention_flops().value() > 0) {
     fused_kernel = o.fused_kernel;
     fused_head_dim = o.fused_head_dim;
+    fused_key_length = o.fused_key_length;
   }
   elementwise_bytes += o.elementwise_bytes;
   optimizer_bytes += o.optimizer_bytes;
@@ -140,8 +142,8 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
     const bool flash3 = cost.fused_kernel == AttentionKind::Flash3 ||
                         (cost.fused_kernel == AttentionKind::Flash && e.flash3.has_value());
     const auto& figures = flash3 ? e.flash3 : e.flash2;
-    const EfficiencySpec::FusedAttention rates =
-        figures.value_or(EfficiencySpec::FusedAttention{e.gemm, e.gemm, {}, {}});
+    const EfficiencySpec::FusedRates rates = figures ? fused_rates_at(*figures, cost.fused_key_length)
+                                                     : EfficiencySpec::FusedRates{e.gemm, e.gemm, {}, {}};
     const int d = cost.fused_head_dim;
     const double padded = d > 0 ? double(flash_kernel_head_dim(flash3, d)) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
@@ -335,6 +337,7 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
     c.flash_forward_flops = Flops(2 * scores * d);
     c.fused_kernel = w.attention;
     c.fused_head_dim = m.head_dim;
+    c.fused_key_length = s.sk;
     c.launches = 1;
     return c;
   }
@@ -471,6 +474,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.flash_full_backward_flops = f.flash_full_forward_flops * 2.5;
   b.fused_kernel = f.fused_kernel;
   b.fused_head_dim = f.fused_head_dim;
+  b.fused_key_length = f.fused_key_length;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.launches = f.launches * 2;
   return b;

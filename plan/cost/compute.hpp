@@ -73,6 +73,9 @@ struct KernelCost {
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
   int fused_head_dim =
       0;  // the model's head dimension in them (the kernel may pad it: flash_kernel_head_dim)
+  // The key length each of their rows runs over (the sequence; a ring block's side): their rates
+  // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
+  double fused_key_length = 0;
   Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax
   Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
@@ -129,7 +132,8 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch
 // Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16), its
-// FLOPs scaled by flash_kernel_head_dim / fused_head_dim (the kernel's padded head).
+// FLOPs scaled by flash_kernel_head_dim / fused_head_dim (the kernel's padded head). The efficiency
+// figures are the kernel's at fused_key_length (fused_rates_at: by_seq_len in the device file).
 // `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
 // kernel runs it at efficiency.gemm. A device without a peak at `precision`
 // is a programming error (checked when scenarios load).

@@ -43,6 +43,10 @@ RingAttention ring_attention(const ModelSpec& m, const LayerWork& w, bool forwar
   r.off_diagonal.gemm_flops = r.off_diagonal.attention_flops = Flops(pass * model_block * steps);
   r.diagonal.fused_kernel = r.off_diagonal.fused_kernel = w.attention;
   r.diagonal.fused_head_dim = r.off_diagonal.fused_head_dim = m.head_dim;
+  // The kernels' rates by key length: step 0 runs n keys per row; the later half blocks, as the last
+  // rank runs them (n queries over the visiting n/2 keys), n/2.
+  r.diagonal.fused_key_length = n;
+  r.off_diagonal.fused_key_length = n / 2;
   if (forward) {
     r.diagonal.flash_forward_flops = Flops(block);
     r.off_diagonal.flash_full_forward_flops = Flops(block * steps);

@@ -107,6 +107,59 @@ std::optional<double> parse_ratio(const DocNode& node) {
   return *a / *b;
 }
 
+// A fused attention kernel's four rates; false when a required one is missing or out of range.
+bool read_fused_rates(MapReader& r, EfficiencySpec::FusedRates& f) {
+  double full = 0;
+  if (r.read("forward_full", full, 0.001, 1.0)) f.forward_full = full;
+  if (r.read("backward_full", full, 0.001, 1.0)) f.backward_full = full;
+  const bool forward = r.read("forward", f.forward, 0.001, 1.0, true);
+  return r.read("backward", f.backward, 0.001, 1.0, true) && forward;
+}
+
+// efficiency.flash2 / flash3: the rates at seq_len and, optionally, by key length.
+std::optional<EfficiencySpec::FusedAttention> read_fused_attention(const DocNode& node,
+                                                                   const std::string& path, Diagnostics& diag,
+                                                                   FieldLocations* locations) {
+  MapReader r(node, path, diag, locations);
+  EfficiencySpec::FusedAttention f;
+  bool valid = read_fused_rates(r, f);
+  const bool has_length = r.read("seq_len", f.seq_len, 16, 1 << 24);
+  if (const DocNode* table = r.get("by_seq_len")) {
+    if (!table->is_mapping() || table->entries.empty()) {
+      diag.error(table->location, r.field("by_seq_len") +
+                                      ": expected a mapping from key lengths to rates, e.g. "
+                                      "{2048: {forward: 0.25, backward: 0.26}}, found " +
+                                      describe(*table));
+      valid = false;
+    } else if (!has_length) {
+      diag.error(table->location, r.field("by_seq_len") +
+                                      " needs seq_len: the key length the figures beside it were "
+                                      "measured at");
+      valid = false;
+    }
+    for (const DocEntry& e : table->entries) {
+      const std::string where = r.field("by_seq_len") + "." + e.key;
+      const auto length = read_int(DocNode::scalar_node(e.key, e.key_location), where, diag, 16, 1 << 24);
+      MapReader lr(e.value.front(), where, diag, locations);
+      EfficiencySpec::FusedRates rates;
+      const bool read = read_fused_rates(lr, rates);
+      lr.finish();
+      if (!length || !read) {
+        valid = false;
+      } else if (*length == f.seq_len) {
+        diag.error(e.key_location,
+                   where + " repeats seq_len " + e.key + ": the figures beside by_seq_len are that length's");
+        valid = false;
+      } else {
+        f.by_seq_len[int(*length)] = rates;
+      }
+    }
+  }
+  r.finish();
+  if (!valid) return std::nullopt;
+  return f;
+}
+
 DeviceSpec parse_device(const std::string& name, const DocNode& node, const std::string& path,
                         Diagnostics& diag, FieldLocations* locations) {
   DeviceSpec d;
@@ -135,17 +188,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     if (er.read("gemm_fp8", share, 0.01, 1.0)) d.efficiency.gemm_fp8 = share;
     if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
     for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2}, {"flash3", &d.efficiency.flash3}})
-      if (const DocNode* k = er.get(key)) {
-        MapReader kr(*k, er.field(key), diag, locations);
-        EfficiencySpec::FusedAttention f;
-        double full = 0;
-        if (kr.read("forward_full", full, 0.001, 1.0)) f.forward_full = full;
-        if (kr.read("backward_full", full, 0.001, 1.0)) f.backward_full = full;
-        if (kr.read("forward", f.forward, 0.001, 1.0, true) &&
-            kr.read("backward", f.backward, 0.001, 1.0, true))
-          *rates = f;
-        kr.finish();
-      }
+      if (const DocNode* k = er.get(key)) *rates = read_fused_attention(*k, er.field(key), diag, locations);
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
     if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);

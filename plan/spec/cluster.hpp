@@ -26,11 +26,18 @@ struct EfficiencySpec {
   // Fused attention kernels, by generation (flash2, flash3): executed FLOPs / dense 16-bit peak, in
   // FlashAttention's benchmark convention (causal masks halve the FLOPs; the backward does 2.5x the
   // forward's).
-  struct FusedAttention {
+  struct FusedRates {
     double forward = 0, backward = 0;
     // The same kernel without a mask (context parallelism's ring blocks past the first); the causal
     // figures where absent.
     std::optional<double> forward_full, backward_full;
+  };
+  // The kernel's rates rise with the key length (fewer block rows' prologues and epilogues, a smaller
+  // share of masked diagonal blocks): the figures above hold at seq_len; by_seq_len lists the same
+  // kernel's figures at other key lengths (plan/cost/fused_attention_rate.hpp interpolates them).
+  struct FusedAttention : FusedRates {
+    int seq_len = 0;  // 0: the figures hold at every key length
+    std::map<int, FusedRates> by_seq_len;
   };
   std::optional<FusedAttention> flash2, flash3;
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth

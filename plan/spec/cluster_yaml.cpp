@@ -56,6 +56,26 @@ std::string q(Watts v) {
   return with_unit(v.value(), {{1, "W"}, {1e3, "kW"}, {1e6, "MW"}});
 }
 
+// A fused attention kernel's rates as a flow mapping: the four figures, then by key length.
+std::string fused_rates_text(const EfficiencySpec::FusedRates& r) {
+  return "forward: " + number(r.forward) + ", backward: " + number(r.backward) +
+         (r.forward_full ? ", forward_full: " + number(*r.forward_full) : "") +
+         (r.backward_full ? ", backward_full: " + number(*r.backward_full) : "");
+}
+
+std::string fused_attention_text(const EfficiencySpec::FusedAttention& f) {
+  std::string s = "{" + fused_rates_text(f);
+  if (f.seq_len > 0) s += ", seq_len: " + std::to_string(f.seq_len);
+  if (!f.by_seq_len.empty()) {
+    s += ", by_seq_len: {";
+    for (const auto& [length, rates] : f.by_seq_len)
+      s += (length == f.by_seq_len.begin()->first ? "" : ", ") + std::to_string(length) + ": {" +
+           fused_rates_text(rates) + "}";
+    s += "}";
+  }
+  return s + "}";
+}
+
 // Writes `key: value`, with the comment kept for `path` when there is one.
 class Writer {
  public:
@@ -99,13 +119,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     if (e.gemm_fp8) w.line(6, "gemm_fp8", number(*e.gemm_fp8), dp + ".efficiency.gemm_fp8");
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
     for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
-      if (*rates)
-        w.line(6, key,
-               "{forward: " + number((*rates)->forward) + ", backward: " + number((*rates)->backward) +
-                   ((*rates)->forward_full ? ", forward_full: " + number(*(*rates)->forward_full) : "") +
-                   ((*rates)->backward_full ? ", backward_full: " + number(*(*rates)->backward_full) : "") +
-                   "}",
-               dp + ".efficiency." + key);
+      if (*rates) w.line(6, key, fused_attention_text(**rates), dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");
     w.line(6, "kernel_launch", q(e.kernel_launch), dp + ".efficiency.kernel_launch");
