@@ -31,7 +31,7 @@ const std::vector<Case> kOverlaps = {
      "quickstart",
      {"cluster.from=dgx-h100", "plan.overlap.dp=false", "plan.overlap.tp=true", "training.attention=unfused",
       "training.precision=fp8", "training.grad_reduce=fp32", "training.fp8_param_gather=true",
-      "training.launch_blocking=true"}},
+      "training.launch_blocking=true", "training.cross_entropy=fused"}},
     {"llama-interleaved-no-p2p-overlap", "quickstart",
      with(kLlama,
           {"plan.tp=2", "plan.pp=4", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
@@ -95,6 +95,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   BOOST_TEST(l.training.fp8_param_gather == s.training.fp8_param_gather);
   BOOST_TEST(l.training.launch_blocking == s.training.launch_blocking);
   if (s.model.moe) BOOST_TEST((l.training.moe_dispatcher == s.training.moe_dispatcher));
+  BOOST_TEST((l.training.cross_entropy == s.training.cross_entropy));
   const AttentionKind attention =
       s.training.attention == AttentionKind::Unfused ? AttentionKind::Unfused : AttentionKind::Flash;
   BOOST_TEST((l.training.attention == attention));

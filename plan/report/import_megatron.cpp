@@ -401,6 +401,7 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
   t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
+  if (a.flag("cross-entropy-loss-fusion")) t.cross_entropy = CrossEntropy::Fused;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
   const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});
@@ -557,6 +558,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
   if (t.moe_dispatcher != MoeDispatcher::AllToAll)
     y += "  moe_dispatcher: " + enum_name(t.moe_dispatcher, kMoeDispatcherNames) + "\n";
+  if (t.cross_entropy != CrossEntropy::Unfused)
+    y += "  cross_entropy: " + enum_name(t.cross_entropy, kCrossEntropyNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
