@@ -573,6 +573,32 @@ BOOST_AUTO_TEST_CASE(unfused_attention_writes_the_scores_and_costs_more_than_fla
   BOOST_TEST(unfused.gemm_flops.value() == flash.gemm_flops.value(), tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(alibi_writes_its_bias_into_the_unfused_scores_forward_only) {
+  // BLOOM's Megatron-DeepSpeed: baddbmm's broadcast input copied into the scores, read back by the GEMM.
+  ModelSpec alibi = model("bloom-176b"), learned = alibi;
+  learned.position = PositionKind::Learned;
+  BOOST_TEST((alibi.position == PositionKind::Alibi));
+  LayerWork w;
+  w.seq_len = 2048;
+  w.micro_batch = 2;
+  w.tp = 4;
+  w.attention = AttentionKind::Unfused;
+  const double scores = 2.0 * (112 / 4) * 2048 * 2048;
+  BOOST_TEST(layer_forward(alibi, w, false).elementwise_bytes.value() -
+                     layer_forward(learned, w, false).elementwise_bytes.value() ==
+                 2 * 2 * scores,
+             tt::tolerance(1e-9));
+  // The bias takes no gradient: the backward is the learned model's.
+  BOOST_TEST(layer_backward(alibi, w, false).elementwise_bytes.value() ==
+                 layer_backward(learned, w, false).elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_backward(alibi, w, false).launches == layer_backward(learned, w, false).launches);
+  // Fused kernels add it in registers.
+  w.attention = AttentionKind::Flash2;
+  BOOST_TEST(layer_forward(alibi, w, false).elementwise_bytes.value() ==
+             layer_forward(learned, w, false).elementwise_bytes.value());
+}
+
 BOOST_AUTO_TEST_CASE(backward_gemms_are_the_input_and_weight_gradients_of_each_forward_gemm) {
   // For C = A B: dA = dC B^T and dB = A^T dC.
   const ModelSpec m = model("gpt3-1.7b");

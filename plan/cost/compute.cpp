@@ -319,6 +319,21 @@ KernelCost residual(const Shape& s, double h, bool dropout) {
 
 }  // namespace
 
+namespace {
+
+// ALiBi over unfused attention as Megatron-DeepSpeed runs it (BLOOM): the scores' GEMM is a baddbmm
+// whose input is the heads' bias broadcast over the queries, so PyTorch first writes the bias into the
+// whole scores buffer and the GEMM reads it back (beta 1): 2 e bytes a score, forward only (the bias
+// takes no gradient). Fused kernels add the bias in their registers (FlashAttention's alibi_slopes):
+// nothing here.
+KernelCost alibi_bias(const ModelSpec& m, const LayerWork& w) {
+  if (m.position != PositionKind::Alibi || w.attention != AttentionKind::Unfused) return {};
+  const Shape s = shape_of(w);
+  return elementwise(2 * s.e * s.b * (m.heads / s.t) * s.sq * s.sk);
+}
+
+}  // namespace
+
 KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   const double q_heads = m.heads / s.t, d = m.head_dim;
@@ -342,7 +357,8 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
     return c;
   }
   // QK^T, a batch of (s_q x d) by (d x s_k) per head; softmax(.) V, (s_q x s_k) by (s_k x d).
-  KernelCost c = attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
+  KernelCost c = alibi_bias(m, w);
+  c += attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
   c += elementwise(2 * s.e * scores);                       // scaled masked softmax
   if (m.dropout) c += elementwise((2 * s.e + 1) * scores);  // attention dropout
   c += attention_gemm(s.b * q_heads, s.sq, s.sk, d, s.e);
@@ -500,6 +516,7 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   KernelCost c = backward_of(layer_forward(m, w, moe_layer));
   c += eager_autograd_backward(m, w, moe_layer);
+  if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
   if (moe_layer)

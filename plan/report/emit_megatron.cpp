@@ -238,6 +238,10 @@ EmittedConfig megatron_launch(const Plan& p, const ScenarioSpec& s) {
   auto& notes = out.notes;
   Arguments a;
   model_shape(a, s.model, s.training);
+  if (s.model.position == PositionKind::Alibi)
+    notes.push_back(
+        "position alibi: Megatron-LM has no ALiBi (Megatron-DeepSpeed's --position-embedding-type alibi); "
+        "this launch uses learned absolute positions");
   a.add("tensor-model-parallel-size", n(p.tp));
   a.add("pipeline-model-parallel-size", n(p.pp));
   if (p.cp > 1) a.add("context-parallel-size", n(p.cp));

@@ -247,8 +247,11 @@ ModelSpec read_model(Arguments& a, TrainingSpec& t, std::vector<std::string>& wa
     throw InputError(Arguments::where("vocab-size", ""),
                      "--vocab-size is required: the twin needs the vocabulary");
   m.vocab = static_cast<int>(padded ? *padded : *vocab);
-  const auto position = a.choice("position-embedding-type", {"learned_absolute", "rope"});
-  m.position = position == "rope" ? PositionKind::Rope : PositionKind::Learned;
+  // alibi: Megatron-DeepSpeed's (BLOOM's launches); Megatron-LM has learned_absolute and rope.
+  const auto position = a.choice("position-embedding-type", {"learned_absolute", "rope", "alibi"});
+  m.position = position == "rope"    ? PositionKind::Rope
+               : position == "alibi" ? PositionKind::Alibi
+                                     : PositionKind::Learned;
   const auto norm = a.choice("normalization", {"LayerNorm", "RMSNorm"});
   m.norm = norm == "RMSNorm" ? NormKind::RmsNorm : NormKind::LayerNorm;
   m.tied_embeddings = !a.flag("untie-embeddings-and-output-weights");

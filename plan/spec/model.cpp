@@ -10,8 +10,8 @@ namespace paratwin {
 const EnumNames<MlpKind> kMlpKindNames = {{"gelu", MlpKind::Gelu}, {"swiglu", MlpKind::SwiGlu}};
 const EnumNames<NormKind> kNormKindNames = {{"layernorm", NormKind::LayerNorm},
                                             {"rmsnorm", NormKind::RmsNorm}};
-const EnumNames<PositionKind> kPositionKindNames = {{"learned", PositionKind::Learned},
-                                                    {"rope", PositionKind::Rope}};
+const EnumNames<PositionKind> kPositionKindNames = {
+    {"learned", PositionKind::Learned}, {"rope", PositionKind::Rope}, {"alibi", PositionKind::Alibi}};
 
 static int default_swiglu_ffn(int hidden) {
   // Llama: 2/3 of 4h, rounded up to a multiple of 256.

@@ -14,7 +14,9 @@ namespace paratwin {
 
 enum class MlpKind { Gelu, SwiGlu };
 enum class NormKind { LayerNorm, RmsNorm };
-enum class PositionKind { Learned, Rope };
+// learned: a position embedding table; rope: rotary embeddings of queries and keys; alibi: no position
+// parameters, a per-head linear bias added to the attention scores (BLOOM, MPT).
+enum class PositionKind { Learned, Rope, Alibi };
 
 extern const EnumNames<MlpKind> kMlpKindNames;
 extern const EnumNames<NormKind> kNormKindNames;

@@ -269,6 +269,18 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_and_every_nth_layer_recompute_be
   BOOST_TEST(limits(p).empty());
 }
 
+// ALiBi is planned and simulated only: the live engines' attention adds no bias, so they refuse it.
+BOOST_AUTO_TEST_CASE(the_live_backends_refuse_an_alibi_model_before_launch) {
+  ScenarioSpec s = small_scenario();
+  const Plan p = complete_plan(s);
+  s.model.position = PositionKind::Alibi;
+  for (LiveBackend backend : {LiveBackend::Cpu, LiveBackend::Cuda}) {
+    std::string all;
+    for (const auto& l : live_limitations(p, s.model, backend)) all += l + "\n";
+    BOOST_TEST(all.find("position alibi") != std::string::npos, all);
+  }
+}
+
 namespace {
 
 // Records the order in which the interpreter starts, polls and finishes tasks; communication
