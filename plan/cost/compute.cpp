@@ -519,8 +519,10 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
-  if (moe_layer)
-    c = without(c, moe_dispatch_kernels(m, w, shape_of(w), mlp_rows(m, w, shape_of(w), true).first));
+  if (moe_layer) {
+    const Shape s = shape_of(w);
+    c = without(c, moe_dispatch_kernels(m, w, s, mlp_rows(m, w, s, true).first));
+  }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
   c = without(c, backward_of(attention_core_forward(m, w)));

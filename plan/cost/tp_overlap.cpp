@@ -33,7 +33,7 @@ KernelCost launches_of(Gemm g, double count, double element) {
 
 TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
   TpPieces p;
-  if (w.tp < 2 || !w.sequence_parallel) return p;
+  if (!tp_overlap_decomposes(w.tp, w.sequence_parallel)) return p;
   const double e = element_bytes(w.precision), t = w.tp;
   const double tokens = double(w.micro_batch) * w.seq_len / w.cp;  // every GEMM's rows (layer_forward's)
   const double h = m.hidden, f = m.ffn_hidden, gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;

@@ -32,6 +32,12 @@ struct TpPieces {
   TpPieces& operator+=(const TpPieces& o);
 };
 
+// Whether TP overlap decomposes anything at these degrees: the all-gathers and reduce-scatters of
+// sequence parallelism only (plain TP's all-reduces are not decomposed).
+inline bool tp_overlap_decomposes(int tp, bool sequence_parallel) {
+  return tp > 1 && sequence_parallel;
+}
+
 // The pieces of one layer's forward (or recomputed forward) or backward at work.tp; empty below tp 2
 // or without sequence parallelism (the all-reduces of plain TP are not decomposed).
 TpPieces tp_overlap_pieces(const ModelSpec& model, const LayerWork& work, bool forward, bool moe_layer);

@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/program.hpp"
 
 namespace paratwin {
@@ -55,6 +56,8 @@ class RoleVerifier {
   void purpose(size_t i, const Task& t) {
     const bool dp = t.kind == TaskKind::Collective && t.group == GroupKind::Dp;
     const bool tied = t.kind == TaskKind::Collective && t.group == GroupKind::Embedding;
+    const bool pass =
+        t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute;
     const std::string name = enum_name(t.purpose, kPurposeNames);
     auto expect = [&](bool ok, const std::string& what) {
       if (!ok) report(i, name + " " + what);
@@ -104,16 +107,11 @@ class RoleVerifier {
         expect(t.microbatch >= 0 && own_chunk(t.chunk), "must name a micro-batch and a chunk of the role");
         return;
       case Purpose::AttentionBlocks:
-        expect(
-            (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) &&
-                p_.cp > 1,
-            "must be a compute task of a plan with cp > 1");
+        expect(pass && p_.cp > 1, "must be a compute task of a plan with cp > 1");
         return;
       case Purpose::TpGemmPieces:
-        expect(
-            (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) &&
-                p_.overlap_tp && p_.tp > 1 && p_.sequence_parallel,
-            "must be a compute task of a plan with TP overlap, tp > 1 and sequence parallelism");
+        expect(pass && p_.overlap_tp && cost::tp_overlap_decomposes(p_.tp, p_.sequence_parallel),
+               "must be a compute task of a plan with TP overlap, tp > 1 and sequence parallelism");
         return;
       case Purpose::OptimizerOffload:
         expect(t.kind == TaskKind::Copy && p_.offload_optimizer,

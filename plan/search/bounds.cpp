@@ -17,6 +17,17 @@ namespace paratwin::search {
 
 using cost::CollectiveKind;
 
+namespace {
+
+// The optimizer step over `params` parameters on a device of `pool`, launched as the training does.
+double optimizer_step_bound(const SearchContext& ctx, double params, int pool) {
+  const cost::KernelCost step =
+      cost::launched_as_trained(cost::optimizer_step(params, ctx.s.training), ctx.s.training);
+  return cost::compute_time_bound(step, *ctx.devices[pool], ctx.s.training.precision).value();
+}
+
+}  // namespace
+
 Bounds::Bounds(const SearchContext& context, LayerCosts& costs) : ctx_(context), costs_(costs) {}
 
 // See the file comment. On one pool a micro-batch's whole work W (layers, embedding, head) splits
@@ -47,11 +58,8 @@ double Bounds::microbatch_work(const ParallelLayout& layout) {
 // The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
 // sharded: the smaller of the two, so that it bounds every ZeRO stage.
 double Bounds::optimizer_bound(const ParallelLayout& layout) {
-  const double params = ctx_.params.total / layout.tp / layout.replicas();
-  const auto& d = *ctx_.devices[layout.rank_pool.front()];
-  const cost::KernelCost step =
-      cost::launched_as_trained(cost::optimizer_step(params, ctx_.s.training), ctx_.s.training);
-  return cost::compute_time_bound(step, d, ctx_.s.training.precision).value();
+  return optimizer_step_bound(ctx_, ctx_.params.total / layout.tp / layout.replicas(),
+                              layout.rank_pool.front());
 }
 
 // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
@@ -114,11 +122,7 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
 StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params) {
   const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
   StateCosts out;
-  const double step =
-      cost::compute_time_bound(
-          cost::launched_as_trained(cost::optimizer_step(shard, ctx_.s.training), ctx_.s.training),
-          *ctx_.devices[pool], ctx_.s.training.precision)
-          .value();
+  const double step = optimizer_step_bound(ctx_, shard, pool);
   const double copy = v.offload ? shard *
                                       cost::optimizer_bytes_per_parameter(ctx_.s.training.optimizer,
                                                                           ctx_.s.training.precision) /

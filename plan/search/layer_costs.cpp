@@ -62,7 +62,8 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   // That maximum of sums is no sum of per-layer maxima, so the per-layer bound keeps the compute alone;
   // the pass graph's bound takes the maximum chunk by chunk. Its CP and EP collectives still follow.
   // Synchronous launches run nothing beside the GEMMs (training.launch_blocking).
-  const bool pieces = ctx_.req.overlap_tp.value_or(false) && layout.sp && layout.tp > 1;
+  const bool pieces =
+      ctx_.req.overlap_tp.value_or(false) && cost::tp_overlap_decomposes(layout.tp, layout.sp);
   const bool beside = pieces && !ctx_.s.training.launch_blocking;
   auto work = [&](bool forward, bool moe) {
     const cost::KernelCost k =

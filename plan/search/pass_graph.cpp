@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/schedule.hpp"
 
 namespace paratwin::search {
@@ -176,7 +177,8 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
   }
   // TP overlap hides only what it decomposes: the TP collectives of sequence parallelism (lowering runs
   // the CP and EP ones after the compute too, so the maximum stays below).
-  const bool overlap = ctx_.req.overlap_tp.value_or(false) && layout.sp && layout.tp > 1;
+  const bool overlap =
+      ctx_.req.overlap_tp.value_or(false) && cost::tp_overlap_decomposes(layout.tp, layout.sp);
   std::vector<double> compute_end(g.nodes.size()), done(g.nodes.size()), sent(g.nodes.size());
   std::vector<double> pp_free(layout.pp, 0);  // the rank's send-and-receive stream
   auto run = [overlap](double start, double compute, double comm, double& compute_end, double& done) {
