@@ -173,6 +173,7 @@ struct LayerWork {
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;          // training.cp_attention
   LayerKernels kernels = LayerKernels::Fused;              // training.kernels
+  Projections projections = Projections::Fused;            // training.projections
   CrossEntropy cross_entropy = CrossEntropy::Unfused;      // training.cross_entropy
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;  // training.moe_dispatcher
 };
@@ -194,12 +195,15 @@ KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe
 // Under training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // What PyTorch autograd runs in one layer's backward besides the backward of the forward's kernels,
-// for eager nn.Modules (training.kernels: eager): with biases, each linear's bias gradient as a
-// reduction of its output gradient over the rows (reads rows x outputs x e; derivatives.yaml's
-// addmm/linear: the broadcast bias's gradient is grad.sum over the rows, a kernel of its own), and the
-// fused QKV projection's split into query, key and value views, whose backward concatenates their
-// three gradients (reads and writes tokens x (A + 2 Kv) / tp x e). Memory-bound, linear in the hidden
-// size: it weighs most on small models. Empty under training.kernels: fused.
+// for eager nn.Modules (training.kernels: eager). Where one tensor feeds several ops, autograd sums
+// their gradients into it, a kernel that reads two and writes one (InputBuffer::add): each residual
+// stream feeds its norm and its residual add; with separate projections (training.projections) the
+// norm's output feeds the query, key and value linears and SwiGLU's gate and up linears. With one
+// fused QKV projection split into views (llm-foundry's MPT), the split's backward concatenates the
+// three gradients instead (reads and writes tokens x (A + 2 Kv) / tp x e). With biases, each linear's
+// bias gradient is a reduction of its output gradient over the rows (reads rows x outputs x e;
+// derivatives.yaml's addmm/linear). Memory-bound, linear in the hidden size: it weighs most on small
+// models. Empty under training.kernels: fused.
 KernelCost eager_autograd_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 // Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).

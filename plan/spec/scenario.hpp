@@ -36,6 +36,12 @@ enum class CpAttention { Gather, TorchRing };
 // gradient is a reduction of the linear's output gradient over the tokens, and the split's backward
 // concatenates the query, key and value gradients into the projection's output gradient.
 enum class LayerKernels { Fused, Eager };
+// How a layer's linears are laid out in the framework's model code. fused: one QKV projection (and,
+// with SwiGLU, one gate-and-up projection): Megatron-LM's linear_qkv and linear_fc1, llm-foundry's
+// MPT Wqkv. separate: a linear each for the queries, keys and values, and for SwiGLU's gate and up
+// (torchtitan's and Hugging Face's Llama: wq, wk, wv, w1, w3). Under training.kernels eager the
+// layout decides autograd's own kernels (cost::eager_autograd_backward).
+enum class Projections { Fused, Separate };
 // How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy and Megatron-LM's
 // vocab_parallel_cross_entropy, fp32 kernels that each pass over the logits (48 bytes of HBM traffic
 // per bf16 logit over forward and backward, an fp32 softmax kept for the backward). fused: one kernel
@@ -52,6 +58,7 @@ enum class MoeDispatcher { AllToAll, Fused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
+extern const EnumNames<Projections> kProjectionsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
@@ -65,6 +72,7 @@ struct TrainingSpec {
   AttentionKind attention = AttentionKind::Flash;
   CpAttention cp_attention = CpAttention::Gather;
   LayerKernels kernels = LayerKernels::Fused;
+  Projections projections = Projections::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
