@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <span>
 #include <utility>
 
 #include "plan/cost/fused_attention_rate.hpp"
@@ -90,13 +89,6 @@ KernelCost KernelCost::operator*(int k) const {
   return c;
 }
 
-int flash_kernel_head_dim(bool flash3, int head_dim) {
-  static constexpr int kFa2[] = {32, 64, 96, 128, 160, 192, 256}, kFa3[] = {64, 96, 128, 192, 256};
-  for (int size : flash3 ? std::span<const int>(kFa3) : std::span<const int>(kFa2))
-    if (head_dim <= size) return size;
-  return head_dim;
-}
-
 namespace {
 
 double peak_of(const DeviceSpec& device, Precision precision) {
@@ -138,14 +130,12 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;
   if (cost.fused_attention_flops().value() > 0) {
-    // flash: FlashAttention 3 where the device file has its figures, else 2.
-    const bool flash3 = cost.fused_kernel == AttentionKind::Flash3 ||
-                        (cost.fused_kernel == AttentionKind::Flash && e.flash3.has_value());
-    const auto& figures = flash3 ? e.flash3 : e.flash2;
+    const FusedKernel kernel = fused_kernel_of(cost.fused_kernel, e);
+    const auto& figures = fused_figures(e, kernel);
     const EfficiencySpec::FusedRates rates = figures ? fused_rates_at(*figures, cost.fused_key_length)
                                                      : EfficiencySpec::FusedRates{e.gemm, e.gemm, {}, {}};
     const int d = cost.fused_head_dim;
-    const double padded = d > 0 ? double(flash_kernel_head_dim(flash3, d)) / d : 1;
+    const double padded = d > 0 ? double(fused_kernel_head_dim(kernel, d)) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
     s += padded *
          (cost.flash_forward_flops.value() / (peak * rates.forward) +

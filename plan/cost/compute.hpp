@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "plan/cost/fused_attention_rate.hpp"
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/model.hpp"
 #include "plan/spec/scenario.hpp"
@@ -72,7 +73,7 @@ struct KernelCost {
   Flops flash_full_forward_flops, flash_full_backward_flops;
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
   int fused_head_dim =
-      0;  // the model's head dimension in them (the kernel may pad it: flash_kernel_head_dim)
+      0;  // the model's head dimension in them (the kernel may pad it: fused_kernel_head_dim)
   // The key length each of their rows runs over (the sequence; a ring block's side): their rates
   // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
   double fused_key_length = 0;
@@ -97,13 +98,6 @@ struct KernelCost {
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
-
-// The head dimension a FlashAttention kernel computes a head of `head_dim` at: its kernels are compiled
-// for a few head sizes, and a head runs in the smallest that holds it, the rest padded (FA2: 32, 64,
-// 96, 128, 160, 192, 256, HEADDIM_SWITCH in csrc/flash_attn/src/static_switch.h; FA3: 64, 96, 128,
-// 192, 256, round_up_headdim in hopper/flash_api.cpp). A 112-wide head (MPT-30B) runs at 128, an 80-wide
-// one (MPT-3B) at 96. Sizes past 256 are returned as they are.
-int flash_kernel_head_dim(bool flash3, int head_dim);
 
 // Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
 // tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
@@ -132,10 +126,11 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch
 // Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16), its
-// FLOPs scaled by flash_kernel_head_dim / fused_head_dim (the kernel's padded head). The efficiency
+// FLOPs scaled by fused_kernel_head_dim / fused_head_dim (the kernel's padded head). The efficiency
 // figures are the kernel's at fused_key_length (fused_rates_at: by_seq_len in the device file).
-// `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
-// kernel runs it at efficiency.gemm. A device without a peak at `precision`
+// `flash` takes the device's flash3 figures, else its flash2 ones; `triton` its triton ones
+// (fused_kernel_of); a device without figures for the kernel runs it at efficiency.gemm (scenarios
+// that ask for triton are checked to have them). A device without a peak at `precision`
 // is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 

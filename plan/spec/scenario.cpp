@@ -19,6 +19,7 @@ const EnumNames<OptimizerKind> kOptimizerNames = {
 const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash},
                                                   {"flash2", AttentionKind::Flash2},
                                                   {"flash3", AttentionKind::Flash3},
+                                                  {"triton", AttentionKind::Triton},
                                                   {"unfused", AttentionKind::Unfused}};
 const EnumNames<CpAttention> kCpAttentionNames = {{"gather", CpAttention::Gather},
                                                   {"torch_ring", CpAttention::TorchRing}};

@@ -22,8 +22,13 @@ enum class OptimizerKind { AdamW, Adam, Sgd };
 // s x s scores, or batched GEMMs with the softmax, mask and dropout between them as kernels of their
 // own (Megatron-LM before 2022, the live CPU engine). Fused kernels by generation: flash2
 // (FlashAttention 2, PyTorch SDPA's flash backend), flash3 (FlashAttention 3, cuDNN / Transformer
-// Engine fused attention on Hopper); flash: the newest the device file has figures for.
-enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
+// Engine fused attention on Hopper); flash: the newest the device file has figures for. triton: the
+// Triton FlashAttention of flash-attn's flash_attn_triton.py (Triton before its MLIR rewrite, Ampere MMA
+// instructions on every GPU), which llm-foundry's MPT runs as attn_impl: triton (MPT's default in
+// llm-foundry v0.3 and v0.4; llmfoundry/models/layers/flash_attn_triton.py): about half FA2's rate.
+enum class AttentionKind { Flash, Flash2, Flash3, Triton, Unfused };
+// The widest head the Triton kernel takes (flash_attn_triton.py asserts d <= 128).
+inline constexpr int kTritonMaxHeadDim = 128;
 // How context parallelism computes attention. gather: the keys and values of the whole sequence
 // all-gathered (their gradients reduce-scattered back) and one kernel over them (the twin's first
 // approximation; what Transformer Engine's ring is costed as until its own p2p ring is modelled).
