@@ -407,6 +407,36 @@ BOOST_AUTO_TEST_CASE(tiny_gemm_is_bound_by_launch_and_memory) {
   BOOST_TEST(t == 5e-6 + 2.0 * 128 * 64 * 64 / (312e12 * a100.efficiency.gemm / 108), tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(a_gemms_tiles_pay_two_k_steps_outside_their_main_loop_on_h100) {
+  const ClusterSpec dgx = cluster("dgx-h100");
+  const DeviceSpec& h100 = dgx.device_of(dgx.pools[0]);
+  BOOST_TEST(h100.efficiency.gemm_tile_k_steps == 2.0);
+  // 16-bit operands: a main-loop step covers 64 of K, so a tile spends 128 of K outside it.
+  const Gemm k2048{4096, 4096, 2048}, k8192{4096, 4096, 8192};
+  BOOST_TEST(gemm_k_share(k2048, h100, Precision::Bf16) == 2048.0 / (2048 + 128), tt::tolerance(1e-12));
+  // Same tiles and waves, 4x the K: the short GEMM runs at (2048 / 2176) / (8192 / 8320) of the long
+  // one's rate per FLOP.
+  const double per_flop_short = gemm_time(k2048, h100, Precision::Bf16).value() / k2048.flops(),
+               per_flop_long = gemm_time(k8192, h100, Precision::Bf16).value() / k8192.flops();
+  BOOST_TEST(per_flop_short / per_flop_long == (8192.0 / 8320) / (2048.0 / 2176), tt::tolerance(1e-9));
+  // fp8 operands: a step covers 128 of K (its bytes), so the fixed part is 256 of K; a GEMM that stays
+  // in 16 bits under fp8 training (the output layer) keeps 128.
+  BOOST_TEST(gemm_k_share(k2048, h100, Precision::Fp8) == 2048.0 / (2048 + 256), tt::tolerance(1e-12));
+  Gemm head = k2048;
+  head.fp8 = false;
+  BOOST_TEST(gemm_k_share(head, h100, Precision::Fp8) == 2048.0 / (2048 + 128), tt::tolerance(1e-12));
+  // The measured GEMMs the shares come from come back: gpu-fryer's sustained bf16 8192^3, ~730
+  // TFLOP/s, and Azure's sustained fp8 4096^3 (1216.9 TFLOP/s, launch included) within 1%.
+  const double bf16 =
+      2.0 * 8192 * 8192 * 8192 / gemm_time(Gemm{8192, 8192, 8192}, h100, Precision::Bf16).value();
+  BOOST_TEST(bf16 / 730e12 == 1.0, tt::tolerance(0.01));
+  const double fp8_s = compute_time(one_gemm(4096, 4096, 4096), h100, Precision::Fp8).value();
+  BOOST_TEST(2.0 * 4096 * 4096 * 4096 / fp8_s / 1216.9e12 == 1.0, tt::tolerance(0.01));
+  // A device file without the figure (A100's) has no K share.
+  const ClusterSpec a100 = cluster("dgx-a100-80g");
+  BOOST_TEST(gemm_k_share(k2048, a100.device_of(a100.pools[0]), Precision::Bf16) == 1.0);
+}
+
 BOOST_AUTO_TEST_CASE(elementwise_traffic_runs_at_memory_bandwidth_times_efficiency) {
   const ClusterSpec dgx = cluster("dgx-a100-80g");
   KernelCost copy;

@@ -106,12 +106,15 @@ double sixteen_bit_peak(const DeviceSpec& device, Precision precision) {
   return peak_of(device, precision);
 }
 
-// GEMM math time at the given share of the peak, wave quantization included.
-double gemm_math_s(const Gemm& g, const DeviceSpec& device, double peak, double efficiency) {
+// GEMM math time at the given share of the peak, wave quantization and the tiles' fixed cost over K
+// included (a measured rate of unfused attention's products has both in it already).
+double gemm_math_s(const Gemm& g, const DeviceSpec& device, Precision precision, double peak,
+                   double efficiency) {
   const bool measured_attention = g.attention && device.efficiency.attention;
   const double share = measured_attention ? *device.efficiency.attention : efficiency;
-  return 2 * g.m * g.n * g.k * g.batch /
-         (peak * share * (measured_attention ? 1 : wave_efficiency(g, device.sms)));
+  const double shape =
+      measured_attention ? 1 : wave_efficiency(g, device.sms) * gemm_k_share(g, device, precision);
+  return 2 * g.m * g.n * g.k * g.batch / (peak * share * shape);
 }
 
 // The peak a GEMM runs at and the share of it its largest shape reaches: under fp8 training the
@@ -181,9 +184,19 @@ double wave_efficiency(const Gemm& g, int sms) {
   return best;
 }
 
+double gemm_k_share(const Gemm& g, const DeviceSpec& device, Precision precision) {
+  const double steps = device.efficiency.gemm_tile_k_steps;
+  if (steps <= 0) return 1;
+  // Operands of 1 byte where Transformer Engine runs the GEMM in fp8, else the training precision's
+  // elements (16 bits under fp8 training).
+  const double operand_bytes = precision == Precision::Fp8 && g.fp8 ? 1 : element_bytes(precision);
+  const double k_step = 128 / operand_bytes;
+  return g.k / (g.k + steps * k_step);
+}
+
 Seconds gemm_time(const Gemm& g, const DeviceSpec& device, Precision precision) {
   const auto [peak, share] = gemm_peak_and_share(g, device, precision);
-  const double math = gemm_math_s(g, device, peak, share);
+  const double math = gemm_math_s(g, device, precision, peak, share);
   const double memory =
       g.bytes(element_bytes(precision)) / (device.memory_bandwidth.value() * device.efficiency.memory);
   return Seconds(std::max(math, memory));
@@ -199,7 +212,7 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
   double s = other_terms_s(cost, device, precision);
   for (const Gemm& g : cost.gemms) {
     const auto [peak, share] = gemm_peak_and_share(g, device, precision);
-    s += g.count * gemm_math_s(g, device, peak, share);
+    s += g.count * gemm_math_s(g, device, precision, peak, share);
   }
   return Seconds(s);
 }
@@ -228,7 +241,7 @@ double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const Devic
   double s = 0;
   for (const Gemm& g : cost.gemms)
     if (!g.attention)
-      s += g.count * gemm_math_s(g, device, gemm_peak_and_share(g, device, precision).first, 1.0);
+      s += g.count * gemm_math_s(g, device, precision, gemm_peak_and_share(g, device, precision).first, 1.0);
   return s;
 }
 

@@ -186,6 +186,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     er.read("gemm", d.efficiency.gemm, 0.01, 1.0);
     double share = 0;
     if (er.read("gemm_fp8", share, 0.01, 1.0)) d.efficiency.gemm_fp8 = share;
+    er.read("gemm_tile_k_steps", d.efficiency.gemm_tile_k_steps, 0.0, 64.0);
     if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
     for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2},
                               {"flash3", &d.efficiency.flash3},

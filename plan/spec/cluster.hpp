@@ -19,8 +19,14 @@ extern const EnumNames<Precision> kPrecisionNames;
 
 // What kernels reach of the datasheet peaks; measured figures, refined by `paratwin calibrate`.
 struct EfficiencySpec {
-  double gemm = 0.8;                // largest GEMM throughput / dense peak: the cap of every GEMM
-  std::optional<double> gemm_fp8;   // the same for fp8 GEMMs / the fp8 peak; gemm if absent
+  double gemm = 0.8;               // largest GEMM throughput / dense peak: the cap of every GEMM
+  std::optional<double> gemm_fp8;  // the same for fp8 GEMMs / the fp8 peak; gemm if absent
+  // What each output tile of a GEMM spends outside its main loop (filling the operand pipeline,
+  // writing the result), in k-steps of the loop: a tile's time is (K / k_step + gemm_tile_k_steps)
+  // k-steps, so a GEMM runs at K / (K + gemm_tile_k_steps x k_step) of its main loop's rate
+  // (plan/cost/compute.hpp, gemm_k_share). 0: not modelled. gemm and gemm_fp8 are then the main
+  // loop's shares, derived from the measured GEMM at its K.
+  double gemm_tile_k_steps = 0;
   std::optional<double> attention;  // unfused attention's score and value products / dense peak;
                                     // costed by shape as other GEMMs if absent
   // Fused attention kernels (flash2, flash3, triton): executed FLOPs / dense 16-bit peak, in

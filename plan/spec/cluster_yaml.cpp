@@ -117,6 +117,8 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     w.line(4, "efficiency", "", dp + ".efficiency");
     w.line(6, "gemm", number(e.gemm), dp + ".efficiency.gemm");
     if (e.gemm_fp8) w.line(6, "gemm_fp8", number(*e.gemm_fp8), dp + ".efficiency.gemm_fp8");
+    if (e.gemm_tile_k_steps > 0)
+      w.line(6, "gemm_tile_k_steps", number(e.gemm_tile_k_steps), dp + ".efficiency.gemm_tile_k_steps");
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
     for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}, {"triton", &e.triton}})
       if (*rates) w.line(6, key, fused_attention_text(**rates), dp + ".efficiency." + key);
