@@ -20,8 +20,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"flash2", AttentionKind::Flash2},
                                                   {"flash3", AttentionKind::Flash3},
                                                   {"unfused", AttentionKind::Unfused}};
-const EnumNames<CpAttention> kCpAttentionNames = {{"gather", CpAttention::Gather},
-                                                  {"torch_ring", CpAttention::TorchRing}};
+const EnumNames<CpAttention> kCpAttentionNames = {
+    {"gather", CpAttention::Gather}, {"torch_ring", CpAttention::TorchRing}, {"te_p2p", CpAttention::TeP2p}};
 const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
                                                     {"eager", LayerKernels::Eager}};
 const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Unfused},
