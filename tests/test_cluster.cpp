@@ -80,4 +80,13 @@ BOOST_AUTO_TEST_CASE(fused_attention_rates_by_key_length_survive_a_round_trip) {
     BOOST_TEST(back->by_seq_len.at(length).backward == rates.backward);
     BOOST_TEST(*back->by_seq_len.at(length).backward_full == *rates.backward_full);
   }
+  // The Triton kernel's figures (efficiency.triton) come through and back the same way.
+  const auto& triton = c.device_of(c.pools[0]).efficiency.triton;
+  const auto& triton_back = again.device_of(again.pools[0]).efficiency.triton;
+  BOOST_REQUIRE(triton.has_value());
+  BOOST_REQUIRE(triton_back.has_value());
+  BOOST_TEST(triton->seq_len == 8192);
+  BOOST_TEST(triton->forward == 0.133);
+  BOOST_TEST(triton_back->by_seq_len.size() == triton->by_seq_len.size());
+  BOOST_TEST(triton_back->by_seq_len.at(2048).forward == 0.118);
 }

@@ -716,10 +716,11 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice
   BOOST_TEST(head_activation_bytes(small, a).value() == unfused_kept * 2 / 6, tt::tolerance(1e-12));
 }
 
-BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_and_the_qkv_concatenation_linear_in_hidden) {
-  // MPT-1b (GELU, biases, MHA): the bias gradients read the four linears' output gradients,
-  // 3h + h + 4h + h = 9h per token, and the split's backward reads and writes dq, dk, dv (2 x 3h): 15 h e
-  // bytes per token and 5 launches, none of them in the forward, none under fused kernels.
+BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_gradient_sums_and_the_qkv_concatenation) {
+  // MPT-1b (GELU, biases, MHA, one Wqkv): the bias gradients read the four linears' output gradients,
+  // 3h + h + 4h + h = 9h per token, the split's backward reads and writes dq, dk, dv (2 x 3h), and the
+  // two residual streams' gradient sums read two and write one (2 x 3h): 21 h e bytes per token and 7
+  // launches, none of them in the forward, none under fused kernels.
   const ModelSpec m = model("mpt-1b");
   LayerWork fused;
   fused.seq_len = 2048;
@@ -728,13 +729,14 @@ BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_and_the_qkv_concatenati
   eager.kernels = LayerKernels::Eager;
   const double tokens = 4.0 * 2048;
   const KernelCost extra = eager_autograd_backward(m, eager, false);
-  BOOST_TEST(extra.elementwise_bytes.value() == 2.0 * 15 * m.hidden * tokens, tt::tolerance(1e-12));
-  BOOST_TEST(extra.launches == 5);
+  BOOST_TEST(extra.elementwise_bytes.value() == 2.0 * 21 * m.hidden * tokens, tt::tolerance(1e-12));
+  BOOST_TEST(extra.launches == 7);
   BOOST_TEST(extra.gemm_flops.value() == 0);
   BOOST_TEST(eager_autograd_backward(m, fused, false).elementwise_bytes.value() == 0);
   BOOST_TEST(layer_backward(m, eager, false).elementwise_bytes.value() ==
                  layer_backward(m, fused, false).elementwise_bytes.value() + extra.elementwise_bytes.value(),
              tt::tolerance(1e-12));
+  // LayerNorm, GELU and learned positions run as the same kernels eager or fused.
   BOOST_TEST(layer_forward(m, eager, false).elementwise_bytes.value() ==
              layer_forward(m, fused, false).elementwise_bytes.value());
   // Linear in the hidden size (the GEMMs grow with its square): twice the width, twice the bytes.
@@ -743,13 +745,73 @@ BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_and_the_qkv_concatenati
   BOOST_TEST(eager_autograd_backward(wide, eager, false).elementwise_bytes.value() ==
                  2 * extra.elementwise_bytes.value(),
              tt::tolerance(1e-12));
-  // Without biases (Llama) only the concatenation is left: 2 x (h + 2 kv) per token.
+  // Without biases (Llama) the concatenation, 2 x (h + 2 kv), and the residual sums, 6h, per token.
   const ModelSpec llama = model("llama3-8b");
-  const double kv = double(llama.kv_heads) * llama.head_dim;
+  const double h = llama.hidden, kv = double(llama.kv_heads) * llama.head_dim;
   BOOST_TEST(eager_autograd_backward(llama, eager, false).elementwise_bytes.value() ==
-                 2.0 * 2 * (llama.hidden + 2 * kv) * tokens,
+                 2.0 * (2 * (h + 2 * kv) + 6 * h) * tokens,
              tt::tolerance(1e-12));
-  BOOST_TEST(eager_autograd_backward(llama, eager, false).launches == 1);
+  BOOST_TEST(eager_autograd_backward(llama, eager, false).launches == 3);
+  // Separate wq, wk, wv, w1, w3 (torchtitan): no concatenation; the norms' outputs feed three and two
+  // linears, whose input gradients autograd sums: 2 + 3 more sums of h per token.
+  LayerWork separate = eager;
+  separate.projections = Projections::Separate;
+  BOOST_TEST(
+      eager_autograd_backward(llama, separate, false).elementwise_bytes.value() == 2.0 * 3 * 5 * h * tokens,
+      tt::tolerance(1e-12));
+  BOOST_TEST(eager_autograd_backward(llama, separate, false).launches == 5);
+}
+
+BOOST_AUTO_TEST_CASE(eager_forward_runs_rmsnorm_rope_and_swiglu_as_pytorch_ops) {
+  // Llama 3 8B in bf16. Eager RMSNorm: upcast (2 + 4), pow (4 + 4), mean (4), product (4 + 4), cast back
+  // (4 + 2), weight (2 + 2): 36 bytes an element against the fused 4, 8 launches against 1. Rotary
+  // embedding: upcast, complex product, cast back: 20 against 4 over the queries and keys, 6 launches
+  // against 1. SwiGLU: SiLU then the product, 10 against 6, 2 launches against 1.
+  const ModelSpec m = model("llama3-8b");
+  LayerWork fused;
+  fused.seq_len = 2048;
+  fused.micro_batch = 1;
+  LayerWork eager = fused;
+  eager.kernels = LayerKernels::Eager;
+  const double tokens = 2048, h = m.hidden, f = m.ffn_hidden;
+  const double qk = (double(m.heads) + m.kv_heads) * m.head_dim;
+  const KernelCost a = layer_forward(m, fused, false), b = layer_forward(m, eager, false);
+  BOOST_TEST(
+      b.elementwise_bytes.value() - a.elementwise_bytes.value() == tokens * (2 * 32 * h + 16 * qk + 4 * f),
+      tt::tolerance(1e-12));
+  BOOST_TEST(b.launches - a.launches == 2 * 7 + 5 + 1);
+  BOOST_TEST(b.gemm_flops.value() == a.gemm_flops.value());
+  // The backward is the forward's kernels' backward: twice their extra traffic, plus autograd's own.
+  BOOST_TEST(layer_backward(m, eager, false).elementwise_bytes.value() -
+                     layer_backward(m, fused, false).elementwise_bytes.value() ==
+                 2 * (b.elementwise_bytes.value() - a.elementwise_bytes.value()) +
+                     eager_autograd_backward(m, eager, false).elementwise_bytes.value(),
+             tt::tolerance(1e-12));
+  // In fp32 nothing is upcast: RMSNorm 28 against 8 bytes, rotary embedding 8 against 8, SwiGLU 20
+  // against 12.
+  LayerWork fp32 = fused, fp32_eager = eager;
+  fp32.precision = fp32_eager.precision = Precision::Fp32;
+  BOOST_TEST(layer_forward(m, fp32_eager, false).elementwise_bytes.value() -
+                     layer_forward(m, fp32, false).elementwise_bytes.value() ==
+                 tokens * (2 * 20 * h + 8 * f),
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(repeat_kv_copies_the_keys_and_values_out_at_the_query_heads) {
+  // torchtitan's repeat_kv (expand, then reshape) before the attention kernel: the keys and the values
+  // each read at kv_heads and written at heads, eager or fused; nothing when there is nothing to repeat.
+  const ModelSpec gqa = model("llama3-8b"), mha = model("mpt-1b");
+  LayerWork w;
+  w.seq_len = 2048;
+  LayerWork repeat = w;
+  repeat.repeat_kv = true;
+  const double tokens = 2048, A = double(gqa.heads) * gqa.head_dim, Kv = double(gqa.kv_heads) * gqa.head_dim;
+  BOOST_TEST(layer_forward(gqa, repeat, false).elementwise_bytes.value() -
+                     layer_forward(gqa, w, false).elementwise_bytes.value() ==
+                 2.0 * 2 * tokens * (A + Kv),
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_forward(mha, repeat, false).elementwise_bytes.value() ==
+             layer_forward(mha, w, false).elementwise_bytes.value());
 }
 
 BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {

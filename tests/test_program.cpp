@@ -236,6 +236,7 @@ BOOST_AUTO_TEST_CASE(eager_kernels_and_the_fused_loss_reach_every_layers_backwar
   BOOST_TEST(bytes(fused) - bytes(fused_loss) == (48 - 6) * logits, tt::tolerance(1e-9));
   BOOST_TEST(fused_loss.eval.iteration_time_s < fused.eval.iteration_time_s);
   BOOST_CHECK_THROW(run(base, {"training.kernels=eagre"}), InputError);
+  BOOST_CHECK_THROW(run(base, {"training.projections=seperate"}), InputError);
   BOOST_CHECK_THROW(run(base, {"training.cross_entropy=fusd"}), InputError);
 }
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <span>
 #include <utility>
 
 #include "plan/cost/fused_attention_rate.hpp"
@@ -90,13 +89,6 @@ KernelCost KernelCost::operator*(int k) const {
   return c;
 }
 
-int flash_kernel_head_dim(bool flash3, int head_dim) {
-  static constexpr int kFa2[] = {32, 64, 96, 128, 160, 192, 256}, kFa3[] = {64, 96, 128, 192, 256};
-  for (int size : flash3 ? std::span<const int>(kFa3) : std::span<const int>(kFa2))
-    if (head_dim <= size) return size;
-  return head_dim;
-}
-
 namespace {
 
 double peak_of(const DeviceSpec& device, Precision precision) {
@@ -138,14 +130,12 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;
   if (cost.fused_attention_flops().value() > 0) {
-    // flash: FlashAttention 3 where the device file has its figures, else 2.
-    const bool flash3 = cost.fused_kernel == AttentionKind::Flash3 ||
-                        (cost.fused_kernel == AttentionKind::Flash && e.flash3.has_value());
-    const auto& figures = flash3 ? e.flash3 : e.flash2;
+    const FusedKernel kernel = fused_kernel_of(cost.fused_kernel, e);
+    const auto& figures = fused_figures(e, kernel);
     const EfficiencySpec::FusedRates rates = figures ? fused_rates_at(*figures, cost.fused_key_length)
                                                      : EfficiencySpec::FusedRates{e.gemm, e.gemm, {}, {}};
     const int d = cost.fused_head_dim;
-    const double padded = d > 0 ? double(flash_kernel_head_dim(flash3, d)) / d : 1;
+    const double padded = d > 0 ? double(fused_kernel_head_dim(kernel, d)) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
     s += padded *
          (cost.flash_forward_flops.value() / (peak * rates.forward) +
@@ -221,6 +211,7 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
   w.repeat_kv = training.repeat_kv;
   w.cp_attention = training.cp_attention;
   w.kernels = training.kernels;
+  w.projections = training.projections;
   w.cross_entropy = training.cross_entropy;
   w.moe_dispatcher = training.moe_dispatcher;
   return w;
@@ -307,9 +298,57 @@ Shape shape_of(const LayerWork& w) {
   return s;
 }
 
-// A norm reads its input and writes its output.
-KernelCost norm(const Shape& s, double h) {
-  return elementwise(2 * s.e * s.sp_tokens * h);
+// The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32:
+// reads e and writes 4 bytes an element, then reads 4 and writes e; nothing in fp32 training.
+double upcast_round_trip_bytes(const Shape& s) {
+  return s.e < 4 ? 2 * (s.e + 4) : 0;
+}
+
+// A norm. Fused (the framework's kernel, or Inductor's under torch.compile; LayerNorm always, as
+// nn.LayerNorm is one native kernel) it reads its input and writes its output. RMSNorm in eager
+// PyTorch (training.kernels eager) is ATen's composite rms_norm (aten/src/ATen/native/layer_norm.cpp,
+// before PyTorch 2.8's fused kernel): over the input upcast to fp32, pow (reads 4, writes 4), mean
+// (reads 4), add and rsqrt over one value a row, the product by the row's factor (4 + 4) and the cast
+// back, then the weight's product (e + e): 20 + 2e bytes an element besides the round trip, 8
+// launches in bf16.
+KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
+  const double elements = s.sp_tokens * m.hidden;
+  if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm) return elementwise(2 * s.e * elements);
+  const double upcast = upcast_round_trip_bytes(s);
+  return elementwise((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
+}
+
+// What the attention's inputs go through between the QKV projection and the attention kernel. Rotary
+// embedding of the queries and keys: fused, one kernel that reads and writes each element; in eager
+// PyTorch (torchtitan's and Meta's Llama apply_rotary_emb) the queries and the keys each upcast to
+// fp32, multiplied as complex numbers by the frequencies (reads 4, writes 4) and cast back: 8 bytes an
+// element besides the round trip, 3 launches each in bf16. Then, when the model repeats the key and
+// value heads to the query heads before the kernel (training.repeat_kv: torchtitan's repeat_kv, an
+// expand then reshape), the keys and values are copied out at the query heads' width.
+KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape& s) {
+  const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
+  KernelCost c;
+  if (m.position == PositionKind::Rope) {
+    const double elements = s.tokens * (A + Kv) / s.t;
+    if (w.kernels == LayerKernels::Eager) {
+      const double upcast = upcast_round_trip_bytes(s);
+      c += elementwise((upcast + 8) * elements, upcast > 0 ? 6 : 2);
+    } else {
+      c += elementwise(2 * s.e * elements);
+    }
+  }
+  if (w.repeat_kv && m.kv_heads < m.heads) c += elementwise(2 * s.e * s.tokens * (Kv + A) / s.t, 2);
+  return c;
+}
+
+// The MLP's activation over `rows` x f / tp elements: GELU reads and writes each; SwiGLU's SiLU of the
+// gate times the up projection reads two and writes one, fused, or runs as two kernels in eager
+// PyTorch (F.silu(w1(x)) * w3(x): SiLU reads and writes, the product reads two and writes one).
+KernelCost activation(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows) {
+  const double elements = rows * m.ffn_hidden / s.t;
+  if (m.mlp != MlpKind::SwiGlu) return elementwise(2 * s.e * elements);
+  if (w.kernels == LayerKernels::Eager) return elementwise(5 * s.e * elements, 2);
+  return elementwise(3 * s.e * elements);
 }
 
 // Bias-dropout-add: reads the branch output and the residual, writes the sum (and a 1-byte mask).
@@ -401,16 +440,16 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   const Shape s = shape_of(w);
   const double h = m.hidden, f = m.ffn_hidden;
   const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
-  KernelCost c = norm(s, h) * 2;
+  KernelCost c = norm(m, w, s) * 2;
   c += residual(s, h, m.dropout) * 2;
   c += gemm(s.tokens, h, Kv / s.t, s.e, 1, true, s.precision);
-  if (m.position == PositionKind::Rope) c += elementwise(2 * s.e * s.tokens * (A + Kv) / s.t);
+  c += attention_inputs(m, w, s);
   if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
   c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) c += moe_dispatch_kernels(m, w, s, rows);
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
-  c += elementwise((swiglu ? 3 : 2) * s.e * rows * f / s.t);
+  c += activation(m, w, s, rows);
   c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read, true, s.precision)
               : gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
   return c;
@@ -438,9 +477,9 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
 
   // Attention: norm, QKV projection (column-parallel), rotary embedding, core, output projection
   // (row-parallel), bias-dropout-add.
-  KernelCost c = norm(s, h);
+  KernelCost c = norm(m, w, s);
   c += gemm(s.tokens, h, (A + 2 * Kv) / s.t, s.e, 1, true, s.precision);
-  if (m.position == PositionKind::Rope) c += elementwise(2 * s.e * s.tokens * (A + Kv) / s.t);
+  c += attention_inputs(m, w, s);
   c += attention_core_forward(m, w);
   c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
   c += residual(s, h, m.dropout);
@@ -448,7 +487,7 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   // MLP: norm, up projection (gate and up for SwiGLU), activation, down projection, bias-dropout-add.
   // An MoE layer routes each token to top_k experts: router GEMM and top-k, permutation into the
   // experts' grouped GEMMs and back, which read the weights of every expert that got tokens.
-  c += norm(s, h);
+  c += norm(m, w, s);
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) {
     const double E = m.moe->experts;
@@ -461,7 +500,7 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
-  c += elementwise((gates + 1) * s.e * rows * f / s.t);  // GELU: read, write; SwiGLU: read 2, write 1
+  c += activation(m, w, s, rows);
   c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
   c += residual(s, h, m.dropout);
   return c;
@@ -503,11 +542,22 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
   const Shape s = shape_of(w);
   const double h = m.hidden, f = m.ffn_hidden;
   const double qkv = (double(m.heads) * m.head_dim + 2.0 * m.kv_heads * m.head_dim) / s.t;
-  KernelCost c = elementwise(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
+  const bool swiglu = m.mlp == MlpKind::SwiGlu;
+  // Each residual stream feeds its norm and its residual add: two gradient sums a layer.
+  double sums = 2 * s.sp_tokens * h;
+  KernelCost c;
+  if (w.projections == Projections::Fused) {
+    c += elementwise(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
+  } else {
+    // The norms' outputs feed the query, key and value linears (two sums), and under SwiGLU the gate
+    // and up linears (one more): autograd sums their input gradients.
+    sums += (2 + (swiglu ? 1 : 0)) * s.tokens * h;
+  }
+  c += elementwise(3 * s.e * sums, 2 + (w.projections == Projections::Separate ? (swiglu ? 3 : 2) : 0));
   if (m.bias) {
     // The row-parallel linears' biases are added to the whole output (after the TP reduction): h wide.
     const double rows = mlp_rows(m, w, s, moe_layer).first;
-    const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
+    const double gates = swiglu ? 2 : 1;
     c += elementwise(s.e * (s.tokens * (qkv + h) + rows * (gates * f / s.t + h)), 4);
   }
   return c;
@@ -545,8 +595,8 @@ KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {
 namespace {
 
 // The final norm and the vocabulary-parallel logits: 2 b s h V / tp.
-KernelCost logits_forward(const ModelSpec& m, const Shape& s) {
-  KernelCost c = norm(s, m.hidden);
+KernelCost logits_forward(const ModelSpec& m, const LayerWork& w, const Shape& s) {
+  KernelCost c = norm(m, w, s);
   c += gemm(s.tokens, m.hidden, m.vocab / s.t, s.e, 1, false);
   return c;
 }
@@ -571,14 +621,14 @@ KernelCost cross_entropy(const ModelSpec& m, const Shape& s, CrossEntropy kind, 
 
 KernelCost head_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
-  KernelCost c = logits_forward(m, s);
+  KernelCost c = logits_forward(m, w, s);
   c += cross_entropy(m, s, w.cross_entropy, false);
   return c;
 }
 
 KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
-  KernelCost c = backward_of(logits_forward(m, s));
+  KernelCost c = backward_of(logits_forward(m, w, s));
   c += cross_entropy(m, s, w.cross_entropy, true);
   return c;
 }

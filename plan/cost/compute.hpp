@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "plan/cost/fused_attention_rate.hpp"
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/model.hpp"
 #include "plan/spec/scenario.hpp"
@@ -72,7 +73,7 @@ struct KernelCost {
   Flops flash_full_forward_flops, flash_full_backward_flops;
   AttentionKind fused_kernel = AttentionKind::Flash;  // which fused attention kernel runs them
   int fused_head_dim =
-      0;  // the model's head dimension in them (the kernel may pad it: flash_kernel_head_dim)
+      0;  // the model's head dimension in them (the kernel may pad it: fused_kernel_head_dim)
   // The key length each of their rows runs over (the sequence; a ring block's side): their rates
   // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
   double fused_key_length = 0;
@@ -97,13 +98,6 @@ struct KernelCost {
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
-
-// The head dimension a FlashAttention kernel computes a head of `head_dim` at: its kernels are compiled
-// for a few head sizes, and a head runs in the smallest that holds it, the rest padded (FA2: 32, 64,
-// 96, 128, 160, 192, 256, HEADDIM_SWITCH in csrc/flash_attn/src/static_switch.h; FA3: 64, 96, 128,
-// 192, 256, round_up_headdim in hopper/flash_api.cpp). A 112-wide head (MPT-30B) runs at 128, an 80-wide
-// one (MPT-3B) at 96. Sizes past 256 are returned as they are.
-int flash_kernel_head_dim(bool flash3, int head_dim);
 
 // Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
 // tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
@@ -132,10 +126,11 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch
 // Fused attention runs at the 16-bit peak under fp8 (Transformer Engine keeps attention in bf16), its
-// FLOPs scaled by flash_kernel_head_dim / fused_head_dim (the kernel's padded head). The efficiency
+// FLOPs scaled by fused_kernel_head_dim / fused_head_dim (the kernel's padded head). The efficiency
 // figures are the kernel's at fused_key_length (fused_rates_at: by_seq_len in the device file).
-// `flash` takes the device's flash3 figures, else its flash2 ones; a device without figures for the
-// kernel runs it at efficiency.gemm. A device without a peak at `precision`
+// `flash` takes the device's flash3 figures, else its flash2 ones; `triton` its triton ones
+// (fused_kernel_of); a device without figures for the kernel runs it at efficiency.gemm (scenarios
+// that ask for triton are checked to have them). A device without a peak at `precision`
 // is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 
@@ -173,6 +168,7 @@ struct LayerWork {
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;          // training.cp_attention
   LayerKernels kernels = LayerKernels::Fused;              // training.kernels
+  Projections projections = Projections::Fused;            // training.projections
   CrossEntropy cross_entropy = CrossEntropy::Unfused;      // training.cross_entropy
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;  // training.moe_dispatcher
 };
@@ -194,12 +190,15 @@ KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe
 // Under training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // What PyTorch autograd runs in one layer's backward besides the backward of the forward's kernels,
-// for eager nn.Modules (training.kernels: eager): with biases, each linear's bias gradient as a
-// reduction of its output gradient over the rows (reads rows x outputs x e; derivatives.yaml's
-// addmm/linear: the broadcast bias's gradient is grad.sum over the rows, a kernel of its own), and the
-// fused QKV projection's split into query, key and value views, whose backward concatenates their
-// three gradients (reads and writes tokens x (A + 2 Kv) / tp x e). Memory-bound, linear in the hidden
-// size: it weighs most on small models. Empty under training.kernels: fused.
+// for eager nn.Modules (training.kernels: eager). Where one tensor feeds several ops, autograd sums
+// their gradients into it, a kernel that reads two and writes one (InputBuffer::add): each residual
+// stream feeds its norm and its residual add; with separate projections (training.projections) the
+// norm's output feeds the query, key and value linears and SwiGLU's gate and up linears. With one
+// fused QKV projection split into views (llm-foundry's MPT), the split's backward concatenates the
+// three gradients instead (reads and writes tokens x (A + 2 Kv) / tp x e). With biases, each linear's
+// bias gradient is a reduction of its output gradient over the rows (reads rows x outputs x e;
+// derivatives.yaml's addmm/linear). Memory-bound, linear in the hidden size: it weighs most on small
+// models. Empty under training.kernels: fused.
 KernelCost eager_autograd_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 // Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).

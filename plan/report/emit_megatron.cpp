@@ -188,6 +188,9 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
   if (s.training.attention == AttentionKind::Unfused) a.add("attention-backend", "unfused");
   if (s.training.attention == AttentionKind::Flash2 || s.training.attention == AttentionKind::Flash3)
     a.add("attention-backend", "flash");
+  if (s.training.attention == AttentionKind::Triton)
+    notes.push_back(
+        "attention triton: Megatron-LM has no Triton FlashAttention backend; its default (auto) runs");
   a.add("optimizer", s.training.optimizer == OptimizerKind::Sgd ? "sgd" : "adam");
   if (s.training.optimizer == OptimizerKind::Adam)
     notes.push_back("optimizer adam: Megatron-LM's adam decouples weight decay (AdamW)");

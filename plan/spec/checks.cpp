@@ -42,6 +42,7 @@ class Checker {
       error("training.seq_len", kv("training.seq_len", t.seq_len) +
                                     " exceeds the model's maximum sequence length " +
                                     kv("model.seq_len", s_.model.seq_len));
+    if (t.attention == AttentionKind::Triton) triton_attention();
     for (const auto& pool : s_.cluster.pools) {
       const DeviceSpec& d = s_.cluster.device_of(pool);
       if (d.peak.contains(t.precision)) continue;
@@ -50,6 +51,24 @@ class Checker {
       error("training.precision", "precision " + enum_name(t.precision, kPrecisionNames) +
                                       " is not supported by device " + d.name + " (pool " + pool.name +
                                       "); expected one of " + join(have));
+    }
+  }
+
+  // The Triton FlashAttention kernel takes heads up to 128 wide, and its rates are a figure of their own
+  // (efficiency.triton): a device without them would silently run it at the GEMM rate.
+  void triton_attention() {
+    if (s_.model.head_dim > kTritonMaxHeadDim)
+      error("training.attention", "attention triton takes heads up to " + std::to_string(kTritonMaxHeadDim) +
+                                      " wide (flash_attn_triton.py), got " +
+                                      kv("model.head_dim", s_.model.head_dim) + "; use flash2 or flash3");
+    for (const auto& pool : s_.cluster.pools) {
+      const DeviceSpec& d = s_.cluster.device_of(pool);
+      if (!d.efficiency.triton)
+        error("training.attention",
+              "attention triton needs the Triton kernel's rates, but device " + d.name + " (pool " +
+                  pool.name +
+                  ") has no efficiency.triton; add them (topologies/dgx-h100.yaml has an "
+                  "example) or use flash2");
     }
   }
 

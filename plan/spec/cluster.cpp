@@ -116,7 +116,7 @@ bool read_fused_rates(MapReader& r, EfficiencySpec::FusedRates& f) {
   return r.read("backward", f.backward, 0.001, 1.0, true) && forward;
 }
 
-// efficiency.flash2 / flash3: the rates at seq_len and, optionally, by key length.
+// efficiency.flash2 / flash3 / triton: the rates at seq_len and, optionally, by key length.
 std::optional<EfficiencySpec::FusedAttention> read_fused_attention(const DocNode& node,
                                                                    const std::string& path, Diagnostics& diag,
                                                                    FieldLocations* locations) {
@@ -187,7 +187,9 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     double share = 0;
     if (er.read("gemm_fp8", share, 0.01, 1.0)) d.efficiency.gemm_fp8 = share;
     if (er.read("attention", share, 0.001, 1.0)) d.efficiency.attention = share;
-    for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2}, {"flash3", &d.efficiency.flash3}})
+    for (auto [key, rates] : {std::pair{"flash2", &d.efficiency.flash2},
+                              {"flash3", &d.efficiency.flash3},
+                              {"triton", &d.efficiency.triton}})
       if (const DocNode* k = er.get(key)) *rates = read_fused_attention(*k, er.field(key), diag, locations);
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
     if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;

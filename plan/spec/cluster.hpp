@@ -23,7 +23,7 @@ struct EfficiencySpec {
   std::optional<double> gemm_fp8;   // the same for fp8 GEMMs / the fp8 peak; gemm if absent
   std::optional<double> attention;  // unfused attention's score and value products / dense peak;
                                     // costed by shape as other GEMMs if absent
-  // Fused attention kernels, by generation (flash2, flash3): executed FLOPs / dense 16-bit peak, in
+  // Fused attention kernels (flash2, flash3, triton): executed FLOPs / dense 16-bit peak, in
   // FlashAttention's benchmark convention (causal masks halve the FLOPs; the backward does 2.5x the
   // forward's).
   struct FusedRates {
@@ -40,6 +40,8 @@ struct EfficiencySpec {
     std::map<int, FusedRates> by_seq_len;
   };
   std::optional<FusedAttention> flash2, flash3;
+  // The Triton FlashAttention kernel (training.attention: triton), in the same convention.
+  std::optional<FusedAttention> triton;
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth
   std::optional<double> optimizer;  // the optimizer step's share of memory bandwidth; memory if absent
   Seconds kernel_launch{5e-6};      // fixed cost per kernel

@@ -118,7 +118,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     w.line(6, "gemm", number(e.gemm), dp + ".efficiency.gemm");
     if (e.gemm_fp8) w.line(6, "gemm_fp8", number(*e.gemm_fp8), dp + ".efficiency.gemm_fp8");
     if (e.attention) w.line(6, "attention", number(*e.attention), dp + ".efficiency.attention");
-    for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}})
+    for (auto [key, rates] : {std::pair{"flash2", &e.flash2}, {"flash3", &e.flash3}, {"triton", &e.triton}})
       if (*rates) w.line(6, key, fused_attention_text(**rates), dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");

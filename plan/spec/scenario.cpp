@@ -19,11 +19,14 @@ const EnumNames<OptimizerKind> kOptimizerNames = {
 const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash},
                                                   {"flash2", AttentionKind::Flash2},
                                                   {"flash3", AttentionKind::Flash3},
+                                                  {"triton", AttentionKind::Triton},
                                                   {"unfused", AttentionKind::Unfused}};
 const EnumNames<CpAttention> kCpAttentionNames = {
     {"gather", CpAttention::Gather}, {"torch_ring", CpAttention::TorchRing}, {"te_p2p", CpAttention::TeP2p}};
 const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
                                                     {"eager", LayerKernels::Eager}};
+const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},
+                                                  {"separate", Projections::Separate}};
 const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Unfused},
                                                     {"fused", CrossEntropy::Fused}};
 const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher::AllToAll},
@@ -111,6 +114,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("attention", t.attention, kAttentionNames);
   r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
   r.read_enum("kernels", t.kernels, kLayerKernelsNames);
+  r.read_enum("projections", t.projections, kProjectionsNames);
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   Precision grad_reduce{};

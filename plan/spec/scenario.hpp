@@ -22,8 +22,13 @@ enum class OptimizerKind { AdamW, Adam, Sgd };
 // s x s scores, or batched GEMMs with the softmax, mask and dropout between them as kernels of their
 // own (Megatron-LM before 2022, the live CPU engine). Fused kernels by generation: flash2
 // (FlashAttention 2, PyTorch SDPA's flash backend), flash3 (FlashAttention 3, cuDNN / Transformer
-// Engine fused attention on Hopper); flash: the newest the device file has figures for.
-enum class AttentionKind { Flash, Flash2, Flash3, Unfused };
+// Engine fused attention on Hopper); flash: the newest the device file has figures for. triton: the
+// Triton FlashAttention of flash-attn's flash_attn_triton.py (Triton before its MLIR rewrite, Ampere MMA
+// instructions on every GPU), which llm-foundry's MPT runs as attn_impl: triton (MPT's default in
+// llm-foundry v0.3 and v0.4; llmfoundry/models/layers/flash_attn_triton.py): about half FA2's rate.
+enum class AttentionKind { Flash, Flash2, Flash3, Triton, Unfused };
+// The widest head the Triton kernel takes (flash_attn_triton.py asserts d <= 128).
+inline constexpr int kTritonMaxHeadDim = 128;
 // How context parallelism computes attention. gather: the keys and values of the whole sequence
 // all-gathered (their gradients reduce-scattered back) and one kernel over them (the twin's first
 // approximation). torch_ring: PyTorch's context_parallel (torchtitan's CP); te_p2p: Transformer Engine's
@@ -36,6 +41,12 @@ enum class CpAttention { Gather, TorchRing, TeP2p };
 // gradient is a reduction of the linear's output gradient over the tokens, and the split's backward
 // concatenates the query, key and value gradients into the projection's output gradient.
 enum class LayerKernels { Fused, Eager };
+// How a layer's linears are laid out in the framework's model code. fused: one QKV projection (and,
+// with SwiGLU, one gate-and-up projection): Megatron-LM's linear_qkv and linear_fc1, llm-foundry's
+// MPT Wqkv. separate: a linear each for the queries, keys and values, and for SwiGLU's gate and up
+// (torchtitan's and Hugging Face's Llama: wq, wk, wv, w1, w3). Under training.kernels eager the
+// layout decides autograd's own kernels (cost::eager_autograd_backward).
+enum class Projections { Fused, Separate };
 // How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy and Megatron-LM's
 // vocab_parallel_cross_entropy, fp32 kernels that each pass over the logits (48 bytes of HBM traffic
 // per bf16 logit over forward and backward, an fp32 softmax kept for the backward). fused: one kernel
@@ -52,6 +63,7 @@ enum class MoeDispatcher { AllToAll, Fused };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
+extern const EnumNames<Projections> kProjectionsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
@@ -65,6 +77,7 @@ struct TrainingSpec {
   AttentionKind attention = AttentionKind::Flash;
   CpAttention cp_attention = CpAttention::Gather;
   LayerKernels kernels = LayerKernels::Fused;
+  Projections projections = Projections::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
