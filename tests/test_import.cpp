@@ -165,6 +165,24 @@ BOOST_AUTO_TEST_CASE(arguments_the_import_does_not_read_are_reported) {
   BOOST_TEST(l.warnings.size() == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(context_parallelism_imports_as_transformer_engines_ring) {
+  // Megatron-Core's CP is Transformer Engine's: --cp-comm-type p2p (the default) is its p2p ring, the
+  // other kinds the gather, with a warning; the written scenario says which.
+  const std::vector<std::string> base = {
+      "--num-layers", "2",   "--hidden-size", "64",  "--num-attention-heads",   "4",
+      "--seq-length", "128", "--vocab-size",  "256", "--context-parallel-size", "2"};
+  const ImportedLaunch p2p = import_megatron(base, 8);
+  BOOST_TEST(p2p.plan.cp == 2);
+  BOOST_TEST((p2p.training.cp_attention == CpAttention::TeP2p));
+  BOOST_TEST(imported_scenario_yaml(p2p, "dgx-h100", "dgx", 8).find("cp_attention: te_p2p") !=
+             std::string::npos);
+  std::vector<std::string> a2a = base;
+  a2a.insert(a2a.end(), {"--cp-comm-type", "a2a"});
+  const ImportedLaunch gather = import_megatron(a2a, 8);
+  BOOST_TEST((gather.training.cp_attention == CpAttention::Gather));
+  BOOST_TEST(join(gather.warnings, "\n").find("--cp-comm-type a2a") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(uneven_first_and_last_stages_become_the_plans_stages) {
   const ImportedLaunch l =
       import_megatron({"--num-layers", "30", "--hidden-size", "64", "--num-attention-heads", "4",

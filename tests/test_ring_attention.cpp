@@ -1,7 +1,7 @@
-// Context parallelism's ring attention (training.cp_attention: torch_ring): the blocks add up to the
-// causal square, the Program carries the ring's tasks and bytes as PyTorch's context_parallel moves
-// them, and attention costs more per (query, key) pair as the ring's blocks shrink. Counts and ratios
-// only, no wall clock.
+// Context parallelism's ring attention (training.cp_attention: torch_ring, te_p2p): the blocks add up to
+// the causal square, the Program carries the ring's tasks and bytes as PyTorch's context_parallel and
+// Transformer Engine's p2p ring move them, and attention costs more per (query, key) pair as the ring's
+// blocks shrink. Counts and ratios only, no wall clock.
 #define BOOST_TEST_MODULE ring_attention
 #include <boost/test/unit_test.hpp>
 
@@ -26,12 +26,12 @@ const char* kRingScenario =
     "torch_ring}\n"
     "plan: {tp: 1, pp: 1, cp: 4, dp: 1, micro_batch: 1, recompute: none, zero: 0}\n";
 
-cost::LayerWork work(int cp) {
+cost::LayerWork work(int cp, CpAttention ring = CpAttention::TorchRing) {
   cost::LayerWork w;
   w.seq_len = 8192;
   w.cp = cp;
   w.attention = AttentionKind::Flash2;
-  w.cp_attention = CpAttention::TorchRing;
+  w.cp_attention = ring;
   return w;
 }
 
@@ -43,36 +43,49 @@ const ModelSpec& gqa() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(ring_blocks_add_up_to_the_causal_square_of_the_rank) {
-  for (int cp : {2, 4, 8}) {
-    const cost::LayerWork w = work(cp);
-    const auto f = cost::ring_attention(gqa(), w, true), b = cost::ring_attention(gqa(), w, false);
-    const double n = 8192.0 / cp, h = gqa().heads, d = gqa().head_dim;
-    // One causal n x n block, cp - 1 non-causal half blocks (n x n/2): s^2 / (2 cp) pairs in all.
-    BOOST_TEST(f.diagonal.flash_forward_flops.value() == 2 * h * n * n * d, tt::tolerance(1e-12));
-    BOOST_TEST(f.off_diagonal.flash_full_forward_flops.value() == (cp - 1) * 2 * h * n * n * d,
-               tt::tolerance(1e-12));
-    BOOST_TEST(f.diagonal.flash_forward_flops.value() + f.off_diagonal.flash_full_forward_flops.value() ==
-                   2 * h * n * 8192 * d,
-               tt::tolerance(1e-12));
-    BOOST_TEST(b.off_diagonal.flash_full_backward_flops.value() ==
-                   2.5 * f.off_diagonal.flash_full_forward_flops.value(),
-               tt::tolerance(1e-12));
-    // The kernels' rates go by key length: n for the diagonal block, n/2 for the half blocks.
-    for (const auto* pass : {&f, &b}) {
-      BOOST_TEST(pass->diagonal.fused_key_length == n);
-      BOOST_TEST(pass->off_diagonal.fused_key_length == n / 2);
+  for (const CpAttention ring : {CpAttention::TorchRing, CpAttention::TeP2p})
+    for (int cp : {2, 4, 8}) {
+      const cost::LayerWork w = work(cp, ring);
+      const auto f = cost::ring_attention(gqa(), w, true), b = cost::ring_attention(gqa(), w, false);
+      const double n = 8192.0 / cp, h = gqa().heads, d = gqa().head_dim;
+      // One causal n x n block, cp - 1 non-causal half blocks (n x n/2): s^2 / (2 cp) pairs in all.
+      BOOST_TEST(f.diagonal.flash_forward_flops.value() == 2 * h * n * n * d, tt::tolerance(1e-12));
+      BOOST_TEST(f.off_diagonal.flash_full_forward_flops.value() == (cp - 1) * 2 * h * n * n * d,
+                 tt::tolerance(1e-12));
+      BOOST_TEST(f.diagonal.flash_forward_flops.value() + f.off_diagonal.flash_full_forward_flops.value() ==
+                     2 * h * n * 8192 * d,
+                 tt::tolerance(1e-12));
+      BOOST_TEST(b.off_diagonal.flash_full_backward_flops.value() ==
+                     2.5 * f.off_diagonal.flash_full_forward_flops.value(),
+                 tt::tolerance(1e-12));
+      // The kernels' rates go by key length: n for the diagonal block, n/2 for the half blocks.
+      for (const auto* pass : {&f, &b}) {
+        BOOST_TEST(pass->diagonal.fused_key_length == n);
+        BOOST_TEST(pass->off_diagonal.fused_key_length == n / 2);
+      }
+      // The model FLOPs stay the gather form's: the full square of this rank's queries.
+      cost::LayerWork gather = w;
+      gather.cp_attention = CpAttention::Gather;
+      BOOST_TEST(cost::attention_core_forward(gqa(), w).attention_flops.value() ==
+                     cost::attention_core_forward(gqa(), gather).attention_flops.value(),
+                 tt::tolerance(1e-12));
+      // cp SDPA calls a pass, and the merges only past the first step.
+      BOOST_TEST(f.off_diagonal.launches > cp - 1);
+      if (ring == CpAttention::TorchRing) {
+        // Forward moves nothing but the gather; backward sends the fp32 dK/dV every step, the last exposed.
+        BOOST_TEST(f.shifts == 0);
+        BOOST_TEST(b.shifts == cp);
+        BOOST_TEST(b.tail_shifts == 1);
+      } else {
+        // TE: no gather; the keys and values one step a time, cp - 1 shifts forward, cp backward (with
+        // the gradients), each beside its own block.
+        BOOST_TEST(f.kv_gather.value() == 0);
+        BOOST_TEST(b.kv_gather.value() == 0);
+        BOOST_TEST(f.shifts == cp - 1);
+        BOOST_TEST(b.shifts == cp);
+        BOOST_TEST(f.tail_shifts + b.tail_shifts == 0);
+      }
     }
-    // The model FLOPs stay the gather form's: the full square of this rank's queries.
-    cost::LayerWork gather = w;
-    gather.cp_attention = CpAttention::Gather;
-    BOOST_TEST(cost::attention_core_forward(gqa(), w).attention_flops.value() ==
-                   cost::attention_core_forward(gqa(), gather).attention_flops.value(),
-               tt::tolerance(1e-12));
-    // cp SDPA calls a pass, and the merges only past the first step.
-    BOOST_TEST(f.off_diagonal.launches > cp - 1);
-    BOOST_TEST(f.dkv_steps == 0);
-    BOOST_TEST(b.dkv_steps == cp);
-  }
 }
 
 BOOST_AUTO_TEST_CASE(ring_program_has_the_gather_the_blocks_and_the_gradient_sends) {
@@ -160,6 +173,53 @@ BOOST_AUTO_TEST_CASE(attention_costs_more_per_pair_as_the_blocks_shrink) {
     const double per_pair = cost::compute_time(k, h100, Precision::Bf16).value() / pairs;
     BOOST_TEST(per_pair > previous);
     previous = per_pair;
+  }
+}
+
+BOOST_AUTO_TEST_CASE(te_p2p_program_shifts_the_keys_and_values_a_step_at_a_time_in_16_bits) {
+  // Megatron-Core does not repeat the kv heads: TE's ring moves them at the kv heads, 2 bytes each, and
+  // no all-gather. Forward: cp - 1 shifts of a rank's keys and values a layer; backward: cp shifts
+  // carrying the keys and values and their 16-bit gradients, (cp - 1) x 4 K e in all.
+  const ScenarioSpec s =
+      scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2), {"training.cp_attention=te_p2p"});
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  BOOST_TEST(verify(program).empty());
+  int blocks = 0, gathers = 0, sends = 0;
+  double sent = 0, taken = 0, given = 0;
+  for (const Task& t : program.roles.front().tasks) {
+    if (t.purpose == Purpose::AttentionBlocks) ++blocks, given += t.free.value();
+    if (t.kind != TaskKind::Collective || t.group != GroupKind::Cp) continue;
+    taken += t.alloc.value(), given += t.free.value();
+    if (t.collective == cost::CollectiveKind::AllGather) ++gathers;
+    if (t.collective == cost::CollectiveKind::AllToAll) sends += t.count, sent += t.bytes.value() * t.count;
+  }
+  BOOST_TEST(blocks == 4);
+  BOOST_TEST(gathers == 0);
+  const double layers = 2, cp = 4, n = 8192 / cp, d = 64, K = 4 * n * d, e = 2;
+  BOOST_TEST(sends == layers * ((cp - 1) + cp));
+  BOOST_TEST(sent * (cp - 1) / cp == layers * ((cp - 1) * 2 * K * e + (cp - 1) * 4 * K * e),
+             tt::tolerance(1e-12));
+  // Each pass's ring takes its buffers once and gives them back.
+  const auto f = cost::ring_attention(gqa(), work(4, CpAttention::TeP2p), true);
+  const auto b = cost::ring_attention(gqa(), work(4, CpAttention::TeP2p), false);
+  BOOST_TEST(taken == f.working.value() + b.working.value(), tt::tolerance(1e-12));
+  BOOST_TEST(given == taken, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(te_p2p_merges_in_16_bits_move_less_than_torch_fp32_merges) {
+  // Same blocks, same FLOPs; TE keeps every step's output and corrects a 16-bit output once a step,
+  // where torch upcasts each step's output and merges it in three fp32 passes, and accumulates the
+  // gradients in fp32 (and sends them so: 4 bytes against 2).
+  for (int cp : {2, 4, 8}) {
+    for (bool forward : {true, false}) {
+      const auto torch = cost::ring_attention(gqa(), work(cp), forward);
+      const auto te = cost::ring_attention(gqa(), work(cp, CpAttention::TeP2p), forward);
+      BOOST_TEST(te.off_diagonal.attention_flops.value() == torch.off_diagonal.attention_flops.value());
+      BOOST_TEST(te.off_diagonal.elementwise_bytes.value() < torch.off_diagonal.elementwise_bytes.value());
+    }
+    const auto torch = cost::ring_attention(gqa(), work(cp), false);
+    const auto te = cost::ring_attention(gqa(), work(cp, CpAttention::TeP2p), false);
+    BOOST_TEST(te.shift.value() * te.shifts < torch.shift.value() * torch.shifts);
   }
 }
 

@@ -252,10 +252,11 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
 }
 
 TaskDeps RoleBuilder::ring_attention_tasks(Task& pass, int layers, bool forward) {
-  // The pass's attention as the CP ring runs it, layer after layer (plan/cost/ring_attention.hpp):
-  // the keys and values all-gathered beside the first (diagonal) blocks, the other blocks after both,
-  // and backward the key and value gradients sent on beside those blocks, the last send after them.
-  // Every layer's ring is the same, so the layers' sum of max(gather, diagonal) is the max of the sums:
+  // The pass's attention as the CP ring runs it, layer after layer (plan/cost/ring_attention.hpp). The
+  // ring's first transfer (torch_ring: the keys' and values' all-gather; te_p2p: the first shift) runs
+  // beside the first (diagonal) blocks, the other blocks after both; the other shifts run beside those
+  // blocks, and those the ring leaves for after its last block (torch_ring's last dK/dV send) after them.
+  // Every layer's ring is the same, so the layers' sum of max(transfer, blocks) is the max of the sums:
   // one task of each kind for the pass's layers gives the per-layer ring's time.
   const cost::RingAttention ring = cost::ring_attention(m_, layer_work(), forward);
   const std::string what = forward ? "F " : "B ";
@@ -272,28 +273,39 @@ TaskDeps RoleBuilder::ring_attention_tasks(Task& pass, int layers, bool forward)
   auto cp_name = [&](const std::string& kind) {
     return names_ ? named(kind + what, pass.microbatch, pass.chunk) : std::string();
   };
-  // One layer's ring buffers are held from the first gather to the pass's last ring task.
-  Task kv = collective(CollectiveKind::AllGather, GroupKind::Cp, cp_, ring.kv_gather, layers, StreamKind::Tp,
-                       cp_name("AG cp kv "), pass.deps);
-  kv.alloc = ring.working;
-  const int gather = add(std::move(kv));
+  // A shift: torch's permute_tensor (all_to_all_single) and TE's send/recv pair each move a rank's
+  // buffer to the next rank, carried as the all-to-all whose one-peer share is the shift.
+  const Bytes shift = ring.shifts > 0 ? cost::shift_as_alltoall(ring.shift, p_.cp) : Bytes(0);
+  auto shifts = [&](int count, const std::string& name, TaskDeps deps) {
+    return add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers * count, StreamKind::Tp,
+                          cp_name(name), std::move(deps)));
+  };
+  const bool gathers = ring.kv_gather.value() > 0;
+  // One layer's ring buffers are held from the ring's first transfer to its last task.
+  Task first = gathers ? collective(CollectiveKind::AllGather, GroupKind::Cp, cp_, ring.kv_gather, layers,
+                                    StreamKind::Tp, cp_name("AG cp kv "), pass.deps)
+                       : collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers,
+                                    StreamKind::Tp, cp_name("A2A cp kv "), pass.deps);
+  first.alloc = ring.working;
+  const int transfer = add(std::move(first));
   const int diagonal = blocks(ring.diagonal, " ring diagonal", pass.deps);
-  const int rest = blocks(ring.off_diagonal, " ring blocks", {diagonal, gather});
+  const int rest = blocks(ring.off_diagonal, " ring blocks", {diagonal, transfer});
   if (pass.kind == TaskKind::Recompute) pass.recompute_flops = pass.work.gemm_flops;
-  if (forward) {
-    role_.tasks[rest].free = ring.working;
-    return {rest};
+  const int beside_count = ring.shifts - ring.tail_shifts - (gathers ? 0 : 1);
+  TaskDeps done{rest};
+  int beside = -1;
+  if (beside_count > 0) {
+    // torch's dK/dV sends start after the diagonal block's backward; TE's after the first shift.
+    beside = shifts(beside_count, gathers ? "A2A cp dkv " : "A2A cp kv ", {gathers ? diagonal : transfer});
+    done.push_back(beside);
   }
-  // torch's permute_tensor (all_to_all_single, each rank's whole buffer to the next rank): an all-to-all
-  // whose share for one peer, (p-1)/p of what it sends, is the step's gradients.
-  const Bytes shift = ring.dkv_step * (double(p_.cp) / (p_.cp - 1));
-  const int beside =
-      add(collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers * (ring.dkv_steps - 1),
-                     StreamKind::Tp, cp_name("A2A cp dkv "), {diagonal}));
-  Task last = collective(CollectiveKind::AllToAll, GroupKind::Cp, cp_, shift, layers, StreamKind::Tp,
-                         cp_name("A2A cp dkv last "), {rest, beside});
-  last.free = ring.working;
-  return {add(std::move(last))};
+  if (ring.tail_shifts > 0) {
+    TaskDeps after{rest};
+    if (beside >= 0) after.push_back(beside);
+    done = {shifts(ring.tail_shifts, "A2A cp dkv last ", std::move(after))};
+  }
+  role_.tasks[ring.tail_shifts > 0 ? done.back() : rest].free = ring.working;
+  return done;
 }
 
 int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {

@@ -418,6 +418,13 @@ void read_training(Arguments& a, ImportedLaunch& out) {
     out.warnings.push_back(
         "--attention-backend flash: FlashAttention's generation is the installed package's; "
         "imported as attention: flash (the device's newest)");
+  // Megatron-Core runs context parallelism in Transformer Engine's attention: --cp-comm-type p2p (the
+  // default, and the only kind before TE 1.10) is TE's p2p ring; the others are costed as the gather.
+  const auto cp_comm = a.choice("cp-comm-type", {"p2p", "a2a", "allgather", "a2a+p2p"});
+  if (!cp_comm || *cp_comm == "p2p")
+    t.cp_attention = CpAttention::TeP2p;
+  else
+    out.warnings.push_back("--cp-comm-type " + *cp_comm + ": imported as cp_attention: gather");
   t.optimizer = a.choice("optimizer", {"adam", "sgd"}) == "sgd" ? OptimizerKind::Sgd : OptimizerKind::AdamW;
   if (const auto iters = a.integer("train-iters", 1, 1LL << 40)) t.steps = *iters;
 }
@@ -564,6 +571,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.cross_entropy != CrossEntropy::Unfused)
     y += "  cross_entropy: " + enum_name(t.cross_entropy, kCrossEntropyNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
+  if (p.cp > 1) y += "  cp_attention: " + enum_name(t.cp_attention, kCpAttentionNames) + "\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
        "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +

@@ -96,12 +96,12 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
                            coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
                      : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
   if (layout.cp > 1 && cost::runs_ring_attention(work)) {
-    // The ring (plan/ir/lower.cpp): the key and value gathers may hide behind the diagonal blocks and
-    // all but the last gradient send behind the other blocks; the last send per layer never hides.
+    // The ring (plan/ir/lower.cpp): its transfers may hide behind its blocks, but for the shifts it
+    // leaves for after its last block (torch_ring's last dK/dV send per layer), which never hide.
     const cost::RingAttention ring = cost::ring_attention(ctx_.s.model, work, false);
     out.cp_forward = 0;
-    out.cp_backward = coll(CollectiveKind::AllToAll, GroupKind::Cp, layout.cp,
-                           ring.dkv_step * (double(layout.cp) / (layout.cp - 1)));
+    out.cp_backward = ring.tail_shifts * coll(CollectiveKind::AllToAll, GroupKind::Cp, layout.cp,
+                                              cost::shift_as_alltoall(ring.shift, layout.cp));
   } else {
     out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, layout.cp, bytes.cp);
     out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, layout.cp, bytes.cp);

@@ -21,8 +21,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"flash3", AttentionKind::Flash3},
                                                   {"triton", AttentionKind::Triton},
                                                   {"unfused", AttentionKind::Unfused}};
-const EnumNames<CpAttention> kCpAttentionNames = {{"gather", CpAttention::Gather},
-                                                  {"torch_ring", CpAttention::TorchRing}};
+const EnumNames<CpAttention> kCpAttentionNames = {
+    {"gather", CpAttention::Gather}, {"torch_ring", CpAttention::TorchRing}, {"te_p2p", CpAttention::TeP2p}};
 const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
                                                     {"eager", LayerKernels::Eager}};
 const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},

@@ -31,9 +31,9 @@ enum class AttentionKind { Flash, Flash2, Flash3, Triton, Unfused };
 inline constexpr int kTritonMaxHeadDim = 128;
 // How context parallelism computes attention. gather: the keys and values of the whole sequence
 // all-gathered (their gradients reduce-scattered back) and one kernel over them (the twin's first
-// approximation; what Transformer Engine's ring is costed as until its own p2p ring is modelled).
-// torch_ring: PyTorch's context_parallel (torchtitan's CP), the ring of plan/cost/ring_attention.hpp.
-enum class CpAttention { Gather, TorchRing };
+// approximation). torch_ring: PyTorch's context_parallel (torchtitan's CP); te_p2p: Transformer Engine's
+// p2p ring (Megatron-Core's and NeMo's CP); both rings of plan/cost/ring_attention.hpp.
+enum class CpAttention { Gather, TorchRing, TeP2p };
 // Which kernels a layer's backward runs besides its GEMMs' and attention's. fused: the framework's
 // own (Megatron-LM with Transformer Engine: each linear's bias gradient in its weight-gradient GEMM's
 // epilogue, the query, key and value gradients written into one packed buffer). eager: PyTorch
