@@ -746,17 +746,23 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice
   BOOST_TEST(head_activation_bytes(small, a).value() == unfused_kept * 2 / 6, tt::tolerance(1e-12));
 }
 
+// A layer's work at `seq_len` x `micro_batch` under fused kernels, and the same under eager PyTorch.
+static std::pair<LayerWork, LayerWork> fused_and_eager(int seq_len, int micro_batch) {
+  LayerWork fused;
+  fused.seq_len = seq_len;
+  fused.micro_batch = micro_batch;
+  LayerWork eager = fused;
+  eager.kernels = LayerKernels::Eager;
+  return {fused, eager};
+}
+
 BOOST_AUTO_TEST_CASE(eager_autograd_adds_bias_reductions_gradient_sums_and_the_qkv_concatenation) {
   // MPT-1b (GELU, biases, MHA, one Wqkv): the bias gradients read the four linears' output gradients,
   // 3h + h + 4h + h = 9h per token, the split's backward reads and writes dq, dk, dv (2 x 3h), and the
   // two residual streams' gradient sums read two and write one (2 x 3h): 21 h e bytes per token and 7
   // launches, none of them in the forward, none under fused kernels.
   const ModelSpec m = model("mpt-1b");
-  LayerWork fused;
-  fused.seq_len = 2048;
-  fused.micro_batch = 4;
-  LayerWork eager = fused;
-  eager.kernels = LayerKernels::Eager;
+  const auto [fused, eager] = fused_and_eager(2048, 4);
   const double tokens = 4.0 * 2048;
   const KernelCost extra = eager_autograd_backward(m, eager, false);
   BOOST_TEST(extra.elementwise_bytes.value() == 2.0 * 21 * m.hidden * tokens, tt::tolerance(1e-12));
@@ -798,11 +804,7 @@ BOOST_AUTO_TEST_CASE(eager_forward_runs_rmsnorm_rope_and_swiglu_as_pytorch_ops) 
   // embedding: upcast, complex product, cast back: 20 against 4 over the queries and keys, 6 launches
   // against 1. SwiGLU: SiLU then the product, 10 against 6, 2 launches against 1.
   const ModelSpec m = model("llama3-8b");
-  LayerWork fused;
-  fused.seq_len = 2048;
-  fused.micro_batch = 1;
-  LayerWork eager = fused;
-  eager.kernels = LayerKernels::Eager;
+  const auto [fused, eager] = fused_and_eager(2048, 1);
   const double tokens = 2048, h = m.hidden, f = m.ffn_hidden;
   const double qk = (double(m.heads) + m.kv_heads) * m.head_dim;
   const KernelCost a = layer_forward(m, fused, false), b = layer_forward(m, eager, false);
