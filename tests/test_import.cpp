@@ -96,6 +96,10 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   BOOST_TEST(l.training.launch_blocking == s.training.launch_blocking);
   if (s.model.moe) BOOST_TEST((l.training.moe_dispatcher == s.training.moe_dispatcher));
   BOOST_TEST((l.training.cross_entropy == s.training.cross_entropy));
+  // Megatron-LM runs Transformer Engine's rings only: PyTorch's comes back as TE's p2p ring.
+  const CpAttention cp_attention =
+      s.training.cp_attention == CpAttention::TorchRing ? CpAttention::TeP2p : s.training.cp_attention;
+  if (p.cp > 1) BOOST_TEST((l.training.cp_attention == cp_attention));
   const AttentionKind attention =
       s.training.attention == AttentionKind::Unfused ? AttentionKind::Unfused : AttentionKind::Flash;
   BOOST_TEST((l.training.attention == attention));
@@ -166,8 +170,8 @@ BOOST_AUTO_TEST_CASE(arguments_the_import_does_not_read_are_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(context_parallelism_imports_as_transformer_engines_ring) {
-  // Megatron-Core's CP is Transformer Engine's: --cp-comm-type p2p (the default) is its p2p ring, the
-  // other kinds the gather, with a warning; the written scenario says which.
+  // Megatron-Core's CP is Transformer Engine's: --cp-comm-type p2p (the default) is its p2p ring,
+  // allgather the gather, the all-to-all kinds the gather with a warning; the written scenario says which.
   const std::vector<std::string> base = {
       "--num-layers", "2",   "--hidden-size", "64",  "--num-attention-heads",   "4",
       "--seq-length", "128", "--vocab-size",  "256", "--context-parallel-size", "2"};
@@ -181,6 +185,11 @@ BOOST_AUTO_TEST_CASE(context_parallelism_imports_as_transformer_engines_ring) {
   const ImportedLaunch gather = import_megatron(a2a, 8);
   BOOST_TEST((gather.training.cp_attention == CpAttention::Gather));
   BOOST_TEST(join(gather.warnings, "\n").find("--cp-comm-type a2a") != std::string::npos);
+  std::vector<std::string> allgather = base;
+  allgather.insert(allgather.end(), {"--cp-comm-type", "allgather"});
+  const ImportedLaunch all = import_megatron(allgather, 8);
+  BOOST_TEST((all.training.cp_attention == CpAttention::Gather));
+  BOOST_TEST(all.warnings.empty());
 }
 
 BOOST_AUTO_TEST_CASE(uneven_first_and_last_stages_become_the_plans_stages) {

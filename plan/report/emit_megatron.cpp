@@ -124,6 +124,18 @@ void pipeline(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std::
   }
 }
 
+// Context parallelism's attention as the Program costs it: Transformer Engine's p2p ring is
+// --cp-comm-type p2p (Megatron-LM's default), the gather its allgather; PyTorch's context_parallel ring
+// has no Megatron-LM form.
+void cp_comm_type(Arguments& a, const TrainingSpec& t, std::vector<std::string>& notes) {
+  if (t.cp_attention == CpAttention::Gather) return a.add("cp-comm-type", "allgather");
+  a.add("cp-comm-type", "p2p");
+  if (t.cp_attention == CpAttention::TorchRing)
+    notes.push_back(
+        "cp_attention torch_ring: Megatron-LM has no PyTorch context_parallel ring; this launch "
+        "runs Transformer Engine's p2p ring");
+}
+
 void recompute(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std::string>& notes) {
   const Recompute r = emit_detail::uniform_recompute(p, notes);
   if (r == Recompute::Selective) a.add("recompute-granularity", "selective");
@@ -247,7 +259,10 @@ EmittedConfig megatron_launch(const Plan& p, const ScenarioSpec& s) {
         "this launch uses learned absolute positions");
   a.add("tensor-model-parallel-size", n(p.tp));
   a.add("pipeline-model-parallel-size", n(p.pp));
-  if (p.cp > 1) a.add("context-parallel-size", n(p.cp));
+  if (p.cp > 1) {
+    a.add("context-parallel-size", n(p.cp));
+    cp_comm_type(a, s.training, notes);
+  }
   if (p.ep > 1) a.add("expert-model-parallel-size", n(p.ep));
   rank_order(a, p, notes);
   if (p.tp > 1 && p.sequence_parallel) a.add("sequence-parallel");

@@ -419,11 +419,12 @@ void read_training(Arguments& a, ImportedLaunch& out) {
         "--attention-backend flash: FlashAttention's generation is the installed package's; "
         "imported as attention: flash (the device's newest)");
   // Megatron-Core runs context parallelism in Transformer Engine's attention: --cp-comm-type p2p (the
-  // default, and the only kind before TE 1.10) is TE's p2p ring; the others are costed as the gather.
+  // default, and the only kind before TE 1.10) is TE's p2p ring, allgather the gather; the all-to-all
+  // kinds are costed as the gather.
   const auto cp_comm = a.choice("cp-comm-type", {"p2p", "a2a", "allgather", "a2a+p2p"});
   if (!cp_comm || *cp_comm == "p2p")
     t.cp_attention = CpAttention::TeP2p;
-  else
+  else if (*cp_comm != "allgather")
     out.warnings.push_back("--cp-comm-type " + *cp_comm + ": imported as cp_attention: gather");
   t.optimizer = a.choice("optimizer", {"adam", "sgd"}) == "sgd" ? OptimizerKind::Sgd : OptimizerKind::AdamW;
   if (const auto iters = a.integer("train-iters", 1, 1LL << 40)) t.steps = *iters;

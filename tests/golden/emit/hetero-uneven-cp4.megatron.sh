@@ -25,6 +25,7 @@ torchrun --nnodes 16 --nproc-per-node 8 pretrain_gpt.py \
   --tensor-model-parallel-size 2 \
   --pipeline-model-parallel-size 4 \
   --context-parallel-size 4 \
+  --cp-comm-type allgather \
   --sequence-parallel \
   --micro-batch-size 1 \
   --global-batch-size 1024 \
