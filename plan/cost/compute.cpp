@@ -557,16 +557,15 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
   const double qkv = (double(m.heads) * m.head_dim + 2.0 * m.kv_heads * m.head_dim) / s.t;
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
   // Each residual stream feeds its norm and its residual add: two gradient sums a layer.
-  double sums = 2 * s.sp_tokens * h;
-  KernelCost c;
+  KernelCost c = elementwise(3 * s.e * 2 * s.sp_tokens * h, 2);
   if (w.projections == Projections::Fused) {
     c += elementwise(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
   } else {
     // The norms' outputs feed the query, key and value linears (two sums), and under SwiGLU the gate
     // and up linears (one more): autograd sums their input gradients.
-    sums += (2 + (swiglu ? 1 : 0)) * s.tokens * h;
+    const int sums = swiglu ? 3 : 2;
+    c += elementwise(3 * s.e * sums * s.tokens * h, sums);
   }
-  c += elementwise(3 * s.e * sums, 2 + (w.projections == Projections::Separate ? (swiglu ? 3 : 2) : 0));
   if (m.bias) {
     // The row-parallel linears' biases are added to the whole output (after the TP reduction): h wide.
     const double rows = mlp_rows(m, w, s, moe_layer).first;

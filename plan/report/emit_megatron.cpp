@@ -128,8 +128,7 @@ void pipeline(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std::
 // --cp-comm-type p2p (Megatron-LM's default), the gather its allgather; PyTorch's context_parallel ring
 // has no Megatron-LM form.
 void cp_comm_type(Arguments& a, const TrainingSpec& t, std::vector<std::string>& notes) {
-  if (t.cp_attention == CpAttention::Gather) return a.add("cp-comm-type", "allgather");
-  a.add("cp-comm-type", "p2p");
+  a.add("cp-comm-type", t.cp_attention == CpAttention::Gather ? "allgather" : "p2p");
   if (t.cp_attention == CpAttention::TorchRing)
     notes.push_back(
         "cp_attention torch_ring: Megatron-LM has no PyTorch context_parallel ring; this launch "
