@@ -890,6 +890,61 @@ BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_a
 
 // ---- TP overlap: AsyncTP's and Transformer Engine's decomposed GEMMs (plan/cost/tp_overlap.hpp) ----
 
+BOOST_AUTO_TEST_CASE(dtensor_copies_the_whole_activation_around_each_sequence_parallel_collective) {
+  // torchtitan's TP over [b, s, h] sharded on dimension 1: each all-gather's output and each
+  // reduce-scatter's input is concatenated from its chunks, a read and a write of b s h x e bytes; four
+  // a pass (two of each), two in the per-operator recompute (its all-gathers run again).
+  const ModelSpec m = model("llama3-8b");
+  LayerWork megatron;
+  megatron.micro_batch = 12;
+  megatron.seq_len = 8192;
+  megatron.tp = 8;
+  megatron.sequence_parallel = true;
+  LayerWork dtensor = megatron;
+  dtensor.tensor_parallel = TensorParallelImpl::DTensor;
+  const double copy = 2.0 * 2 * 12 * 8192 * m.hidden;
+  auto added = [&](auto pass) {
+    const KernelCost d = pass(dtensor), g = pass(megatron);
+    return std::pair{d.elementwise_bytes.value() - g.elementwise_bytes.value(), d.launches - g.launches};
+  };
+  const auto forward = added([&](const LayerWork& w) { return layer_forward(m, w, false); });
+  const auto backward = added([&](const LayerWork& w) { return layer_backward(m, w, false); });
+  const auto op = added([&](const LayerWork& w) { return recompute_forward(m, w, Recompute::Op, false); });
+  BOOST_TEST(forward.first == 4 * copy, tt::tolerance(1e-12));
+  BOOST_TEST(forward.second == 4);
+  BOOST_TEST(backward.first == 4 * copy, tt::tolerance(1e-12));
+  BOOST_TEST(backward.second == 4);
+  BOOST_TEST(op.first == 2 * copy, tt::tolerance(1e-12));
+  // No copy without sequence parallelism (all-reduces work in place), at tp 1, or under TP overlap
+  // (AsyncTP's fused ops write each piece in place).
+  for (auto change : {+[](LayerWork& w) { w.sequence_parallel = false; }, +[](LayerWork& w) { w.tp = 1; },
+                      +[](LayerWork& w) { w.tp_overlap = true; }}) {
+    LayerWork w = dtensor;
+    change(w);
+    BOOST_TEST(sequence_shard_copies(m, w, 4).elementwise_bytes.value() == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dtensor_keeps_the_gathered_qkv_and_mlp_inputs_whole_without_recompute) {
+  const ModelSpec m = model("gpt3-175b");
+  ActivationConfig c;
+  c.micro_batch = 1;
+  c.seq_len = 2048;
+  c.tp = 8;
+  c.sequence_parallel = true;
+  ActivationConfig dtensor = c;
+  dtensor.tensor_parallel = TensorParallelImpl::DTensor;
+  // Two of the four 2-byte h-wide tensors outside the TP regions are kept whole instead of 1/t.
+  const double whole = 2.0 * 2 * 2048 * m.hidden;
+  BOOST_TEST(
+      layer_activation_bytes(m, dtensor, false).value() - layer_activation_bytes(m, c, false).value() ==
+          whole * (1 - 1.0 / 8),
+      tt::tolerance(1e-12));
+  c.recompute = dtensor.recompute = Recompute::Full;  // the layer input alone, a shard either way
+  BOOST_TEST(layer_activation_bytes(m, dtensor, false).value() ==
+             layer_activation_bytes(m, c, false).value());
+}
+
 BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_pieces_of_its_rows) {
   const ModelSpec m = model("llama3-70b");
   for (int tp : {2, 4, 8}) {

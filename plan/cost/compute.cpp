@@ -218,7 +218,7 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
 }
 
 LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
-                     int ep) {
+                     int ep, bool tp_overlap) {
   LayerWork w{micro_batch,        training.seq_len,   tp, cp, sequence_parallel,
               training.precision, training.attention, ep};
   w.repeat_kv = training.repeat_kv;
@@ -227,6 +227,8 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
   w.projections = training.projections;
   w.cross_entropy = training.cross_entropy;
   w.moe_dispatcher = training.moe_dispatcher;
+  w.tensor_parallel = training.tensor_parallel;
+  w.tp_overlap = tp_overlap;
   return w;
 }
 
@@ -465,6 +467,8 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   c += activation(m, w, s, rows);
   c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read, true, s.precision)
               : gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
+  // The two all-gathers run again (their outputs are not kept; lowering repeats them).
+  c += sequence_shard_copies(m, w, 2);
   return c;
 }
 
@@ -516,7 +520,15 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   c += activation(m, w, s, rows);
   c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
   c += residual(s, h, m.dropout);
+  c += sequence_shard_copies(m, w, 4);
   return c;
+}
+
+KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
+  if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.tp_overlap)
+    return {};
+  const Shape s = shape_of(w);
+  return elementwise(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
 }
 
 namespace {
@@ -579,6 +591,8 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   KernelCost c = backward_of(layer_forward(m, w, moe_layer));
   c += eager_autograd_backward(m, w, moe_layer);
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
+  // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.
+  c = without(c, sequence_shard_copies(m, w, 4));
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
   if (moe_layer) {

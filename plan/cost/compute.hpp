@@ -176,17 +176,21 @@ struct LayerWork {
   // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention), so context
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
-  CpAttention cp_attention = CpAttention::Gather;          // training.cp_attention
-  LayerKernels kernels = LayerKernels::Fused;              // training.kernels
-  Projections projections = Projections::Fused;            // training.projections
-  CrossEntropy cross_entropy = CrossEntropy::Unfused;      // training.cross_entropy
-  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;  // training.moe_dispatcher
+  CpAttention cp_attention = CpAttention::Gather;                     // training.cp_attention
+  LayerKernels kernels = LayerKernels::Fused;                         // training.kernels
+  Projections projections = Projections::Fused;                       // training.projections
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;                 // training.cross_entropy
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;             // training.moe_dispatcher
+  TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
+  // The plan decomposes the sequence-parallel collectives with their GEMMs (plan.overlap.tp: AsyncTP,
+  // userbuffers).
+  bool tp_overlap = false;
 };
 
 // One layer's work at these degrees under `training` (its sequence length, precision and attention
 // settings): lowering and the optimizer's tables build it here alike. expert_load stays 1.
 LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
-                     int ep);
+                     int ep, bool tp_overlap);
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
 // and dropout work on 1/tp of the tokens). GEMM FLOPs are the model FLOPs of training_flops_per_token
@@ -194,6 +198,17 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
 // passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router), its
 // experts' rows scaled by work.expert_load.
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
+// The copies PyTorch's functional collectives make around `collectives` of a layer's sequence-parallel
+// all-gathers and reduce-scatters under training.tensor_parallel dtensor ([b, s, h] sharded on the
+// sequence, dimension 1; NCCL gathers and scatters dimension 0): torch.cat of the all-gather output's
+// chunks along dimension 1, and of the reduce-scatter input's dimension-1 chunks before it
+// (torch/distributed/_functional_collectives.py, all_gather_tensor and reduce_scatter_tensor). Each
+// reads and writes the whole activation, b s/cp x h x e. A layer's pass runs four (its two
+// all-gathers and two reduce-scatters, forward or backward). Empty without sequence parallelism, under
+// megatron (sequence first: the shards are contiguous) and under TP overlap (AsyncTP's
+// fused_all_gather_matmul and fused_matmul_reduce_scatter take the dimension and write each piece in
+// place).
+KernelCost sequence_shard_copies(const ModelSpec& model, const LayerWork& work, int collectives);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
 // fused attention runs its backward kernel, memory-bound kernels move about twice the traffic; an MoE
 // layer's permutations move the gradients back as the forward moved the tokens (once their traffic).

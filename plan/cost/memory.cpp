@@ -113,6 +113,11 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
   const double mlp_inner = (model.mlp == MlpKind::SwiGlu ? 3 : 2) * e * f;
   double outside = 4 * e * h + (model.dropout ? 2 * h : 0);
   double inside = e * (2 * A + 2 * Kv) + mlp_inner;
+  if (c.sequence_parallel && c.tp > 1 && c.tensor_parallel == TensorParallelImpl::DTensor) {
+    // DTensor's autograd keeps the all-gathers' outputs, the QKV and MLP inputs, whole.
+    outside -= 2 * e * h;
+    inside += 2 * e * h * t;
+  }
   if (moe_layer) {
     assert(model.moe && "an MoE layer in a model without moe");
     const double k = model.moe->top_k;

@@ -66,6 +66,8 @@ struct ActivationConfig {
   Precision precision = Precision::Bf16;
   AttentionKind attention = AttentionKind::Flash;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;  // training.cross_entropy (the head's softmax)
+  // dtensor: the QKV and MLP inputs are kept as gathered, whole, under sequence parallelism.
+  TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
 };
 
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h

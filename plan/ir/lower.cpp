@@ -232,11 +232,13 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
     if (lead == id) lead = last;
   }
   int regather = -1;
-  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
+  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin &&
+      t_.tensor_parallel == TensorParallelImpl::Megatron) {
     // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
     // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
     // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
-    // and Transformer Engine's linears): two more all-gathers per layer and backward.
+    // and Transformer Engine's linears): two more all-gathers per layer and backward. DTensor's
+    // autograd keeps the gathered input instead (training.tensor_parallel).
     const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
     regather =
         add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp, 2 * (end - begin) * passes,

@@ -17,7 +17,8 @@ cost::ActivationConfig RoleBuilder::activation_config(int chunk, int layer) cons
           layer >= 0 ? stage(chunk).layer_recompute(layer) : stage(chunk).recompute,
           t_.precision,
           t_.attention,
-          t_.cross_entropy};
+          t_.cross_entropy,
+          t_.tensor_parallel};
 }
 
 cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {

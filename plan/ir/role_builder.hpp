@@ -99,7 +99,7 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    return cost::layer_work(t_, p_.micro_batch, p_.tp, p_.cp, p_.sequence_parallel, p_.ep);
+    return cost::layer_work(t_, p_.micro_batch, p_.tp, p_.cp, p_.sequence_parallel, p_.ep, p_.overlap_tp);
   }
 
   int moe_layers(int begin, int end) const {

@@ -265,6 +265,10 @@ EmittedConfig megatron_launch(const Plan& p, const ScenarioSpec& s) {
   if (p.ep > 1) a.add("expert-model-parallel-size", n(p.ep));
   rank_order(a, p, notes);
   if (p.tp > 1 && p.sequence_parallel) a.add("sequence-parallel");
+  if (p.tp > 1 && s.training.tensor_parallel == TensorParallelImpl::DTensor)
+    notes.push_back(
+        "tensor_parallel dtensor: Megatron-LM runs tensor parallelism with its own linears (sequence-first "
+        "activations, no copies around the sequence-parallel collectives)");
   a.add("micro-batch-size", n(p.micro_batch));
   a.add("global-batch-size", n(s.training.global_batch));
   pipeline(a, p, s.model, notes);

@@ -26,8 +26,8 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
   const DeviceSpec& d = ctx_.s.cluster.device_of(p);
   const Precision prec = ctx_.s.training.precision;
-  cost::LayerWork w =
-      cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep);
+  cost::LayerWork w = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep,
+                                       ctx_.req.overlap_tp.value_or(false));
   w.expert_load = least_moe_pace(layout.ep);
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
@@ -186,7 +186,8 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    layout.recompute,
                                    ctx_.s.training.precision,
                                    ctx_.s.training.attention,
-                                   ctx_.s.training.cross_entropy};
+                                   ctx_.s.training.cross_entropy,
+                                   ctx_.s.training.tensor_parallel};
   cost::ActivationConfig kept_all = act;
   kept_all.recompute = Recompute::None;
   auto activations = [&](const cost::ActivationConfig& a, bool moe) {

@@ -87,8 +87,8 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
   };
   using cost::CollectiveKind;
-  cost::LayerWork work =
-      cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep);
+  cost::LayerWork work = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp,
+                                          layout.ep, ctx_.req.overlap_tp.value_or(false));
   work.expert_load = least_moe_pace(layout.ep);
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;

@@ -60,6 +60,16 @@ enum class CrossEntropy { Unfused, Fused };
 // received by local expert (and back before the combine). fused (the flex dispatcher with DeepEP or
 // HybridEP): the dispatch and combine kernels place the copies themselves; one permutation each way.
 enum class MoeDispatcher { AllToAll, Fused };
+// How the framework runs tensor and sequence parallelism. megatron: Megatron-LM's and Transformer
+// Engine's linears over activations laid out [s, b, h], so a sequence shard is a contiguous block the
+// collectives move in place; a column-parallel linear keeps only its input's sequence shard for the
+// backward and all-gathers it again there. dtensor: PyTorch's DTensor plans (torchtitan's
+// parallelize_module with SequenceParallel and Shard(1)) over [b, s, h]: the sequence is dimension 1,
+// so functional collectives rearrange around NCCL's dimension-0 transfers (each all-gather's output
+// concatenated from its chunks along dimension 1, each reduce-scatter's input concatenated from its
+// dimension-1 chunks: a copy of the whole activation each), and autograd keeps the gathered input
+// whole, with no all-gather again in the backward.
+enum class TensorParallelImpl { Megatron, DTensor };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
@@ -67,6 +77,7 @@ extern const EnumNames<Projections> kProjectionsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
+extern const EnumNames<TensorParallelImpl> kTensorParallelNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
 struct TrainingSpec {
@@ -80,6 +91,7 @@ struct TrainingSpec {
   Projections projections = Projections::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
