@@ -951,3 +951,58 @@ BOOST_AUTO_TEST_CASE(gemm_pieces_of_few_rows_cost_more_than_the_whole_gemm) {
   BOOST_TEST(compute_time_bound(split, d, Precision::Bf16).value() <=
              compute_time(split, d, Precision::Bf16).value());
 }
+
+BOOST_AUTO_TEST_CASE(userbuffers_splits_as_transformer_engine_runs_its_default_overlaps) {
+  // Transformer Engine's initialize_ub defaults: ring_exchange all-gathers in tp pieces (QKV and up
+  // forward, output and down input gradients), pipelined reduce-scatters in 4 (output and down forward),
+  // bulk for the QKV and up input gradients (not split: their reduce-scatters run beside the weight
+  // gradients); the reduce-scatter kernel sums the partial results itself.
+  const ModelSpec m = model("llama3-70b");
+  LayerWork w;
+  w.seq_len = 4096;
+  w.tp = 8;
+  w.sequence_parallel = true;
+  w.tp_overlap = TpOverlap::Userbuffers;
+  const TpPieces f = tp_overlap_pieces(m, w, true, false);
+  BOOST_TEST(f.whole.gemms.size() == 4u);
+  // Leads: 1/8 of the gathered pair's rows, 1/4 of the scattered pair's.
+  for (const Gemm& g : f.lead.gemms) BOOST_TEST((g.m == 4096.0 / 8 || g.m == 4096.0 / 4));
+  BOOST_TEST(f.rest.launches == 2 * 7 + 2 * 3);
+  BOOST_TEST(f.staging.launches == 2);  // the gathers' own shard copied in; no sum after the scatters
+  const TpPieces b = tp_overlap_pieces(m, w, false, false);
+  BOOST_TEST(b.whole.gemms.size() == 2u);  // the output and down projections' input gradients
+  BOOST_TEST(b.rest.launches == 2 * 7);
+  LayerWork a = w;
+  a.tp_overlap = TpOverlap::AsyncTp;
+  BOOST_TEST(tp_overlap_bulk_backward(w));
+  BOOST_TEST(!tp_overlap_bulk_backward(a));
+  BOOST_TEST(tp_overlap_pieces(m, a, false, false).whole.gemms.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(userbuffers_pieces_on_three_streams_fill_the_waves_together) {
+  // 4,096 tokens at tp 8 on H100: AsyncTP's pieces of 512 rows each leave a partly idle last wave;
+  // Transformer Engine's, issued round-robin on 3 compute streams, share it, so they cost less (the
+  // decomposed forward still costs more than the whole one).
+  const ModelSpec m = model("llama3-70b");
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  LayerWork w;
+  w.seq_len = 4096;
+  w.tp = 8;
+  w.sequence_parallel = true;
+  LayerWork ub = w;
+  ub.tp_overlap = TpOverlap::Userbuffers;
+  // The output and down projections' input gradients (ring_exchange): 7 pieces after the lead, which
+  // tiled one after another would take 7 leads' time.
+  const TpPieces b = tp_overlap_pieces(m, ub, false, false);
+  BOOST_TEST(compute_time(b.rest, d, Precision::Bf16).value() <
+             0.95 * 7 * compute_time(b.lead, d, Precision::Bf16).value());
+  const KernelCost f = layer_forward(m, ub, false);
+  const double whole = compute_time(f, d, Precision::Bf16).value();
+  const double async =
+      compute_time(decomposed(f, tp_overlap_pieces(m, w, true, false)), d, Precision::Bf16).value();
+  const double te =
+      compute_time(decomposed(f, tp_overlap_pieces(m, ub, true, false)), d, Precision::Bf16).value();
+  BOOST_TEST(te < async);
+  BOOST_TEST(te >= whole);  // the leads' rows still fill fewer tiles
+}

@@ -177,6 +177,7 @@ struct LayerWork {
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;          // training.cp_attention
+  TpOverlap tp_overlap = TpOverlap::AsyncTp;               // training.tp_overlap
   LayerKernels kernels = LayerKernels::Fused;              // training.kernels
   Projections projections = Projections::Fused;            // training.projections
   CrossEntropy cross_entropy = CrossEntropy::Unfused;      // training.cross_entropy
