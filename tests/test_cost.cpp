@@ -890,6 +890,16 @@ BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_a
 
 // ---- TP overlap: AsyncTP's and Transformer Engine's decomposed GEMMs (plan/cost/tp_overlap.hpp) ----
 
+// A sequence-parallel layer's work over `seq_len` tokens at `tp`, TP overlap run as `kind`.
+static LayerWork sp_layer(int seq_len, int tp, TpOverlap kind = TpOverlap::AsyncTp) {
+  LayerWork w;
+  w.seq_len = seq_len;
+  w.tp = tp;
+  w.sequence_parallel = true;
+  w.tp_overlap = kind;
+  return w;
+}
+
 BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_pieces_of_its_rows) {
   const ModelSpec m = model("llama3-70b");
   for (int tp : {2, 4, 8}) {
@@ -937,10 +947,7 @@ BOOST_AUTO_TEST_CASE(gemm_pieces_of_few_rows_cost_more_than_the_whole_gemm) {
   const ModelSpec m = model("llama3-70b");
   const ClusterSpec h100 = cluster("dgx-h100");
   const DeviceSpec& d = h100.device_of(h100.pools[0]);
-  LayerWork w;
-  w.seq_len = 1024;
-  w.tp = 8;
-  w.sequence_parallel = true;
+  const LayerWork w = sp_layer(1024, 8);
   const TpPieces p = tp_overlap_pieces(m, w, true, false);
   KernelCost pieces = p.lead;
   pieces += p.rest;
@@ -958,11 +965,7 @@ BOOST_AUTO_TEST_CASE(userbuffers_splits_as_transformer_engine_runs_its_default_o
   // bulk for the QKV and up input gradients (not split: their reduce-scatters run beside the weight
   // gradients); the reduce-scatter kernel sums the partial results itself.
   const ModelSpec m = model("llama3-70b");
-  LayerWork w;
-  w.seq_len = 4096;
-  w.tp = 8;
-  w.sequence_parallel = true;
-  w.tp_overlap = TpOverlap::Userbuffers;
+  const LayerWork w = sp_layer(4096, 8, TpOverlap::Userbuffers);
   const TpPieces f = tp_overlap_pieces(m, w, true, false);
   BOOST_TEST(f.whole.gemms.size() == 4u);
   // Leads: 1/8 of the gathered pair's rows, 1/4 of the scattered pair's.
@@ -972,8 +975,7 @@ BOOST_AUTO_TEST_CASE(userbuffers_splits_as_transformer_engine_runs_its_default_o
   const TpPieces b = tp_overlap_pieces(m, w, false, false);
   BOOST_TEST(b.whole.gemms.size() == 2u);  // the output and down projections' input gradients
   BOOST_TEST(b.rest.launches == 2 * 7);
-  LayerWork a = w;
-  a.tp_overlap = TpOverlap::AsyncTp;
+  const LayerWork a = sp_layer(4096, 8);
   BOOST_TEST(tp_overlap_bulk_backward(w));
   BOOST_TEST(!tp_overlap_bulk_backward(a));
   BOOST_TEST(tp_overlap_pieces(m, a, false, false).whole.gemms.size() == 4u);
@@ -986,12 +988,7 @@ BOOST_AUTO_TEST_CASE(userbuffers_pieces_on_three_streams_fill_the_waves_together
   const ModelSpec m = model("llama3-70b");
   const ClusterSpec h100 = cluster("dgx-h100");
   const DeviceSpec& d = h100.device_of(h100.pools[0]);
-  LayerWork w;
-  w.seq_len = 4096;
-  w.tp = 8;
-  w.sequence_parallel = true;
-  LayerWork ub = w;
-  ub.tp_overlap = TpOverlap::Userbuffers;
+  const LayerWork w = sp_layer(4096, 8), ub = sp_layer(4096, 8, TpOverlap::Userbuffers);
   // The output and down projections' input gradients (ring_exchange): 7 pieces after the lead, which
   // tiled one after another would take 7 leads' time.
   const TpPieces b = tp_overlap_pieces(m, ub, false, false);
