@@ -918,7 +918,7 @@ BOOST_AUTO_TEST_CASE(dtensor_copies_the_whole_activation_around_each_sequence_pa
   // No copy without sequence parallelism (all-reduces work in place), at tp 1, or under TP overlap
   // (AsyncTP's fused ops write each piece in place).
   for (auto change : {+[](LayerWork& w) { w.sequence_parallel = false; }, +[](LayerWork& w) { w.tp = 1; },
-                      +[](LayerWork& w) { w.tp_overlap = true; }}) {
+                      +[](LayerWork& w) { w.overlap_tp = true; }}) {
     LayerWork w = dtensor;
     change(w);
     BOOST_TEST(sequence_shard_copies(m, w, 4).elementwise_bytes.value() == 0);
@@ -943,6 +943,16 @@ BOOST_AUTO_TEST_CASE(dtensor_keeps_the_gathered_qkv_and_mlp_inputs_whole_without
   c.recompute = dtensor.recompute = Recompute::Full;  // the layer input alone, a shard either way
   BOOST_TEST(layer_activation_bytes(m, dtensor, false).value() ==
              layer_activation_bytes(m, c, false).value());
+}
+
+// A sequence-parallel layer's work over `seq_len` tokens at `tp`, TP overlap run as `kind`.
+static LayerWork sp_layer(int seq_len, int tp, TpOverlap kind = TpOverlap::AsyncTp) {
+  LayerWork w;
+  w.seq_len = seq_len;
+  w.tp = tp;
+  w.sequence_parallel = true;
+  w.tp_overlap = kind;
+  return w;
 }
 
 BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_pieces_of_its_rows) {
@@ -992,10 +1002,7 @@ BOOST_AUTO_TEST_CASE(gemm_pieces_of_few_rows_cost_more_than_the_whole_gemm) {
   const ModelSpec m = model("llama3-70b");
   const ClusterSpec h100 = cluster("dgx-h100");
   const DeviceSpec& d = h100.device_of(h100.pools[0]);
-  LayerWork w;
-  w.seq_len = 1024;
-  w.tp = 8;
-  w.sequence_parallel = true;
+  const LayerWork w = sp_layer(1024, 8);
   const TpPieces p = tp_overlap_pieces(m, w, true, false);
   KernelCost pieces = p.lead;
   pieces += p.rest;
@@ -1005,4 +1012,49 @@ BOOST_AUTO_TEST_CASE(gemm_pieces_of_few_rows_cost_more_than_the_whole_gemm) {
   BOOST_TEST(compute_time(split, d, Precision::Bf16).value() > compute_time(f, d, Precision::Bf16).value());
   BOOST_TEST(compute_time_bound(split, d, Precision::Bf16).value() <=
              compute_time(split, d, Precision::Bf16).value());
+}
+
+BOOST_AUTO_TEST_CASE(userbuffers_splits_as_transformer_engine_runs_its_default_overlaps) {
+  // Transformer Engine's initialize_ub defaults: ring_exchange all-gathers in tp pieces (QKV and up
+  // forward, output and down input gradients), pipelined reduce-scatters in 4 (output and down forward),
+  // bulk for the QKV and up input gradients (not split: their reduce-scatters run beside the weight
+  // gradients); the reduce-scatter kernel sums the partial results itself.
+  const ModelSpec m = model("llama3-70b");
+  const LayerWork w = sp_layer(4096, 8, TpOverlap::Userbuffers);
+  const TpPieces f = tp_overlap_pieces(m, w, true, false);
+  BOOST_TEST(f.whole.gemms.size() == 4u);
+  // Leads: 1/8 of the gathered pair's rows, 1/4 of the scattered pair's.
+  for (const Gemm& g : f.lead.gemms) BOOST_TEST((g.m == 4096.0 / 8 || g.m == 4096.0 / 4));
+  BOOST_TEST(f.rest.launches == 2 * 7 + 2 * 3);
+  BOOST_TEST(f.staging.launches == 2);  // the gathers' own shard copied in; no sum after the scatters
+  const TpPieces b = tp_overlap_pieces(m, w, false, false);
+  BOOST_TEST(b.whole.gemms.size() == 2u);  // the output and down projections' input gradients
+  BOOST_TEST(b.rest.launches == 2 * 7);
+  const LayerWork a = sp_layer(4096, 8);
+  BOOST_TEST(tp_overlap_bulk_backward(w));
+  BOOST_TEST(!tp_overlap_bulk_backward(a));
+  BOOST_TEST(tp_overlap_pieces(m, a, false, false).whole.gemms.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(userbuffers_pieces_on_three_streams_fill_the_waves_together) {
+  // 4,096 tokens at tp 8 on H100: AsyncTP's pieces of 512 rows each leave a partly idle last wave;
+  // Transformer Engine's, issued round-robin on 3 compute streams, share it, so they cost less (the
+  // decomposed forward still costs more than the whole one).
+  const ModelSpec m = model("llama3-70b");
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  const LayerWork w = sp_layer(4096, 8), ub = sp_layer(4096, 8, TpOverlap::Userbuffers);
+  // The output and down projections' input gradients (ring_exchange): 7 pieces after the lead, which
+  // tiled one after another would take 7 leads' time.
+  const TpPieces b = tp_overlap_pieces(m, ub, false, false);
+  BOOST_TEST(compute_time(b.rest, d, Precision::Bf16).value() <
+             0.95 * 7 * compute_time(b.lead, d, Precision::Bf16).value());
+  const KernelCost f = layer_forward(m, ub, false);
+  const double whole = compute_time(f, d, Precision::Bf16).value();
+  const double async =
+      compute_time(decomposed(f, tp_overlap_pieces(m, w, true, false)), d, Precision::Bf16).value();
+  const double te =
+      compute_time(decomposed(f, tp_overlap_pieces(m, ub, true, false)), d, Precision::Bf16).value();
+  BOOST_TEST(te < async);
+  BOOST_TEST(te >= whole);  // the leads' rows still fill fewer tiles
 }

@@ -218,17 +218,18 @@ Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Pre
 }
 
 LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
-                     int ep, bool tp_overlap) {
+                     int ep, bool overlap_tp) {
   LayerWork w{micro_batch,        training.seq_len,   tp, cp, sequence_parallel,
               training.precision, training.attention, ep};
   w.repeat_kv = training.repeat_kv;
   w.cp_attention = training.cp_attention;
+  w.tp_overlap = training.tp_overlap;
   w.kernels = training.kernels;
   w.projections = training.projections;
   w.cross_entropy = training.cross_entropy;
   w.moe_dispatcher = training.moe_dispatcher;
   w.tensor_parallel = training.tensor_parallel;
-  w.tp_overlap = tp_overlap;
+  w.overlap_tp = overlap_tp;
   return w;
 }
 
@@ -525,7 +526,7 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
 }
 
 KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
-  if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.tp_overlap)
+  if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.overlap_tp)
     return {};
   const Shape s = shape_of(w);
   return elementwise(collectives * 2 * s.e * s.tokens * m.hidden, collectives);

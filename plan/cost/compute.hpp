@@ -177,20 +177,20 @@ struct LayerWork {
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;                     // training.cp_attention
+  TpOverlap tp_overlap = TpOverlap::AsyncTp;                          // training.tp_overlap
   LayerKernels kernels = LayerKernels::Fused;                         // training.kernels
   Projections projections = Projections::Fused;                       // training.projections
   CrossEntropy cross_entropy = CrossEntropy::Unfused;                 // training.cross_entropy
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;             // training.moe_dispatcher
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
-  // The plan decomposes the sequence-parallel collectives with their GEMMs (plan.overlap.tp: AsyncTP,
-  // userbuffers).
-  bool tp_overlap = false;
+  // The plan decomposes the sequence-parallel collectives with their GEMMs (plan.overlap.tp).
+  bool overlap_tp = false;
 };
 
 // One layer's work at these degrees under `training` (its sequence length, precision and attention
 // settings): lowering and the optimizer's tables build it here alike. expert_load stays 1.
 LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
-                     int ep, bool tp_overlap);
+                     int ep, bool overlap_tp);
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
 // and dropout work on 1/tp of the tokens). GEMM FLOPs are the model FLOPs of training_flops_per_token

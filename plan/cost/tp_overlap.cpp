@@ -29,11 +29,26 @@ KernelCost launches_of(Gemm g, double count, double element) {
   return c;
 }
 
+// Transformer Engine's userbuffers (transformer_engine/pytorch/module/base.py initialize_ub's defaults):
+// the pipelined reduce-scatters (proj_fprop, fc2_fprop) in 4 splits, the ring-exchange all-gathers in tp.
+constexpr int kUserbuffersPipelineSplits = 4;
+
+// `pieces` GEMMs on 1/pieces of g's rows each, whose tiles fill the device's waves together: Transformer
+// Engine issues them round-robin on _NUM_MAX_UB_STREAMS = 3 compute streams, so a piece's last wave
+// shares the SMs with the next piece's first (the m rows split among groups, as a grouped GEMM's).
+KernelCost concurrent_pieces(Gemm g, double pieces, double element) {
+  g.weight_copies = pieces;  // each piece reads the whole weight
+  KernelCost c = launches_of(g, 1, element);
+  c.launches = static_cast<int>(pieces);
+  return c;
+}
+
 }  // namespace
 
 TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
   TpPieces p;
   if (!tp_overlap_decomposes(w.tp, w.sequence_parallel)) return p;
+  const bool userbuffers = w.tp_overlap == TpOverlap::Userbuffers;
   const double e = element_bytes(w.precision), t = w.tp;
   const double tokens = double(w.micro_batch) * w.seq_len / w.cp;  // every GEMM's rows (layer_forward's)
   const double h = m.hidden, f = m.ffn_hidden, gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
@@ -52,19 +67,32 @@ TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward,
   }
   const double shard = layer_collective_bytes(m, w).tp.value();  // one collective's whole activation
   for (const Linear& l : linears) {
+    const bool gathers = l.gathers_forward == forward;
+    // userbuffers' bulk overlap: the column-parallel input gradients (qkv_dgrad, fc1_dgrad) run whole,
+    // their reduce-scatters beside the weight gradients' GEMMs (lowering runs them beside the pass).
+    if (userbuffers && !forward && !gathers) continue;
     Gemm g;
     g.m = tokens;
     g.n = forward ? l.n : l.k;
     g.k = forward ? l.k : l.n;
     p.whole += launches_of(g, 1, e);
+    const double pieces = userbuffers && !gathers ? kUserbuffersPipelineSplits : t;
     Gemm piece = g;
-    piece.m = tokens / t;
+    piece.m = tokens / pieces;
     p.lead += launches_of(piece, 1, e);
-    p.rest += launches_of(piece, t - 1, e);
     KernelCost staging;
-    const bool gathers = l.gathers_forward == forward;
-    staging.elementwise_bytes = Bytes(gathers ? 2 * shard / t : shard * (1 + 1 / t));
-    staging.launches = 1;
+    if (userbuffers) {
+      Gemm rest = g;
+      rest.m = tokens * (pieces - 1) / pieces;
+      p.rest += concurrent_pieces(rest, pieces - 1, e);
+      // The all-gather's own shard copied into the userbuffer; the reduce-scatter kernel sums the
+      // partial results as it moves them (reducescatter2_userbuff_stridedoutput): no kernel after it.
+      if (gathers) staging.elementwise_bytes = Bytes(2 * shard / t);
+    } else {
+      p.rest += launches_of(piece, pieces - 1, e);
+      staging.elementwise_bytes = Bytes(gathers ? 2 * shard / t : shard * (1 + 1 / t));
+    }
+    staging.launches = staging.elementwise_bytes.value() > 0 ? 1 : 0;
     p.staging += staging;
   }
   return p;

@@ -16,6 +16,12 @@ namespace paratwin::cost {
 // An MoE layer decomposes its attention's pair only (its experts' grouped GEMMs run between all-to-alls).
 // The weight gradients' GEMMs, attention and the memory-bound kernels are not decomposed: the
 // transfers do not run beside them.
+// training.tp_overlap says how (scenario.hpp's TpOverlap). async_tp: every pair in tp pieces run one after
+// another, each tiled on its own, the reduce-scatter's partial results summed after it. userbuffers
+// (Transformer Engine's initialize_ub defaults): the all-gathers in tp pieces (ring_exchange), the
+// forward's reduce-scatters in 4 (pipeline), the pieces after the lead on 3 streams so their tiles fill
+// the waves together, the sum inside the reduce-scatter kernel; the backward's QKV and up projections'
+// input gradients are not decomposed (bulk: their reduce-scatters run beside the weight gradients).
 struct TpPieces {
   KernelCost whole;  // the decomposed GEMMs as one launch each (as layer_forward / layer_backward hold them)
   // One piece of each: the rank's own shard's rows (all-gather) or the first partial result
@@ -38,13 +44,20 @@ inline bool tp_overlap_decomposes(int tp, bool sequence_parallel) {
   return tp > 1 && sequence_parallel;
 }
 
+// Whether the backward's reduce-scatters (the column-parallel input gradients') run whole beside the
+// pass's weight-gradient GEMMs rather than beside decomposed pieces: userbuffers' bulk overlap.
+inline bool tp_overlap_bulk_backward(const LayerWork& work) {
+  return tp_overlap_decomposes(work.tp, work.sequence_parallel) && work.tp_overlap == TpOverlap::Userbuffers;
+}
+
 // The pieces of one layer's forward (or recomputed forward) or backward at work.tp; empty below tp 2
 // or without sequence parallelism (the all-reduces of plain TP are not decomposed).
 TpPieces tp_overlap_pieces(const ModelSpec& model, const LayerWork& work, bool forward, bool moe_layer);
 
 // `pass` (holding the pieces' whole GEMMs) with them decomposed: its other work, the staging kernels,
-// the lead pieces and the rest. Its compute time is at least the undecomposed pass's: the pieces'
-// smaller row counts fill fewer of the device's tiles (wave quantization) and launch tp times as often.
+// the lead pieces and the rest. Its compute time is at least about the undecomposed pass's: the pieces'
+// smaller row counts fill fewer of the device's tiles (wave quantization: each piece under async_tp,
+// the lead alone and the rest together under userbuffers) and launch as many times as there are pieces.
 KernelCost decomposed(const KernelCost& pass, const TpPieces& pieces);
 
 }  // namespace paratwin::cost

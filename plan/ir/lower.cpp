@@ -158,8 +158,11 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
     if (p_.sequence_parallel) {
       ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
                                    what("AG tp "), {tp_after})));
-      ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
-                                   what("RS tp "), {ids.back()})));
+      // Under userbuffers' bulk overlap the backward's reduce-scatters run beside the whole pass
+      // (compute_with_comm).
+      if (forward || !bulk_backward_rs())
+        ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
+                                     what("RS tp "), {ids.back()})));
     } else {
       ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
                                    what("AR tp "), {tp_after})));
@@ -186,6 +189,10 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
                                  what("A2A ep "), {after})));
   }
   return ids;
+}
+
+bool RoleBuilder::bulk_backward_rs() const {
+  return p_.overlap_tp && cost::tp_overlap_bulk_backward(layer_work());
 }
 
 cost::TpPieces RoleBuilder::tp_pieces(int begin, int end, bool forward, int passes) const {
@@ -243,6 +250,15 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
     regather =
         add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp, 2 * (end - begin) * passes,
                        StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
+    if (bulk_backward_rs()) {
+      // userbuffers' bulk overlap (plan/cost/tp_overlap.hpp): the QKV and up projections' input gradients
+      // are reduce-scattered whole beside their weight gradients' GEMMs, as the regather runs beside the
+      // input gradients': beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
+      const int count = (2 * (end - begin) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
+      regather =
+          add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, bytes.tp, count, StreamKind::Tp,
+                         names_ ? named("RS tp bulk B ", mb, chunk) : std::string(), {regather}));
+    }
   }
   // The collectives follow the GEMMs; decomposed, the TP ones follow the lead pieces.
   const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, lead, last, passes);

@@ -165,6 +165,9 @@ class RoleBuilder {
   TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int tp_after, int after,
                                int passes);
 
+  // Whether the backward's TP reduce-scatters run beside the whole pass (userbuffers' bulk overlap).
+  bool bulk_backward_rs() const;
+
   // What TP overlap decomposes of `passes` passes over layers [begin, end) (plan/cost/tp_overlap.hpp).
   cost::TpPieces tp_pieces(int begin, int end, bool forward, int passes) const;
 

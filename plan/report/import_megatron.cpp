@@ -470,6 +470,8 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   p.bucket_size = Bytes(static_cast<double>(elements) * cost::gradient_bytes(out.training));
   p.overlap_dp = a.flag("overlap-grad-reduce");
   p.overlap_tp = a.flag("tp-comm-overlap") && p.tp > 1;
+  // --tp-comm-overlap is Transformer Engine's userbuffers overlap (Megatron-Core's initialize_ub).
+  if (p.overlap_tp) out.training.tp_overlap = TpOverlap::Userbuffers;
 }
 
 // torchrun's world size from the words before the script, or nullopt.
@@ -573,6 +575,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
     y += "  cross_entropy: " + enum_name(t.cross_entropy, kCrossEntropyNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
   if (p.cp > 1) y += "  cp_attention: " + enum_name(t.cp_attention, kCpAttentionNames) + "\n";
+  if (t.tp_overlap != TpOverlap::AsyncTp)
+    y += "  tp_overlap: " + enum_name(t.tp_overlap, kTpOverlapNames) + "\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
        "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +

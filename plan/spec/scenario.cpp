@@ -23,6 +23,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"unfused", AttentionKind::Unfused}};
 const EnumNames<CpAttention> kCpAttentionNames = {
     {"gather", CpAttention::Gather}, {"torch_ring", CpAttention::TorchRing}, {"te_p2p", CpAttention::TeP2p}};
+const EnumNames<TpOverlap> kTpOverlapNames = {{"async_tp", TpOverlap::AsyncTp},
+                                              {"userbuffers", TpOverlap::Userbuffers}};
 const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
                                                     {"eager", LayerKernels::Eager}};
 const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},
@@ -115,6 +117,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
   r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
+  r.read_enum("tp_overlap", t.tp_overlap, kTpOverlapNames);
   r.read_enum("kernels", t.kernels, kLayerKernelsNames);
   r.read_enum("projections", t.projections, kProjectionsNames);
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);

@@ -34,6 +34,14 @@ inline constexpr int kTritonMaxHeadDim = 128;
 // approximation). torch_ring: PyTorch's context_parallel (torchtitan's CP); te_p2p: Transformer Engine's
 // p2p ring (Megatron-Core's and NeMo's CP); both rings of plan/cost/ring_attention.hpp.
 enum class CpAttention { Gather, TorchRing, TeP2p };
+// How the framework runs TP overlap (plan.overlap.tp, plan/cost/tp_overlap.hpp). async_tp: PyTorch's
+// AsyncTP (torchtitan): every all-gather -> GEMM and GEMM -> reduce-scatter pair of sequence parallelism
+// split into tp pieces run one after another on the compute stream, the partial results summed in one
+// more kernel. userbuffers: Transformer Engine's (Megatron-Core's and NeMo's --tp-comm-overlap):
+// ring-exchange all-gathers in tp pieces and pipelined reduce-scatters in 4, the pieces spread over 3
+// compute streams; the backward's column-parallel input gradients not split, their reduce-scatters run
+// beside the weight gradients' GEMMs (bulk).
+enum class TpOverlap { AsyncTp, Userbuffers };
 // Which kernels a layer's backward runs besides its GEMMs' and attention's. fused: the framework's
 // own (Megatron-LM with Transformer Engine: each linear's bias gradient in its weight-gradient GEMM's
 // epilogue, the query, key and value gradients written into one packed buffer). eager: PyTorch
@@ -76,6 +84,7 @@ extern const EnumNames<LayerKernels> kLayerKernelsNames;
 extern const EnumNames<Projections> kProjectionsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
+extern const EnumNames<TpOverlap> kTpOverlapNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
 extern const EnumNames<TensorParallelImpl> kTensorParallelNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
@@ -87,6 +96,7 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::AdamW;
   AttentionKind attention = AttentionKind::Flash;
   CpAttention cp_attention = CpAttention::Gather;
+  TpOverlap tp_overlap = TpOverlap::AsyncTp;
   LayerKernels kernels = LayerKernels::Fused;
   Projections projections = Projections::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
