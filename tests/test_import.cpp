@@ -31,7 +31,7 @@ const std::vector<Case> kOverlaps = {
      "quickstart",
      {"cluster.from=dgx-h100", "plan.overlap.dp=false", "plan.overlap.tp=true", "training.attention=unfused",
       "training.precision=fp8", "training.grad_reduce=fp32", "training.fp8_param_gather=true",
-      "training.launch_blocking=true", "training.cross_entropy=fused"}},
+      "training.fp8_recipe=te_current", "training.launch_blocking=true", "training.cross_entropy=fused"}},
     {"llama-interleaved-no-p2p-overlap", "quickstart",
      with(kLlama,
           {"plan.tp=2", "plan.pp=4", "plan.dp=4", "plan.schedule=interleaved", "plan.virtual_stages=2",
@@ -93,6 +93,10 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   BOOST_TEST((l.training.precision == s.training.precision));
   BOOST_TEST(cost::gradient_bytes(l.training) == cost::gradient_bytes(s.training));
   BOOST_TEST(l.training.fp8_param_gather == s.training.fp8_param_gather);
+  // Megatron-LM's --fp8-recipe tensorwise is dynamic tensorwise scaling: torchao's comes back as TE's.
+  const Fp8Recipe recipe =
+      s.training.fp8_recipe == Fp8Recipe::TeDelayed ? Fp8Recipe::TeDelayed : Fp8Recipe::TeCurrent;
+  if (s.training.precision == Precision::Fp8) BOOST_TEST((l.training.fp8_recipe == recipe));
   BOOST_TEST(l.training.launch_blocking == s.training.launch_blocking);
   if (s.model.moe) BOOST_TEST((l.training.moe_dispatcher == s.training.moe_dispatcher));
   BOOST_TEST((l.training.cross_entropy == s.training.cross_entropy));

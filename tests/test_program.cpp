@@ -325,6 +325,28 @@ BOOST_AUTO_TEST_CASE(fp8_weight_gathers_carry_one_byte_a_weight) {
                     InputError);
 }
 
+BOOST_AUTO_TEST_CASE(transformer_engine_casts_the_rank_weights_to_fp8_once_a_step) {
+  // The optimizer step's task carries the weights' cast-transpose (4 bytes a linear weight under
+  // delayed scaling, 6 under current scaling's amax pass); torchao casts every micro-batch instead.
+  const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: dgx-h100, nodes: 1}\n") +
+                           "training: {global_batch: 16, precision: fp8}\n"
+                           "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 2}\n";
+  auto step_bytes = [](const Run& r) {
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == TaskKind::Optimizer) return t.work.elementwise_bytes.value();
+    return 0.0;
+  };
+  const Run delayed = run(base), current = run(base, {"training.fp8_recipe=te_current"});
+  const Run torchao = run(base, {"training.fp8_recipe=torchao_tensorwise"});
+  // gpt3-1.7b: h 2304, GELU f 4h; its 24 layers over pp 2, the linears' weights 12 h^2 / tp 2 a layer.
+  const double weights = 12 * 12.0 * 2304 * 2304 / 2;
+  BOOST_TEST(step_bytes(delayed) - step_bytes(torchao) == 4 * weights, tt::tolerance(1e-9));
+  BOOST_TEST(step_bytes(current) - step_bytes(torchao) == 6 * weights, tt::tolerance(1e-9));
+  BOOST_CHECK_THROW(scenario("model: gpt3-1.7b\ncluster: {from: dgx-h100, nodes: 2}\n"
+                             "training: {global_batch: 64, precision: bf16, fp8_recipe: te_current}\n"),
+                    InputError);
+}
+
 BOOST_AUTO_TEST_CASE(one_stage_holds_every_parameter_the_final_norm_included) {
   // The optimizer step and the DP buckets cover what count_parameters counts (the search's bounds
   // take the optimizer step of total / dp; the final norm was missing from the rank's share).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/ring_attention.hpp"
@@ -230,6 +231,8 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
   w.moe_dispatcher = training.moe_dispatcher;
   w.tensor_parallel = training.tensor_parallel;
   w.overlap_tp = overlap_tp;
+  w.fp8_recipe = training.fp8_recipe;
+  w.fp8_param_gather = training.fp8_param_gather;
   return w;
 }
 
@@ -252,24 +255,16 @@ namespace {
 
 // One launch of an (M x K) by (K x N) GEMM: 2 M K N FLOPs; reads both operands, writes the result.
 // `weight_copies` distinct K x N matrices are read (grouped expert GEMMs read several). `fp8`: under
-// fp8 training it runs in fp8 (a transformer layer's linear layers under Transformer Engine), which
-// first casts its input to fp8 (reads 2 bytes, writes 1 per element) and keeps its scale (amax) on
-// the side; the weights' fp8 copies are cast once per step and reused by every micro-batch
-// (Transformer Engine's is_first_microbatch), not costed here. The output layer and the router stay
-// in 16 bits.
-KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1, bool fp8 = true,
-                Precision precision = Precision::Bf16) {
+// fp8 training it runs in fp8 (a transformer layer's linear layers); the output layer and the router
+// stay in 16 bits. The passes that quantize its operands are the layer's fp8 casts (fp8_casts.hpp).
+KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1, bool fp8 = true) {
   KernelCost c;
   Gemm g{M, N, K, 1, weight_copies};
   g.fp8 = fp8;
-  if (fp8 && precision == Precision::Fp8) {
-    c.elementwise_bytes = Bytes(3 * M * K);
-    c.launches = 1;
-  }
   c.gemm_flops = Flops(g.flops());
   c.gemm_bytes = Bytes(g.bytes(e));
   c.gemms.add(g);
-  c.launches += 1;
+  c.launches = 1;
   return c;
 }
 
@@ -458,16 +453,16 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
   KernelCost c = norm(m, w, s) * 2;
   c += residual(s, h, m.dropout) * 2;
-  c += gemm(s.tokens, h, Kv / s.t, s.e, 1, true, s.precision);
+  c += gemm(s.tokens, h, Kv / s.t, s.e, 1);
   c += attention_inputs(m, w, s);
   if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
-  c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
+  c += gemm(s.tokens, A / s.t, h, s.e, 1);
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) c += moe_dispatch_kernels(m, w, s, rows);
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
   c += activation(m, w, s, rows);
-  c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read, true, s.precision)
-              : gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
+  c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read) : gemm(rows, f / s.t, h, s.e, experts_read);
+  c += fp8_casts_forward(fp8_op_recompute_linears(m, w, moe_layer), w);
   // The two all-gathers run again (their outputs are not kept; lowering repeats them).
   c += sequence_shard_copies(m, w, 2);
   return c;
@@ -488,7 +483,23 @@ KernelCost recompute_forward(const ModelSpec& m, const LayerWork& w, Recompute m
   }
 }
 
-KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+LayerRows layer_rows(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+  const Shape s = shape_of(w);
+  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
+  return {s.tokens, s.sp_tokens, rows, experts_read};
+}
+
+KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
+  if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.overlap_tp)
+    return {};
+  const Shape s = shape_of(w);
+  return elementwise(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
+}
+
+namespace {
+
+// A layer's forward kernels but for its fp8 casts, whose backward is not their forward's traffic twice.
+KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   const Shape s = shape_of(w);
   const double h = m.hidden, f = m.ffn_hidden;
   const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
@@ -496,10 +507,10 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   // Attention: norm, QKV projection (column-parallel), rotary embedding, core, output projection
   // (row-parallel), bias-dropout-add.
   KernelCost c = norm(m, w, s);
-  c += gemm(s.tokens, h, (A + 2 * Kv) / s.t, s.e, 1, true, s.precision);
+  c += gemm(s.tokens, h, (A + 2 * Kv) / s.t, s.e, 1);
   c += attention_inputs(m, w, s);
   c += attention_core_forward(m, w);
-  c += gemm(s.tokens, A / s.t, h, s.e, 1, true, s.precision);
+  c += gemm(s.tokens, A / s.t, h, s.e, 1);
   c += residual(s, h, m.dropout);
 
   // MLP: norm, up projection (gate and up for SwiGLU), activation, down projection, bias-dropout-add.
@@ -517,22 +528,13 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
     c.host_syncs += 1;
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
-  c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
+  c += gemm(rows, h, gates * f / s.t, s.e, experts_read);
   c += activation(m, w, s, rows);
-  c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
+  c += gemm(rows, f / s.t, h, s.e, experts_read);
   c += residual(s, h, m.dropout);
   c += sequence_shard_copies(m, w, 4);
   return c;
 }
-
-KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
-  if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.overlap_tp)
-    return {};
-  const Shape s = shape_of(w);
-  return elementwise(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
-}
-
-namespace {
 
 // The backward of a forward's kernels: each GEMM C = A B (m x k by k x n) becomes dA = dC B^T
 // (m x n by n x k) and dB = A^T dC (k x m by m x n); fused attention runs its backward kernel (2.5x
@@ -588,8 +590,15 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
   return c;
 }
 
+KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+  KernelCost c = layer_forward_kernels(m, w, moe_layer);
+  c += fp8_casts_forward(fp8_linears(m, w, moe_layer), w);
+  return c;
+}
+
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
-  KernelCost c = backward_of(layer_forward(m, w, moe_layer));
+  KernelCost c = backward_of(layer_forward_kernels(m, w, moe_layer));
+  c += fp8_casts_backward(fp8_linears(m, w, moe_layer), w);
   c += eager_autograd_backward(m, w, moe_layer);
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.

@@ -183,6 +183,8 @@ struct LayerWork {
   CrossEntropy cross_entropy = CrossEntropy::Unfused;                 // training.cross_entropy
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;             // training.moe_dispatcher
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
+  Fp8Recipe fp8_recipe = Fp8Recipe::TeDelayed;                        // training.fp8_recipe, under fp8
+  bool fp8_param_gather = false;                                      // training.fp8_param_gather
   // The plan decomposes the sequence-parallel collectives with their GEMMs (plan.overlap.tp).
   bool overlap_tp = false;
 };
@@ -192,8 +194,18 @@ struct LayerWork {
 LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int cp, bool sequence_parallel,
                      int ep, bool overlap_tp);
 
+// The rows one rank's layer works on per micro-batch: `tokens`, every GEMM's (b s / cp; SP all-gathers
+// before them), `sp_tokens`, the norms' and residuals' (1/tp of them under SP), `mlp_rows`, the MLP's
+// (an MoE layer's top_k copies at work.expert_load), and `experts_read`, the distinct MLP weights its
+// GEMMs read (1 for a dense layer).
+struct LayerRows {
+  double tokens = 0, sp_tokens = 0, mlp_rows = 0, experts_read = 1;
+};
+LayerRows layer_rows(const ModelSpec& model, const LayerWork& work, bool moe_layer);
+
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms
-// and dropout work on 1/tp of the tokens). GEMM FLOPs are the model FLOPs of training_flops_per_token
+// and dropout work on 1/tp of the tokens). Under fp8 its linears' quantization passes besides
+// (fp8_casts.hpp). GEMM FLOPs are the model FLOPs of training_flops_per_token
 // divided by 3 and by tp, per token of the micro-batch on this rank: their sum over layers, ranks and
 // passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router), its
 // experts' rows scaled by work.expert_load.
@@ -211,8 +223,9 @@ KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe
 KernelCost sequence_shard_copies(const ModelSpec& model, const LayerWork& work, int collectives);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
 // fused attention runs its backward kernel, memory-bound kernels move about twice the traffic; an MoE
-// layer's permutations move the gradients back as the forward moved the tokens (once their traffic).
-// Under training.kernels eager, autograd's own kernels besides (eager_autograd_backward).
+// layer's permutations move the gradients back as the forward moved the tokens (once their traffic);
+// under fp8, the linears' backward quantization passes (fp8_casts.hpp). Under training.kernels eager,
+// autograd's own kernels besides (eager_autograd_backward).
 KernelCost layer_backward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 // What PyTorch autograd runs in one layer's backward besides the backward of the forward's kernels,
 // for eager nn.Modules (training.kernels: eager). Where one tensor feeds several ops, autograd sums

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/layer_collectives.hpp"
 #include "plan/cost/ring_attention.hpp"
 #include "plan/cost/tp_overlap.hpp"
@@ -112,6 +113,20 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
     }
   if (with_embedding) k += cost::embedding_forward(m_, w);
   if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
+  return k;
+}
+
+cost::KernelCost RoleBuilder::fp8_weight_casts() const {
+  // Transformer Engine casts the weights at a step's first micro-batch (the first forward after the
+  // step); costed with the step that changed them, once a step either way.
+  const auto w = layer_work();
+  cost::KernelCost k;
+  for (int chunk = rank_; chunk < p_.chunks(); chunk += p_.pp) {  // the rank's j-th chunk: j pp + rank
+    const StagePlan& st = stage(chunk);
+    const int moe = moe_layers(st.layer_begin, st.layer_end), dense = st.layer_end - st.layer_begin - moe;
+    if (dense) k += cost::fp8_weight_casts_per_step(cost::fp8_linears(m_, w, false), w) * dense;
+    if (moe) k += cost::fp8_weight_casts_per_step(cost::fp8_linears(m_, w, true), w) * moe;
+  }
   return k;
 }
 
@@ -517,6 +532,7 @@ void RoleBuilder::optimizer() {
   step.kind = TaskKind::Optimizer;
   step.name = "optimizer step";
   step.work = cost::optimizer_step(shard, t_);
+  step.work += fp8_weight_casts();
   step.deps = step_deps;
   const int step_id = add(std::move(step));
   if (p_.offload_optimizer) {

@@ -130,6 +130,8 @@ class RoleBuilder {
     return known->second;
   }
   cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const;
+  // The fp8 weight casts of the rank's layers run once a step (cost::fp8_weight_casts_per_step).
+  cost::KernelCost fp8_weight_casts() const;
 
   // One micro-batch's activations held by a chunk (worked out once per chunk).
   Bytes activations(int chunk) {

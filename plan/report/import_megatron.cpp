@@ -404,6 +404,10 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
   t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
+  // Megatron-LM's --fp8-recipe: delayed (its default) is Transformer Engine's DelayedScaling,
+  // tensorwise its Float8CurrentScaling; the block-scaled recipes (mxfp8, blockwise) are not modelled.
+  if (a.choice("fp8-recipe", {"delayed", "tensorwise"}) == "tensorwise" && fp8)
+    t.fp8_recipe = Fp8Recipe::TeCurrent;
   if (a.flag("cross-entropy-loss-fusion")) t.cross_entropy = CrossEntropy::Fused;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
@@ -569,6 +573,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
   if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
   if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
+  if (t.fp8_recipe != Fp8Recipe::TeDelayed)
+    y += "  fp8_recipe: " + enum_name(t.fp8_recipe, kFp8RecipeNames) + "\n";
   if (t.moe_dispatcher != MoeDispatcher::AllToAll)
     y += "  moe_dispatcher: " + enum_name(t.moe_dispatcher, kMoeDispatcherNames) + "\n";
   if (t.cross_entropy != CrossEntropy::Unfused)

@@ -35,6 +35,9 @@ const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher
                                                       {"fused", MoeDispatcher::Fused}};
 const EnumNames<TensorParallelImpl> kTensorParallelNames = {{"megatron", TensorParallelImpl::Megatron},
                                                             {"dtensor", TensorParallelImpl::DTensor}};
+const EnumNames<Fp8Recipe> kFp8RecipeNames = {{"te_delayed", Fp8Recipe::TeDelayed},
+                                              {"te_current", Fp8Recipe::TeCurrent},
+                                              {"torchao_tensorwise", Fp8Recipe::TorchaoTensorwise}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -131,6 +134,10 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
                             "training.fp8_param_gather needs training.precision: fp8 (the weights are cast "
                             "to fp8 for the GEMMs only then), got " +
                                 enum_name(t.precision, kPrecisionNames));
+  if (r.read_enum("fp8_recipe", t.fp8_recipe, kFp8RecipeNames) && t.precision != Precision::Fp8)
+    top.diagnostics().error(
+        node->find("fp8_recipe")->location,
+        "training.fp8_recipe needs training.precision: fp8, got " + enum_name(t.precision, kPrecisionNames));
   r.read("launch_blocking", t.launch_blocking);
   if (const DocNode* tokens = r.get("tokens")) {
     t.tokens = read_quantity(*tokens, r.field("tokens"), Dimension::Count, r.diagnostics());

@@ -78,6 +78,14 @@ enum class MoeDispatcher { AllToAll, Fused };
 // dimension-1 chunks: a copy of the whole activation each), and autograd keeps the gathered input
 // whole, with no all-gather again in the backward.
 enum class TensorParallelImpl { Megatron, DTensor };
+// Which fp8 training recipe quantizes the linear layers' GEMM operands under precision fp8 (the
+// memory-bound passes around each fp8 GEMM: plan/cost/fp8_casts.hpp). te_delayed: Transformer Engine's
+// DelayedScaling (the scale from the amax history, so the cast is one pass; the norm before a
+// LayerNormLinear writes fp8 itself); te_current: Transformer Engine's Float8CurrentScaling (an amax
+// pass over each tensor before its cast; Megatron-LM's --fp8-recipe tensorwise); torchao_tensorwise:
+// torchao's Float8Linear with dynamic tensorwise scaling (torchtitan's float8 converter), every
+// linear casting its own input and its weight each micro-batch.
+enum class Fp8Recipe { TeDelayed, TeCurrent, TorchaoTensorwise };
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
@@ -87,6 +95,7 @@ extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<TpOverlap> kTpOverlapNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
 extern const EnumNames<TensorParallelImpl> kTensorParallelNames;
+extern const EnumNames<Fp8Recipe> kFp8RecipeNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
 struct TrainingSpec {
@@ -111,6 +120,7 @@ struct TrainingSpec {
   // fp8 weights, 1 byte each (torchtitan's float8.enable_fsdp_float8_all_gather, Megatron-LM's
   // --fp8-param-gather); otherwise the training precision's 16-bit copy.
   bool fp8_param_gather = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::TeDelayed;  // under precision fp8 only
   // Every kernel launch returns only when its kernel has ended (CUDA_LAUNCH_BLOCKING=1, as BLOOM's
   // training script sets it): the host cannot run ahead, so the device waits for the host's dispatch
   // of each kernel (efficiency.synchronous_launch), and a collective or transfer on a side stream
