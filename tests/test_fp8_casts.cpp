@@ -28,7 +28,7 @@ struct Llama8b {
     t.seq_len = 8192;
     t.precision = p;
     t.fp8_recipe = recipe;
-    return layer_work(t, 2, tp, 1, sp, 1);
+    return layer_work(t, 2, tp, 1, sp, 1, false);
   }
   // What fp8 adds over bf16 to one layer's forward or backward: the same kernels but for the casts.
   KernelCost added(const LayerWork& fp8, bool forward) const {
