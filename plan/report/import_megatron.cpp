@@ -404,7 +404,8 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
   t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
-  if (a.flag("cross-entropy-loss-fusion")) t.cross_entropy = CrossEntropy::Fused;
+  // Without the fusion Megatron-LM runs tensor_parallel.vocab_parallel_cross_entropy's eager passes.
+  t.cross_entropy = a.flag("cross-entropy-loss-fusion") ? CrossEntropy::Fused : CrossEntropy::VocabParallel;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
   const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});
