@@ -673,7 +673,11 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
 }
 
 KernelCost gradient_buffer_zeroing(double parameters, double gradient_buffer_bytes) {
-  return gradient_buffer_bytes > 0 ? elementwise(gradient_buffer_bytes * parameters) : KernelCost{};
+  KernelCost c;
+  if (gradient_buffer_bytes <= 0) return c;
+  c.optimizer_bytes = Bytes(gradient_buffer_bytes * parameters);
+  c.launches = 1;
+  return c;
 }
 
 KernelCost optimizer_step(double parameters, const TrainingSpec& training) {

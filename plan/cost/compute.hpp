@@ -244,7 +244,8 @@ KernelCost optimizer_step(double parameters, const TrainingSpec& training);
 // The rank's gradient buffer zeroed once a step, before the first micro-batch accumulates into it:
 // Megatron-Core's DistributedDataParallel.zero_grad_buffer (each _ParamAndGradBuffer's grad_data.zero_(),
 // every parameter of the rank, not only its optimizer shard), DeepSpeed's BF16_Optimizer clear_hp_grads.
-// A memory-bound write of gradient_buffer_bytes a parameter; nothing where there is no such buffer.
+// A memory-bound write of gradient_buffer_bytes a parameter, counted with the optimizer step's traffic
+// (optimizer_bytes: the step's task is fitted as one by calibrate); nothing where there is no buffer.
 KernelCost gradient_buffer_zeroing(double parameters, double gradient_buffer_bytes);
 
 }  // namespace paratwin::cost
