@@ -712,15 +712,21 @@ static std::pair<double, double> head_bytes_per_added_logit(const ModelSpec& sma
           (traffic(head_backward(large, w)) - traffic(head_backward(small, w))) / added_logits};
 }
 
+// The head's forward and backward bytes per added logit are `forward` and `backward`.
+static void check_bytes_per_added_logit(const ModelSpec& m, const LayerWork& w, double forward,
+                                        double backward) {
+  const auto [f, b] = head_bytes_per_added_logit(m, w);
+  BOOST_TEST(f == forward, tt::tolerance(1e-9));
+  BOOST_TEST(b == backward, tt::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(cross_entropy_moves_48_bytes_per_bf16_logit_through_hbm) {
   // Unfused fp32 cross-entropy: forward 2 + 4 (upcast) + 3 x 4 + 4 (softmax passes) = 22 bytes per
   // logit, backward 4 + 16 + 4 + 2 = 26.
   LayerWork w;
   w.seq_len = 2048;
   w.tp = 8;
-  const auto [forward, backward] = head_bytes_per_added_logit(model("gpt3-175b"), w);
-  BOOST_TEST(forward == 22, tt::tolerance(1e-9));
-  BOOST_TEST(backward == 26, tt::tolerance(1e-9));
+  check_bytes_per_added_logit(model("gpt3-175b"), w, 22, 26);
 }
 
 BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice_backward) {
@@ -731,9 +737,7 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice
   w.seq_len = 2048;
   w.micro_batch = 2;
   w.cross_entropy = CrossEntropy::Fused;
-  const auto [forward, backward] = head_bytes_per_added_logit(small, w);
-  BOOST_TEST(forward == 2, tt::tolerance(1e-9));
-  BOOST_TEST(backward == 4, tt::tolerance(1e-9));
+  check_bytes_per_added_logit(small, w, 2, 4);
   LayerWork unfused = w;
   unfused.cross_entropy = CrossEntropy::Unfused;
   BOOST_TEST(head_forward(small, unfused).launches - head_forward(small, w).launches == 3);
@@ -744,6 +748,70 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_reads_each_logit_once_forward_and_twice
   const double unfused_kept = head_activation_bytes(small, a).value();
   a.cross_entropy = CrossEntropy::Fused;
   BOOST_TEST(head_activation_bytes(small, a).value() == unfused_kept * 2 / 6, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(megatron_vocab_parallel_cross_entropy_moves_52_bytes_per_bf16_logit) {
+  // Megatron-LM's vocab_parallel_cross_entropy: forward .float() (2 + 4), max (4), sub_ (8), exp in
+  // place (8), sum (4), div_ (8) = 38; backward mul_ (8) and the cast back (4 + 2) = 14. 18 and 8
+  // launches (the passes over the logits and the small kernels on one value a token), 14 and 4 more
+  // than F.cross_entropy's; the same fp32 softmax kept for the backward.
+  LayerWork w;
+  w.seq_len = 4096;
+  w.tp = 2;
+  w.cross_entropy = CrossEntropy::VocabParallel;
+  const ModelSpec m = model("gpt3-175b");
+  check_bytes_per_added_logit(m, w, 38, 14);
+  LayerWork unfused = w;
+  unfused.cross_entropy = CrossEntropy::Unfused;
+  BOOST_TEST(head_forward(m, w).launches - head_forward(m, unfused).launches == 14);
+  BOOST_TEST(head_backward(m, w).launches - head_backward(m, unfused).launches == 4);
+  // In fp32 training `.float()` copies nothing: 32 and 8.
+  w.precision = Precision::Fp32;
+  check_bytes_per_added_logit(m, w, 32, 8);
+  ActivationConfig a;
+  a.seq_len = 4096;
+  a.tp = 2;
+  const double unfused_kept = head_activation_bytes(m, a).value();
+  a.cross_entropy = CrossEntropy::VocabParallel;
+  BOOST_TEST(head_activation_bytes(m, a).value() == unfused_kept);
+}
+
+BOOST_AUTO_TEST_CASE(the_embedding_gradient_is_dense_and_added_into_the_gradient_buffer) {
+  // The word embedding's backward zeroes a dense V / tp x h gradient (2 bytes a parameter in bf16) and,
+  // with a whole-step gradient buffer (fp32 main_grad: 4 bytes), adds it there: reads 4 + 2, writes 4.
+  // 12 bytes a parameter a micro-batch, in two launches besides the lookup's scatter.
+  const ModelSpec m = model("llama2-7b");
+  LayerWork w;
+  w.seq_len = 4096;
+  w.tp = 4;
+  const double table = double(m.vocab) * m.hidden / 4;
+  const KernelCost lookup = embedding_forward(m, w);
+  const KernelCost sharded = embedding_backward(m, w, 0);
+  const KernelCost buffered = embedding_backward(m, w, 4);
+  BOOST_TEST(sharded.elementwise_bytes.value() - lookup.elementwise_bytes.value() == 2 * table,
+             tt::tolerance(1e-12));
+  BOOST_TEST(buffered.elementwise_bytes.value() - lookup.elementwise_bytes.value() == 12 * table,
+             tt::tolerance(1e-12));
+  BOOST_TEST(buffered.launches - lookup.launches == 2);
+  BOOST_TEST(buffered.gemm_flops.value() == 0);
+  // The buffer: the gradient's bytes under ZeRO 0 and 1 (fp32 with grad_reduce fp32), none when sharded.
+  TrainingSpec t;
+  t.precision = Precision::Bf16;
+  t.grad_reduce = Precision::Fp32;
+  BOOST_TEST(gradient_buffer_bytes(t, 1) == 4);
+  BOOST_TEST(gradient_buffer_bytes(t, 0) == 4);
+  BOOST_TEST(gradient_buffer_bytes(t, 3) == 0);
+  t.grad_reduce.reset();
+  BOOST_TEST(gradient_buffer_bytes(t, 1) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(the_gradient_buffer_is_zeroed_once_a_step) {
+  // Megatron-Core's zero_grad_buffer: one write over every parameter of the rank, 4 bytes each in fp32.
+  const KernelCost zeroing = gradient_buffer_zeroing(2e9, 4);
+  BOOST_TEST(zeroing.optimizer_bytes.value() == 8e9, tt::tolerance(1e-12));
+  BOOST_TEST(zeroing.launches == 1);
+  BOOST_TEST(gradient_buffer_zeroing(2e9, 0).launches == 0);
+  BOOST_TEST(gradient_buffer_zeroing(2e9, 0).optimizer_bytes.value() == 0);
 }
 
 // A layer's work at `seq_len` x `micro_batch` under fused kernels, and the same under eager PyTorch.

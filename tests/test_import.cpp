@@ -99,7 +99,10 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   if (s.training.precision == Precision::Fp8) BOOST_TEST((l.training.fp8_recipe == recipe));
   BOOST_TEST(l.training.launch_blocking == s.training.launch_blocking);
   if (s.model.moe) BOOST_TEST((l.training.moe_dispatcher == s.training.moe_dispatcher));
-  BOOST_TEST((l.training.cross_entropy == s.training.cross_entropy));
+  // Megatron-LM has no F.cross_entropy: an unfused loss comes back as its vocab_parallel_cross_entropy.
+  const CrossEntropy loss =
+      s.training.cross_entropy == CrossEntropy::Fused ? CrossEntropy::Fused : CrossEntropy::VocabParallel;
+  BOOST_TEST((l.training.cross_entropy == loss));
   // Megatron-LM runs Transformer Engine's rings only: PyTorch's comes back as TE's p2p ring.
   const CpAttention cp_attention =
       s.training.cp_attention == CpAttention::TorchRing ? CpAttention::TeP2p : s.training.cp_attention;

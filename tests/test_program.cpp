@@ -240,6 +240,40 @@ BOOST_AUTO_TEST_CASE(eager_kernels_and_the_fused_loss_reach_every_layers_backwar
   BOOST_CHECK_THROW(run(base, {"training.cross_entropy=fusd"}), InputError);
 }
 
+BOOST_AUTO_TEST_CASE(
+    the_gradient_buffer_takes_the_embedding_gradient_each_micro_batch_and_is_zeroed_each_step) {
+  // ZeRO 1 keeps a whole-step gradient buffer (Megatron-Core's main_grad): the optimizer's task zeroes
+  // it over every parameter of the rank (g bytes each) and the embedding's backward adds its dense
+  // V x h gradient into it each micro-batch (2 g + e bytes a parameter). fp32 gradients against bf16
+  // ones: 2 more bytes a parameter zeroed, 4 more a table entry a micro-batch. ZeRO 3 has no such buffer.
+  const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: a100-pcie-ethernet, nodes: 4}\n") +
+                           "training: {global_batch: 256}\nplan: {tp: 1, pp: 1, dp: 32, micro_batch: 2}\n";
+  const Run fp32 = run(base, {"plan.zero=1", "training.grad_reduce=fp32"}),
+            bf16 = run(base, {"plan.zero=1", "training.grad_reduce=bf16"}),
+            sharded = run(base, {"plan.zero=3", "training.grad_reduce=fp32"});
+  const auto bytes = [](const Run& r, bool optimizer) {
+    double b = 0;
+    for (const Task& t : r.program.roles[0].tasks)
+      if ((t.kind == TaskKind::Optimizer) == optimizer)
+        b += optimizer ? t.work.launches : t.work.elementwise_bytes.value();
+    return b;
+  };
+  // The step's own two kernels and the zeroing; the zeroing's bytes count with the step's.
+  BOOST_TEST(bytes(fp32, true) == 3);
+  BOOST_TEST(bytes(sharded, true) == 2);
+  const auto step = [](const Run& r) {
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == TaskKind::Optimizer) return t.work.optimizer_bytes.value();
+    return 0.0;
+  };
+  const double params = fp32.program.roles[0].parameters;
+  const double adamw_bf16 = cost::optimizer_step(params / 32, bf16.s.training).optimizer_bytes.value();
+  BOOST_TEST(step(bf16) - adamw_bf16 == 2 * params, tt::tolerance(1e-9));
+  const double table = double(fp32.s.model.vocab) * fp32.s.model.hidden;
+  BOOST_TEST(bytes(fp32, false) - bytes(bf16, false) == 4 * (2 * 2) * table, tt::tolerance(1e-9));
+  BOOST_TEST(fp32.eval.iteration_time_s > bf16.eval.iteration_time_s);
+}
+
 BOOST_AUTO_TEST_CASE(launch_blocking_pays_the_host_per_kernel_and_overlaps_nothing) {
   // CUDA_LAUNCH_BLOCKING=1: every kernel costs efficiency.synchronous_launch more, and a rank runs its
   // tasks one after another in issue order (DP buckets, ZeRO 3's prefetched gathers and TP collectives

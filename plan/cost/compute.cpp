@@ -628,6 +628,19 @@ KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
+// The dense gradient: aten's embedding_dense_backward_cuda allocates it with at::zeros before summing
+// the rows in. Megatron-Core's DistributedDataParallel _make_backward_post_hook then runs
+// param.main_grad.add_(param.grad) for every parameter whose GEMM did not accumulate it itself
+// (grad_added_to_main_grad, set by the linears' gradient_accumulation_fusion; a lookup cannot).
+KernelCost embedding_backward(const ModelSpec& m, const LayerWork& w, double gradient_buffer_bytes) {
+  const Shape s = shape_of(w);
+  const double table = double(m.vocab) * m.hidden / s.t;
+  KernelCost c = embedding_forward(m, w);
+  c += elementwise(s.e * table);
+  if (gradient_buffer_bytes > 0) c += elementwise((2 * gradient_buffer_bytes + s.e) * table);
+  return c;
+}
+
 namespace {
 
 // The final norm and the vocabulary-parallel logits: 2 b s h V / tp.
@@ -637,19 +650,33 @@ KernelCost logits_forward(const ModelSpec& m, const LayerWork& w, const Shape& s
   return c;
 }
 
-// Cross-entropy in fp32 over the rank's logits, as PyTorch's F.cross_entropy and Megatron-LM's
-// vocab_parallel_cross_entropy run it: unfused kernels, each a pass over b s V / tp elements. Forward:
-// the fp32 upcast (reads e, writes 4 bytes), then the softmax's max, sum-of-exponentials and output
-// passes (reads 3 x 4, writes 4). Backward: the one-hot gradient written whole (4), the softmax
-// backward's sum and output passes (reads the gradient twice and the saved softmax, writes: 16), the
-// cast back to 16 bits (reads 4, writes e). Rows of tens of thousands of fp32 values do not stay on
-// chip between passes, so each pass is HBM traffic. A fused kernel (flash-attn's Triton
-// cross_entropy_fwd_kernel and cross_entropy_bwd_kernel) reads each row once in blocks, keeping the
-// running max and sum in registers: forward reads the logit (e), backward reads it and writes its
-// gradient (2 e), from the log-sum-exp the forward kept per token.
+// Cross-entropy in fp32 over the rank's logits (b s V / tp elements). unfused, PyTorch's
+// F.cross_entropy: forward the upcast (e + 4), the softmax's max, sum and output passes (3 x 4 + 4);
+// backward the one-hot gradient (4), the softmax backward (reads the gradient twice and the softmax,
+// writes: 16), the cast back (4 + e). vocab_parallel, Megatron-LM's _VocabParallelCrossEntropy
+// (tensor_parallel/cross_entropy.py: calculate_logits_max, calculate_predicted_logits,
+// calculate_cross_entropy_loss, calculate_gradients): `.float()` (e + 4), torch.max (4), the in-place
+// subtraction (4 + 4), exp in place (4 + 4), its sum (4), the in-place division into the saved softmax
+// (4 + 4), and 12 small kernels on b s values (target mask and shift, the target logit, log); backward
+// the one-hot subtraction by index_put on b s values (6 small kernels), grad_input.mul_ (4 + 4) and the
+// cast back (4 + e). Liger-Kernel's H100 table measures it at 59 bytes a logit at the triad rate. Rows
+// of tens of thousands of fp32 values do not stay on chip between passes: each is HBM traffic. A fused
+// kernel (flash-attn's Triton cross_entropy_fwd/bwd_kernel, Transformer Engine's online_softmax_kernel
+// and cross_entropy_backward_kernel) reads each row in blocks, keeping the running max and sum in
+// registers: forward reads the logit (e), backward reads it and writes its gradient (2 e).
 KernelCost cross_entropy(const ModelSpec& m, const Shape& s, CrossEntropy kind, bool backward) {
   const double logits = s.tokens * m.vocab / s.t;
-  if (kind == CrossEntropy::Fused) return elementwise((backward ? 2 : 1) * s.e * logits);
+  switch (kind) {
+    case CrossEntropy::Fused:
+      return elementwise((backward ? 2 : 1) * s.e * logits);
+    case CrossEntropy::VocabParallel: {
+      const double cast = s.e < 4 ? s.e + 4 : 0;  // .float() and its backward: no copy in fp32
+      return backward ? elementwise((4 + 4 + cast) * logits, 2 + 6)
+                      : elementwise((cast + 4 + 2 * 4 + 2 * 4 + 4 + 2 * 4) * logits, 6 + 12);
+    }
+    case CrossEntropy::Unfused:
+      break;
+  }
   return elementwise((backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4) * logits, 4);
 }
 
@@ -666,6 +693,14 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   KernelCost c = backward_of(logits_forward(m, w, s));
   c += cross_entropy(m, s, w.cross_entropy, true);
+  return c;
+}
+
+KernelCost gradient_buffer_zeroing(double parameters, double gradient_buffer_bytes) {
+  KernelCost c;
+  if (gradient_buffer_bytes <= 0) return c;
+  c.optimizer_bytes = Bytes(gradient_buffer_bytes * parameters);
+  c.launches = 1;
   return c;
 }
 

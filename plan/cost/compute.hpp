@@ -252,12 +252,16 @@ KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Reco
 // their transfers, the TP overlap's GEMM pieces: plan/cost/tp_overlap.hpp).
 KernelCost without(const KernelCost& whole, const KernelCost& part);
 
-// Embedding lookup (memory-bound) forward; its backward is the same traffic scattered into the
-// gradient.
+// Embedding lookup (memory-bound) forward.
 KernelCost embedding_forward(const ModelSpec& model, const LayerWork& work);
+// Its backward: the same traffic scattered into the gradient rows, the dense V / tp x h gradient
+// zeroed first (e bytes a parameter), and, with gradient_buffer_bytes > 0 (cost::gradient_buffer_bytes:
+// a whole-step gradient buffer, Megatron-Core's main_grad), that gradient added into the buffer each
+// micro-batch (2 g + e bytes a parameter).
+KernelCost embedding_backward(const ModelSpec& model, const LayerWork& work, double gradient_buffer_bytes);
 // Final norm, logits GEMM (2 b s h V / tp FLOPs) and cross-entropy, forward and backward: unfused, 22
-// and 26 bytes per bf16 logit in 4 kernels each; fused, e and 2 e bytes in one kernel each
-// (training.cross_entropy).
+// and 26 bytes per bf16 logit in 4 kernels each; vocab_parallel, 38 and 14 bytes in 18 and 8 kernels;
+// fused, e and 2 e bytes in one kernel each (training.cross_entropy).
 KernelCost head_forward(const ModelSpec& model, const LayerWork& work);
 KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 
@@ -265,5 +269,11 @@ KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 // the clipping norm's read of the gradients, then reading and writing master weights, moments,
 // gradients and the working copy.
 KernelCost optimizer_step(double parameters, const TrainingSpec& training);
+// The rank's gradient buffer zeroed once a step, before the first micro-batch accumulates into it:
+// Megatron-Core's DistributedDataParallel.zero_grad_buffer (each _ParamAndGradBuffer's grad_data.zero_(),
+// every parameter of the rank, not only its optimizer shard), DeepSpeed's BF16_Optimizer clear_hp_grads.
+// A memory-bound write of gradient_buffer_bytes a parameter, counted with the optimizer step's traffic
+// (optimizer_bytes: the step's task is fitted as one by calibrate); nothing where there is no buffer.
+KernelCost gradient_buffer_zeroing(double parameters, double gradient_buffer_bytes);
 
 }  // namespace paratwin::cost

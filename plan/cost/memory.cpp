@@ -17,6 +17,10 @@ double gradient_bytes(const TrainingSpec& training) {
   return element_bytes(training.grad_reduce.value_or(training.precision));
 }
 
+double gradient_buffer_bytes(const TrainingSpec& training, int zero) {
+  return zero <= 1 ? gradient_bytes(training) : 0;
+}
+
 double gathered_weight_bytes(const TrainingSpec& training) {
   return training.precision == Precision::Fp8 && training.fp8_param_gather
              ? 1

@@ -19,6 +19,12 @@ double element_bytes(Precision precision);
 // training.grad_reduce's, else element_bytes of the training precision.
 double gradient_bytes(const TrainingSpec& training);
 
+// Bytes a parameter of the gradient buffer a rank keeps whole over the micro-batches of a step and
+// zeroes once a step: gradient_bytes under ZeRO 0 and 1 (Megatron-Core's DistributedDataParallel
+// main_grad buffers, fp32 unless --grad-reduce-in-bf16; DeepSpeed's BF16_Optimizer fp32 gradients),
+// 0 where the gradients are sharded (ZeRO 2 and 3: FSDP reduce-scatters them).
+double gradient_buffer_bytes(const TrainingSpec& training, int zero);
+
 // Bytes of one weight in the data-parallel weight gathers: 1 under fp8 with training.fp8_param_gather,
 // else element_bytes of the training precision.
 double gathered_weight_bytes(const TrainingSpec& training);

@@ -111,7 +111,9 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
       k += (forward ? cost::layer_forward(m_, hottest, true) : cost::layer_backward(m_, hottest, true)) *
            layers;
     }
-  if (with_embedding) k += cost::embedding_forward(m_, w);
+  if (with_embedding)
+    k += forward ? cost::embedding_forward(m_, w)
+                 : cost::embedding_backward(m_, w, cost::gradient_buffer_bytes(t_, p_.zero));
   if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
   return k;
 }
@@ -533,6 +535,9 @@ void RoleBuilder::optimizer() {
   step.name = "optimizer step";
   step.work = cost::optimizer_step(shard, t_);
   step.work += fp8_weight_casts();
+  // The gradient buffer zeroed for the next step (Megatron-LM's train_step zeroes it before the first
+  // micro-batch; one step's end and the next's start are the same point of a steady iteration).
+  step.work += cost::gradient_buffer_zeroing(role_.parameters, cost::gradient_buffer_bytes(t_, p_.zero));
   step.deps = step_deps;
   const int step_id = add(std::move(step));
   if (p_.offload_optimizer) {

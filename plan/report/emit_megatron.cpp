@@ -197,6 +197,7 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
   // comes out as the same scaling with Transformer Engine's kernels. Delayed is the default.
   if (precision == Precision::Fp8 && s.training.fp8_recipe != Fp8Recipe::TeDelayed)
     a.add("fp8-recipe", "tensorwise");
+  // Without it Megatron-LM runs vocab_parallel_cross_entropy (PyTorch's F.cross_entropy is no choice).
   if (s.training.cross_entropy == CrossEntropy::Fused) a.add("cross-entropy-loss-fusion");
   // Megatron-Core's attention backends: TE's flash (FlashAttention 2/3), unfused (scores in memory);
   // the twin's default `flash` is its `auto` (TE picks cuDNN's fused kernel or flash), the default.

@@ -408,7 +408,8 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   // tensorwise its Float8CurrentScaling; the block-scaled recipes (mxfp8, blockwise) are not modelled.
   if (a.choice("fp8-recipe", {"delayed", "tensorwise"}) == "tensorwise" && fp8)
     t.fp8_recipe = Fp8Recipe::TeCurrent;
-  if (a.flag("cross-entropy-loss-fusion")) t.cross_entropy = CrossEntropy::Fused;
+  // Without the fusion Megatron-LM runs tensor_parallel.vocab_parallel_cross_entropy's eager passes.
+  t.cross_entropy = a.flag("cross-entropy-loss-fusion") ? CrossEntropy::Fused : CrossEntropy::VocabParallel;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
   const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});

@@ -102,7 +102,10 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   t.moe_recompute_compute = full_recompute ? t.moe_forward_compute : t.moe_recompute;
   t.backward_compute += full_recompute ? t.forward_compute : t.recompute;
   t.moe_backward_compute += full_recompute ? t.moe_forward_compute : t.moe_recompute;
-  t.embedding_forward = t.embedding_backward = compute(cost::embedding_forward(ctx_.s.model, w));
+  // The embedding's backward without the gradient buffer's accumulation (ZeRO is not part of the key):
+  // a lower bound of what lowering costs under any ZeRO stage.
+  t.embedding_forward = compute(cost::embedding_forward(ctx_.s.model, w));
+  t.embedding_backward = compute(cost::embedding_backward(ctx_.s.model, w, 0));
   t.head_forward = compute(cost::head_forward(ctx_.s.model, w));
   t.head_backward = compute(cost::head_backward(ctx_.s.model, w));
   return times_.emplace(key, t).first->second;

@@ -30,6 +30,7 @@ const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fuse
 const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},
                                                   {"separate", Projections::Separate}};
 const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Unfused},
+                                                    {"vocab_parallel", CrossEntropy::VocabParallel},
                                                     {"fused", CrossEntropy::Fused}};
 const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher::AllToAll},
                                                       {"fused", MoeDispatcher::Fused}};

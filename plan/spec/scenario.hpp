@@ -55,13 +55,17 @@ enum class LayerKernels { Fused, Eager };
 // (torchtitan's and Hugging Face's Llama: wq, wk, wv, w1, w3). Under training.kernels eager the
 // layout decides autograd's own kernels (cost::eager_autograd_backward).
 enum class Projections { Fused, Separate };
-// How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy and Megatron-LM's
-// vocab_parallel_cross_entropy, fp32 kernels that each pass over the logits (48 bytes of HBM traffic
-// per bf16 logit over forward and backward, an fp32 softmax kept for the backward). fused: one kernel
-// forward that reads each logit once and keeps only a log-sum-exp per token, one backward that reads
-// the logits and writes their gradient (flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn
-// fused_crossentropy; Megatron-LM's --cross-entropy-loss-fusion).
-enum class CrossEntropy { Unfused, Fused };
+// How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy, fp32 kernels that each
+// pass over the logits (48 bytes of HBM traffic per bf16 logit over forward and backward, an fp32
+// softmax kept for the backward). vocab_parallel: Megatron-LM's unfused vocab_parallel_cross_entropy
+// (megatron/core/tensor_parallel/cross_entropy.py; Megatron-DeepSpeed's mpu/cross_entropy.py), eager
+// passes over the rank's fp32 logits that write them in place (max, subtract, exp, sum, divide; in
+// backward the product by the incoming gradient): 52 bytes per bf16 logit. fused: one kernel forward
+// that reads each logit once and keeps only a log-sum-exp per token, one backward that reads the
+// logits and writes their gradient (flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn
+// fused_crossentropy; the nearest to Transformer Engine's parallel_cross_entropy, Megatron-Core's
+// cross_entropy_fusion_impl te).
+enum class CrossEntropy { Unfused, VocabParallel, Fused };
 // How an MoE layer's tokens reach their experts and come back (Megatron-Core's token dispatchers).
 // alltoall (moe_token_dispatcher_type alltoall, the default): each rank permutes its tokens' top_k
 // copies into expert order, all-to-alls them, and, with several experts per EP rank, sorts the rows it
