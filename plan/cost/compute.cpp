@@ -434,6 +434,29 @@ KernelCost moe_dispatch_kernels(const ModelSpec& m, const LayerWork& w, const Sh
   return c;
 }
 
+// The experts' output bias of an MoE layer with biases, as Megatron-Core's TEGroupedMLP adds it
+// (megatron/core/transformer/moe/experts.py, TEGroupedMLP._apply_bias, core_v0.17.0): the grouped fc2
+// returns its biases apart (skip_bias_add, each bias weighted by its row's router probability), and a
+// Python loop over the rank's local experts splits the output rows by expert, computes bias x
+// probability (writes e a row element) and adds it to the rows (reads 2 e, writes e), then
+// concatenates the pieces (reads e, writes e): 6 e bytes per element of the rows x h output, two
+// kernels per local expert and the cat (the probabilities are in the 16-bit activation type, the
+// router's type unless moe_router_dtype fp32, so the final cast does nothing). Its backward
+// (autograd of the same ops): for each expert the bias gradient (the output gradient times the
+// probability, reads e writes e, summed over the rows, reads e) and the probability's (times the bias,
+// summed over h: 3 e again), then the split's backward concatenates the rows' gradients (2 e): 8 e
+// bytes, four kernels per local expert and two cats. The fc1 bias is added inside the grouped GEMM
+// (skip_bias_add off): nothing here. Only with Megatron-Core's fused modules (training.kernels fused);
+// eager runs count their bias gradients in eager_autograd_backward.
+KernelCost moe_expert_bias(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows,
+                           bool backward) {
+  if (!m.bias || w.kernels != LayerKernels::Fused) return {};
+  const int local = std::max(1, m.moe->experts / w.ep);
+  const double elements = rows * m.hidden;
+  return backward ? elementwise(8 * s.e * elements, 4 * local + 2)
+                  : elementwise(6 * s.e * elements, 2 * local + 1);
+}
+
 // The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
 // one matrix for a dense layer; an MoE layer's top_k copies of each token at the hottest rank's pace,
 // over this rank's experts.
@@ -515,6 +538,7 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
   c += activation(m, w, s, rows);
   c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
+  if (moe_layer) c += moe_expert_bias(m, w, s, rows, false);
   c += residual(s, h, m.dropout);
   return c;
 }
@@ -581,9 +605,13 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
+  // The experts' bias loop has a backward of its own (moe_expert_bias), not its forward's twice.
   if (moe_layer) {
     const Shape s = shape_of(w);
-    c = without(c, moe_dispatch_kernels(m, w, s, mlp_rows(m, w, s, true).first));
+    const double rows = mlp_rows(m, w, s, true).first;
+    c = without(c, moe_dispatch_kernels(m, w, s, rows));
+    c = without(c, backward_of(moe_expert_bias(m, w, s, rows, false)));
+    c += moe_expert_bias(m, w, s, rows, true);
   }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
