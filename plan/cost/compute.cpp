@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "plan/cost/fused_attention_rate.hpp"
+#include "plan/cost/megatron_eager_ops.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/ring_attention.hpp"
 
@@ -335,7 +336,8 @@ KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
 // embedding of the queries and keys: fused, one kernel that reads and writes each element; in eager
 // PyTorch (torchtitan's and Meta's Llama apply_rotary_emb) the queries and the keys each upcast to
 // fp32, multiplied as complex numbers by the frequencies (reads 4, writes 4) and cast back: 8 bytes an
-// element besides the round trip, 3 launches each in bf16. Then, when the model repeats the key and
+// element besides the round trip, 3 launches each in bf16; YaRN under Megatron-Core's fused modules,
+// its unfused bshd RoPE (megatron_eager_ops.hpp). Then, when the model repeats the key and
 // value heads to the query heads before the kernel (training.repeat_kv: torchtitan's repeat_kv, an
 // expand then reshape), the keys and values are copied out at the query heads' width.
 KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape& s) {
@@ -343,7 +345,9 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
   KernelCost c;
   if (m.position == PositionKind::Rope) {
     const double elements = s.tokens * (A + Kv) / s.t;
-    if (w.kernels == LayerKernels::Eager) {
+    if (runs_unfused_megatron_rope(m, w)) {
+      c += unfused_megatron_rope(elements, s.e, false);
+    } else if (w.kernels == LayerKernels::Eager) {
       const double upcast = upcast_round_trip_bytes(s);
       c += elementwise((upcast + 8) * elements, upcast > 0 ? 6 : 2);
     } else {
@@ -434,27 +438,11 @@ KernelCost moe_dispatch_kernels(const ModelSpec& m, const LayerWork& w, const Sh
   return c;
 }
 
-// The experts' output bias of an MoE layer with biases, as Megatron-Core's TEGroupedMLP adds it
-// (megatron/core/transformer/moe/experts.py, TEGroupedMLP._apply_bias, core_v0.17.0): the grouped fc2
-// returns its biases apart (skip_bias_add, each bias weighted by its row's router probability), and a
-// Python loop over the rank's local experts splits the output rows by expert, computes bias x
-// probability (writes e a row element) and adds it to the rows (reads 2 e, writes e), then
-// concatenates the pieces (reads e, writes e): 6 e bytes per element of the rows x h output, two
-// kernels per local expert and the cat (the probabilities are in the 16-bit activation type, the
-// router's type unless moe_router_dtype fp32, so the final cast does nothing). Its backward
-// (autograd of the same ops): for each expert the bias gradient (the output gradient times the
-// probability, reads e writes e, summed over the rows, reads e) and the probability's (times the bias,
-// summed over h: 3 e again), then the split's backward concatenates the rows' gradients (2 e): 8 e
-// bytes, four kernels per local expert and two cats. The fc1 bias is added inside the grouped GEMM
-// (skip_bias_add off): nothing here. Only with Megatron-Core's fused modules (training.kernels fused);
-// eager runs count their bias gradients in eager_autograd_backward.
-KernelCost moe_expert_bias(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows,
-                           bool backward) {
+// The experts' output bias of an MoE layer with biases (megatron_eager_ops.hpp), under Megatron-Core's
+// fused modules only: eager runs count their bias gradients in eager_autograd_backward.
+KernelCost expert_bias(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows, bool backward) {
   if (!m.bias || w.kernels != LayerKernels::Fused) return {};
-  const int local = std::max(1, m.moe->experts / w.ep);
-  const double elements = rows * m.hidden;
-  return backward ? elementwise(8 * s.e * elements, 4 * local + 2)
-                  : elementwise(6 * s.e * elements, 2 * local + 1);
+  return moe_expert_bias(rows, m.hidden, m.moe->experts / w.ep, s.e, backward);
 }
 
 // The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
@@ -538,7 +526,7 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read, true, s.precision);
   c += activation(m, w, s, rows);
   c += gemm(rows, f / s.t, h, s.e, experts_read, true, s.precision);
-  if (moe_layer) c += moe_expert_bias(m, w, s, rows, false);
+  if (moe_layer) c += expert_bias(m, w, s, rows, false);
   c += residual(s, h, m.dropout);
   return c;
 }
@@ -603,15 +591,21 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   KernelCost c = backward_of(layer_forward(m, w, moe_layer));
   c += eager_autograd_backward(m, w, moe_layer);
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
+  if (runs_unfused_megatron_rope(m, w)) {
+    const Shape s = shape_of(w);
+    const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
+    c = without(c, backward_of(unfused_megatron_rope(elements, s.e, false)));
+    c += unfused_megatron_rope(elements, s.e, true);
+  }
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
-  // The experts' bias loop has a backward of its own (moe_expert_bias), not its forward's twice.
+  // The experts' bias loop has a backward of its own, not its forward's twice.
   if (moe_layer) {
     const Shape s = shape_of(w);
     const double rows = mlp_rows(m, w, s, true).first;
     c = without(c, moe_dispatch_kernels(m, w, s, rows));
-    c = without(c, backward_of(moe_expert_bias(m, w, s, rows, false)));
-    c += moe_expert_bias(m, w, s, rows, true);
+    c = without(c, backward_of(expert_bias(m, w, s, rows, false)));
+    c += expert_bias(m, w, s, rows, true);
   }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
