@@ -169,6 +169,13 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   return c;
 }
 
+KernelCost memory_bound_kernels(double bytes, int launches) {
+  KernelCost c;
+  c.elementwise_bytes = Bytes(bytes);
+  c.launches = launches;
+  return c;
+}
+
 double wave_efficiency(const Gemm& g, int sms) {
   if (sms <= 0) return 1;
   static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
@@ -272,10 +279,7 @@ KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1
 }
 
 KernelCost elementwise(double bytes, int launches = 1) {
-  KernelCost c;
-  c.elementwise_bytes = Bytes(bytes);
-  c.launches = launches;
-  return c;
+  return memory_bound_kernels(bytes, launches);
 }
 
 // One batched launch of attention's per-head products (scores or values): `batch` (M x K) by (K x N)
