@@ -897,6 +897,38 @@ BOOST_AUTO_TEST_CASE(eager_forward_runs_rmsnorm_rope_and_swiglu_as_pytorch_ops) 
              tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(yarn_rope_runs_as_megatron_cores_unfused_ops_under_fused_kernels) {
+  // GPT-OSS-120B's YaRN (factor 32) puts an attention factor on cos and sin that Transformer Engine's
+  // fused RoPE cannot apply, so Megatron-Core runs _apply_rotary_pos_emb_bshd on the queries and the
+  // keys: 12 e bytes an element (against the fused kernel's 2 e) in 12 kernels a tensor (against one
+  // kernel for both); its backward 10 e in 5 kernels a tensor (against the fused 4 e in 2).
+  const ModelSpec yarn = model("gpt-oss-120b");
+  BOOST_TEST(yarn.yarn_factor == 32.0);
+  ModelSpec plain = yarn;
+  plain.yarn_factor = 1;
+  LayerWork w;
+  w.seq_len = 4096;
+  const double e = 2, qk = 4096.0 * (double(yarn.heads) + yarn.kv_heads) * yarn.head_dim;
+  for (const bool moe : {false, true}) {
+    LayerWork lw = w;
+    lw.ep = moe ? 8 : 1;
+    const KernelCost f = layer_forward(yarn, lw, moe), fp = layer_forward(plain, lw, moe);
+    BOOST_TEST(f.elementwise_bytes.value() - fp.elementwise_bytes.value() == (12 - 2) * e * qk,
+               tt::tolerance(1e-12));
+    BOOST_TEST(f.launches - fp.launches == 2 * 12 - 1);
+    const KernelCost b = layer_backward(yarn, lw, moe), bp = layer_backward(plain, lw, moe);
+    BOOST_TEST(b.elementwise_bytes.value() - bp.elementwise_bytes.value() == (10 - 4) * e * qk,
+               tt::tolerance(1e-12));
+    BOOST_TEST(b.launches - bp.launches == 2 * 5 - 2);
+    BOOST_TEST(f.gemm_flops.value() == fp.gemm_flops.value());
+  }
+  // Eager PyTorch runs its own rotary embedding, YaRN or not (the factor scales what it multiplies by).
+  LayerWork eager = w;
+  eager.kernels = LayerKernels::Eager;
+  BOOST_TEST(layer_forward(yarn, eager, false).elementwise_bytes.value() ==
+             layer_forward(plain, eager, false).elementwise_bytes.value());
+}
+
 BOOST_AUTO_TEST_CASE(repeat_kv_copies_the_keys_and_values_out_at_the_query_heads) {
   // torchtitan's repeat_kv (expand, then reshape) before the attention kernel: the keys and the values
   // each read at kv_heads and written at heads, eager or fused; nothing when there is nothing to repeat.

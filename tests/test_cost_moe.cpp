@@ -125,3 +125,42 @@ BOOST_AUTO_TEST_CASE(a_grouped_gemm_tiles_each_experts_rows_on_their_own) {
   wgrad.copies_are_results = true;
   BOOST_TEST(wave_efficiency(wgrad, 132) == wave_efficiency(Gemm{k, n, 100, 16}, 132), tt::tolerance(1e-12));
 }
+
+BOOST_AUTO_TEST_CASE(an_moe_layer_with_biases_adds_the_experts_output_bias_expert_by_expert) {
+  // Megatron-Core's TEGroupedMLP adds the grouped fc2's biases, weighted by the router's probabilities,
+  // in a Python loop over the rank's experts (_apply_bias): per element of the rows x h output, bias x
+  // probability (writes e), the add (reads 2 e, writes e), the cat (reads e, writes e): 6 e forward in
+  // 2 E + 1 kernels (E experts on the rank); its backward, the bias's and probability's gradients (3 e
+  // each) and the rows' cat (2 e): 8 e in 4 E + 2 kernels. GPT-OSS-120B (biases, 128 experts, top 4)
+  // at ep 8: 16 experts a rank.
+  const ModelSpec biased = model("gpt-oss-120b");
+  ModelSpec plain = biased;
+  plain.bias = false;
+  LayerWork w = moe_work(8);
+  w.micro_batch = 1;
+  const double e = 2, rows = biased.moe->top_k * 4096.0, h = biased.hidden, experts = 128 / 8;
+  const KernelCost fb = layer_forward(biased, w, true), fp = layer_forward(plain, w, true);
+  BOOST_TEST(traffic(fb) - traffic(fp) == 6 * e * rows * h, tt::tolerance(1e-9));
+  BOOST_TEST(fb.launches - fp.launches == 2 * experts + 1);
+  const KernelCost bb = layer_backward(biased, w, true), bp = layer_backward(plain, w, true);
+  BOOST_TEST(traffic(bb) - traffic(bp) == 8 * e * rows * h, tt::tolerance(1e-9));
+  BOOST_TEST(bb.launches - bp.launches == 4 * experts + 2);
+  // More experts on a rank, more kernels for the same rows.
+  LayerWork fewer_ranks = w;
+  fewer_ranks.ep = 4;
+  BOOST_TEST(layer_forward(biased, fewer_ranks, true).launches -
+                 layer_forward(plain, fewer_ranks, true).launches ==
+             2 * 32 + 1);
+  // A dense layer's biases stay in its GEMMs' epilogues; eager runs count their bias gradients apart.
+  BOOST_TEST(traffic(layer_forward(biased, w, false)) == traffic(layer_forward(plain, w, false)),
+             tt::tolerance(1e-12));
+  LayerWork eager = w;
+  eager.kernels = LayerKernels::Eager;
+  BOOST_TEST(traffic(layer_forward(biased, eager, true)) == traffic(layer_forward(plain, eager, true)),
+             tt::tolerance(1e-12));
+  // It takes time on the device: the biased layer is slower.
+  const ClusterSpec dgx = cluster("dgx-h100");
+  const DeviceSpec& h100 = dgx.device_of(dgx.pools[0]);
+  BOOST_TEST(compute_time(bb, h100, Precision::Bf16).value() >
+             compute_time(bp, h100, Precision::Bf16).value());
+}

@@ -139,3 +139,26 @@ BOOST_AUTO_TEST_CASE(all_model_errors_are_reported_together) {
     BOOST_TEST(all.find("did you mean 'gelu'?") != std::string::npos);
   }
 }
+
+BOOST_AUTO_TEST_CASE(yarn_factor_scales_rope_only_and_survives_the_round_trip) {
+  const std::string base = "{layers: 2, hidden: 64, heads: 4, vocab: 100, seq_len: 64, mlp: swiglu, ";
+  BOOST_TEST(parse(base + "position: rope}").yarn_factor == 1.0);
+  const ModelSpec yarn = parse(base + "position: rope, yarn_factor: 32}");
+  BOOST_TEST(yarn.yarn_factor == 32.0);
+  BOOST_TEST(parse(to_yaml(yarn)).yarn_factor == 32.0);
+  BOOST_TEST(to_yaml(parse(base + "position: rope}")).find("yarn_factor") == std::string::npos);
+  try {
+    parse(base + "position: learned, yarn_factor: 32}");
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(
+        std::string(e.what()).find("model.yarn_factor scales rotary embeddings; it needs position: rope") !=
+        std::string::npos);
+  }
+  try {
+    parse(base + "position: rope, yarn_factor: 0.5}");
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("model.yarn_factor") != std::string::npos);
+  }
+}

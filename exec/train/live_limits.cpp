@@ -28,6 +28,10 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
     out.push_back(
         "position alibi is planned and simulated only: the live engines' attention adds no "
         "ALiBi bias; use rope or learned");
+  if (m.yarn_factor != 1)
+    out.push_back(
+        "yarn_factor is planned and simulated only: the live engines' rotary embedding has no YaRN "
+        "scaling; leave it out");
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");

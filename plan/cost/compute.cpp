@@ -8,6 +8,7 @@
 
 #include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
+#include "plan/cost/megatron_eager_ops.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/ring_attention.hpp"
 
@@ -169,6 +170,13 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   return c;
 }
 
+KernelCost memory_bound_kernels(double bytes, int launches) {
+  KernelCost c;
+  c.elementwise_bytes = Bytes(bytes);
+  c.launches = launches;
+  return c;
+}
+
 double wave_efficiency(const Gemm& g, int sms) {
   if (sms <= 0) return 1;
   static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
@@ -269,10 +277,7 @@ KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1
 }
 
 KernelCost elementwise(double bytes, int launches = 1) {
-  KernelCost c;
-  c.elementwise_bytes = Bytes(bytes);
-  c.launches = launches;
-  return c;
+  return memory_bound_kernels(bytes, launches);
 }
 
 // One batched launch of attention's per-head products (scores or values): `batch` (M x K) by (K x N)
@@ -333,7 +338,8 @@ KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
 // embedding of the queries and keys: fused, one kernel that reads and writes each element; in eager
 // PyTorch (torchtitan's and Meta's Llama apply_rotary_emb) the queries and the keys each upcast to
 // fp32, multiplied as complex numbers by the frequencies (reads 4, writes 4) and cast back: 8 bytes an
-// element besides the round trip, 3 launches each in bf16. Then, when the model repeats the key and
+// element besides the round trip, 3 launches each in bf16; YaRN under Megatron-Core's fused modules,
+// its unfused bshd RoPE (megatron_eager_ops.hpp). Then, when the model repeats the key and
 // value heads to the query heads before the kernel (training.repeat_kv: torchtitan's repeat_kv, an
 // expand then reshape), the keys and values are copied out at the query heads' width.
 KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape& s) {
@@ -341,7 +347,9 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
   KernelCost c;
   if (m.position == PositionKind::Rope) {
     const double elements = s.tokens * (A + Kv) / s.t;
-    if (w.kernels == LayerKernels::Eager) {
+    if (runs_unfused_megatron_rope(m, w)) {
+      c += unfused_megatron_rope(elements, s.e, false);
+    } else if (w.kernels == LayerKernels::Eager) {
       const double upcast = upcast_round_trip_bytes(s);
       c += elementwise((upcast + 8) * elements, upcast > 0 ? 6 : 2);
     } else {
@@ -430,6 +438,13 @@ KernelCost moe_dispatch_kernels(const ModelSpec& m, const LayerWork& w, const Sh
   if (w.moe_dispatcher == MoeDispatcher::AllToAll && w.ep > 1 && m.moe->experts / w.ep > 1)
     c += elementwise(2 * 2 * s.e * rows * h, 2);
   return c;
+}
+
+// The experts' output bias of an MoE layer with biases (megatron_eager_ops.hpp), under Megatron-Core's
+// fused modules only: eager runs count their bias gradients in eager_autograd_backward.
+KernelCost expert_bias(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows, bool backward) {
+  if (!m.bias || w.kernels != LayerKernels::Fused) return {};
+  return moe_expert_bias(rows, m.hidden, m.moe->experts / w.ep, s.e, backward);
 }
 
 // The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
@@ -531,6 +546,7 @@ KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool mo
   c += gemm(rows, h, gates * f / s.t, s.e, experts_read);
   c += activation(m, w, s, rows);
   c += gemm(rows, f / s.t, h, s.e, experts_read);
+  if (moe_layer) c += expert_bias(m, w, s, rows, false);
   c += residual(s, h, m.dropout);
   c += sequence_shard_copies(m, w, 4);
   return c;
@@ -603,11 +619,21 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.
   c = without(c, sequence_shard_copies(m, w, 4));
+  if (runs_unfused_megatron_rope(m, w)) {
+    const Shape s = shape_of(w);
+    const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
+    c = without(c, backward_of(unfused_megatron_rope(elements, s.e, false)));
+    c += unfused_megatron_rope(elements, s.e, true);
+  }
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.
+  // The experts' bias loop has a backward of its own, not its forward's twice.
   if (moe_layer) {
     const Shape s = shape_of(w);
-    c = without(c, moe_dispatch_kernels(m, w, s, mlp_rows(m, w, s, true).first));
+    const double rows = mlp_rows(m, w, s, true).first;
+    c = without(c, moe_dispatch_kernels(m, w, s, rows));
+    c = without(c, backward_of(expert_bias(m, w, s, rows, false)));
+    c += expert_bias(m, w, s, rows, true);
   }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).

@@ -99,6 +99,9 @@ struct KernelCost {
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
+// `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
+KernelCost memory_bound_kernels(double bytes, int launches = 1);
+
 // Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
 // tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
 // best of the tensor-core tile shapes cuBLAS and CUTLASS use for large GEMMs (256x128, 128x256,

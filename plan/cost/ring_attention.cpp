@@ -16,13 +16,6 @@ Bytes shift_as_alltoall(Bytes shift, int cp) {
 
 namespace {
 
-KernelCost kernels(double bytes, int launches) {
-  KernelCost c;
-  c.elementwise_bytes = Bytes(bytes);
-  c.launches = launches;
-  return c;
-}
-
 // One rank's share of a layer's ring, in elements and FLOPs.
 struct RingShape {
   double cp = 0, e = 0;
@@ -84,14 +77,14 @@ RingAttention torch_ring(const ModelSpec& m, const LayerWork& w, bool forward) {
   if (forward) {
     // Step 0: the keys and values made contiguous (repeated heads, transposed: a copy each), its output
     // and logsumexp upcast to fp32 for the merges.
-    r.diagonal += kernels(2 * 2 * e * K + (e + 4) * O, 2 + 2);
+    r.diagonal += memory_bound_kernels(2 * 2 * e * K + (e + 4) * O, 2 + 2);
     // Steps 1..cp-1, as the last rank runs them (every step merges its whole output; a rank whose
     // visiting keys come from above merges half and torch.cat's the rest: less traffic): the keys and
     // values concatenated for the rotater (every step before the last, though "allgather" sends once),
     // the block's output upcast, then out - sigmoid(lse_b - lse) * (out - out_b) in three fp32 passes
     // (read two, write one each) and the logsumexp update; finally the output cast back.
     const double per_step = 2 * 2 * e * K + (e + 4) * O + 3 * 12 * O;
-    r.off_diagonal += kernels(steps * per_step + (4 + e) * O, int(steps) * 11 + 2);
+    r.off_diagonal += memory_bound_kernels(steps * per_step + (4 + e) * O, int(steps) * 11 + 2);
     r.working = r.kv_gather + Bytes(4 * O + 4 * lse + e * O + 4 * O);
     return r;
   }
@@ -101,14 +94,15 @@ RingAttention torch_ring(const ModelSpec& m, const LayerWork& w, bool forward) {
   // Step 0: the fp32 gradient accumulators zeroed (q, k, v), the keys and values made contiguous and
   // concatenated for the rotater, the block's gradients added in fp32, dK and dV concatenated to send.
   const double accumulate_q = (8 + e) * O, accumulate_kv = 2 * (8 + e) * K, send = 2 * 8 * K;
-  r.diagonal += kernels(4 * (O + 2 * K) + 2 * 2 * e * K + 2 * 2 * e * K + accumulate_q + accumulate_kv + send,
-                        3 + 2 + 1 + 3 + 1);
+  r.diagonal += memory_bound_kernels(
+      4 * (O + 2 * K) + 2 * 2 * e * K + 2 * 2 * e * K + accumulate_q + accumulate_kv + send,
+      3 + 2 + 1 + 3 + 1);
   // Steps 1..cp-1 (the last rank's: whole-query gradients): the visiting keys and values concatenated
   // for the rotater, the received dK and dV updated in their first half and torch.cat'ed whole, dQ
   // added, dK and dV concatenated to send on; finally dQ, dK and dV cast back to 16 bits.
   const double half_update = 2 * ((8 + e) / 2 * K + 8 * K);
   const double per_step = 2 * 2 * e * K + half_update + accumulate_q + send;
-  r.off_diagonal += kernels(steps * per_step + (4 + e) * (O + 2 * K), int(steps) * 7 + 2);
+  r.off_diagonal += memory_bound_kernels(steps * per_step + (4 + e) * (O + 2 * K), int(steps) * 7 + 2);
   r.working = r.kv_gather + Bytes(4 * (O + 2 * K) + 2 * r.shift.value() + e * (O + 2 * K));
   return r;
 }
@@ -130,12 +124,12 @@ RingAttention te_p2p(const ModelSpec& m, const LayerWork& w, bool forward) {
     // two and write one), and the fp64 logsumexp back to fp32. Step 0's share: the concatenation, the
     // zeroed output, the logsumexp cloned to fp64, its own correction and the final cast.
     const double correction = 5 * e * O + (4 + 8) * lse;
-    r.diagonal +=
-        kernels(2 * 2 * e * K + e * O + (8 + 12) * lse + correction + (8 + 4) * lse, 1 + 1 + 2 + 2 + 1);
+    r.diagonal += memory_bound_kernels(2 * 2 * e * K + e * O + (8 + 12) * lse + correction + (8 + 4) * lse,
+                                       1 + 1 + 2 + 2 + 1);
     // Steps 1..cp-1: the visiting keys' and values' first half made contiguous, the logsumexp corrected
     // (max, min, log1p(exp) in fp64: one fused kernel and the copy back) and the output corrected.
     const double per_step = 2 * e * K + (20 + 16) * lse + correction;
-    r.off_diagonal += kernels(steps * per_step, int(steps) * (1 + 2 + 2));
+    r.off_diagonal += memory_bound_kernels(steps * per_step, int(steps) * (1 + 2 + 2));
     r.working = Bytes(w.cp * 2 * K * e + w.cp * e * O + e * O + 8 * lse + e * K);
     return r;
   }
@@ -148,12 +142,12 @@ RingAttention te_p2p(const ModelSpec& m, const LayerWork& w, bool forward) {
   // Before the loop: the keys and values copied into the first send buffer, the logsumexp's second half
   // made contiguous. The diagonal (last) step: dQ's halves copied and added, dK and dV concatenated
   // and added (first half) or copied (second) into the received gradients.
-  r.diagonal +=
-      kernels(2 * 2 * e * K + 2 * 4 * lse / 2 + 2.5 * e * O + 2 * 2 * e * K + 5 * e * K, 1 + 1 + 2 + 1 + 2);
+  r.diagonal += memory_bound_kernels(
+      2 * 2 * e * K + 2 * 4 * lse / 2 + 2.5 * e * O + 2 * 2 * e * K + 5 * e * K, 1 + 1 + 2 + 1 + 2);
   // Steps before it: the query, output and output-gradient halves made contiguous, dQ's second half
   // added (or copied, first), dK and dV concatenated and added to the received gradients.
   const double per_step = 3 * e * O + 1.5 * e * O + 2 * 2 * e * K + 3 * 2 * e * K;
-  r.off_diagonal += kernels(steps * per_step, int(steps) * (3 + 1 + 1 + 1));
+  r.off_diagonal += memory_bound_kernels(steps * per_step, int(steps) * (3 + 1 + 1 + 1));
   r.working = Bytes(2 * 2 * 2 * K * e + 2 * e * O + 2 * 2 * K * e + 1.5 * e * O);
   return r;
 }

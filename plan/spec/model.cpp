@@ -40,6 +40,7 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
   r.read_enum("position", m.position, kPositionKindNames);
   r.read("tied_embeddings", m.tied_embeddings);
   r.read("bias", m.bias);
+  const bool has_yarn = r.read("yarn_factor", m.yarn_factor, 1.0, 1e6);
   m.dropout = m.mlp == MlpKind::Gelu;
   r.read("dropout", m.dropout);
   if (const DocNode* moe_node = r.get("moe")) {
@@ -86,6 +87,10 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
                "position: rope needs an even head_dim, got " + r.field("head_dim") + "=" +
                    std::to_string(m.head_dim) + " (hidden / heads unless given); the nearest that works is " +
                    std::to_string(m.head_dim + 1));
+  if (has_yarn && m.position != PositionKind::Rope)
+    diag.error(node.find("yarn_factor")->location,
+               r.field("yarn_factor") + " scales rotary embeddings; it needs position: rope, got position: " +
+                   enum_name(m.position, kPositionKindNames));
   if (!has_ffn && m.hidden > 0)
     m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
   return m;
@@ -102,6 +107,11 @@ std::string to_yaml(const ModelSpec& m) {
       "\nposition: " + enum_name(m.position, kPositionKindNames) +
       "\ntied_embeddings: " + b(m.tied_embeddings) + "\nbias: " + b(m.bias) + "\ndropout: " + b(m.dropout) +
       "\n";
+  if (m.yarn_factor != 1) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.17g", m.yarn_factor);
+    y += std::string("yarn_factor: ") + factor + "\n";
+  }
   if (m.moe) {
     y +=
         "moe: {experts: " + n(m.moe->experts) + ", top_k: " + n(m.moe->top_k) + ", every: " + n(m.moe->every);

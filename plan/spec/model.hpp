@@ -50,6 +50,11 @@ struct ModelSpec {
   bool tied_embeddings = true;
   bool bias = true;     // biases on linear layers (GPT) or none (Llama)
   bool dropout = true;  // dropout after attention and MLP (GPT); Llama trains without; default: GELU models
+  // YaRN-scaled rotary embedding (position rope only): the context-extension factor (Hugging Face's
+  // rope_scaling factor; GPT-OSS 32). Above 1 the cos and sin carry YaRN's attention factor
+  // 0.1 ln(factor) + 1, which Transformer Engine's fused RoPE cannot apply
+  // (plan/cost/megatron_eager_ops.hpp). 1: plain RoPE.
+  double yarn_factor = 1;
   std::optional<MoeSpec> moe;
 
   bool is_moe_layer(int layer) const { return moe && (layer % moe->every) == moe->every - 1; }
