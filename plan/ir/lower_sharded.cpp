@@ -99,14 +99,25 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
 TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
   const StagePlan& st = stage(chunk);
   std::vector<int> unit_compute;
-  for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
+  // A unit's gather follows the backward of the unit two after it (the first, the previous pass's
+  // compute), and is issued before the unit after it runs its backward: ahead of that unit's
+  // reduce-scatter on the DP stream, as FSDP's backward prefetch (issued from the pre-backward hook of
+  // the unit after, or, BACKWARD_POST, from its post-backward hook before _reduce_grad), FSDP2's and
+  // DeepSpeed's parameter prefetch all order them. Issued after that reduce-scatter instead, it would
+  // wait for the unit after's whole backward.
+  auto gather = [&](int l) {
     TaskDeps after;
     if (l == st.layer_end - 1) {
       if (!previous_compute_.empty()) after.push_back(previous_compute_.front());
-    } else if (unit_compute.size() >= 2) {
-      after.push_back(unit_compute[unit_compute.size() - 2]);
+    } else if (l + 2 < st.layer_end) {
+      after.push_back(unit_compute[st.layer_end - 1 - (l + 2)]);
     }
-    deps.push_back(unit_gather(mb, chunk, l, false, std::move(after)));
+    return unit_gather(mb, chunk, l, false, std::move(after));
+  };
+  int next_gather = gather(st.layer_end - 1);
+  for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
+    deps.push_back(next_gather);
+    if (l > st.layer_begin) next_gather = gather(l - 1);
     // Activation checkpointing per unit: the layer's recomputation, right before its backward.
     Bytes working;
     deps = recompute(mb, chunk, l, l + 1, unit_name("R ", mb, chunk, l), std::move(deps), working);

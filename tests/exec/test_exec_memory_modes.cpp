@@ -184,12 +184,13 @@ BOOST_AUTO_TEST_CASE(zero_0_to_3_follow_the_single_rank_trajectory_and_the_twins
     // ZeRO 1 halves the optimizer state on 2 ranks. ZeRO 2 halves the gradients too, but holds the
     // unsharded gradients of the bucket its backward computes and of the one being reduce-scattered:
     // on this 4-layer model about half of them, so its peak is ZeRO 1's. ZeRO 3 halves the weights,
-    // holding one gathered layer beside its shard and one layer's unsharded gradients: well below
-    // ZeRO 2, and below ZeRO 0. The twin orders them so (checked above).
+    // holding two gathered layers beside its shard (the next one's gather runs beside this one's
+    // backward) and one layer's unsharded gradients: below ZeRO 2, and below ZeRO 0. The twin orders
+    // them so (checked above).
     const double weights = double(parameter_layout(gpt_config(scenario(1, {}).model)).total) * sizeof(float);
     BOOST_TEST(by_zero[1].peak_bytes < by_zero[0].peak_bytes - 0.9 * weights);  // m and v: half of 2 copies
     BOOST_TEST(std::abs(by_zero[2].peak_bytes - by_zero[1].peak_bytes) < 0.1 * weights);
-    BOOST_TEST(by_zero[3].peak_bytes < by_zero[2].peak_bytes - 0.25 * weights);
+    BOOST_TEST(by_zero[3].peak_bytes < by_zero[2].peak_bytes - 0.15 * weights);
     BOOST_TEST(by_zero[3].peak_bytes < by_zero[0].peak_bytes);
     // ZeRO 2 and 3 reduce-scatter every micro-batch's gradients (2 micro-batches a step), ZeRO 3 gathers
     // each layer before each forward and backward: the DP bytes of each step are the twin's. (ZeRO 3
