@@ -7,6 +7,7 @@
 
 #include "plan/cost/compute.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
+#include "plan/cost/memory.hpp"
 
 namespace paratwin::cost {
 
