@@ -31,6 +31,8 @@ const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Un
                                                     {"fused", CrossEntropy::Fused}};
 const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher::AllToAll},
                                                       {"fused", MoeDispatcher::Fused}};
+const EnumNames<FsdpCopies> kFsdpNames = {
+    {"none", FsdpCopies::None}, {"fsdp1", FsdpCopies::Fsdp1}, {"fsdp2", FsdpCopies::Fsdp2}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -117,6 +119,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("projections", t.projections, kProjectionsNames);
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
+  r.read_enum("fsdp", t.fsdp, kFsdpNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   r.read("repeat_kv", t.repeat_kv);

@@ -60,6 +60,12 @@ enum class CrossEntropy { Unfused, Fused };
 // received by local expert (and back before the combine). fused (the flex dispatcher with DeepEP or
 // HybridEP): the dispatch and combine kernels place the copies themselves; one permutation each way.
 enum class MoeDispatcher { AllToAll, Fused };
+// Which PyTorch FSDP runs ZeRO 3, for the memory-bound copies around its per-unit gathers and
+// reduce-scatters (cost::fsdp_copy_bytes, plan/cost/fsdp_copies.hpp). none: none costed (DeepSpeed,
+// Megatron FSDP). fsdp1: FullyShardedDataParallel's FlatParameter (Composer, fms-fsdp). fsdp2:
+// fully_shard's per-parameter sharding (torchtitan).
+enum class FsdpCopies { None, Fsdp1, Fsdp2 };
+extern const EnumNames<FsdpCopies> kFsdpNames;
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
@@ -80,6 +86,7 @@ struct TrainingSpec {
   Projections projections = Projections::Fused;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  FsdpCopies fsdp = FsdpCopies::None;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
