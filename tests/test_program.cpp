@@ -381,6 +381,51 @@ BOOST_AUTO_TEST_CASE(transformer_engine_casts_the_rank_weights_to_fp8_once_a_ste
                     InputError);
 }
 
+BOOST_AUTO_TEST_CASE(fsdp_copies_add_their_bytes_to_each_units_passes) {
+  // bf16 weights and gradients, fp32 reduction, dp 16, two micro-batches: per unit of P parameters
+  // on the rank (its gather's bytes / 2), the forward and backward of layer 5 carry the copies
+  // plan/cost/fsdp_copies.hpp lists, over those of training.fsdp none.
+  const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+                           "training: {global_batch: 64, grad_reduce: fp32}\n"
+                           "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 3}\n";
+  const Run none = run(base), fsdp1 = run(base, {"training.fsdp=fsdp1"}),
+            fsdp2 = run(base, {"training.fsdp=fsdp2"});
+  auto bytes = [](const Run& r, TaskKind kind, int mb) {
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == kind && t.microbatch == mb && t.layer_begin == 5) return t.work.elementwise_bytes.value();
+    BOOST_FAIL("no task of layer 5");
+    return 0.0;
+  };
+  double P = 0;
+  for (const Task& t : none.program.roles[0].tasks)
+    if (t.purpose == Purpose::PassGather && t.layer_begin == 5) P = t.bytes.value() / 2;
+  BOOST_TEST_REQUIRE(P > 0);
+  const double shard = P / 16;
+  auto added = [&](const Run& r, TaskKind kind, int mb) {
+    return bytes(r, kind, mb) - bytes(none, kind, mb);
+  };
+  // FSDP2: copy-out 2 x 2P each gather, the shard's cast (4 + 2) and copy-in (2 x 2) a dp-th;
+  // backward: _chunk_cat reads bf16 and writes fp32, 6P; from the second micro-batch the += 12 a shard.
+  BOOST_TEST(added(fsdp2, TaskKind::Forward, 0) == 4 * P + 10 * shard, tt::tolerance(1e-9));
+  BOOST_TEST(added(fsdp2, TaskKind::Backward, 0) == 10 * P + 10 * shard, tt::tolerance(1e-9));
+  BOOST_TEST(added(fsdp2, TaskKind::Backward, 1) == 10 * P + 22 * shard, tt::tolerance(1e-9));
+  // FSDP1: the shard's cast each gather, no copy-out; backward: the split's concatenation 4P, the cast
+  // to fp32 6P, the pre-divide 8P and the post-divide 8 a shard, and the += from the second.
+  BOOST_TEST(added(fsdp1, TaskKind::Forward, 0) == 6 * shard, tt::tolerance(1e-9));
+  BOOST_TEST(added(fsdp1, TaskKind::Backward, 0) == 18 * P + 14 * shard, tt::tolerance(1e-9));
+  BOOST_TEST(added(fsdp1, TaskKind::Backward, 1) == 18 * P + 26 * shard, tt::tolerance(1e-9));
+  BOOST_TEST(fsdp2.eval.iteration_time_s > none.eval.iteration_time_s);
+  // ZeRO 1 runs no per-unit copies; a misspelt choice names the nearest.
+  BOOST_TEST(run(base, {"plan.zero=1", "training.fsdp=fsdp2"}).eval.iteration_time_s ==
+             run(base, {"plan.zero=1"}).eval.iteration_time_s);
+  try {
+    scenario(base, {"training.fsdp=fsdp_2"});
+    BOOST_FAIL("fsdp_2 was accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("did you mean 'fsdp2'?") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(one_stage_holds_every_parameter_the_final_norm_included) {
   // The optimizer step and the DP buckets cover what count_parameters counts (the search's bounds
   // take the optimizer step of total / dp; the final norm was missing from the rank's share).

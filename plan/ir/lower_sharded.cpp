@@ -7,10 +7,18 @@
 // issued on the DP stream once the unit two before it has ended (FSDP's forward and backward
 // prefetch), so it overlaps the current unit's compute and at most two gathered units exist at a time.
 //
+// Under training.fsdp, each unit's forward and backward also carry PyTorch FSDP's memory-bound copies
+// around its gather and reduce-scatter (plan/cost/fsdp_copies.hpp): those of the compute stream, and
+// those of FSDP's side streams, which read and write the same HBM beside the unit's kernels; the twin
+// has no model of two kernels sharing a device's bandwidth, so it charges them to the unit's compute
+// task too (an upper bound for the side streams' part, a dp-th of the unit but FSDP1's cast and
+// pre-divide of the whole flat gradient).
+//
 // ZeRO 2 (DeepSpeed): every micro-batch's backward is cut where the DP buckets end, and each bucket is
 // reduce-scattered into the rank's partition as soon as its layers are done: a rank holds 1/dp of the
 // gradients. Megatron-LM's distributed optimizer (one reduce-scatter after the last micro-batch) is
 // ZeRO 1.
+#include "plan/cost/fsdp_copies.hpp"
 #include "plan/ir/role_builder.hpp"
 
 namespace paratwin::lowering {
@@ -32,6 +40,12 @@ Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
   double elements = 0;
   for (int l = begin; l < end; ++l) elements += unit_params_.at(l);
   return Bytes(elements * grad_elem_);
+}
+
+void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool forward) const {
+  const cost::FsdpCopyBytes c = cost::fsdp_copy_bytes(t_, unit_params_.at(layer), dp_.size, forward, mb > 0);
+  pass.work.elementwise_bytes += c.total();
+  pass.work.launches += c.compute_launches + c.side_launches;
 }
 
 int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
@@ -86,6 +100,7 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
     Task f = pass_task(TaskKind::Forward, mb, chunk, l, l + 1, unit_name("F ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
+    add_fsdp_copies(f, mb, l, true);
     f.alloc = unit_activations(chunk, l);
     f.free = unit_bytes(l);
     f.deps = first ? deps : TaskDeps{};
@@ -124,6 +139,8 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     Task b = pass_task(TaskKind::Backward, mb, chunk, l, l + 1, unit_name("B ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
+    // Its gather's copies, and its gradient's where it is reduce-scattered every micro-batch.
+    add_fsdp_copies(b, mb, l, !reduces_every_microbatch());
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
     // accumulates into the whole gradient buffer instead, exchanged once a step).
     const bool reduce = reduces_every_microbatch();

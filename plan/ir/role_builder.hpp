@@ -190,6 +190,8 @@ class RoleBuilder {
   // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, as gathered.
   Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * gather_elem_); }
   Bytes unit_activations(int chunk, int layer) const;
+  // training.fsdp's copies around layer `layer`'s unit in micro-batch mb's pass (lower_sharded.cpp).
+  void add_fsdp_copies(Task& pass, int mb, int layer, bool forward) const;
   // ZeRO 3's gather of one unit before a pass (its copy freed by the pass), after `deps`.
   int unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
   // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live).

@@ -39,6 +39,8 @@ const EnumNames<TensorParallelImpl> kTensorParallelNames = {{"megatron", TensorP
 const EnumNames<Fp8Recipe> kFp8RecipeNames = {{"te_delayed", Fp8Recipe::TeDelayed},
                                               {"te_current", Fp8Recipe::TeCurrent},
                                               {"torchao_tensorwise", Fp8Recipe::TorchaoTensorwise}};
+const EnumNames<FsdpCopies> kFsdpNames = {
+    {"none", FsdpCopies::None}, {"fsdp1", FsdpCopies::Fsdp1}, {"fsdp2", FsdpCopies::Fsdp2}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -127,6 +129,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   r.read_enum("tensor_parallel", t.tensor_parallel, kTensorParallelNames);
+  r.read_enum("fsdp", t.fsdp, kFsdpNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   r.read("repeat_kv", t.repeat_kv);

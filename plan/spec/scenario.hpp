@@ -90,6 +90,12 @@ enum class TensorParallelImpl { Megatron, DTensor };
 // torchao's Float8Linear with dynamic tensorwise scaling (torchtitan's float8 converter), every
 // linear casting its own input and its weight each micro-batch.
 enum class Fp8Recipe { TeDelayed, TeCurrent, TorchaoTensorwise };
+// Which PyTorch FSDP runs ZeRO 3, for the memory-bound copies around its per-unit gathers and
+// reduce-scatters (cost::fsdp_copy_bytes, plan/cost/fsdp_copies.hpp). none: none costed (DeepSpeed,
+// Megatron FSDP). fsdp1: FullyShardedDataParallel's FlatParameter (Composer, fms-fsdp). fsdp2:
+// fully_shard's per-parameter sharding (torchtitan).
+enum class FsdpCopies { None, Fsdp1, Fsdp2 };
+extern const EnumNames<FsdpCopies> kFsdpNames;
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
@@ -115,6 +121,7 @@ struct TrainingSpec {
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;
+  FsdpCopies fsdp = FsdpCopies::None;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
