@@ -990,16 +990,23 @@ BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_a
 
 // ---- TP overlap: AsyncTP's and Transformer Engine's decomposed GEMMs (plan/cost/tp_overlap.hpp) ----
 
+// A sequence-parallel layer's work over `seq_len` tokens at `tp`, TP overlap run as `kind`.
+static LayerWork sp_layer(int seq_len, int tp, TpOverlap kind = TpOverlap::AsyncTp) {
+  LayerWork w;
+  w.seq_len = seq_len;
+  w.tp = tp;
+  w.sequence_parallel = true;
+  w.tp_overlap = kind;
+  return w;
+}
+
 BOOST_AUTO_TEST_CASE(dtensor_copies_the_whole_activation_around_each_sequence_parallel_collective) {
   // torchtitan's TP over [b, s, h] sharded on dimension 1: each all-gather's output and each
   // reduce-scatter's input is concatenated from its chunks, a read and a write of b s h x e bytes; four
   // a pass (two of each), two in the per-operator recompute (its all-gathers run again).
   const ModelSpec m = model("llama3-8b");
-  LayerWork megatron;
+  LayerWork megatron = sp_layer(8192, 8);
   megatron.micro_batch = 12;
-  megatron.seq_len = 8192;
-  megatron.tp = 8;
-  megatron.sequence_parallel = true;
   LayerWork dtensor = megatron;
   dtensor.tensor_parallel = TensorParallelImpl::DTensor;
   const double copy = 2.0 * 2 * 12 * 8192 * m.hidden;
@@ -1043,16 +1050,6 @@ BOOST_AUTO_TEST_CASE(dtensor_keeps_the_gathered_qkv_and_mlp_inputs_whole_without
   c.recompute = dtensor.recompute = Recompute::Full;  // the layer input alone, a shard either way
   BOOST_TEST(layer_activation_bytes(m, dtensor, false).value() ==
              layer_activation_bytes(m, c, false).value());
-}
-
-// A sequence-parallel layer's work over `seq_len` tokens at `tp`, TP overlap run as `kind`.
-static LayerWork sp_layer(int seq_len, int tp, TpOverlap kind = TpOverlap::AsyncTp) {
-  LayerWork w;
-  w.seq_len = seq_len;
-  w.tp = tp;
-  w.sequence_parallel = true;
-  w.tp_overlap = kind;
-  return w;
 }
 
 BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_pieces_of_its_rows) {
