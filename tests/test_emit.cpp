@@ -232,6 +232,19 @@ BOOST_AUTO_TEST_CASE(deepspeed_refusals_name_the_combination_and_where_it_is_wri
   }
 }
 
+BOOST_AUTO_TEST_CASE(megatron_tp_comm_overlap_says_it_runs_userbuffers_not_asynctp) {
+  // Megatron-LM's --tp-comm-overlap is Transformer Engine's userbuffers: a plan costed as AsyncTP gets a
+  // note; one costed as userbuffers does not.
+  for (const std::string kind : {"async_tp", "userbuffers"}) {
+    const ScenarioSpec s = load({"", "quickstart", {"plan.overlap.tp=true", "training.tp_overlap=" + kind}});
+    const std::string text = megatron_launch(complete_plan(s), s).text;
+    BOOST_TEST_CONTEXT(kind) {
+      BOOST_TEST(text.find("--tp-comm-overlap") != std::string::npos);
+      BOOST_TEST((text.find("not PyTorch's AsyncTP") != std::string::npos) == (kind == "async_tp"));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(megatron_attention_backend_follows_the_scenarios_attention_kernel) {
   const std::map<std::string, std::string> want = {
       {"flash", ""}, {"flash2", "flash"}, {"flash3", "flash"}, {"triton", ""}, {"unfused", "unfused"}};

@@ -214,9 +214,13 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
     notes.push_back("top-k gradient compression (ratio " + decimal(p.compression.ratio) +
                     "): Megatron-LM reduces gradients dense");
   if (p.overlap_tp) {
-    if (p.tp > 1 && p.sequence_parallel)
+    if (p.tp > 1 && p.sequence_parallel) {
       a.add("tp-comm-overlap");
-    else if (p.tp > 1)
+      if (s.training.tp_overlap == TpOverlap::AsyncTp)
+        notes.push_back(
+            "tp_overlap async_tp: Megatron-LM's --tp-comm-overlap runs Transformer Engine's userbuffers "
+            "(tp_overlap userbuffers), not PyTorch's AsyncTP");
+    } else if (p.tp > 1)
       notes.push_back(
           "overlap_tp without sequence parallelism: Megatron-LM overlaps TP communication only with it");
   }
