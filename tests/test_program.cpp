@@ -704,6 +704,23 @@ BOOST_AUTO_TEST_CASE(dtensor_gathers_no_linear_input_again_in_the_backward) {
   const Run dtensor = run(tp_overlap_plan(8), {"training.tensor_parallel=dtensor"});
   const double layers = 4, backwards = megatron.plan.num_microbatches;
   BOOST_TEST(tp_gathers(megatron) - tp_gathers(dtensor) == 2 * layers * backwards);
+  // The reduce-scatters stay, userbuffers' bulk ones beside the pass included.
+  auto tp_scatters = [](const Run& r) {
+    double n = 0;
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == TaskKind::Collective && t.group == GroupKind::Tp &&
+          t.collective == cost::CollectiveKind::ReduceScatter)
+        n += t.count;
+    return n;
+  };
+  BOOST_TEST(tp_scatters(dtensor) == tp_scatters(megatron));
+  const std::vector<std::string> bulk = {"plan.overlap.tp=true", "training.tp_overlap=userbuffers"};
+  auto with = [&](std::vector<std::string> sets, const std::string& more) {
+    sets.push_back(more);
+    return sets;
+  };
+  BOOST_TEST(tp_scatters(run(tp_overlap_plan(8), with(bulk, "training.tensor_parallel=dtensor"))) ==
+             tp_scatters(run(tp_overlap_plan(8), bulk)));
   // Its copies around the collectives cost more than the regathers it saves, which ran beside compute.
   BOOST_TEST(dtensor.eval.iteration_time_s > megatron.eval.iteration_time_s);
 }

@@ -255,33 +255,35 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
     last = add(std::move(t));
     if (lead == id) lead = last;
   }
-  int regather = -1;
-  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin &&
-      t_.tensor_parallel == TensorParallelImpl::Megatron) {
-    // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
-    // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
-    // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
-    // and Transformer Engine's linears): two more all-gathers per layer and backward. DTensor's
-    // autograd keeps the gathered input instead (training.tensor_parallel).
-    const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
-    regather =
-        add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp, 2 * (end - begin) * passes,
-                       StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
+  int beside = -1;  // the last of the backward's TP collectives that run beside the whole pass
+  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
+    const Bytes tp_bytes = cost::layer_collective_bytes(m_, layer_work()).tp;
+    if (t_.tensor_parallel == TensorParallelImpl::Megatron) {
+      // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
+      // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
+      // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
+      // and Transformer Engine's linears): two more all-gathers per layer and backward. DTensor's
+      // autograd keeps the gathered input instead (training.tensor_parallel).
+      beside =
+          add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, tp_bytes, 2 * (end - begin) * passes,
+                         StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
+    }
     if (bulk_backward_rs()) {
       // userbuffers' bulk overlap (plan/cost/tp_overlap.hpp): the QKV and up projections' input gradients
-      // are reduce-scattered whole beside their weight gradients' GEMMs, as the regather runs beside the
-      // input gradients': beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
+      // are reduce-scattered whole beside their weight gradients' GEMMs, after the regather where there is
+      // one: beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
+      // model_parallel_comm leaves these reduce-scatters out.
       const int count = (2 * (end - begin) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      regather =
-          add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, bytes.tp, count, StreamKind::Tp,
-                         names_ ? named("RS tp bulk B ", mb, chunk) : std::string(), {regather}));
+      beside = add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes, count,
+                              StreamKind::Tp, names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
+                              beside >= 0 ? TaskDeps{beside} : deps));
     }
   }
   // The collectives follow the GEMMs; decomposed, the TP ones follow the lead pieces.
   const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, lead, last, passes);
   TaskDeps done{last};
   if (!comm.empty()) done.push_back(comm.back());
-  if (regather >= 0) done.push_back(regather);
+  if (beside >= 0) done.push_back(beside);
   previous_compute_ = done;
   return done;
 }
