@@ -140,10 +140,10 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
     // Its gather's copies, and its gradient's where it is reduce-scattered every micro-batch.
-    add_fsdp_copies(b, mb, l, !reduces_every_microbatch());
+    const bool reduce = reduces_every_microbatch();
+    add_fsdp_copies(b, mb, l, !reduce);
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
     // accumulates into the whole gradient buffer instead, exchanged once a step).
-    const bool reduce = reduces_every_microbatch();
     b.alloc = reduce ? segment_gradients(chunk, l, l + 1) : Bytes(0);
     b.free = unit_activations(chunk, l) + working + unit_bytes(l);
     b.deps = deps;
