@@ -692,35 +692,26 @@ BOOST_AUTO_TEST_CASE(tp_overlap_runs_the_collectives_beside_their_gemm_pieces_af
 BOOST_AUTO_TEST_CASE(dtensor_gathers_no_linear_input_again_in_the_backward) {
   // Megatron's column-parallel linears keep their input's sequence shard and all-gather it again in the
   // backward; DTensor's autograd keeps the gathered input: two fewer TP all-gathers a layer's backward.
-  auto tp_gathers = [](const Run& r) {
+  // The TP collectives of `kind` a run issues (folded ones counted each).
+  auto tp = [](const Run& r, cost::CollectiveKind kind) {
     double n = 0;
     for (const Task& t : r.program.roles[0].tasks)
-      if (t.kind == TaskKind::Collective && t.group == GroupKind::Tp &&
-          t.collective == cost::CollectiveKind::AllGather)
-        n += t.count;
+      if (t.kind == TaskKind::Collective && t.group == GroupKind::Tp && t.collective == kind) n += t.count;
     return n;
   };
+  using cost::CollectiveKind;
   const Run megatron = run(tp_overlap_plan(8), {});
   const Run dtensor = run(tp_overlap_plan(8), {"training.tensor_parallel=dtensor"});
   const double layers = 4, backwards = megatron.plan.num_microbatches;
-  BOOST_TEST(tp_gathers(megatron) - tp_gathers(dtensor) == 2 * layers * backwards);
+  BOOST_TEST(tp(megatron, CollectiveKind::AllGather) - tp(dtensor, CollectiveKind::AllGather) ==
+             2 * layers * backwards);
   // The reduce-scatters stay, userbuffers' bulk ones beside the pass included.
-  auto tp_scatters = [](const Run& r) {
-    double n = 0;
-    for (const Task& t : r.program.roles[0].tasks)
-      if (t.kind == TaskKind::Collective && t.group == GroupKind::Tp &&
-          t.collective == cost::CollectiveKind::ReduceScatter)
-        n += t.count;
-    return n;
-  };
-  BOOST_TEST(tp_scatters(dtensor) == tp_scatters(megatron));
+  BOOST_TEST(tp(dtensor, CollectiveKind::ReduceScatter) == tp(megatron, CollectiveKind::ReduceScatter));
   const std::vector<std::string> bulk = {"plan.overlap.tp=true", "training.tp_overlap=userbuffers"};
-  auto with = [&](std::vector<std::string> sets, const std::string& more) {
-    sets.push_back(more);
-    return sets;
-  };
-  BOOST_TEST(tp_scatters(run(tp_overlap_plan(8), with(bulk, "training.tensor_parallel=dtensor"))) ==
-             tp_scatters(run(tp_overlap_plan(8), bulk)));
+  std::vector<std::string> bulk_dtensor = bulk;
+  bulk_dtensor.push_back("training.tensor_parallel=dtensor");
+  BOOST_TEST(tp(run(tp_overlap_plan(8), bulk_dtensor), CollectiveKind::ReduceScatter) ==
+             tp(run(tp_overlap_plan(8), bulk), CollectiveKind::ReduceScatter));
   // Its copies around the collectives cost more than the regathers it saves, which ran beside compute.
   BOOST_TEST(dtensor.eval.iteration_time_s > megatron.eval.iteration_time_s);
 }
