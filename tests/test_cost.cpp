@@ -1128,6 +1128,29 @@ BOOST_AUTO_TEST_CASE(tp_overlap_pairs_are_the_fused_ops_one_collective_each) {
   BOOST_TEST(compute_time(f[2].pieces.rest, d, Precision::Bf16).value() > gather);
 }
 
+BOOST_AUTO_TEST_CASE(torchtitan_float8_tp_gathers_float8_and_scatters_bf16) {
+  // torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput cast the sequence shard before the
+  // all-gather (the output gradient before the backward's): one byte an element; the reduce-scatters
+  // move bf16 partial sums.
+  const ModelSpec m = model("llama3-70b");
+  LayerWork w = sp_layer(8192, 8);
+  w.precision = Precision::Fp8;
+  w.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
+  w.tensor_parallel = TensorParallelImpl::DTensor;
+  const LayerCollectiveBytes b = layer_collective_bytes(m, w);
+  BOOST_TEST(b.tp.value() == 8192.0 * m.hidden * 2);
+  BOOST_TEST(b.tp_gather.value() == b.tp.value() / 2);
+  // Transformer Engine's recipes, Megatron's linears or bf16: the all-gathers move what the scatters do.
+  for (auto change : {+[](LayerWork& x) { x.fp8_recipe = Fp8Recipe::TeDelayed; },
+                      +[](LayerWork& x) { x.tensor_parallel = TensorParallelImpl::Megatron; },
+                      +[](LayerWork& x) { x.precision = Precision::Bf16; }}) {
+    LayerWork x = w;
+    change(x);
+    const LayerCollectiveBytes c = layer_collective_bytes(m, x);
+    BOOST_TEST(c.tp_gather.value() == c.tp.value());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tp_overlap_decomposes_nothing_without_sequence_parallelism_and_no_experts) {
   LayerWork w;
   w.seq_len = 2048;

@@ -749,6 +749,24 @@ BOOST_AUTO_TEST_CASE(userbuffers_bulk_reduce_scatters_run_beside_the_backward_no
   BOOST_TEST(checked >= r.plan.num_microbatches - 1);
 }
 
+BOOST_AUTO_TEST_CASE(torchtitan_float8_tp_all_gathers_move_half_the_reduce_scatters_bytes) {
+  const std::vector<std::string> fp8 = {"training.precision=fp8", "training.fp8_recipe=torchao_tensorwise",
+                                        "training.tensor_parallel=dtensor"};
+  for (const char* overlap : {"plan.overlap.tp=false", "plan.overlap.tp=true"}) {
+    std::vector<std::string> sets = fp8;
+    sets.push_back(overlap);
+    const Run r = run(tp_overlap_plan(8), sets);
+    double gathers = 0, scatters = 0;
+    for (const Task& t : r.program.roles[0].tasks) {
+      if (t.kind != TaskKind::Collective || t.group != GroupKind::Tp) continue;
+      if (t.collective == cost::CollectiveKind::AllGather) gathers = t.bytes.value();
+      if (t.collective == cost::CollectiveKind::ReduceScatter) scatters = t.bytes.value();
+    }
+    BOOST_TEST(gathers > 0);
+    BOOST_TEST(gathers == scatters / 2);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(dtensor_gathers_no_linear_input_again_in_the_backward) {
   // Megatron's column-parallel linears keep their input's sequence shard and all-gather it again in the
   // backward; DTensor's autograd keeps the gathered input: two fewer TP all-gathers a layer's backward.

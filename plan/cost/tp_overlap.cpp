@@ -69,7 +69,8 @@ std::vector<TpPair> tp_overlap_pairs(const ModelSpec& m, const LayerWork& w, boo
     linears.push_back({TpLinear::Down, h, f / t, false});
   }
   if (!forward) std::reverse(linears.begin(), linears.end());
-  const double shard = layer_collective_bytes(m, w).tp.value();  // one collective's whole activation
+  const LayerCollectiveBytes sizes = layer_collective_bytes(m, w);  // one collective's whole activation
+  const double scattered = sizes.tp.value(), gathered = sizes.tp_gather.value();
   for (const Linear& l : linears) {
     const bool gathers = l.gathers_forward == forward;
     // The column-parallel input gradients (the q, k, v or gate and up GEMMs' summed before the
@@ -94,10 +95,10 @@ std::vector<TpPair> tp_overlap_pairs(const ModelSpec& m, const LayerWork& w, boo
       p.rest = concurrent_pieces(rest, pieces - 1, e);
       // The all-gather's own shard copied into the userbuffer; the reduce-scatter kernel sums the
       // partial results as it moves them (reducescatter2_userbuff_stridedoutput): no kernel after it.
-      if (gathers) p.staging.elementwise_bytes = Bytes(2 * shard / t);
+      if (gathers) p.staging.elementwise_bytes = Bytes(2 * gathered / t);
     } else {
       p.rest = launches_of(piece, pieces - 1, e);
-      p.staging.elementwise_bytes = Bytes(gathers ? 2 * shard / t : shard * (1 + 1 / t));
+      p.staging.elementwise_bytes = Bytes(gathers ? 2 * gathered / t : scattered * (1 + 1 / t));
     }
     p.staging.launches = p.staging.elementwise_bytes.value() > 0 ? 1 : 0;
     pairs.push_back(std::move(pair));

@@ -178,8 +178,8 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
       // embedding's and AsyncTP's backward reduce-scatters with it.
       TaskDeps deps = tp_after;
       if (count > gathered) {
-        ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count - gathered,
-                                     stream, what("AG tp "), deps)));
+        ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp_gather,
+                                     count - gathered, stream, what("AG tp "), deps)));
         deps = {ids.back()};
       }
       // Under userbuffers' bulk overlap the backward's reduce-scatters run beside the whole pass
@@ -270,7 +270,8 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
     if (compute.kind == TaskKind::Recompute) compute.recompute_flops = compute.work.gemm_flops;
   }
   const int id = add(std::move(compute));
-  const Bytes tp_bytes = cost::layer_collective_bytes(m_, layer_work()).tp;
+  const cost::LayerCollectiveBytes layer_bytes = cost::layer_collective_bytes(m_, layer_work());
+  const Bytes tp_bytes = layer_bytes.tp;
   int beside = -1;  // the last of the backward's TP collectives that run beside the whole pass
   if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
     if (t_.tensor_parallel == TensorParallelImpl::Megatron) {
@@ -310,8 +311,9 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
       const int rest_id = add(std::move(rest));
       const std::string kind =
           std::string(gathers ? "AG tp " : "RS tp ") + linear + (forward ? " F " : " B ");
-      const int comm_id = add(collective(r.collective, GroupKind::Tp, tp_, tp_bytes, r.count, StreamKind::Tp,
-                                         names_ ? named(kind, mb, chunk) : std::string(), segment));
+      const int comm_id =
+          add(collective(r.collective, GroupKind::Tp, tp_, gathers ? layer_bytes.tp_gather : tp_bytes,
+                         r.count, StreamKind::Tp, names_ ? named(kind, mb, chunk) : std::string(), segment));
       segment = {rest_id, comm_id};
       last = rest_id;
       (gathers ? gathered : scattered) += r.count;
