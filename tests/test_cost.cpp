@@ -5,11 +5,13 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "catalog_files.hpp"
 #include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
+#include "plan/cost/layer_collectives.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/tp_overlap.hpp"
 #include "plan/spec/model.hpp"
@@ -1063,20 +1065,89 @@ BOOST_AUTO_TEST_CASE(tp_overlap_splits_each_gathered_or_scattered_gemm_into_tp_p
       w.sequence_parallel = true;
       for (bool forward : {true, false}) {
         const TpPieces p = tp_overlap_pieces(m, w, forward, false);
-        // QKV, output, gate-and-up and down projections (backward: their input gradients).
-        BOOST_TEST(p.whole.gemms.size() == 4u);
+        // QKV, output, gate-and-up and down projections forward; backward the output and down
+        // projections' input gradients (the others' reduce-scatters are not fused: next test).
+        const unsigned n = forward ? 4 : 2;
+        BOOST_TEST(p.whole.gemms.size() == n);
         BOOST_TEST(p.lead.gemm_flops.value() == p.whole.gemm_flops.value() / tp, tt::tolerance(1e-12));
         BOOST_TEST(p.rest.gemm_flops.value() == p.whole.gemm_flops.value() * (tp - 1) / tp,
                    tt::tolerance(1e-12));
-        BOOST_TEST(p.rest.launches == 4 * (tp - 1));
+        BOOST_TEST(p.rest.launches == int(n) * (tp - 1));
         for (const Gemm& g : p.lead.gemms) BOOST_TEST(g.m == 2.0 * 4096 / tp);
         // Every piece's GEMM is one of the pass's own, on 1/tp of its rows.
         const KernelCost pass = forward ? layer_forward(m, w, false) : layer_backward(m, w, false);
         const KernelCost d = decomposed(pass, p);
         BOOST_TEST(d.gemm_flops.value() == pass.gemm_flops.value(), tt::tolerance(1e-12));
-        BOOST_TEST(d.launches == pass.launches + 4 * (tp - 1) + 4);  // the pieces and 4 staging kernels
+        BOOST_TEST(d.launches == pass.launches + int(n) * (tp - 1) + int(n));  // pieces, staging kernels
       }
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tp_overlap_pairs_are_the_fused_ops_one_collective_each) {
+  // PyTorch's micro-pipeline TP pass fuses each all-gather with the matmuls that consume it (q, k and v
+  // share one: one pair) and each reduce-scatter whose input one matmul produces. The backward's QKV
+  // and up projections' input gradients are sums of matmuls before their reduce-scatter: not fused.
+  const ModelSpec m = model("llama3-70b");
+  using K = CollectiveKind;
+  for (TpOverlap kind : {TpOverlap::AsyncTp, TpOverlap::Userbuffers}) {
+    const LayerWork w = sp_layer(4096, 8, kind);
+    const std::vector<TpPair> f = tp_overlap_pairs(m, w, true, false),
+                              b = tp_overlap_pairs(m, w, false, false);
+    BOOST_REQUIRE(f.size() == 4u);
+    const std::vector<std::pair<TpLinear, K>> forward{{TpLinear::Qkv, K::AllGather},
+                                                      {TpLinear::Output, K::ReduceScatter},
+                                                      {TpLinear::Up, K::AllGather},
+                                                      {TpLinear::Down, K::ReduceScatter}};
+    for (size_t i = 0; i < f.size(); ++i) {
+      BOOST_TEST((f[i].linear == forward[i].first));
+      BOOST_TEST((f[i].collective == forward[i].second));
+      BOOST_TEST(f[i].pieces.whole.gemms.size() == 1u);
+    }
+    BOOST_REQUIRE(b.size() == 2u);
+    BOOST_TEST((b[0].linear == TpLinear::Down && b[1].linear == TpLinear::Output));
+    for (const TpPair& p : b) BOOST_TEST((p.collective == K::AllGather));
+    // The pieces summed are the pass's decomposition.
+    TpPieces sum;
+    for (const TpPair& p : f) sum += p.pieces;
+    BOOST_TEST(sum.rest.gemm_flops.value() == tp_overlap_pieces(m, w, true, false).rest.gemm_flops.value(),
+               tt::tolerance(1e-12));
+  }
+  // On the 8B at tp 8 the QKV projection's rest pieces are shorter than their all-gather's transfer and
+  // the up projection's longer: pooled, the up pieces' slack would hide the QKV transfer.
+  const ModelSpec small = model("llama3-8b");
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const DeviceSpec& d = h100.device_of(h100.pools[0]);
+  LayerWork w = sp_layer(8192, 8);
+  w.precision = Precision::Bf16;
+  const std::vector<TpPair> f = tp_overlap_pairs(small, w, true, false);
+  const double gather = collective_time(CollectiveKind::AllGather, layer_collective_bytes(small, w).tp,
+                                        {8, 8, false}, h100.pools[0], h100)
+                            .time.value();
+  BOOST_TEST(compute_time(f[0].pieces.rest, d, Precision::Bf16).value() < gather);
+  BOOST_TEST(compute_time(f[2].pieces.rest, d, Precision::Bf16).value() > gather);
+}
+
+BOOST_AUTO_TEST_CASE(torchtitan_float8_tp_gathers_float8_and_scatters_bf16) {
+  // torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput cast the sequence shard before the
+  // all-gather (the output gradient before the backward's): one byte an element; the reduce-scatters
+  // move bf16 partial sums.
+  const ModelSpec m = model("llama3-70b");
+  LayerWork w = sp_layer(8192, 8);
+  w.precision = Precision::Fp8;
+  w.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
+  w.tensor_parallel = TensorParallelImpl::DTensor;
+  const LayerCollectiveBytes b = layer_collective_bytes(m, w);
+  BOOST_TEST(b.tp.value() == 8192.0 * m.hidden * 2);
+  BOOST_TEST(b.tp_gather.value() == b.tp.value() / 2);
+  // Transformer Engine's recipes, Megatron's linears or bf16: the all-gathers move what the scatters do.
+  for (auto change : {+[](LayerWork& x) { x.fp8_recipe = Fp8Recipe::TeDelayed; },
+                      +[](LayerWork& x) { x.tensor_parallel = TensorParallelImpl::Megatron; },
+                      +[](LayerWork& x) { x.precision = Precision::Bf16; }}) {
+    LayerWork x = w;
+    change(x);
+    const LayerCollectiveBytes c = layer_collective_bytes(m, x);
+    BOOST_TEST(c.tp_gather.value() == c.tp.value());
   }
 }
 
@@ -1130,7 +1201,7 @@ BOOST_AUTO_TEST_CASE(userbuffers_splits_as_transformer_engine_runs_its_default_o
   const LayerWork a = sp_layer(4096, 8);
   BOOST_TEST(tp_overlap_bulk_backward(w));
   BOOST_TEST(!tp_overlap_bulk_backward(a));
-  BOOST_TEST(tp_overlap_pieces(m, a, false, false).whole.gemms.size() == 4u);
+  BOOST_TEST(tp_overlap_pieces(m, a, false, false).whole.gemms.size() == 2u);  // AsyncTP's: the same
 }
 
 BOOST_AUTO_TEST_CASE(userbuffers_pieces_on_three_streams_fill_the_waves_together) {

@@ -650,42 +650,120 @@ std::string tp_overlap_plan(int tp) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(tp_overlap_runs_the_collectives_beside_their_gemm_pieces_after_one_piece) {
+BOOST_AUTO_TEST_CASE(tp_overlap_runs_each_pairs_collectives_beside_its_own_gemm_pieces) {
   for (int tp : {2, 4, 8}) {
     BOOST_TEST_CONTEXT("tp " << tp) {
       const Run r = run(tp_overlap_plan(tp), {"plan.overlap.tp=true"});
       const auto& tasks = r.program.roles[0].tasks;
       const auto& timing = r.eval.roles[0].tasks;
-      int pairs = 0;
-      for (size_t i = 0; i + 1 < tasks.size(); ++i) {
-        if (tasks[i].purpose != Purpose::TpGemmPieces) continue;
-        // The lead pieces (one in tp of each decomposed GEMM), then the other tp - 1, each after the
-        // pass's task that holds the rest of its work.
-        const Task &lead = tasks[i], &rest = tasks[i + 1];
-        BOOST_REQUIRE(rest.purpose == Purpose::TpGemmPieces);
-        BOOST_TEST(rest.work.gemm_flops.value() == (tp - 1) * lead.work.gemm_flops.value(),
-                   tt::tolerance(1e-9));
-        BOOST_TEST(rest.deps.contains(int(i)));
+      int forwards = 0, backwards = 0;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        if (tasks[i].purpose != Purpose::TpGemmPieces ||
+            tasks[size_t(tasks[i].deps.front())].purpose == Purpose::TpGemmPieces)
+          continue;
+        // The lead pieces (one in tp of each decomposed GEMM), after the pass's task that holds the rest
+        // of its work; then pair by pair the other tp - 1 pieces beside that pair's collective.
+        const Task& lead = tasks[i];
         BOOST_TEST(lead.deps.size() == 1u);
-        // The same pieces' time, the rest's slowed where it shares the SMs with the collectives.
-        const double lead_s = timing[i].end_s - timing[i].start_s;
-        const double rest_s = timing[i + 1].end_s - timing[i + 1].start_s;
-        BOOST_TEST(rest_s >= (tp - 1) * lead_s * (1 - 1e-9));
-        // The pass's TP collectives start once the lead pieces end, beside the rest.
-        bool gathers_after_lead = false;
-        for (size_t j = i + 2; j < tasks.size() && tasks[j].kind == TaskKind::Collective; ++j)
-          if (tasks[j].group == GroupKind::Tp && tasks[j].deps.contains(int(i))) {
-            gathers_after_lead = true;
-            BOOST_TEST(timing[j].start_s >= timing[i].end_s);
-            BOOST_TEST(timing[j].start_s < timing[i + 1].end_s);
+        std::vector<int> segment{int(i)};
+        double lead_flops = 0, rest_flops = 0, segment_end = timing[i].end_s;
+        int pairs = 0;
+        for (size_t j = i + 1; j + 1 < tasks.size() && tasks[j].purpose == Purpose::TpGemmPieces; j += 2) {
+          const Task &rest = tasks[j], &comm = tasks[j + 1];
+          BOOST_REQUIRE(comm.kind == TaskKind::Collective);
+          BOOST_TEST((comm.group == GroupKind::Tp));
+          BOOST_TEST((comm.collective == cost::CollectiveKind::AllGather ||
+                      comm.collective == cost::CollectiveKind::ReduceScatter));
+          BOOST_TEST(comm.count == lead.layer_end - lead.layer_begin);  // one a layer of the pass
+          for (int d : segment) {
+            BOOST_TEST(rest.deps.contains(d));
+            BOOST_TEST(comm.deps.contains(d));
           }
-        BOOST_TEST(gathers_after_lead);
-        ++pairs;
-        ++i;
+          // A pair starts when the one before it has ended, pieces and transfer: its slack hides no
+          // other pair's transfer.
+          BOOST_TEST(timing[j].start_s >= segment_end * (1 - 1e-12));
+          BOOST_TEST(timing[j + 1].start_s >= segment_end * (1 - 1e-12));
+          segment_end = std::max(timing[j].end_s, timing[j + 1].end_s);
+          segment = {int(j), int(j + 1)};
+          rest_flops += rest.work.gemm_flops.value();
+          ++pairs;
+        }
+        lead_flops = lead.work.gemm_flops.value();
+        BOOST_TEST(rest_flops == (tp - 1) * lead_flops, tt::tolerance(1e-9));
+        // Forward (and recomputed forward): QKV and up gathered, output and down scattered; backward the
+        // output and down projections' input gradients gathered.
+        BOOST_TEST((pairs == 4 || pairs == 2));
+        (pairs == 4 ? forwards : backwards) += 1;
       }
-      // At least a forward and a backward per micro-batch.
-      BOOST_TEST(pairs >= 2 * r.plan.num_microbatches);  // the last backward is cut where DP buckets end
+      BOOST_TEST(forwards >= r.plan.num_microbatches);
+      BOOST_TEST(backwards >= r.plan.num_microbatches - 1);  // the last backward is cut where DP buckets end
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(async_tp_reduce_scatters_the_backward_s_summed_input_gradients_after_the_pass) {
+  // The QKV and up projections' input gradients are sums of matmuls: AsyncTP fuses neither reduce-scatter,
+  // which follow the backward's pieces (Transformer Engine runs them beside the pass: bulk).
+  const Run r = run(tp_overlap_plan(8), {"plan.overlap.tp=true"});
+  const auto& tasks = r.program.roles[0].tasks;
+  const auto& timing = r.eval.roles[0].tasks;
+  int checked = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.kind != TaskKind::Collective || t.group != GroupKind::Tp ||
+        t.collective != cost::CollectiveKind::ReduceScatter || t.name.find(" B ") == std::string::npos ||
+        t.name.find("tp down") != std::string::npos || t.name.find("tp out") != std::string::npos)
+      continue;
+    BOOST_TEST_CONTEXT(t.name) {
+      BOOST_TEST(t.count >= 2 * 4);  // two a layer (the embedding's with them)
+      // After the last pieces of its pass.
+      size_t j = i;
+      while (j > 0 && tasks[j - 1].purpose != Purpose::TpGemmPieces) --j;
+      BOOST_REQUIRE(j > 0);
+      BOOST_TEST((tasks[j - 1].kind == TaskKind::Backward));
+      BOOST_TEST(timing[i].start_s >= timing[j - 1].end_s * (1 - 1e-12));
+    }
+    ++checked;
+  }
+  BOOST_TEST(checked >= r.plan.num_microbatches);
+}
+
+BOOST_AUTO_TEST_CASE(userbuffers_bulk_reduce_scatters_run_beside_the_backward_not_after_its_pairs) {
+  // The regather and the bulk reduce-scatters are issued before the pairs' collectives on the TP stream,
+  // so they start with the backward's task, not after its pieces.
+  const Run r = run(tp_overlap_plan(8), {"plan.overlap.tp=true", "training.tp_overlap=userbuffers"});
+  const auto& tasks = r.program.roles[0].tasks;
+  const auto& timing = r.eval.roles[0].tasks;
+  int checked = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].name.rfind("RS tp bulk B ", 0) != 0) continue;
+    size_t pass = i;
+    while (pass > 0 &&
+           !(tasks[pass - 1].kind == TaskKind::Backward && tasks[pass - 1].purpose == Purpose::None))
+      --pass;
+    BOOST_REQUIRE(pass > 0);
+    BOOST_TEST(timing[i].start_s < timing[pass - 1].end_s);
+    for (size_t j = pass; j < i; ++j) BOOST_TEST((tasks[j].purpose != Purpose::TpGemmPieces));
+    ++checked;
+  }
+  BOOST_TEST(checked >= r.plan.num_microbatches - 1);
+}
+
+BOOST_AUTO_TEST_CASE(torchtitan_float8_tp_all_gathers_move_half_the_reduce_scatters_bytes) {
+  const std::vector<std::string> fp8 = {"training.precision=fp8", "training.fp8_recipe=torchao_tensorwise",
+                                        "training.tensor_parallel=dtensor"};
+  for (const char* overlap : {"plan.overlap.tp=false", "plan.overlap.tp=true"}) {
+    std::vector<std::string> sets = fp8;
+    sets.push_back(overlap);
+    const Run r = run(tp_overlap_plan(8), sets);
+    double gathers = 0, scatters = 0;
+    for (const Task& t : r.program.roles[0].tasks) {
+      if (t.kind != TaskKind::Collective || t.group != GroupKind::Tp) continue;
+      if (t.collective == cost::CollectiveKind::AllGather) gathers = t.bytes.value();
+      if (t.collective == cost::CollectiveKind::ReduceScatter) scatters = t.bytes.value();
+    }
+    BOOST_TEST(gathers > 0);
+    BOOST_TEST(gathers == scatters / 2);
   }
 }
 

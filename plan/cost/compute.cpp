@@ -500,6 +500,13 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.
   c = without(c, sequence_shard_copies(m, w, 4));
+  if (w.overlap_tp && w.tp_overlap == TpOverlap::AsyncTp) {
+    // AsyncTP fuses neither of the backward's reduce-scatters (the QKV and up projections' input
+    // gradients, plan/cost/tp_overlap.hpp): they rearrange their input as without TP overlap.
+    LayerWork unfused = w;
+    unfused.overlap_tp = false;
+    c += sequence_shard_copies(m, unfused, 2);
+  }
   if (runs_unfused_megatron_rope(m, w)) {
     const Shape s = shape_of(w);
     const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;

@@ -5,11 +5,21 @@
 
 namespace paratwin::cost {
 
+namespace {
+constexpr double kFloat8Bytes = 1;
+}  // namespace
+
+bool tp_gathers_float8(const LayerWork& w) {
+  return w.precision == Precision::Fp8 && w.fp8_recipe == Fp8Recipe::TorchaoTensorwise &&
+         w.tensor_parallel == TensorParallelImpl::DTensor && w.sequence_parallel && w.tp > 1;
+}
+
 LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerWork& work) {
   const double elem = element_bytes(work.precision);
   const double tokens = double(work.micro_batch) * work.seq_len / work.cp;  // this CP rank's
   LayerCollectiveBytes out;
   out.tp = Bytes(tokens * model.hidden * elem);
+  out.tp_gather = tp_gathers_float8(work) ? Bytes(tokens * model.hidden * kFloat8Bytes) : out.tp;
   const double kv_dim = double(work.repeat_kv ? model.heads : model.kv_heads) * model.head_dim / work.tp;
   out.cp = Bytes(double(work.micro_batch) * work.seq_len * 2 * kv_dim * elem);
   if (model.moe) out.ep = Bytes(tokens * model.moe->top_k * model.hidden * elem * work.expert_load);

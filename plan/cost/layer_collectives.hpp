@@ -12,6 +12,9 @@ struct LayerCollectiveBytes {
   // TP: the layer's whole activation, b x s/cp x h: all-reduced, or under sequence parallelism
   // all-gathered and reduce-scattered (twice per layer and pass).
   Bytes tp;
+  // TP all-gathers under sequence parallelism: `tp` at one byte an element where they move float8
+  // (tp_gathers_float8), else `tp`. The reduce-scatters and all-reduces move `tp`.
+  Bytes tp_gather;
   // CP (training.cp_attention gather): the keys and values of the whole sequence on this TP rank,
   // b x s x 2 x kv_heads x head_dim / tp (heads with training.repeat_kv): all-gathered forward, their
   // gradients reduce-scattered backward. torch_ring moves its own (plan/cost/ring_attention.hpp).
@@ -23,5 +26,13 @@ struct LayerCollectiveBytes {
 };
 
 LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerWork& work);
+
+// Whether the TP all-gathers move float8: torchtitan's apply_tp gives float8 linears torchao's
+// Float8ColwiseParallel, Float8RowwiseParallel and PrepareFloat8ModuleInput
+// (torchao/float8/float8_tensor_parallel.py), which cast the sequence shard to float8 before the
+// forward's all-gathers and the output gradient before the backward's (_NoopFwToFloat8BwDynamic);
+// the reduce-scatters move the high-precision partial sums. training.fp8_recipe torchao_tensorwise
+// under training.tensor_parallel dtensor and sequence parallelism.
+bool tp_gathers_float8(const LayerWork& work);
 
 }  // namespace paratwin::cost

@@ -1,6 +1,7 @@
 // Which GEMMs of a layer the TP overlap decomposes, and its pieces.
 #include "plan/cost/tp_overlap.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "plan/cost/layer_collectives.hpp"
@@ -45,9 +46,9 @@ KernelCost concurrent_pieces(Gemm g, double pieces, double element) {
 
 }  // namespace
 
-TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
-  TpPieces p;
-  if (!tp_overlap_decomposes(w.tp, w.sequence_parallel)) return p;
+std::vector<TpPair> tp_overlap_pairs(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
+  std::vector<TpPair> pairs;
+  if (!tp_overlap_decomposes(w.tp, w.sequence_parallel)) return pairs;
   const bool userbuffers = w.tp_overlap == TpOverlap::Userbuffers;
   const double e = element_bytes(w.precision), t = w.tp;
   const double tokens = double(w.micro_batch) * w.seq_len / w.cp;  // every GEMM's rows (layer_forward's)
@@ -56,45 +57,58 @@ TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward,
   // Forward (m x k by k x n) as layer_forward lists them: {m, n, k}; the input gradient of a forward
   // GEMM is {m, k, n} (backward_of's).
   struct Linear {
+    TpLinear linear;
     double n, k;
     bool gathers_forward;  // column-parallel: its input all-gathered forward (its input gradient
                            // reduce-scattered backward); row-parallel: the other way round
   };
-  std::vector<Linear> linears{{(A + 2 * Kv) / t, h, true}, {h, A / t, false}};
+  std::vector<Linear> linears{{TpLinear::Qkv, (A + 2 * Kv) / t, h, true},
+                              {TpLinear::Output, h, A / t, false}};
   if (!moe_layer) {
-    linears.push_back({gates * f / t, h, true});
-    linears.push_back({h, f / t, false});
+    linears.push_back({TpLinear::Up, gates * f / t, h, true});
+    linears.push_back({TpLinear::Down, h, f / t, false});
   }
-  const double shard = layer_collective_bytes(m, w).tp.value();  // one collective's whole activation
+  if (!forward) std::reverse(linears.begin(), linears.end());
+  const LayerCollectiveBytes sizes = layer_collective_bytes(m, w);  // one collective's whole activation
+  const double scattered = sizes.tp.value(), gathered = sizes.tp_gather.value();
   for (const Linear& l : linears) {
     const bool gathers = l.gathers_forward == forward;
-    // userbuffers' bulk overlap: the column-parallel input gradients (qkv_dgrad, fc1_dgrad) run whole,
-    // their reduce-scatters beside the weight gradients' GEMMs (lowering runs them beside the pass).
-    if (userbuffers && !forward && !gathers) continue;
+    // The column-parallel input gradients (the q, k, v or gate and up GEMMs' summed before the
+    // reduce-scatter) are not decomposed (tp_overlap.hpp).
+    if (!forward && !gathers) continue;
+    TpPair pair;
+    pair.linear = l.linear;
+    pair.collective = gathers ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter;
+    TpPieces& p = pair.pieces;
     Gemm g;
     g.m = tokens;
     g.n = forward ? l.n : l.k;
     g.k = forward ? l.k : l.n;
-    p.whole += launches_of(g, 1, e);
+    p.whole = launches_of(g, 1, e);
     const double pieces = userbuffers && !gathers ? kUserbuffersPipelineSplits : t;
     Gemm piece = g;
     piece.m = tokens / pieces;
-    p.lead += launches_of(piece, 1, e);
-    KernelCost staging;
+    p.lead = launches_of(piece, 1, e);
     if (userbuffers) {
       Gemm rest = g;
       rest.m = tokens * (pieces - 1) / pieces;
-      p.rest += concurrent_pieces(rest, pieces - 1, e);
+      p.rest = concurrent_pieces(rest, pieces - 1, e);
       // The all-gather's own shard copied into the userbuffer; the reduce-scatter kernel sums the
       // partial results as it moves them (reducescatter2_userbuff_stridedoutput): no kernel after it.
-      if (gathers) staging.elementwise_bytes = Bytes(2 * shard / t);
+      if (gathers) p.staging.elementwise_bytes = Bytes(2 * gathered / t);
     } else {
-      p.rest += launches_of(piece, pieces - 1, e);
-      staging.elementwise_bytes = Bytes(gathers ? 2 * shard / t : shard * (1 + 1 / t));
+      p.rest = launches_of(piece, pieces - 1, e);
+      p.staging.elementwise_bytes = Bytes(gathers ? 2 * gathered / t : scattered * (1 + 1 / t));
     }
-    staging.launches = staging.elementwise_bytes.value() > 0 ? 1 : 0;
-    p.staging += staging;
+    p.staging.launches = p.staging.elementwise_bytes.value() > 0 ? 1 : 0;
+    pairs.push_back(std::move(pair));
   }
+  return pairs;
+}
+
+TpPieces tp_overlap_pieces(const ModelSpec& m, const LayerWork& w, bool forward, bool moe_layer) {
+  TpPieces p;
+  for (const TpPair& pair : tp_overlap_pairs(m, w, forward, moe_layer)) p += pair.pieces;
   return p;
 }
 

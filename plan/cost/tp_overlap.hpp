@@ -4,15 +4,24 @@
 // The one rule of which GEMMs are decomposed and what the pieces cost, for lowering and the optimizer.
 #pragma once
 
+#include <vector>
+
+#include "plan/cost/collectives.hpp"
 #include "plan/cost/compute.hpp"
 
 namespace paratwin::cost {
 
-// One layer's pass under the decomposition (docs/plans-and-cost-model.md, "TP overlap"):
+// One layer's pass under the decomposition (docs/plans-and-cost-model.md, "TP overlap"), pair by pair:
 //   forward: all-gather -> QKV and MLP up (gate and up) projections; output and MLP down projections
 //            -> reduce-scatter;
-//   backward: the input gradients' GEMMs: the output and down projections' after an all-gather of the
-//            incoming gradient, the QKV and up projections' before a reduce-scatter of their partial sums.
+//   backward: the output and down projections' input gradients after an all-gather of the incoming
+//            gradient. The QKV and up projections' input gradients are sums of two or three GEMMs'
+//            (q, k, v; gate, up) before their reduce-scatter, which neither framework decomposes: PyTorch's
+//            micro-pipeline TP pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses a
+//            reduce-scatter only when a single matmul produces its input, and Transformer Engine runs
+//            them whole (bulk) beside the weight gradients.
+// Each pair runs on its own (fused_all_gather_matmul / fused_matmul_reduce_scatter, one per pair; one
+// userbuffers overlap per GEMM): one pair's pieces cannot hide another pair's transfer.
 // An MoE layer decomposes its attention's pair only (its experts' grouped GEMMs run between all-to-alls).
 // The weight gradients' GEMMs, attention and the memory-bound kernels are not decomposed: the
 // transfers do not run beside them.
@@ -21,7 +30,7 @@ namespace paratwin::cost {
 // (Transformer Engine's initialize_ub defaults): the all-gathers in tp pieces (ring_exchange), the
 // forward's reduce-scatters in 4 (pipeline), the pieces after the lead on 3 streams so their tiles fill
 // the waves together, the sum inside the reduce-scatter kernel; the backward's QKV and up projections'
-// input gradients are not decomposed (bulk: their reduce-scatters run beside the weight gradients).
+// reduce-scatters run whole beside the weight gradients (bulk). Under async_tp they follow the pass.
 struct TpPieces {
   KernelCost whole;  // the decomposed GEMMs as one launch each (as layer_forward / layer_backward hold them)
   // One piece of each: the rank's own shard's rows (all-gather) or the first partial result
@@ -38,6 +47,31 @@ struct TpPieces {
   TpPieces& operator+=(const TpPieces& o);
 };
 
+// The linear of a layer a pair decomposes (the forward's GEMM, or its input gradient's backward).
+enum class TpLinear { Qkv, Output, Up, Down };
+
+inline const char* tp_linear_name(TpLinear l) {
+  switch (l) {
+    case TpLinear::Qkv:
+      return "qkv";
+    case TpLinear::Output:
+      return "out";
+    case TpLinear::Up:
+      return "up";
+    case TpLinear::Down:
+      return "down";
+  }
+  return "";
+}
+
+// One all-gather -> GEMM or GEMM -> reduce-scatter pair of a layer's pass: its pieces, and the
+// collective that runs beside its rest pieces (one per layer and pass).
+struct TpPair {
+  TpLinear linear = TpLinear::Qkv;
+  CollectiveKind collective = CollectiveKind::AllGather;
+  TpPieces pieces;
+};
+
 // Whether TP overlap decomposes anything at these degrees: the all-gathers and reduce-scatters of
 // sequence parallelism only (plain TP's all-reduces are not decomposed).
 inline bool tp_overlap_decomposes(int tp, bool sequence_parallel) {
@@ -50,8 +84,14 @@ inline bool tp_overlap_bulk_backward(const LayerWork& work) {
   return tp_overlap_decomposes(work.tp, work.sequence_parallel) && work.tp_overlap == TpOverlap::Userbuffers;
 }
 
-// The pieces of one layer's forward (or recomputed forward) or backward at work.tp; empty below tp 2
-// or without sequence parallelism (the all-reduces of plain TP are not decomposed).
+// The pairs of one layer's forward (or recomputed forward) or backward at work.tp, in the pass's order;
+// empty below tp 2 or without sequence parallelism (the all-reduces of plain TP are not decomposed).
+// Forward: QKV and up (all-gathers), output and down (reduce-scatters); backward: down and output
+// (all-gathers) alone.
+std::vector<TpPair> tp_overlap_pairs(const ModelSpec& model, const LayerWork& work, bool forward,
+                                     bool moe_layer);
+
+// The pairs' pieces summed: what the decomposition takes out of the pass and puts back.
 TpPieces tp_overlap_pieces(const ModelSpec& model, const LayerWork& work, bool forward, bool moe_layer);
 
 // `pass` (holding the pieces' whole GEMMs) with them decomposed: its other work, the staging kernels,

@@ -158,8 +158,9 @@ Task RoleBuilder::collective(CollectiveKind kind, GroupKind group, const cost::G
   return t;
 }
 
-TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int tp_after,
-                                          int after, int passes) {
+TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool forward, int mb,
+                                          const TaskDeps& tp_after, int after, int passes, int gathered,
+                                          int scattered) {
   TaskDeps ids;
   auto what = [&](std::string_view kind) {
     return names_ ? named(std::string(kind) + (forward ? "F " : "B "), mb, chunk) : std::string();
@@ -173,16 +174,22 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
     const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
     const Bytes full = bytes.tp;
     if (p_.sequence_parallel) {
-      ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, full, count, stream,
-                                   what("AG tp "), {tp_after})));
+      // Those TP overlap did not run beside its pieces (compute_with_comm): all of them without it, the
+      // embedding's and AsyncTP's backward reduce-scatters with it.
+      TaskDeps deps = tp_after;
+      if (count > gathered) {
+        ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp_gather,
+                                     count - gathered, stream, what("AG tp "), deps)));
+        deps = {ids.back()};
+      }
       // Under userbuffers' bulk overlap the backward's reduce-scatters run beside the whole pass
       // (compute_with_comm).
-      if (forward || !bulk_backward_rs())
-        ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full, count, stream,
-                                     what("RS tp "), {ids.back()})));
+      if ((forward || !bulk_backward_rs()) && count > scattered)
+        ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full,
+                                     count - scattered, stream, what("RS tp "), deps)));
     } else {
       ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
-                                   what("AR tp "), {tp_after})));
+                                   what("AR tp "), tp_after)));
     }
   }
   if (p_.cp > 1 && layers > 0 && !cost::runs_ring_attention(layer_work())) {
@@ -212,13 +219,23 @@ bool RoleBuilder::bulk_backward_rs() const {
   return p_.overlap_tp && cost::tp_overlap_bulk_backward(layer_work());
 }
 
-cost::TpPieces RoleBuilder::tp_pieces(int begin, int end, bool forward, int passes) const {
+std::vector<RoleBuilder::TpPairRun> RoleBuilder::tp_pairs(int begin, int end, bool forward,
+                                                          int passes) const {
   const cost::LayerWork w = layer_work();
   const int moe = moe_layers(begin, end), dense = end - begin - moe;
-  cost::TpPieces p;
-  if (dense) p += cost::tp_overlap_pieces(m_, w, forward, false) * (dense * passes);
-  if (moe) p += cost::tp_overlap_pieces(m_, w, forward, true) * (moe * passes);
-  return p;
+  std::vector<TpPairRun> runs;
+  // A dense layer's pairs first: an MoE layer's (its attention's) are the same GEMMs, one more each.
+  for (const auto& [layers, moe_layer] : {std::pair{dense, false}, std::pair{moe, true}}) {
+    if (layers == 0) continue;
+    for (const cost::TpPair& pair : cost::tp_overlap_pairs(m_, w, forward, moe_layer)) {
+      auto it =
+          std::find_if(runs.begin(), runs.end(), [&](const TpPairRun& r) { return r.linear == pair.linear; });
+      if (it == runs.end()) it = runs.insert(runs.end(), TpPairRun{pair.linear, pair.collective, {}, 0});
+      it->pieces += pair.pieces * (layers * passes);
+      it->count += layers * passes;
+    }
+  }
+  return runs;
 }
 
 TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb,
@@ -229,35 +246,34 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   if (cost::runs_ring_attention(layer_work()) && end > begin)
     compute.deps = ring_attention_tasks(compute, end - begin, forward);
   // TP overlap (plan/cost/tp_overlap.hpp): the GEMMs whose all-gathers and reduce-scatters it decomposes
-  // leave the pass's task for two of their own after it, the lead pieces and the rest; the pass's TP
-  // collectives start after the lead pieces and run beside the rest. Nothing else of the pass hides them.
-  const cost::TpPieces pieces =
-      p_.overlap_tp && end > begin ? tp_pieces(begin, end, forward, passes) : cost::TpPieces{};
-  std::vector<Task> piece_tasks;
-  if (pieces.whole.gemms.size() > 0) {
-    for (const auto& [work, name] :
-         {std::pair{&pieces.lead, " tp lead"}, std::pair{&pieces.rest, " tp pieces"}}) {
-      Task t = pass_task(compute.kind, compute.microbatch, compute.chunk, compute.layer_begin,
-                         compute.layer_end, names_ ? compute.name + name : std::string());
-      t.work = *work;
-      if (t.kind == TaskKind::Recompute) t.recompute_flops = t.work.gemm_flops;
-      t.purpose = Purpose::TpGemmPieces;
-      piece_tasks.push_back(std::move(t));
-    }
-    compute.work = cost::without(compute.work, pieces.whole);
-    compute.work += pieces.staging;
+  // leave the pass's task for tasks of their own after it: the lead pieces of every pair, then pair by
+  // pair the rest pieces beside that pair's collectives, the next pair after both (the frameworks
+  // overlap each pair on its own: a pair's slack hides no other pair's transfer). Nothing else of the
+  // pass hides them.
+  const std::vector<TpPairRun> pairs =
+      p_.overlap_tp && end > begin ? tp_pairs(begin, end, forward, passes) : std::vector<TpPairRun>{};
+  auto piece_task = [&](const cost::KernelCost& work, const std::string& name) {
+    Task t = pass_task(compute.kind, compute.microbatch, compute.chunk, compute.layer_begin,
+                       compute.layer_end, names_ ? compute.name + name : std::string());
+    t.work = work;
+    if (t.kind == TaskKind::Recompute) t.recompute_flops = t.work.gemm_flops;
+    t.purpose = Purpose::TpGemmPieces;
+    return t;
+  };
+  std::optional<Task> lead_task;
+  if (!pairs.empty()) {
+    cost::TpPieces all;
+    for (const TpPairRun& r : pairs) all += r.pieces;
+    lead_task = piece_task(all.lead, " tp lead");
+    compute.work = cost::without(compute.work, all.whole);
+    compute.work += all.staging;
     if (compute.kind == TaskKind::Recompute) compute.recompute_flops = compute.work.gemm_flops;
   }
   const int id = add(std::move(compute));
-  int lead = id, last = id;
-  for (Task& t : piece_tasks) {
-    t.deps = {last};
-    last = add(std::move(t));
-    if (lead == id) lead = last;
-  }
+  const cost::LayerCollectiveBytes layer_bytes = cost::layer_collective_bytes(m_, layer_work());
+  const Bytes tp_bytes = layer_bytes.tp;
   int beside = -1;  // the last of the backward's TP collectives that run beside the whole pass
   if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
-    const Bytes tp_bytes = cost::layer_collective_bytes(m_, layer_work()).tp;
     if (t_.tensor_parallel == TensorParallelImpl::Megatron) {
       // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
       // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
@@ -279,9 +295,34 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
                               beside >= 0 ? TaskDeps{beside} : deps));
     }
   }
-  // The collectives follow the GEMMs; decomposed, the TP ones follow the lead pieces.
-  const TaskDeps comm = model_parallel_comm(chunk, begin, end, forward, mb, lead, last, passes);
-  TaskDeps done{last};
+  // The pairs after the collectives beside the whole pass: the TP stream runs its tasks in issue order.
+  int last = id;
+  TaskDeps segment{id};  // what the next pair's pieces and collectives wait for
+  int gathered = 0, scattered = 0;
+  if (lead_task) {
+    lead_task->deps = {id};
+    last = add(std::move(*lead_task));
+    segment = {last};
+    for (const TpPairRun& r : pairs) {
+      const std::string linear = cost::tp_linear_name(r.linear);
+      const bool gathers = r.collective == CollectiveKind::AllGather;
+      Task rest = piece_task(r.pieces.rest, " tp pieces " + linear);
+      rest.deps = segment;
+      const int rest_id = add(std::move(rest));
+      const std::string kind =
+          std::string(gathers ? "AG tp " : "RS tp ") + linear + (forward ? " F " : " B ");
+      const int comm_id =
+          add(collective(r.collective, GroupKind::Tp, tp_, gathers ? layer_bytes.tp_gather : tp_bytes,
+                         r.count, StreamKind::Tp, names_ ? named(kind, mb, chunk) : std::string(), segment));
+      segment = {rest_id, comm_id};
+      last = rest_id;
+      (gathers ? gathered : scattered) += r.count;
+    }
+  }
+  // The collectives follow the GEMMs; decomposed, those TP overlap left whole follow the last pair.
+  const TaskDeps comm =
+      model_parallel_comm(chunk, begin, end, forward, mb, segment, last, passes, gathered, scattered);
+  TaskDeps done = segment;
   if (!comm.empty()) done.push_back(comm.back());
   if (beside >= 0) done.push_back(beside);
   previous_compute_ = done;

@@ -76,7 +76,8 @@ TaskDeps RoleBuilder::recompute(int mb, int chunk, int begin, int end, std::stri
       // all-reduces' (without SP): a layer's two TP gathers or reductions run again.
       const int id = add(std::move(r));
       if (p_.tp == 1) return {id};
-      const Bytes bytes = cost::layer_collective_bytes(m_, layer_work()).tp;
+      const cost::LayerCollectiveBytes sizes = cost::layer_collective_bytes(m_, layer_work());
+      const Bytes bytes = p_.sequence_parallel ? sizes.tp_gather : sizes.tp;
       const CollectiveKind kind =
           p_.sequence_parallel ? CollectiveKind::AllGather : CollectiveKind::AllReduce;
       const int comm = add(collective(kind, GroupKind::Tp, tp_, bytes, 2 * layers, StreamKind::Tp,

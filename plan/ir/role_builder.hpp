@@ -162,16 +162,25 @@ class RoleBuilder {
   Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
                   int count, StreamKind stream, std::string name, TaskDeps deps);
 
-  // TP (and SP), CP and EP collectives of one pass over layers [begin, end), the TP ones after task
-  // `tp_after`, the others after task `after`; returns their task ids.
-  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, int tp_after, int after,
-                               int passes);
+  // TP (and SP), CP and EP collectives of one pass over layers [begin, end), the TP ones after
+  // `tp_after`, the others after task `after`; returns their task ids. `gathered` all-gathers and
+  // `scattered` reduce-scatters of the pass already ran beside their TP overlap pairs' pieces.
+  TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, const TaskDeps& tp_after,
+                               int after, int passes, int gathered = 0, int scattered = 0);
 
   // Whether the backward's TP reduce-scatters run beside the whole pass (userbuffers' bulk overlap).
   bool bulk_backward_rs() const;
 
-  // What TP overlap decomposes of `passes` passes over layers [begin, end) (plan/cost/tp_overlap.hpp).
-  cost::TpPieces tp_pieces(int begin, int end, bool forward, int passes) const;
+  // One TP overlap pair of `passes` passes over layers [begin, end) (plan/cost/tp_overlap.hpp): its
+  // pieces summed over the layers that have it, and the `count` collectives beside them.
+  struct TpPairRun {
+    cost::TpLinear linear;
+    CollectiveKind collective;
+    cost::TpPieces pieces;
+    int count = 0;
+  };
+  // The pass's pairs in its order (an MoE layer's are some of a dense layer's).
+  std::vector<TpPairRun> tp_pairs(int begin, int end, bool forward, int passes) const;
 
   // Context parallelism over fused attention: the ring's tasks for a pass of `layers` layers (its
   // blocks taken out of `pass`'s work); returns what `pass` waits for.

@@ -92,7 +92,7 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
   work.expert_load = least_moe_pace(layout.ep);
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
-  out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp) +
+  out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp_gather) +
                            coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
                      : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
   if (layout.cp > 1 && cost::runs_ring_attention(work)) {
