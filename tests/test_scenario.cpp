@@ -142,6 +142,22 @@ BOOST_AUTO_TEST_CASE(moe_dispatcher_is_alltoall_unless_said_fused) {
   BOOST_TEST(e.find("did you mean 'fused'?") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(reshard_is_one_of_fsdps_three_and_belongs_to_zero_3) {
+  const std::string yaml =
+      "model: gpt3-1.7b\ncluster: {from: dgx-a100-80g, nodes: 4}\ntraining: {global_batch: 512}\n";
+  BOOST_TEST((load(yaml).plan.reshard == std::nullopt));
+  BOOST_TEST((load(yaml, {"plan.reshard=after_step"}).plan.reshard == Reshard::AfterStep));
+  const std::string typo = error_of(yaml, {"plan.reshard=after_stpe"});
+  BOOST_TEST(typo.find("invalid value 'after_stpe' for plan.reshard") != std::string::npos);
+  BOOST_TEST(typo.find("did you mean 'after_step'?") != std::string::npos);
+  const std::string stage =
+      error_of(yaml + "plan: {tp: 1, pp: 1, micro_batch: 1, zero: 1, reshard: after_backward}\n");
+  BOOST_TEST_INFO(stage);
+  BOOST_TEST(stage.find("s.yaml:4:") != std::string::npos);
+  BOOST_TEST(stage.find("plan.reshard: after_backward says when ZeRO 3 frees the parameters it gathers, and "
+                        "plan.zero is 1: give plan.zero 3, or reshard after_forward") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(sweep_values_are_validated_one_by_one) {
   const std::string e = error_of(R"(
 model: gpt3-1.7b

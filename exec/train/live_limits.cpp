@@ -24,6 +24,12 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
       break;
     }
   }
+  // Its ZeRO 3 frees each pass's gathered parameters after the pass and reduce-scatters every
+  // micro-batch's gradients (parallel_sharding.cpp).
+  if (p.zero == 3 && p.reshard != Reshard::AfterForward)
+    out.push_back("reshard " + enum_name(p.reshard, kReshardNames) +
+                  " is planned and simulated only: the live engine's ZeRO 3 frees a pass's gathered "
+                  "parameters after it and reduce-scatters every micro-batch; use reshard after_forward");
   if (m.position == PositionKind::Alibi)
     out.push_back(
         "position alibi is planned and simulated only: the live engines' attention adds no "

@@ -69,4 +69,18 @@ FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double P, int dp, bo
   return c;
 }
 
+Bytes fsdp_accumulation_bytes(const TrainingSpec& training, double P, bool first) {
+  const double element = element_bytes(training.precision), reduced = gradient_bytes(training);
+  switch (training.fsdp) {
+    case FsdpCopies::None:
+      return Bytes(0);
+    case FsdpCopies::Fsdp1:
+      return Bytes(first ? 0 : 3 * element * P);
+    case FsdpCopies::Fsdp2:
+      break;
+  }
+  if (first) return Bytes(reduced != element ? (element + reduced) * P : 0);
+  return Bytes((element + 2 * reduced) * P);
+}
+
 }  // namespace paratwin::cost

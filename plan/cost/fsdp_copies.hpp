@@ -48,4 +48,14 @@ struct FsdpCopyBytes {
 FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double params, int dp, bool forward,
                               bool accumulates);
 
+// Gradient accumulation without reduction (plan.reshard after_step, FSDP's no_sync): after a unit's
+// backward that does not reduce-scatter, its unsharded gradient is kept for the next one, on the compute
+// stream. fsdp2 (_fsdp_param.py): the first backward's to_accumulated_grad_if_needed casts the gradient
+// to reduce_dtype when it differs (read in the training precision, written in reduce_dtype's), each later
+// one's accumulate_unsharded_grad_if_needed adds it into that accumulator (the new gradient and the
+// accumulator read, the accumulator written). fsdp1: autograd accumulates into the flat gradient in
+// the training precision (read twice, written once) from the second backward on. The bytes of a unit
+// of `params` parameters on this rank; none under training.fsdp none.
+Bytes fsdp_accumulation_bytes(const TrainingSpec& training, double params, bool first);
+
 }  // namespace paratwin::cost

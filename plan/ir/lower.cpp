@@ -460,7 +460,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   }
   before_previous_backward_ = before_this;
   if (p_.zero == 3) {
-    deps = sharded_backward(mb, chunk, std::move(deps));
+    deps = sharded_backward(mb, chunk, std::move(deps), final_microbatch);
     if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
     return;
   }

@@ -14,6 +14,14 @@
 // task too (an upper bound for the side streams' part, a dp-th of the unit but FSDP1's cast and
 // pre-divide of the whole flat gradient).
 //
+// plan.reshard says when a unit's gathered parameters go (its pass frees them): after_forward as above;
+// after_backward keeps them from the forward to the backward (no backward gather); after_step from the
+// first forward of the step to the unit's last backward, with the unsharded gradients accumulated over
+// the micro-batches and reduce-scattered once, after that backward. A unit is gathered whenever a pass
+// needs it and it is not held: the forwards of micro-batches in flight share one gathered copy, and
+// under after_backward a backward that follows another's reshard (the pipeline's cool-down) gathers
+// again, as FSDP's unshard() does when its state is sharded.
+//
 // ZeRO 2 (DeepSpeed): every micro-batch's backward is cut where the DP buckets end, and each bucket is
 // reduce-scattered into the rank's partition as soon as its layers are done: a rank holds 1/dp of the
 // gradients. Megatron-LM's distributed optimizer (one reduce-scatter after the last micro-batch) is
@@ -42,10 +50,42 @@ Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
   return Bytes(elements * grad_elem_);
 }
 
-void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool forward) const {
-  const cost::FsdpCopyBytes c = cost::fsdp_copy_bytes(t_, unit_params_.at(layer), dp_.size, forward, mb > 0);
-  pass.work.elementwise_bytes += c.total();
-  pass.work.launches += c.compute_launches + c.side_launches;
+void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, bool reduced) const {
+  // fsdp_copy_bytes counts a gather's copies, with a reduction's after them in a backward.
+  const double params = unit_params_.at(layer);
+  const cost::FsdpCopyBytes c =
+      cost::fsdp_copy_bytes(t_, params, dp_.size, !reduced, mb > 0 && !once_a_step());
+  Bytes bytes = c.total();
+  int launches = c.compute_launches + c.side_launches;
+  if (!gathered) {
+    const cost::FsdpCopyBytes gather = cost::fsdp_copy_bytes(t_, params, dp_.size, true, false);
+    bytes = bytes - gather.total();
+    launches -= gather.compute_launches + gather.side_launches;
+  }
+  pass.work.elementwise_bytes += bytes;
+  pass.work.launches += launches;
+}
+
+bool RoleBuilder::once_a_step() const {
+  return p_.zero == 3 && p_.reshard == Reshard::AfterStep;
+}
+
+bool RoleBuilder::reshards_after(bool forward, bool final) const {
+  switch (p_.reshard) {
+    case Reshard::AfterForward:
+      return true;
+    case Reshard::AfterBackward:
+      return !forward;
+    case Reshard::AfterStep:
+      break;
+  }
+  return !forward && final;
+}
+
+int RoleBuilder::gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
+  if (unsharded_.count(layer)) return -1;
+  unsharded_.insert(layer);
+  return unit_gather(mb, chunk, layer, forward, std::move(deps));
 }
 
 int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
@@ -96,22 +136,25 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
     } else if (unit_compute.size() >= 2) {
       after.push_back(unit_compute[unit_compute.size() - 2]);
     }
-    const int gather = unit_gather(mb, chunk, l, true, std::move(after));
+    const int gather = gather_unless_held(mb, chunk, l, true, std::move(after));
     Task f = pass_task(TaskKind::Forward, mb, chunk, l, l + 1, unit_name("F ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
-    add_fsdp_copies(f, mb, l, true);
+    if (gather >= 0) add_fsdp_copies(f, mb, l, true, false);
     f.alloc = unit_activations(chunk, l);
-    f.free = unit_bytes(l);
+    if (reshards_after(true, false)) {
+      f.free = unit_bytes(l);
+      unsharded_.erase(l);
+    }
     f.deps = first ? deps : TaskDeps{};
-    f.deps.push_back(gather);
+    if (gather >= 0) f.deps.push_back(gather);
     done = compute_with_comm(std::move(f), chunk, l, l + 1, true, mb, 1);
     unit_compute.push_back(done.front());
   }
   forward_done_[forward_slot(mb, chunk)] = done;
 }
 
-TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
+TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool final) {
   const StagePlan& st = stage(chunk);
   std::vector<int> unit_compute;
   // A unit's gather follows the backward of the unit two after it (the first, the previous pass's
@@ -119,7 +162,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
   // reduce-scatter on the DP stream, as FSDP's backward prefetch (issued from the pre-backward hook of
   // the unit after, or, BACKWARD_POST, from its post-backward hook before _reduce_grad), FSDP2's and
   // DeepSpeed's parameter prefetch all order them. Issued after that reduce-scatter instead, it would
-  // wait for the unit after's whole backward.
+  // wait for the unit after's whole backward. None where the unit is still held (plan.reshard).
   auto gather = [&](int l) {
     TaskDeps after;
     if (l == st.layer_end - 1) {
@@ -127,11 +170,15 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     } else if (l + 2 < st.layer_end) {
       after.push_back(unit_compute[st.layer_end - 1 - (l + 2)]);
     }
-    return unit_gather(mb, chunk, l, false, std::move(after));
+    return gather_unless_held(mb, chunk, l, false, std::move(after));
   };
+  // Reduce-scattered every micro-batch, or under reshard after_step after the unit's last backward.
+  const bool reduce = reduces_every_microbatch() && (!once_a_step() || final);
+  const bool reshard = reshards_after(false, final);
   int next_gather = gather(st.layer_end - 1);
   for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
-    deps.push_back(next_gather);
+    const int this_gather = next_gather;
+    if (this_gather >= 0) deps.push_back(this_gather);
     if (l > st.layer_begin) next_gather = gather(l - 1);
     // Activation checkpointing per unit: the layer's recomputation, right before its backward.
     Bytes working;
@@ -139,13 +186,21 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps) {
     Task b = pass_task(TaskKind::Backward, mb, chunk, l, l + 1, unit_name("B ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
-    // Its gather's copies, and its gradient's where it is reduce-scattered every micro-batch.
-    const bool reduce = reduces_every_microbatch();
-    add_fsdp_copies(b, mb, l, !reduce);
+    // Its gather's copies, and its gradient's where it is reduce-scattered now.
+    add_fsdp_copies(b, mb, l, this_gather >= 0, reduce);
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
-    // accumulates into the whole gradient buffer instead, exchanged once a step).
-    b.alloc = reduce ? segment_gradients(chunk, l, l + 1) : Bytes(0);
-    b.free = unit_activations(chunk, l) + working + unit_bytes(l);
+    // accumulates into the whole gradient buffer instead, exchanged once a step); under reshard
+    // after_step from its first backward of the step, accumulated by the others.
+    const bool held = accumulating_.count(l) > 0;
+    if (once_a_step() && reduces_every_microbatch()) {
+      b.work.elementwise_bytes += cost::fsdp_accumulation_bytes(t_, unit_params_.at(l), !held);
+      b.work.launches += t_.fsdp == FsdpCopies::None ? 0 : 1;
+      if (!reduce) accumulating_.insert(l);
+    }
+    b.alloc = reduces_every_microbatch() && !held ? segment_gradients(chunk, l, l + 1) : Bytes(0);
+    if (reduce) accumulating_.erase(l);
+    b.free = unit_activations(chunk, l) + working + (reshard ? unit_bytes(l) : Bytes(0));
+    if (reshard) unsharded_.erase(l);
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, l, l + 1, false, mb, 1);
     unit_compute.push_back(deps.front());

@@ -53,6 +53,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.virtual_stages = r.virtual_stages.value_or(1);
   p.sequence_parallel = r.sequence_parallel.value_or(false);
   p.zero = r.zero.value_or(0);
+  p.reshard = r.reshard.value_or(Reshard::AfterForward);
   p.offload_optimizer = r.offload_optimizer.value_or(false);
   p.offload_activations = r.offload_activations.value_or(false);
   if (r.compression) p.compression = *r.compression;
@@ -115,6 +116,10 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
           ") to be a multiple of pp=" + num(p.pp));
   }
   if (p.zero < 0 || p.zero > 3) add("zero must be 0, 1, 2 or 3");
+  if (p.reshard != Reshard::AfterForward && p.zero != 3)
+    add("reshard " + enum_name(p.reshard, kReshardNames) +
+        " says when ZeRO 3 frees the parameters it gathers, and the plan has zero " + num(p.zero) +
+        ": use zero 3, or reshard after_forward");
   if (p.compression.kind == CompressionKind::TopK && p.zero >= 2)
     add("top-k gradient compression needs whole gradients on every rank: use zero 0 or 1");
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
@@ -179,6 +184,8 @@ std::string to_yaml(const Plan& p) {
        "\nvirtual_stages: " + std::to_string(p.virtual_stages) + "\n";
   y += std::string("sequence_parallel: ") + b(p.sequence_parallel) + "\nzero: " + std::to_string(p.zero) +
        "\n";
+  // Only ZeRO 3 gathers passes' parameters (a plan file without the key reads after_forward).
+  if (p.zero == 3) y += "reshard: " + enum_name(p.reshard, kReshardNames) + "\n";
   y += std::string("offload: {optimizer: ") + b(p.offload_optimizer) +
        ", activations: " + b(p.offload_activations) + "}\n";
   y += "compression: {kind: " + enum_name(p.compression.kind, kCompressionNames) +

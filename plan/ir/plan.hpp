@@ -20,6 +20,7 @@ struct Plan {
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved)
   bool sequence_parallel = false;
   int zero = 0;
+  Reshard reshard = Reshard::AfterForward;  // when ZeRO 3 frees what it gathered (zero 3 only)
   bool offload_optimizer = false;
   bool offload_activations = false;
   CompressionSpec compression;
@@ -36,9 +37,10 @@ struct Plan {
 };
 
 // The plan a scenario fixes. Secondary fields left out take documented defaults (cp, ep 1; schedule
-// 1f1b; recompute none; ZeRO 0; no offload, no compression; overlap of DP and PP on); dp follows from
-// the cluster when tp and pp are given; stages are split as evenly as the layers allow. A field the
-// optimizer would have to choose (plan: auto, or tp/pp/micro_batch auto) throws InputError saying so.
+// 1f1b; recompute none; ZeRO 0, resharded after forward; no offload, no compression; overlap of DP and PP
+// on); dp follows from the cluster when tp and pp are given; stages are split as evenly as the layers allow.
+// A field the optimizer would have to choose (plan: auto, or tp/pp/micro_batch auto) throws InputError saying
+// so.
 Plan complete_plan(const ScenarioSpec& scenario);
 Plan complete_plan(const PlanRequest& request, const ScenarioSpec& scenario);
 

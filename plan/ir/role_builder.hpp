@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -199,10 +200,17 @@ class RoleBuilder {
   // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, as gathered.
   Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * gather_elem_); }
   Bytes unit_activations(int chunk, int layer) const;
-  // training.fsdp's copies around layer `layer`'s unit in micro-batch mb's pass (lower_sharded.cpp).
-  void add_fsdp_copies(Task& pass, int mb, int layer, bool forward) const;
-  // ZeRO 3's gather of one unit before a pass (its copy freed by the pass), after `deps`.
+  // training.fsdp's copies around layer `layer`'s unit in micro-batch mb's pass (lower_sharded.cpp): those
+  // of its gather where the pass had one (`gathered`), those of its gradient's reduction (`reduced`).
+  void add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, bool reduced) const;
+  // ZeRO 3's gather of one unit before a pass (its copy freed by the pass that reshards it), after `deps`.
   int unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
+  // unit_gather where the unit's parameters are not held (unsharded_), else -1.
+  int gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps);
+  // plan.reshard after_step under ZeRO 3: gradients accumulated unsharded, reduce-scattered once a step.
+  bool once_a_step() const;
+  // Whether a forward (or a backward, `final`: the chunk's last of the step) frees its unit's parameters.
+  bool reshards_after(bool forward, bool final) const;
   // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live).
   Bytes segment_gradients(int chunk, int begin, int end) const;
   // The reduce-scatter of layers [begin, end)'s gradients of micro-batch mb, after task `after`; it
@@ -211,7 +219,7 @@ class RoleBuilder {
   // ZeRO 3's passes, unit by unit; the forward records its tasks in forward_done_, the backward returns
   // what the next step waits for.
   void sharded_forward(int mb, int chunk, TaskDeps deps);
-  TaskDeps sharded_backward(int mb, int chunk, TaskDeps deps);
+  TaskDeps sharded_backward(int mb, int chunk, TaskDeps deps, bool final);
 
   void forward(int mb, int chunk);
 
@@ -256,6 +264,8 @@ class RoleBuilder {
   std::vector<GradientBucket> buckets_;
   std::map<int, double> unit_params_, unit_experts_;  // by layer (RankParameters::per_layer)
   std::vector<int> reduce_ids_;                       // the reduce-scatters issued every micro-batch
+  std::set<int> unsharded_;     // ZeRO 3: the layers whose gathered parameters are held now
+  std::set<int> accumulating_;  // reshard after_step: the layers whose unsharded gradient is held
 };
 
 }  // namespace paratwin::lowering

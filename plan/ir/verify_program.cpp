@@ -93,7 +93,7 @@ class RoleVerifier {
         expect(t.microbatch >= 0 && t.microbatch < p_.num_microbatches,
                "names micro-batch " + std::to_string(t.microbatch) + " of " +
                    std::to_string(p_.num_microbatches));
-        gathered_.push_back({int(i), span(i, t)});
+        held_after_gather(i, t, span(i, t));
         return;
       case Purpose::TiedEmbeddingSum:
         expect(tied && t.collective == cost::CollectiveKind::AllReduce,
@@ -147,21 +147,36 @@ class RoleVerifier {
     }
   }
 
-  // Under ZeRO 3 a pass needs its layers gathered for it (same micro-batch, chunk and direction) first.
+  // Under ZeRO 3 a pass needs its layers gathered (and not freed since) first; plan.reshard says which
+  // passes free them: every one (after_forward), backwards (after_backward), the chunk's last backward
+  // of the step (after_step). The shares of a pass (is_pass_share) follow the pass that freed them.
   void gathered_before(size_t i, const Task& pass) {
-    const Direction d = pass.kind == TaskKind::Forward ? Direction::Forward : Direction::Backward;
+    const bool forward = pass.kind == TaskKind::Forward;
+    const bool frees =
+        p_.reshard == Reshard::AfterForward ||
+        (!forward && (p_.reshard == Reshard::AfterBackward || pass.microbatch == last_backward(pass.chunk)));
     for (int l = pass.layer_begin; l < pass.layer_end; ++l) {
-      bool found = false;
-      for (const auto& [g, layers] : gathered_) {
-        const Task& t = role_.tasks[size_t(g)];
-        found = found || (t.microbatch == pass.microbatch && t.chunk == pass.chunk && t.direction == d &&
-                          layers.first <= l && l < layers.second);
-      }
-      if (!found) {
+      const std::pair unit{pass.chunk, l};
+      const std::tuple by{pass.microbatch, int(pass.kind)};
+      const auto freed = freed_by_.find(unit);
+      if (!held_.count(unit) && (freed == freed_by_.end() || freed->second != by)) {
         report(i, "runs layer " + std::to_string(l) + " without a ZeRO-3 gather of it before");
         return;
       }
+      if (frees && pass.purpose == Purpose::None && held_.erase(unit)) freed_by_[unit] = by;
     }
+  }
+  // The micro-batch of the chunk's last backward in the role's order.
+  int last_backward(int chunk) {
+    if (last_backward_.empty())
+      for (const Task& t : role_.tasks)
+        if (t.kind == TaskKind::Backward) last_backward_[t.chunk] = t.microbatch;
+    return last_backward_[chunk];
+  }
+  void held_after_gather(size_t i, const Task& t, std::pair<int, int> layers) {
+    for (int l = layers.first; l < layers.second; ++l)
+      if (!held_.insert({t.chunk, l}).second)
+        report(i, "gathers layer " + std::to_string(l) + ", which is gathered already");
   }
 
   // The buckets of each micro-batch (or of the step) reduce every layer of every chunk of the role.
@@ -186,7 +201,10 @@ class RoleVerifier {
   const size_t index_;
   std::vector<std::string>& problems_;
   int optimizer_ = -1;
-  std::vector<std::pair<int, std::pair<int, int>>> gathered_;  // ZeRO-3 gathers so far, with their layers
+  std::set<std::pair<int, int>> held_;  // ZeRO 3: the (chunk, layer)s gathered and not freed so far
+  std::map<std::pair<int, int>, std::tuple<int, int>>
+      freed_by_;                                               // the pass (micro-batch, kind) that freed one
+  std::map<int, int> last_backward_;                           // chunk -> micro-batch
   std::map<int, std::map<std::pair<int, int>, int>> reduced_;  // micro-batch -> (chunk, layer) -> bucket task
 };
 

@@ -66,6 +66,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"recompute_every", p.stages.empty() ? 1 : p.stages.front().recompute_every},
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
+          {"reshard", enum_name(p.reshard, kReshardNames)},
           {"offload", {{"optimizer", p.offload_optimizer}, {"activations", p.offload_activations}}},
           {"compression",
            {{"kind", enum_name(p.compression.kind, kCompressionNames)},
@@ -141,11 +142,14 @@ std::string to_text(const Report& r) {
   out += "plan (" + r.evaluator + ") for " + r.scenario + "\n";
   std::snprintf(
       buf, sizeof buf,
-      "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s\n", p.dp,
-      p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
+      "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s%s\n",
+      p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
       enum_name(p.schedule, kScheduleNames).c_str(),
       p.virtual_stages > 1 ? (" v=" + std::to_string(p.virtual_stages)).c_str() : "",
       p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
+      p.zero == 3 && p.reshard != Reshard::AfterForward
+          ? (" reshard " + enum_name(p.reshard, kReshardNames)).c_str()
+          : "",
       p.sequence_parallel ? "; sequence parallel" : "",
       p.compression.kind == CompressionKind::TopK ? "; top-k compression" : "");
   out += buf;

@@ -116,7 +116,9 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
   }
   const StateCosts& t = *costs;
   const double m = microbatches;
-  return std::max(m * microbatch_work(layout) + t.step, t.gradients + 2 * m * t.gather + t.step) / layout.pp;
+  return std::max(m * microbatch_work(layout) + t.step,
+                  t.gradients + ctx_.zero3_gathers(microbatches) * t.gather + t.step) /
+         layout.pp;
 }
 
 StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params) {
@@ -171,7 +173,8 @@ double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& 
 //   forward prefix_r + passes before that backward + sum of its buckets' collectives + step_r.
 //   Collective times are concave in the bytes (a minimum of affine functions of them), so the
 //   collective of all the rank's gradients at once costs no more than its buckets together.
-// - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch.
+// - with ZeRO-3 the DP stream also gathers every chunk's parameters twice per micro-batch (once a
+//   step at least under plan.reshard after_backward and after_step: SearchContext::zero3_gathers).
 // - the critical path through its last passes (last_microbatch_terms).
 // step_r: the optimizer step, with offload the copy of the states in before it and out after it,
 // and with ZeRO 1/2 the all-gather of the updated parameters after it.
@@ -260,8 +263,9 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     const StateCosts costs = state_costs(layout, v, layout.rank_pool[r], params[r]);
     steps[r] = costs.step;
     gradients[r] = costs.gradients;
-    // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream.
-    gathers[r] = 2.0 * m * costs.gather;
+    // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream
+    // (under plan.reshard after_backward and after_step at least once a step).
+    gathers[r] = ctx_.zero3_gathers(m) * costs.gather;
     // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
     // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
     // backward of that chunk ends, and every bucket of its other chunks still run after that

@@ -50,6 +50,7 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
   diff("recompute", enum_name(p.stages[0].recompute, kRecomputeNames),
        enum_name(q.stages[0].recompute, kRecomputeNames));
   diff("zero", s(p.zero), s(q.zero));
+  diff("reshard", enum_name(p.reshard, kReshardNames), enum_name(q.reshard, kReshardNames));
   diff("sequence_parallel", std::string(p.sequence_parallel ? "true" : "false"),
        std::string(q.sequence_parallel ? "true" : "false"));
   diff("compression", enum_name(p.compression.kind, kCompressionNames),

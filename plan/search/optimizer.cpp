@@ -193,7 +193,9 @@ class Search {
   void bound_passes(Entry e) {
     ParallelLayout& layout = layouts_[e.layout];
     const auto& ranges = partitioner_.ranges(e.partition);
-    const bool zero3 = e.variant.zero == 3 && layout.replicas() > 1;
+    // Every pass waits for its first unit's gather only where every pass gathers (reshard after_forward).
+    const bool zero3 =
+        e.variant.zero == 3 && layout.replicas() > 1 && ctx_.reshard() == Reshard::AfterForward;
     const search::PassBounds& passes =
         graphs_.bounds(layout, microbatches(layout), e.partition, ranges, e.variant.order, zero3);
     const auto tails = bounds_.rank_tails(layout, e.variant, ranges);
@@ -249,6 +251,7 @@ class Search {
     plan.virtual_stages = layout.v;
     plan.sequence_parallel = layout.sp;
     plan.zero = e.variant.zero;
+    if (plan.zero == 3) plan.reshard = ctx_.reshard();
     plan.offload_optimizer = e.variant.offload;
     if (req.offload_activations) plan.offload_activations = *req.offload_activations;
     if (req.compression)

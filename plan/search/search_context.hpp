@@ -40,6 +40,13 @@ struct SearchContext {
   // The rank orders the search tries: the requested or default one, then the other (SearchSpace::orders).
   std::vector<std::string> orders;
 
+  // plan.reshard as the scenario asks it (the search does not choose it): ZeRO 3's plans get it.
+  Reshard reshard() const { return req.reshard.value_or(Reshard::AfterForward); }
+  // How many times ZeRO 3 gathers each parameter in a step of m micro-batches, at least: before every
+  // forward and backward under reshard after_forward; once under the others (a unit held from its
+  // forward to its backward is gathered at least once a step).
+  double zero3_gathers(int m) const { return reshard() == Reshard::AfterForward ? 2.0 * m : 1.0; }
+
   // Micro-batches per data-parallel replica and step.
   int microbatches(int dp, int micro_batch) const {
     return static_cast<int>(s.training.global_batch / dp / micro_batch);

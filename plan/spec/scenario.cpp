@@ -45,6 +45,9 @@ const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
     {"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}, {"interleaved", Schedule::Interleaved}};
+const EnumNames<Reshard> kReshardNames = {{"after_forward", Reshard::AfterForward},
+                                          {"after_backward", Reshard::AfterBackward},
+                                          {"after_step", Reshard::AfterStep}};
 const EnumNames<Recompute> kRecomputeNames = {{"none", Recompute::None},
                                               {"selective", Recompute::Selective},
                                               {"op", Recompute::Op},
@@ -71,9 +74,9 @@ const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-
 
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
-         !sequence_parallel && !zero && !offload_optimizer && !offload_activations && !compression &&
-         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order && !num_microbatches &&
-         !stages && !checkpoint_interval;
+         !sequence_parallel && !zero && !reshard && !offload_optimizer && !offload_activations &&
+         !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order &&
+         !num_microbatches && !stages && !checkpoint_interval;
 }
 
 bool PlanRequest::fully_fixed() const {
@@ -189,6 +192,12 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
                    "plan.recompute full, selective or op, or recompute_every 1");
   read_auto(r, "sequence_parallel", p.sequence_parallel);
   read_auto(r, "zero", p.zero, 0, 3);
+  read_auto(r, "reshard", p.reshard, kReshardNames);
+  if (p.reshard && *p.reshard != Reshard::AfterForward && p.zero && *p.zero != 3)
+    diag.error(node.find("reshard")->location,
+               "plan.reshard: " + enum_name(*p.reshard, kReshardNames) +
+                   " says when ZeRO 3 frees the parameters it gathers, and plan.zero is " +
+                   std::to_string(*p.zero) + ": give plan.zero 3, or reshard after_forward");
   if (const DocNode* off = r.get("offload"); off && !is_auto(off)) {
     MapReader o(*off, r.field("offload"), diag, locations);
     read_auto(o, "optimizer", p.offload_optimizer);

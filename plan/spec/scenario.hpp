@@ -155,7 +155,15 @@ enum class Schedule { GPipe, OneFOneB, Interleaved };
 // layer's input only.
 enum class Recompute { None, Selective, Op, Full };
 enum class CompressionKind { None, TopK };
+// When ZeRO 3 frees a unit's gathered parameters (docs/scenario-language.md, plan.reshard), as PyTorch FSDP
+// names it: after_forward after each forward and backward (FSDP FULL_SHARD, FSDP2
+// reshard_after_forward=True); after_backward keeps them from the forward to the backward (FSDP2
+// reshard_after_forward=False, FSDP1 SHARD_GRAD_OP); after_step gathers each unit once a step and keeps
+// its parameters and unsharded gradients until its last backward of the step, where the gradients are
+// reduce-scattered once (FSDP's no_sync; FSDP2 under PyTorch's pipelining schedules).
+enum class Reshard { AfterForward, AfterBackward, AfterStep };
 extern const EnumNames<Schedule> kScheduleNames;
+extern const EnumNames<Reshard> kReshardNames;
 extern const EnumNames<Recompute> kRecomputeNames;
 extern const EnumNames<CompressionKind> kCompressionNames;
 
@@ -204,6 +212,7 @@ struct PlanRequest {
   std::optional<int> recompute_every;  // StagePlan::recompute_every
   std::optional<bool> sequence_parallel;
   std::optional<int> zero;
+  std::optional<Reshard> reshard;
   std::optional<bool> offload_optimizer, offload_activations;
   std::optional<CompressionSpec> compression;
   std::optional<Bytes> bucket_size;
