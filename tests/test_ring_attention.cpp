@@ -1,7 +1,7 @@
-// Context parallelism's ring attention (training.cp_attention: torch_ring, te_p2p): the blocks add up to
-// the causal square, the Program carries the ring's tasks and bytes as PyTorch's context_parallel and
-// Transformer Engine's p2p ring move them, and attention costs more per (query, key) pair as the ring's
-// blocks shrink. Counts and ratios only, no wall clock.
+// Context parallelism's ring attention (training.cp_attention: torch_ring with either rotate method,
+// te_p2p): the blocks add up to the causal square, the Program carries the ring's tasks and bytes as
+// PyTorch's context_parallel and Transformer Engine's p2p ring move them, and attention costs more per
+// (query, key) pair as the ring's blocks shrink. Counts and ratios only, no wall clock.
 #define BOOST_TEST_MODULE ring_attention
 #include <boost/test/unit_test.hpp>
 
@@ -221,6 +221,70 @@ BOOST_AUTO_TEST_CASE(te_p2p_merges_in_16_bits_move_less_than_torch_fp32_merges) 
     const auto te = cost::ring_attention(gqa(), work(cp, CpAttention::TeP2p), false);
     BOOST_TEST(te.shift.value() * te.shifts < torch.shift.value() * torch.shifts);
   }
+}
+
+BOOST_AUTO_TEST_CASE(torch_alltoall_rotation_sends_the_keys_and_values_a_step_at_a_time) {
+  // _AllToAllRotater: no gather; each step before the last sends the keys and values it holds (16 bits,
+  // at the heads SDPA sees) to the next rank, forward and backward, where the fp32 gradients ride the
+  // same group every step. The blocks and the merges do not change.
+  const double e = 2, d = 64, k_heads = 4;
+  for (int cp : {2, 4, 8}) {
+    cost::LayerWork w = work(cp);
+    w.cp_rotate = CpRotate::AllToAll;
+    const double n = 8192.0 / cp, K = k_heads * n * d;
+    const auto f = cost::ring_attention(gqa(), w, true), b = cost::ring_attention(gqa(), w, false);
+    const auto gf = cost::ring_attention(gqa(), work(cp), true),
+               gb = cost::ring_attention(gqa(), work(cp), false);
+    BOOST_TEST(f.kv_gather.value() == 0);
+    BOOST_TEST(b.kv_gather.value() == 0);
+    BOOST_TEST(f.shifts == cp - 1);
+    BOOST_TEST(f.shift.value() == 2 * K * e, tt::tolerance(1e-12));
+    BOOST_TEST(f.tail_shifts == 0);
+    BOOST_TEST(b.shifts == 2 * cp - 1);
+    BOOST_TEST(b.tail_shifts == 1);
+    BOOST_TEST(b.shift.value() * b.shifts == (cp - 1) * 2 * K * e + cp * 2 * K * 4, tt::tolerance(1e-12));
+    for (const auto& [rotated, gathered] : {std::pair{&f, &gf}, std::pair{&b, &gb}}) {
+      BOOST_TEST(rotated->off_diagonal.elementwise_bytes.value() ==
+                 gathered->off_diagonal.elementwise_bytes.value());
+      BOOST_TEST(rotated->off_diagonal.attention_flops.value() ==
+                 gathered->off_diagonal.attention_flops.value());
+      // Three steps' keys and values held instead of the whole sequence's: less from cp 4 up.
+      BOOST_TEST(gathered->working.value() - rotated->working.value() == (cp - 3) * 2 * K * e,
+                 tt::tolerance(1e-9));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(torch_alltoall_program_has_no_gather_and_a_shift_per_step) {
+  const ScenarioSpec s =
+      scenario(std::string(kRingScenario) + paratwin_test::fast_cluster(2), {"training.cp_rotate=alltoall"});
+  BOOST_TEST((s.training.cp_rotate == CpRotate::AllToAll));
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  BOOST_TEST(verify(program).empty());
+  int gathers = 0, sends = 0;
+  double sent = 0, taken = 0, given = 0;
+  for (const Task& t : program.roles.front().tasks) {
+    if (t.purpose == Purpose::AttentionBlocks) given += t.free.value();
+    if (t.kind != TaskKind::Collective || t.group != GroupKind::Cp) continue;
+    taken += t.alloc.value(), given += t.free.value();
+    if (t.collective == cost::CollectiveKind::AllGather) ++gathers;
+    if (t.collective == cost::CollectiveKind::AllToAll) sends += t.count, sent += t.bytes.value() * t.count;
+  }
+  BOOST_TEST(gathers == 0);
+  const double layers = 2, cp = 4, n = 8192 / cp, K = 4 * n * 64, e = 2;
+  // Forward cp - 1 key and value shifts a layer; backward cp - 1 more and cp fp32 gradient shifts.
+  BOOST_TEST(sends == layers * ((cp - 1) + (cp - 1) + cp));
+  BOOST_TEST(sent * (cp - 1) / cp == layers * (2 * (cp - 1) * 2 * K * e + cp * 2 * K * 4),
+             tt::tolerance(1e-12));
+  BOOST_TEST(given == taken, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(cp_rotate_needs_the_torch_ring_and_a_known_method) {
+  const std::string base = std::string(kRingScenario) + paratwin_test::fast_cluster(2);
+  BOOST_CHECK_THROW(scenario(base, {"training.cp_rotate=alltoall", "training.cp_attention=te_p2p"}),
+                    InputError);
+  BOOST_CHECK_THROW(scenario(base, {"training.cp_rotate=all_to_all"}), InputError);
+  BOOST_CHECK_NO_THROW(scenario(base, {"training.cp_rotate=allgather", "training.cp_attention=te_p2p"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_misspelt_cp_attention_is_an_input_error) {

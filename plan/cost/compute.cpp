@@ -122,6 +122,7 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
               training.precision, training.attention, ep};
   w.repeat_kv = training.repeat_kv;
   w.cp_attention = training.cp_attention;
+  w.cp_rotate = training.cp_rotate;
   w.tp_overlap = training.tp_overlap;
   w.kernels = training.kernels;
   w.projections = training.projections;

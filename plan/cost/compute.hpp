@@ -180,6 +180,7 @@ struct LayerWork {
   // parallelism moves them at the query heads (training.repeat_kv).
   bool repeat_kv = false;
   CpAttention cp_attention = CpAttention::Gather;                     // training.cp_attention
+  CpRotate cp_rotate = CpRotate::AllGather;                           // training.cp_rotate
   TpOverlap tp_overlap = TpOverlap::AsyncTp;                          // training.tp_overlap
   LayerKernels kernels = LayerKernels::Fused;                         // training.kernels
   Projections projections = Projections::Fused;                       // training.projections

@@ -73,8 +73,19 @@ RingAttention torch_ring(const ModelSpec& m, const LayerWork& w, bool forward) {
   const RingShape x = ring_shape(m, w);
   const double e = x.e, O = x.O, lse = x.lse, K = x.K, steps = x.cp - 1;
   RingAttention r = ring_blocks(m, w, x, forward);
-  r.kv_gather = Bytes(2 * K * w.cp * e);
+  // Where the visiting keys and values come from (training.cp_rotate). allgather: the whole sequence's,
+  // gathered once. alltoall: each step before the last sends the concatenation it made to the next rank
+  // and the next step waits for the previous rank's: cp - 1 shifts of b n 2 k d e, each beside a block;
+  // the ring then holds the keys and values in use, the copy being sent and the one arriving.
+  const bool gathers = w.cp_rotate == CpRotate::AllGather;
+  const Bytes kv_shift(2 * K * e);
+  const Bytes kv_held = gathers ? Bytes(2 * K * w.cp * e) : Bytes(3 * kv_shift.value());
+  if (gathers) r.kv_gather = kv_held;
   if (forward) {
+    if (!gathers) {
+      r.shift = kv_shift;
+      r.shifts = w.cp - 1;
+    }
     // Step 0: the keys and values made contiguous (repeated heads, transposed: a copy each), its output
     // and logsumexp upcast to fp32 for the merges.
     r.diagonal += memory_bound_kernels(2 * 2 * e * K + (e + 4) * O, 2 + 2);
@@ -85,11 +96,16 @@ RingAttention torch_ring(const ModelSpec& m, const LayerWork& w, bool forward) {
     // (read two, write one each) and the logsumexp update; finally the output cast back.
     const double per_step = 2 * 2 * e * K + (e + 4) * O + 3 * 12 * O;
     r.off_diagonal += memory_bound_kernels(steps * per_step + (4 + e) * O, int(steps) * 11 + 2);
-    r.working = r.kv_gather + Bytes(4 * O + 4 * lse + e * O + 4 * O);
+    r.working = kv_held + Bytes(4 * O + 4 * lse + e * O + 4 * O);
     return r;
   }
-  r.shift = Bytes(2 * K * 4);
-  r.shifts = w.cp;
+  // The fp32 key and value gradients go to the next rank every step (dkv_rotater: always all-to-all), the
+  // last one after the last block. Under alltoall the keys and values take the same group (one NCCL
+  // stream) cp - 1 times too: 2 cp - 1 shifts a layer, carried as their mean.
+  const Bytes dkv_shift(2 * K * 4);
+  r.shifts = gathers ? w.cp : 2 * w.cp - 1;
+  r.shift =
+      gathers ? dkv_shift : Bytes((w.cp * dkv_shift.value() + (w.cp - 1) * kv_shift.value()) / r.shifts);
   r.tail_shifts = 1;
   // Step 0: the fp32 gradient accumulators zeroed (q, k, v), the keys and values made contiguous and
   // concatenated for the rotater, the block's gradients added in fp32, dK and dV concatenated to send.
@@ -103,7 +119,7 @@ RingAttention torch_ring(const ModelSpec& m, const LayerWork& w, bool forward) {
   const double half_update = 2 * ((8 + e) / 2 * K + 8 * K);
   const double per_step = 2 * 2 * e * K + half_update + accumulate_q + send;
   r.off_diagonal += memory_bound_kernels(steps * per_step + (4 + e) * (O + 2 * K), int(steps) * 7 + 2);
-  r.working = r.kv_gather + Bytes(4 * (O + 2 * K) + 2 * r.shift.value() + e * (O + 2 * K));
+  r.working = kv_held + Bytes(4 * (O + 2 * K) + 2 * dkv_shift.value() + e * (O + 2 * K));
   return r;
 }
 

@@ -14,7 +14,10 @@
 // sigmoid-weighted update, a torch.cat for a half update). Backward: the keys and values are all-gathered
 // again beside step 0's backward; each step's key and value gradients, accumulated in fp32, travel to
 // the next rank (dkv_rotater: always all-to-all, torch's permute_tensor) while the next step computes;
-// the last one is waited for with nothing left to hide it.
+// the last one is waited for with nothing left to hide it. Under rotate method "alltoall"
+// (training.cp_rotate, torchtitan's --experimental.context_parallel_rotate_method alltoall) no gather:
+// each step's keys and values go to the next rank beside its block (_AllToAllRotater, permute_tensor),
+// forward cp - 1 times and again in the backward, on the group the gradients travel on.
 //
 // te_p2p, Transformer Engine's AttnFuncWithCPAndKVP2P (Megatron-Core's and NeMo's CP, cp_comm_type
 // "p2p", its only kind before TE 1.10): the same chunks and blocks, but the keys and values (at the
@@ -40,12 +43,14 @@ struct RingAttention {
   KernelCost diagonal;      // step 0 (its backward, backward): the causal n x n block
   KernelCost off_diagonal;  // steps 1..cp-1 with the merges (forward) or the accumulation of the query,
                             // key and value gradients (backward), and the copies around them
-  // torch_ring: the keys and values of the whole sequence at the heads SDPA sees (kv heads / tp, or
-  // heads / tp when the model repeats them first: training.repeat_kv), gathered beside the diagonal
-  // block: the all-gather's output, b s 2 k d e. te_p2p: none.
+  // torch_ring (cp_rotate allgather): the keys and values of the whole sequence at the heads SDPA sees
+  // (kv heads / tp, or heads / tp when the model repeats them first: training.repeat_kv), gathered beside
+  // the diagonal block: the all-gather's output, b s 2 k d e. te_p2p and torch_ring alltoall: none.
   Bytes kv_gather;
   // What one ring shift carries to the next CP rank, and how many shifts a layer makes. torch_ring:
-  // backward only, one step's fp32 key and value gradients, b n 2 k d 4, cp shifts. te_p2p: forward the
+  // backward only, one step's fp32 key and value gradients, b n 2 k d 4, cp shifts; under alltoall also
+  // the keys and values, b n 2 k d e, cp - 1 shifts forward and as many more backward (2 cp - 1 shifts
+  // there, as their mean). te_p2p: forward the
   // keys and values, b n 2 k d e, cp - 1 shifts; backward cp shifts carrying (cp - 1) x b n 4 k d e in
   // all (keys and values, then both with their gradients, then the gradients), as their mean.
   Bytes shift;
@@ -54,12 +59,12 @@ struct RingAttention {
   // the last dK/dV send; te_p2p sends each beside its own block: none).
   int tail_shifts = 0;
   // Device memory the layer's ring holds while it runs, one layer at a time. torch_ring: the gathered
-  // keys and values; forward, the merger's fp32 running output and logsumexp with a block's output and
-  // its fp32 upcast; backward, the fp32 query, key and value gradient accumulators, the key and value
-  // gradients being sent and received, and a block's 16-bit gradients. te_p2p: forward, every step's
-  // received keys and values and its output (kept to the merge), the merged output and its fp64
-  // logsumexp; backward, the two send/receive buffers of keys, values and their gradients, dQ and one
-  // step's dQ, dK and dV.
+  // keys and values (alltoall: a step's keys and values in use, being sent and arriving); forward, the
+  // merger's fp32 running output and logsumexp with a block's output and its fp32 upcast; backward, the fp32
+  // query, key and value gradient accumulators, the key and value gradients being sent and received, and a
+  // block's 16-bit gradients. te_p2p: forward, every step's received keys and values and its output (kept to
+  // the merge), the merged output and its fp64 logsumexp; backward, the two send/receive buffers of keys,
+  // values and their gradients, dQ and one step's dQ, dK and dV.
   Bytes working;
 };
 

@@ -23,6 +23,8 @@ const EnumNames<AttentionKind> kAttentionNames = {{"flash", AttentionKind::Flash
                                                   {"unfused", AttentionKind::Unfused}};
 const EnumNames<CpAttention> kCpAttentionNames = {
     {"gather", CpAttention::Gather}, {"torch_ring", CpAttention::TorchRing}, {"te_p2p", CpAttention::TeP2p}};
+const EnumNames<CpRotate> kCpRotateNames = {{"allgather", CpRotate::AllGather},
+                                            {"alltoall", CpRotate::AllToAll}};
 const EnumNames<TpOverlap> kTpOverlapNames = {{"async_tp", TpOverlap::AsyncTp},
                                               {"userbuffers", TpOverlap::Userbuffers}};
 const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
@@ -126,6 +128,12 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("optimizer", t.optimizer, kOptimizerNames);
   r.read_enum("attention", t.attention, kAttentionNames);
   r.read_enum("cp_attention", t.cp_attention, kCpAttentionNames);
+  if (r.read_enum("cp_rotate", t.cp_rotate, kCpRotateNames) && t.cp_rotate != CpRotate::AllGather &&
+      t.cp_attention != CpAttention::TorchRing)
+    top.diagnostics().error(node->find("cp_rotate")->location,
+                            "training.cp_rotate is PyTorch's context_parallel rotate method: it needs "
+                            "training.cp_attention: torch_ring, got " +
+                                enum_name(t.cp_attention, kCpAttentionNames));
   r.read_enum("tp_overlap", t.tp_overlap, kTpOverlapNames);
   r.read_enum("kernels", t.kernels, kLayerKernelsNames);
   r.read_enum("projections", t.projections, kProjectionsNames);

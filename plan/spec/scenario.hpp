@@ -34,6 +34,12 @@ inline constexpr int kTritonMaxHeadDim = 128;
 // approximation). torch_ring: PyTorch's context_parallel (torchtitan's CP); te_p2p: Transformer Engine's
 // p2p ring (Megatron-Core's and NeMo's CP); both rings of plan/cost/ring_attention.hpp.
 enum class CpAttention { Gather, TorchRing, TeP2p };
+// How PyTorch's context_parallel moves the keys and values around its ring (cp_attention torch_ring;
+// torchtitan's experimental.context_parallel_rotate_method, torch's set_rotate_method). allgather: one
+// all-gather of the whole sequence's keys and values per layer and pass (_AllGatherRotater, the default of
+// both). alltoall: each step's keys and values sent to the next rank (_AllToAllRotater: permute_tensor,
+// an all_to_all_single with one peer), as the backward's key and value gradients always are.
+enum class CpRotate { AllGather, AllToAll };
 // How the framework runs TP overlap (plan.overlap.tp, plan/cost/tp_overlap.hpp). async_tp: PyTorch's
 // AsyncTP (torchtitan): every all-gather -> GEMM and GEMM -> reduce-scatter pair of sequence parallelism
 // split into tp pieces run one after another on the compute stream, the partial results summed in one
@@ -102,6 +108,7 @@ extern const EnumNames<LayerKernels> kLayerKernelsNames;
 extern const EnumNames<Projections> kProjectionsNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
+extern const EnumNames<CpRotate> kCpRotateNames;
 extern const EnumNames<TpOverlap> kTpOverlapNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
 extern const EnumNames<TensorParallelImpl> kTensorParallelNames;
@@ -115,6 +122,7 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::AdamW;
   AttentionKind attention = AttentionKind::Flash;
   CpAttention cp_attention = CpAttention::Gather;
+  CpRotate cp_rotate = CpRotate::AllGather;  // under cp_attention torch_ring only
   TpOverlap tp_overlap = TpOverlap::AsyncTp;
   LayerKernels kernels = LayerKernels::Fused;
   Projections projections = Projections::Fused;
