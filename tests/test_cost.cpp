@@ -899,6 +899,48 @@ BOOST_AUTO_TEST_CASE(eager_forward_runs_rmsnorm_rope_and_swiglu_as_pytorch_ops) 
              tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(fms_rotary_embedding_rotates_pairs_by_gathered_matrices_with_a_backward_of_its_own) {
+  // Llama 2 13B in bf16, as fms-fsdp trains it (head dim 128). foundation-model-stack's RotaryEmbedding:
+  // upcast (2 + 4), the pairs times their 2 x 2 matrices (4 + 8), summed over the pair (8 + 4), cast
+  // back (4 + 2): 36 bytes an element of the queries and keys against the complex product's 20, plus the
+  // matrices gathered once for the layer (64 pairs x 4 floats, read and written: 2048 bytes a token);
+  // 4 launches a tensor and 5 for the positions and the gather, against 3 a tensor.
+  const ModelSpec m = model("llama2-13b");
+  const auto [fused, eager] = fused_and_eager(4096, 2);
+  LayerWork fms = eager;
+  fms.rotary = Rotary::RotationMatrix;
+  const double tokens = 2.0 * 4096;
+  const double qk = (double(m.heads) + m.kv_heads) * m.head_dim;
+  const KernelCost complex = layer_forward(m, eager, false), matrix = layer_forward(m, fms, false);
+  BOOST_TEST(matrix.elementwise_bytes.value() - complex.elementwise_bytes.value() ==
+                 tokens * (16 * qk + 2 * 64 * 4 * 4),
+             tt::tolerance(1e-12));
+  BOOST_TEST(matrix.launches - complex.launches == 2 + 5);
+  BOOST_TEST(matrix.gemm_flops.value() == complex.gemm_flops.value());
+  // Its autograd backward is its own (the sum's backward is a view, the product's gradient is reduced
+  // over the broadcast pair): 36 bytes an element in 8 launches, where the complex product's is its
+  // forward's twice (40 bytes, 12 launches).
+  BOOST_TEST(layer_backward(m, fms, false).elementwise_bytes.value() -
+                     layer_backward(m, eager, false).elementwise_bytes.value() ==
+                 tokens * (36 - 40) * qk,
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_backward(m, fms, false).launches - layer_backward(m, eager, false).launches == 8 - 12);
+  // Compiled (kernels fused), one kernel whatever the model code.
+  LayerWork compiled = fused;
+  compiled.rotary = Rotary::RotationMatrix;
+  BOOST_TEST(layer_forward(m, compiled, false).elementwise_bytes.value() ==
+             layer_forward(m, fused, false).elementwise_bytes.value());
+  BOOST_TEST(layer_backward(m, compiled, false).elementwise_bytes.value() ==
+             layer_backward(m, fused, false).elementwise_bytes.value());
+  // In fp32 nothing is cast: 24 bytes an element against 8.
+  LayerWork fp32_complex = eager, fp32_fms = fms;
+  fp32_complex.precision = fp32_fms.precision = Precision::Fp32;
+  BOOST_TEST(layer_forward(m, fp32_fms, false).elementwise_bytes.value() -
+                     layer_forward(m, fp32_complex, false).elementwise_bytes.value() ==
+                 tokens * (16 * qk + 2 * 64 * 4 * 4),
+             tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(yarn_rope_runs_as_megatron_cores_unfused_ops_under_fused_kernels) {
   // GPT-OSS-120B's YaRN (factor 32) puts an attention factor on cos and sin that Transformer Engine's
   // fused RoPE cannot apply, so Megatron-Core runs _apply_rotary_pos_emb_bshd on the queries and the

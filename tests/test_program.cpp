@@ -50,6 +50,13 @@ Run run(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   return r;
 }
 
+// The memory-bound bytes of all the first role's tasks.
+double role_elementwise_bytes(const Run& r) {
+  double b = 0;
+  for (const Task& t : r.program.roles[0].tasks) b += t.work.elementwise_bytes.value();
+  return b;
+}
+
 double bubble_fraction(const Run& r) {
   const TimeBreakdown& b = r.eval.roles[r.eval.critical_role].breakdown;
   return b.bubble_s / (b.compute_s + b.recompute_s);
@@ -222,11 +229,7 @@ BOOST_AUTO_TEST_CASE(eager_kernels_and_the_fused_loss_reach_every_layers_backwar
       "training: {global_batch: 64}\nplan: {tp: 1, pp: 1, dp: 32, micro_batch: 2, zero: 3}\n";
   const Run fused = run(base), eager = run(base, {"training.kernels=eager"}),
             fused_loss = run(base, {"training.cross_entropy=fused"});
-  const auto bytes = [](const Run& r) {
-    double b = 0;
-    for (const Task& t : r.program.roles[0].tasks) b += t.work.elementwise_bytes.value();
-    return b;
-  };
+  const auto bytes = role_elementwise_bytes;
   const cost::LayerWork w = cost::layer_work(eager.s.training, 2, 1, 1, false, 1, false);
   const double per_layer = cost::eager_autograd_backward(eager.s.model, w, false).elementwise_bytes.value();
   BOOST_TEST_REQUIRE(per_layer > 0);
@@ -237,7 +240,32 @@ BOOST_AUTO_TEST_CASE(eager_kernels_and_the_fused_loss_reach_every_layers_backwar
   BOOST_TEST(fused_loss.eval.iteration_time_s < fused.eval.iteration_time_s);
   BOOST_CHECK_THROW(run(base, {"training.kernels=eagre"}), InputError);
   BOOST_CHECK_THROW(run(base, {"training.projections=seperate"}), InputError);
+  BOOST_CHECK_THROW(run(base, {"training.rotary=rotation_matirx"}), InputError);
   BOOST_CHECK_THROW(run(base, {"training.cross_entropy=fusd"}), InputError);
+}
+
+BOOST_AUTO_TEST_CASE(the_rotation_matrix_rotary_embedding_reaches_every_layers_forward_and_backward) {
+  // training.rotary rotation_matrix (fms's RotaryEmbedding) under eager kernels: each layer's forward and
+  // backward task carry its traffic in place of the complex product's; compiled, nothing changes.
+  const std::string base = std::string("model: llama3-8b\ncluster: {from: dgx-h100, nodes: 1}\n") +
+                           "training: {global_batch: 8, seq_len: 4096, kernels: eager}\nplan: {tp: 1, pp: 1, "
+                           "dp: 8, micro_batch: 1, zero: 3}\n";
+  const Run complex = run(base), matrix = run(base, {"training.rotary=rotation_matrix"});
+  const ModelSpec& m = complex.s.model;
+  const cost::LayerWork wc = cost::layer_work(complex.s.training, 1, 1, 1, false, 1, false);
+  const cost::LayerWork wm = cost::layer_work(matrix.s.training, 1, 1, 1, false, 1, false);
+  BOOST_TEST_REQUIRE((wm.rotary == Rotary::RotationMatrix && wc.rotary == Rotary::Complex));
+  const double per_layer = cost::layer_forward(m, wm, false).elementwise_bytes.value() -
+                           cost::layer_forward(m, wc, false).elementwise_bytes.value() +
+                           cost::layer_backward(m, wm, false).elementwise_bytes.value() -
+                           cost::layer_backward(m, wc, false).elementwise_bytes.value();
+  BOOST_TEST_REQUIRE(per_layer > 0);
+  BOOST_TEST(role_elementwise_bytes(matrix) - role_elementwise_bytes(complex) == per_layer * m.layers,
+             tt::tolerance(1e-9));
+  BOOST_TEST(matrix.eval.iteration_time_s > complex.eval.iteration_time_s);
+  const Run compiled = run(base, {"training.kernels=fused"}),
+            compiled_matrix = run(base, {"training.kernels=fused", "training.rotary=rotation_matrix"});
+  BOOST_TEST(role_elementwise_bytes(compiled_matrix) == role_elementwise_bytes(compiled));
 }
 
 BOOST_AUTO_TEST_CASE(

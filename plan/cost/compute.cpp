@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "plan/cost/eager_rotary.hpp"
 #include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
 #include "plan/cost/megatron_eager_ops.hpp"
@@ -109,6 +110,10 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   return c;
 }
 
+double upcast_round_trip_bytes(double e) {
+  return e < 4 ? 2 * (e + 4) : 0;
+}
+
 KernelCost memory_bound_kernels(double bytes, int launches) {
   KernelCost c;
   c.elementwise_bytes = Bytes(bytes);
@@ -126,6 +131,7 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
   w.tp_overlap = training.tp_overlap;
   w.kernels = training.kernels;
   w.projections = training.projections;
+  w.rotary = training.rotary;
   w.cross_entropy = training.cross_entropy;
   w.moe_dispatcher = training.moe_dispatcher;
   w.tensor_parallel = training.tensor_parallel;
@@ -196,12 +202,6 @@ Shape shape_of(const LayerWork& w) {
   return s;
 }
 
-// The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32:
-// reads e and writes 4 bytes an element, then reads 4 and writes e; nothing in fp32 training.
-double upcast_round_trip_bytes(const Shape& s) {
-  return s.e < 4 ? 2 * (s.e + 4) : 0;
-}
-
 // A norm. Fused (the framework's kernel, or Inductor's under torch.compile; LayerNorm always, as
 // nn.LayerNorm is one native kernel) it reads its input and writes its output. RMSNorm in eager
 // PyTorch (training.kernels eager) is ATen's composite rms_norm (aten/src/ATen/native/layer_norm.cpp,
@@ -212,16 +212,14 @@ double upcast_round_trip_bytes(const Shape& s) {
 KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
   const double elements = s.sp_tokens * m.hidden;
   if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm) return elementwise(2 * s.e * elements);
-  const double upcast = upcast_round_trip_bytes(s);
+  const double upcast = upcast_round_trip_bytes(s.e);
   return elementwise((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
 }
 
 // What the attention's inputs go through between the QKV projection and the attention kernel. Rotary
 // embedding of the queries and keys: fused, one kernel that reads and writes each element; in eager
-// PyTorch (torchtitan's and Meta's Llama apply_rotary_emb) the queries and the keys each upcast to
-// fp32, multiplied as complex numbers by the frequencies (reads 4, writes 4) and cast back: 8 bytes an
-// element besides the round trip, 3 launches each in bf16; YaRN under Megatron-Core's fused modules,
-// its unfused bshd RoPE (megatron_eager_ops.hpp). Then, when the model repeats the key and
+// PyTorch the model code's own ops (training.rotary, eager_rotary.hpp); YaRN under Megatron-Core's
+// fused modules, its unfused bshd RoPE (megatron_eager_ops.hpp). Then, when the model repeats the key and
 // value heads to the query heads before the kernel (training.repeat_kv: torchtitan's repeat_kv, an
 // expand then reshape), the keys and values are copied out at the query heads' width.
 KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape& s) {
@@ -232,8 +230,7 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
     if (runs_unfused_megatron_rope(m, w)) {
       c += unfused_megatron_rope(elements, s.e, false);
     } else if (w.kernels == LayerKernels::Eager) {
-      const double upcast = upcast_round_trip_bytes(s);
-      c += elementwise((upcast + 8) * elements, upcast > 0 ? 6 : 2);
+      c += eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, false);
     } else {
       c += elementwise(2 * s.e * elements);
     }
@@ -513,6 +510,12 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
     const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
     c = without(c, backward_of(unfused_megatron_rope(elements, s.e, false)));
     c += unfused_megatron_rope(elements, s.e, true);
+  }
+  if (eager_rotary_has_own_backward(m, w)) {
+    const Shape s = shape_of(w);
+    const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
+    c = without(c, backward_of(eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, false)));
+    c += eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, true);
   }
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
   // where backward_of counts every memory-bound kernel twice.

@@ -101,6 +101,9 @@ struct KernelCost {
 
 // `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
+// The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32, per
+// element of e bytes: reads e and writes 4, then reads 4 and writes e; nothing in fp32 training.
+double upcast_round_trip_bytes(double e);
 
 // Share of a tile grid that a GEMM's tiles fill: a GEMM runs as ceil(m / tm) x ceil(n / tn) x batch
 // tiles, one per SM at a time, in waves; the last wave and the tiles' edges may be partly idle. The
@@ -184,6 +187,7 @@ struct LayerWork {
   TpOverlap tp_overlap = TpOverlap::AsyncTp;                          // training.tp_overlap
   LayerKernels kernels = LayerKernels::Fused;                         // training.kernels
   Projections projections = Projections::Fused;                       // training.projections
+  Rotary rotary = Rotary::Complex;                                    // training.rotary
   CrossEntropy cross_entropy = CrossEntropy::Unfused;                 // training.cross_entropy
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;             // training.moe_dispatcher
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel

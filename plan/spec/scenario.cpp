@@ -31,6 +31,8 @@ const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fuse
                                                     {"eager", LayerKernels::Eager}};
 const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},
                                                   {"separate", Projections::Separate}};
+const EnumNames<Rotary> kRotaryNames = {{"complex", Rotary::Complex},
+                                        {"rotation_matrix", Rotary::RotationMatrix}};
 const EnumNames<CrossEntropy> kCrossEntropyNames = {{"unfused", CrossEntropy::Unfused},
                                                     {"vocab_parallel", CrossEntropy::VocabParallel},
                                                     {"fused", CrossEntropy::Fused}};
@@ -137,6 +139,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("tp_overlap", t.tp_overlap, kTpOverlapNames);
   r.read_enum("kernels", t.kernels, kLayerKernelsNames);
   r.read_enum("projections", t.projections, kProjectionsNames);
+  r.read_enum("rotary", t.rotary, kRotaryNames);
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   r.read_enum("tensor_parallel", t.tensor_parallel, kTensorParallelNames);

@@ -61,6 +61,11 @@ enum class LayerKernels { Fused, Eager };
 // (torchtitan's and Hugging Face's Llama: wq, wk, wv, w1, w3). Under training.kernels eager the
 // layout decides autograd's own kernels (cost::eager_autograd_backward).
 enum class Projections { Fused, Separate };
+// How eager model code rotates the queries and keys (rotary position embedding; under training.kernels
+// eager only, plan/cost/eager_rotary.hpp). complex: torchtitan's and Meta's Llama apply_rotary_emb, an
+// fp32 complex product. rotation_matrix: foundation-model-stack's RotaryEmbedding (the LLaMA fms-fsdp
+// trains), each pair of an fp32 upcast times a gathered 2 x 2 rotation matrix, then summed over the pair.
+enum class Rotary { Complex, RotationMatrix };
 // How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy, fp32 kernels that each
 // pass over the logits (48 bytes of HBM traffic per bf16 logit over forward and backward, an fp32
 // softmax kept for the backward). vocab_parallel: Megatron-LM's unfused vocab_parallel_cross_entropy
@@ -106,6 +111,7 @@ extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
 extern const EnumNames<Projections> kProjectionsNames;
+extern const EnumNames<Rotary> kRotaryNames;
 extern const EnumNames<AttentionKind> kAttentionNames;
 extern const EnumNames<CpAttention> kCpAttentionNames;
 extern const EnumNames<CpRotate> kCpRotateNames;
@@ -126,6 +132,7 @@ struct TrainingSpec {
   TpOverlap tp_overlap = TpOverlap::AsyncTp;
   LayerKernels kernels = LayerKernels::Fused;
   Projections projections = Projections::Fused;
+  Rotary rotary = Rotary::Complex;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;
