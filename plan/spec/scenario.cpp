@@ -72,8 +72,8 @@ const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !offload_optimizer && !offload_activations && !compression &&
-         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order && !num_microbatches &&
-         !stages && !checkpoint_interval;
+         !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !overlap_param_gather && !order &&
+         !num_microbatches && !stages && !checkpoint_interval;
 }
 
 bool PlanRequest::fully_fixed() const {
@@ -229,6 +229,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
     read_auto(o, "dp", p.overlap_dp);
     read_auto(o, "tp", p.overlap_tp);
     read_auto(o, "pp", p.overlap_pp);
+    read_auto(o, "param_gather", p.overlap_param_gather);
     o.finish();
   }
   if (const DocNode* order = r.get("order"); order && !is_auto(order))

@@ -208,6 +208,7 @@ struct PlanRequest {
   std::optional<CompressionSpec> compression;
   std::optional<Bytes> bucket_size;
   std::optional<bool> overlap_dp, overlap_tp, overlap_pp;
+  std::optional<bool> overlap_param_gather;  // plan.overlap.param_gather (Plan::overlap_param_gather)
   // Written in plan files (and allowed in scenarios): everything else a plan says.
   std::optional<std::string> order;
   std::optional<int> num_microbatches;
