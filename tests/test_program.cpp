@@ -827,3 +827,23 @@ BOOST_AUTO_TEST_CASE(overlapped_parameter_gather_needs_the_distributed_optimizer
   std::ofstream(path) << to_yaml(p);
   BOOST_TEST(load_plan_file(path, s).overlap_param_gather);
 }
+
+BOOST_AUTO_TEST_CASE(megatron_core_ddp_buckets_the_first_pipeline_rank_only) {
+  // training.dp_buckets first_stage: the later pipeline ranks reduce each model chunk in one bucket,
+  // and under overlap.param_gather gather it in one piece from the step's start.
+  const std::string base = std::string(kTinyOnTwoNodes) +
+                           "plan: {tp: 1, pp: 2, dp: 8, micro_batch: 2, zero: 1, bucket_size: 200KB, "
+                           "overlap: {param_gather: true}}\n";
+  const Run every = run(base);
+  BOOST_REQUIRE(tasks_for(every.program.roles[1], Purpose::GradientReduce).size() > 1u);
+  const Run first = run(base, {"training.dp_buckets=first_stage"});
+  BOOST_TEST(joined(verify(first.program)) == "");
+  for (size_t r = 0; r < 2; ++r) {
+    const size_t buckets = tasks_for(first.program.roles[r], Purpose::GradientReduce).size();
+    const size_t gathers = tasks_for(first.program.roles[r], Purpose::ParameterGather).size();
+    BOOST_TEST(buckets == (r == 0 ? tasks_for(every.program.roles[r], Purpose::GradientReduce).size() : 1u));
+    BOOST_TEST(gathers == buckets);
+  }
+  const Role& later = first.program.roles[1];
+  BOOST_TEST(first.eval.roles[1].tasks[tasks_for(later, Purpose::ParameterGather).front()].start_s == 0.0);
+}

@@ -409,6 +409,8 @@ void read_training(Arguments& a, ImportedLaunch& out) {
     t.fp8_recipe = Fp8Recipe::TeCurrent;
   // Without the fusion Megatron-LM runs tensor_parallel.vocab_parallel_cross_entropy's eager passes.
   t.cross_entropy = a.flag("cross-entropy-loss-fusion") ? CrossEntropy::Fused : CrossEntropy::VocabParallel;
+  // Megatron-Core's DistributedDataParallel buckets the first pipeline rank's gradients only.
+  t.dp_buckets = DpBuckets::FirstStage;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
   const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});
@@ -581,6 +583,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.cross_entropy != CrossEntropy::Unfused)
     y += "  cross_entropy: " + enum_name(t.cross_entropy, kCrossEntropyNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
+  if (t.dp_buckets != DpBuckets::EveryStage)
+    y += "  dp_buckets: " + enum_name(t.dp_buckets, kDpBucketsNames) + "\n";
   if (p.cp > 1) y += "  cp_attention: " + enum_name(t.cp_attention, kCpAttentionNames) + "\n";
   if (t.tp_overlap != TpOverlap::AsyncTp)
     y += "  tp_overlap: " + enum_name(t.tp_overlap, kTpOverlapNames) + "\n";

@@ -36,6 +36,8 @@ const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher
                                                       {"fused", MoeDispatcher::Fused}};
 const EnumNames<TensorParallelImpl> kTensorParallelNames = {{"megatron", TensorParallelImpl::Megatron},
                                                             {"dtensor", TensorParallelImpl::DTensor}};
+const EnumNames<DpBuckets> kDpBucketsNames = {{"every_stage", DpBuckets::EveryStage},
+                                              {"first_stage", DpBuckets::FirstStage}};
 const EnumNames<Fp8Recipe> kFp8RecipeNames = {{"te_delayed", Fp8Recipe::TeDelayed},
                                               {"te_current", Fp8Recipe::TeCurrent},
                                               {"torchao_tensorwise", Fp8Recipe::TorchaoTensorwise}};
@@ -129,6 +131,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   r.read_enum("tensor_parallel", t.tensor_parallel, kTensorParallelNames);
+  r.read_enum("dp_buckets", t.dp_buckets, kDpBucketsNames);
   r.read_enum("fsdp", t.fsdp, kFsdpNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
