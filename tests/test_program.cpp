@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
@@ -839,4 +840,116 @@ BOOST_AUTO_TEST_CASE(tp_overlap_leaves_plain_tp_all_reduces_after_their_gemms) {
   const Run serial = run(tp_overlap_plan(4), {"plan.overlap.tp=false", "plan.sequence_parallel=false"});
   const Run overlapped = run(tp_overlap_plan(4), {"plan.overlap.tp=true", "plan.sequence_parallel=false"});
   BOOST_TEST(overlapped.eval.iteration_time_s == serial.eval.iteration_time_s, tt::tolerance(1e-12));
+}
+
+// Megatron-LM's --overlap-param-gather (plan.overlap.param_gather): ZeRO 1's gather of the updated
+// parameters leaves the end of the step for the start of the next one's first forward, bucket by bucket.
+BOOST_AUTO_TEST_CASE(overlapped_parameter_gathers_come_bucket_by_bucket_before_the_first_forward_needs_them) {
+  const std::string base = std::string(kTinyOnTwoNodes) +
+                           "plan: {tp: 1, pp: 2, dp: 8, micro_batch: 2, schedule: interleaved, "
+                           "virtual_stages: 2, zero: 1, bucket_size: 200KB}\n";
+  const Run after_step = run(base);
+  const Run overlapped = run(base, {"plan.overlap.param_gather=true"});
+  BOOST_TEST(joined(verify(overlapped.program)) == "");
+  for (size_t r = 0; r < overlapped.program.roles.size(); ++r) {
+    const Role& role = overlapped.program.roles[r];
+    const Role& whole = after_step.program.roles[r];
+    const std::vector<size_t> gathers = tasks_for(role, Purpose::ParameterGather);
+    // One gather per gradient bucket, the same parameters in all as the step's one gather.
+    BOOST_TEST(gathers.size() == tasks_for(role, Purpose::GradientReduce).size());
+    double bytes = 0;
+    for (size_t g : gathers) bytes += role.tasks[g].bytes.value();
+    BOOST_TEST(bytes == whole.tasks[tasks_for(whole, Purpose::ParameterGather).front()].bytes.value(),
+               tt::tolerance(1e-12));
+    // Each gather after the one before it (one in flight at a time), all before the step's forwards
+    // finish; the first forward of each chunk's layers waits for the gather of its bucket.
+    size_t step = 0;
+    for (size_t i = 0; i < role.tasks.size(); ++i)
+      if (role.tasks[i].kind == TaskKind::Optimizer) step = i;
+    for (size_t k = 0; k < gathers.size(); ++k) {
+      const Task& g = role.tasks[gathers[k]];
+      BOOST_TEST(gathers[k] < step);
+      if (k > 0) BOOST_TEST(g.deps.contains(int(gathers[k - 1])));
+      // (The chunk's last bucket's task spans the chunk: the live engines run the pass there.)
+      bool waited_for = false;
+      for (const Task& t : role.tasks)
+        waited_for =
+            waited_for || (t.kind == TaskKind::Forward && t.microbatch == 0 && t.chunk == g.chunk &&
+                           (t.layer_begin == g.layer_begin || t.purpose != Purpose::GatheredForwardPart) &&
+                           t.layer_end == g.layer_end && t.deps.contains(int(gathers[k])));
+      BOOST_TEST(waited_for, "no forward of micro-batch 0 waits for '" << g.name << "'");
+    }
+    // The later micro-batches' forwards stay whole.
+    for (const Task& t : role.tasks)
+      if (t.kind == TaskKind::Forward && t.microbatch == 1)
+        BOOST_TEST((t.layer_begin == overlapped.plan.stages[size_t(t.chunk)].layer_begin &&
+                    t.layer_end == overlapped.plan.stages[size_t(t.chunk)].layer_end));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(overlapped_parameter_gather_hides_all_but_the_first_bucket_behind_the_forward) {
+  // Inter-node DP with one rank a node (tp 8 fills the node): the gather is a large part of the step.
+  const std::string base =
+      std::string("model: gpt3-1.7b\ncluster: {from: dgx-h100, nodes: 8}\n") +
+      "training: {global_batch: 32}\nplan: {tp: 8, pp: 1, dp: 8, micro_batch: 1, zero: 1, "
+      "sequence_parallel: true}\n";
+  const Run after_step = run(base);
+  const Run overlapped = run(base, {"plan.overlap.param_gather=true"});
+  const Role& role = overlapped.program.roles[0];
+  const std::vector<size_t> gathers = tasks_for(role, Purpose::ParameterGather);
+  BOOST_REQUIRE(gathers.size() > 2u);
+  const auto durations = task_durations(overlapped.program, overlapped.s.cluster, overlapped.s.training);
+  double all = 0;
+  for (size_t g : gathers) all += durations[0][g];
+  const double saved = after_step.eval.iteration_time_s - overlapped.eval.iteration_time_s;
+  BOOST_TEST_MESSAGE("gathers " << all << " s, the first " << durations[0][gathers[0]] << " s; saved "
+                                << saved << " s");
+  // The first bucket's gather is exposed, the others run beside the forward: nearly all of the time
+  // the exposed gather took comes off the step.
+  BOOST_TEST(saved > 0.5 * (all - durations[0][gathers[0]]));
+  BOOST_TEST(saved <= all * (1 + 1e-9));
+  const TaskTiming& first = overlapped.eval.roles[0].tasks[gathers[0]];
+  BOOST_TEST(first.start_s == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(overlapped_parameter_gather_needs_the_distributed_optimizer_and_grad_overlap) {
+  ScenarioSpec s = scenario(std::string(kTinyOnTwoNodes) +
+                            "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2, overlap: {param_gather: true}}\n");
+  for (const auto& [zero, overlap_dp, ok] : {std::tuple{0, true, false}, std::tuple{3, true, false},
+                                             std::tuple{1, false, false}, std::tuple{1, true, true}}) {
+    Plan p = complete_plan(s);
+    p.zero = zero;
+    p.overlap_dp = overlap_dp;
+    const std::string problems = joined(verify(p, s.model, s.cluster, s.training));
+    BOOST_TEST((problems.find("overlap.param_gather needs zero 1 and overlap.dp") == std::string::npos) == ok,
+               problems);
+  }
+  // The plan file says it when it is on, and reads it back.
+  Plan p = complete_plan(s);
+  p.zero = 1;
+  BOOST_TEST(to_yaml(p).find("overlap: {dp: true, tp: false, pp: true, param_gather: true}") !=
+             std::string::npos);
+  const std::string path = (std::filesystem::temp_directory_path() / "paratwin_param_gather.yaml").string();
+  std::ofstream(path) << to_yaml(p);
+  BOOST_TEST(load_plan_file(path, s).overlap_param_gather);
+}
+
+BOOST_AUTO_TEST_CASE(megatron_core_ddp_buckets_the_first_pipeline_rank_only) {
+  // training.dp_buckets first_stage: the later pipeline ranks reduce each model chunk in one bucket,
+  // and under overlap.param_gather gather it in one piece from the step's start.
+  const std::string base = std::string(kTinyOnTwoNodes) +
+                           "plan: {tp: 1, pp: 2, dp: 8, micro_batch: 2, zero: 1, bucket_size: 200KB, "
+                           "overlap: {param_gather: true}}\n";
+  const Run every = run(base);
+  BOOST_REQUIRE(tasks_for(every.program.roles[1], Purpose::GradientReduce).size() > 1u);
+  const Run first = run(base, {"training.dp_buckets=first_stage"});
+  BOOST_TEST(joined(verify(first.program)) == "");
+  for (size_t r = 0; r < 2; ++r) {
+    const size_t buckets = tasks_for(first.program.roles[r], Purpose::GradientReduce).size();
+    const size_t gathers = tasks_for(first.program.roles[r], Purpose::ParameterGather).size();
+    BOOST_TEST(buckets == (r == 0 ? tasks_for(every.program.roles[r], Purpose::GradientReduce).size() : 1u));
+    BOOST_TEST(gathers == buckets);
+  }
+  const Role& later = first.program.roles[1];
+  BOOST_TEST(first.eval.roles[1].tasks[tasks_for(later, Purpose::ParameterGather).front()].start_s == 0.0);
 }

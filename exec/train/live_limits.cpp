@@ -59,6 +59,11 @@ void add_cuda_limitations(const Plan& p, const ModelSpec& m, std::vector<std::st
         "or one micro-batch a step");
   if (m.moe)
     out.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
+  // Its forward runs the model whole, so it cannot wait for each bucket's gather at the bucket.
+  if (p.overlap_param_gather)
+    out.push_back(
+        "the CUDA backend gathers ZeRO 1's parameters after the step, not during the next forward; use "
+        "overlap.param_gather false");
   if (p.offload_optimizer) out.push_back("the CUDA backend does not offload the optimizer yet");
   if (p.offload_activations) out.push_back("the CUDA backend does not offload activations yet");
   if (p.compression.kind != CompressionKind::None)

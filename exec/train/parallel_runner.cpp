@@ -238,6 +238,7 @@ int ParallelRunner::start(int index, const Task& task) {
     case Purpose::None:
     case Purpose::AttentionBlocks:  // shares of a pass (is_pass_share): compute, skipped before here
     case Purpose::TpGemmPieces:
+    case Purpose::GatheredForwardPart:
       break;
     case Purpose::GradientReduce:
       return reduce_gradients(index, task);
@@ -312,16 +313,26 @@ int ParallelRunner::sum_tied_embedding() {
 int ParallelRunner::gather_parameters(const Task& task) {
   // ZeRO 1/2: every rank's updated blocks of the bucket parts in the task's span to the ranks that share
   // them.
-  Requests requests;
   const auto [begin, end] = parameter_range(task);
+  for (const auto& [range, comm] : parts_)
+    if (range.first >= begin && range.second <= end)
+      dp_bytes_ += double(range.second - range.first) * sizeof(float);
+  return launched(start_parameter_gathers(begin, end));
+}
+
+ParallelRunner::Requests ParallelRunner::start_parameter_gathers(size_t begin, size_t end) {
+  Requests requests;
   float* w = model_.parameters().data();
-  for (const auto& [range, comm] : parts_) {
-    if (range.first < begin || range.second > end) continue;
-    dp_bytes_ += double(range.second - range.first) * sizeof(float);
-    if (comm->size() > 1)
+  for (const auto& [range, comm] : parts_)
+    if (range.first >= begin && range.second <= end && comm->size() > 1)
       requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
-  }
-  return launched(std::move(requests));
+  return requests;
+}
+
+void ParallelRunner::gather_updated_parameters() {
+  if (!setup_.plan.overlap_param_gather || setup_.plan.zero != 1) return;
+  const Requests requests = start_parameter_gathers(0, model_.size());
+  for (size_t i = 0; i < requests.handles.size(); ++i) requests.comms[i]->wait(requests.handles[i]);
 }
 
 int ParallelRunner::reduce_gradients(int index, const Task& task) {
@@ -464,6 +475,7 @@ void ParallelRunner::optimizer_step() {
 
 const Buffer<float>& ParallelRunner::shard_weights() {
   if (zero3_) zero3_->gather_everything();
+  gather_updated_parameters();
   return model_.parameters();
 }
 
@@ -471,6 +483,7 @@ void ParallelRunner::gather_state(std::vector<float>& weights, std::vector<float
   const size_t total = parameter_layout(model_.config()).total;
   const size_t n = model_.size();
   if (zero3_) zero3_->gather_everything();  // between steps: the weights whole again
+  gather_updated_parameters();
   if (offload_) offload_->to_device();
   // Each value from one rank only (zeros elsewhere), so the sum over the world is the whole model.
   std::vector<float> own_w(model_.parameters().begin(), model_.parameters().end());

@@ -74,7 +74,8 @@ class ParallelRunner final : public StepRunner {
   const Role& role() const { return setup_.program.roles.at(at_.pp); }
   ShardedGpt& model() { return model_; }
 
-  // Collective over the DP group under ZeRO 3 (between steps): the shard's weights, whole.
+  // Collective over the DP group under ZeRO 3 and overlap.param_gather (between steps): the shard's
+  // weights, whole.
   const Buffer<float>& shard_weights();
 
   void begin_step(int64_t step) override;
@@ -133,6 +134,12 @@ class ParallelRunner final : public StepRunner {
   int transfer(int index, const Task& task);
   int reduce_gradients(int index, const Task& task);
   int gather_parameters(const Task& task);
+  // The all-gathers of the bucket parts inside parameters [begin, end) (ZeRO 1/2).
+  Requests start_parameter_gathers(size_t begin, size_t end);
+  // Under overlap.param_gather a step's update reaches the other replicas during the next step's
+  // forward (plan/ir/lower_param_gather.cpp): between steps, whoever reads the whole weights (a
+  // checkpoint, the end of the run) gathers them first. Collective over the DP group.
+  void gather_updated_parameters();
   int sum_tied_embedding();
   // Optimizer and activation offload and top-k compression (parallel_memory_modes.cpp): set up after
   // the buckets; start() hands them the tasks of their purposes; complete() ends what one of its handles

@@ -2,6 +2,7 @@
 #include "plan/ir/buckets.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "plan/cost/memory.hpp"
 
@@ -27,7 +28,10 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
   const ParameterCount pc = count_parameters(m);
   const double embedding = double(m.vocab) * m.hidden / p.tp;
   const double positions = m.position == PositionKind::Learned ? double(m.seq_len) * m.hidden : 0;
-  const double bucket_elements = p.bucket_size.value() / cost::gradient_bytes(training);
+  // Megatron-Core's DDP sets no bucket size on pipeline ranks after the first: a chunk is one bucket.
+  const double bucket_elements = rank > 0 && training.dp_buckets == DpBuckets::FirstStage
+                                     ? std::numeric_limits<double>::infinity()
+                                     : p.bucket_size.value() / cost::gradient_bytes(training);
   for (int j = 0; j < p.virtual_stages; ++j) {
     const int chunk = j * p.pp + rank;
     const StagePlan& st = p.stages[size_t(chunk)];

@@ -2,7 +2,8 @@
 // bucket planner: lowering makes each bucket a task with its layer span (plan/ir/program.hpp), and
 // every live runner reduces what the Program's tasks name, so the twin and the runs cut alike.
 // Buckets follow the order in which the backward finishes gradients: per chunk, from its last layer
-// down to its first; a bucket closes once it holds bucket_size bytes, and at the chunk's first layer.
+// down to its first; a bucket closes once it holds bucket_size bytes, and at the chunk's first layer
+// (under training.dp_buckets first_stage, on pipeline ranks after the first, only there).
 #pragma once
 
 #include <map>

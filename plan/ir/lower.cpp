@@ -411,6 +411,8 @@ void RoleBuilder::forward(int mb, int chunk) {
   if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
   if (p_.zero == 3) {
     sharded_forward(mb, chunk, std::move(deps));
+  } else if (mb == 0 && gathers_in_forward()) {
+    gathered_forward(chunk, std::move(deps));
   } else {
     Task f = pass_task(TaskKind::Forward, mb, chunk, st.layer_begin, st.layer_end, named("F ", mb, chunk));
     f.work = pass_work(st.layer_begin, st.layer_end, true, chunk == 0, last_chunk(chunk));
@@ -502,6 +504,7 @@ void RoleBuilder::parameters_and_buckets() {
   unit_params_ = std::move(held.per_layer);
   unit_experts_ = std::move(held.per_layer_experts);
   for (const GradientBucket& b : buckets_) bucket_segments_[b.chunk].push_back({b.layer_end, b.layer_begin});
+  if (gathers_in_forward()) gather_order();
 }
 
 TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
@@ -595,7 +598,8 @@ void RoleBuilder::optimizer() {
     out.deps = {step_id};
     add(std::move(out));
   }
-  if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1) {
+  // Under overlap.param_gather the next step's forward gathers them (lower_param_gather.cpp).
+  if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1 && !gathers_in_forward()) {
     Task gather =
         collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * gather_elem_), 1,
                    StreamKind::Dp, "AG dp params", {step_id});

@@ -61,6 +61,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.overlap_dp = r.overlap_dp.value_or(p.overlap_dp);
   p.overlap_tp = r.overlap_tp.value_or(p.overlap_tp);
   p.overlap_pp = r.overlap_pp.value_or(p.overlap_pp);
+  p.overlap_param_gather = r.overlap_param_gather.value_or(p.overlap_param_gather);
   p.checkpoint_interval = r.checkpoint_interval ? r.checkpoint_interval : s.checkpoint.interval;
   if (r.stages) {
     p.stages = *r.stages;
@@ -122,6 +123,11 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
         ": use zero 3, or reshard after_forward");
   if (p.compression.kind == CompressionKind::TopK && p.zero >= 2)
     add("top-k gradient compression needs whole gradients on every rank: use zero 0 or 1");
+  // Megatron-LM's --overlap-param-gather needs its distributed optimizer and --overlap-grad-reduce
+  // (arguments.py asserts both).
+  if (p.overlap_param_gather && (p.zero != 1 || !p.overlap_dp))
+    add("overlap.param_gather needs zero 1 and overlap.dp (Megatron-LM's distributed optimizer with "
+        "--overlap-grad-reduce)");
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
   if (static_cast<int>(p.stages.size()) != p.chunks()) {
     add("plan has " + num(p.stages.size()) + " stages; pp x virtual_stages = " + num(p.chunks()) +
@@ -193,7 +199,9 @@ std::string to_yaml(const Plan& p) {
        ", warmup_steps: " + std::to_string(p.compression.warmup_steps) + "}\n";
   y += "bucket_size: " + number(p.bucket_size.value()) + "B\n";
   y += std::string("overlap: {dp: ") + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) +
-       ", pp: " + b(p.overlap_pp) + "}\n";
+       ", pp: " + b(p.overlap_pp) +
+       // Written when on, so that the plan files of every other plan read as they did before it existed.
+       (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
   y += "checkpoint_interval: " +
        (p.checkpoint_interval ? number(p.checkpoint_interval->value()) + "s" : "auto") + "\n";
   y += "stages:\n";

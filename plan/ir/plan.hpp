@@ -28,6 +28,10 @@ struct Plan {
   bool overlap_dp = true;                 // DP buckets start as soon as their layers' gradients are final
   bool overlap_tp = false;                // TP collectives overlap the GEMMs they belong to
   bool overlap_pp = true;                 // PP sends and receives run on their own stream
+  // ZeRO 1: the updated parameters are all-gathered bucket by bucket during the next step's first
+  // forward, each bucket's gather issued when the forward reaches the bucket before it (Megatron-LM's
+  // --overlap-param-gather); otherwise all at once after the optimizer step.
+  bool overlap_param_gather = false;
   std::optional<Seconds> checkpoint_interval;
   std::vector<StagePlan> stages;  // pp x virtual_stages chunks in model order
 

@@ -25,10 +25,12 @@ enum class Direction { Forward, Backward };
 // What a data-parallel task or an offload copy does for the step. The live engines run each such task
 // by its purpose and the parameters it names (Task's parameter span), never by its place in the graph.
 enum class Purpose {
-  None,               // compute, pipeline transfers, TP/CP/EP collectives: their kind and group say it all
-  GradientReduce,     // a bucket's gradients summed over the DP group (all-reduce; reduce-scatter under ZeRO)
-  GradientTopK,       // a bucket's top-k (value, index) pairs all-gathered, each rank summing them
-  ParameterGather,    // ZeRO 1/2, after the optimizer step: every rank's updated blocks to every rank
+  None,            // compute, pipeline transfers, TP/CP/EP collectives: their kind and group say it all
+  GradientReduce,  // a bucket's gradients summed over the DP group (all-reduce; reduce-scatter under ZeRO)
+  GradientTopK,    // a bucket's top-k (value, index) pairs all-gathered, each rank summing them
+  // ZeRO 1/2, after the optimizer step: every rank's updated blocks to every rank; under
+  // overlap.param_gather a bucket's span each, before micro-batch 0's forward of its layers.
+  ParameterGather,
   PassGather,         // ZeRO 3, before a forward or backward pass: the parameters it needs
   TiedEmbeddingSum,   // tied embeddings over stages: the first and the last stage's copies summed
   ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
@@ -40,11 +42,15 @@ enum class Purpose {
   // A compute task holding GEMM pieces of its pass that TP overlap decomposes (the lead pieces, or the
   // rest beside the pass's TP collectives: plan/cost/tp_overlap.hpp); the live engines skip it too.
   TpGemmPieces,
+  // A forward task holding the layers of one parameter bucket of micro-batch 0's pass under
+  // overlap.param_gather, after that bucket's gather (plan/ir/lower_param_gather.cpp); the pass's last
+  // task, after every gather of the chunk, runs the layers in the live engines, which skip this one.
+  GatheredForwardPart,
 };
 
 // Whether a compute task holds a share of its pass's work apart from the task that runs its layers.
 inline bool is_pass_share(Purpose p) {
-  return p == Purpose::AttentionBlocks || p == Purpose::TpGemmPieces;
+  return p == Purpose::AttentionBlocks || p == Purpose::TpGemmPieces || p == Purpose::GatheredForwardPart;
 }
 
 extern const EnumNames<TaskKind> kTaskKindNames;
@@ -136,7 +142,8 @@ Program lower(const Plan& plan, const ModelSpec& model, const ClusterSpec& clust
 // has the purpose its collective, group and the plan allow, and a parameter span inside its role's
 // chunks; each micro-batch's (or the step's) gradient buckets reduce every layer of the role once;
 // under ZeRO 3 every pass's layers are gathered before it; ZeRO 1/2's parameter gather follows the
-// optimizer step.
+// optimizer step, or under overlap.param_gather precedes it, each micro-batch 0 forward of a layer
+// waiting for the gather of its bucket.
 std::vector<std::string> verify(const Program& program);
 
 // The text form, for golden tests and debugging: one line per task with its stream, sizes and deps.

@@ -40,7 +40,8 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"activation-offload", Purpose::ActivationOffload},
                                           {"optimizer-offload", Purpose::OptimizerOffload},
                                           {"attention-blocks", Purpose::AttentionBlocks},
-                                          {"tp-gemm-pieces", Purpose::TpGemmPieces}};
+                                          {"tp-gemm-pieces", Purpose::TpGemmPieces},
+                                          {"gathered-forward-part", Purpose::GatheredForwardPart}};
 
 static std::string describe_task(const Task& t) {
   std::string s;

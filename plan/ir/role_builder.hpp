@@ -223,6 +223,15 @@ class RoleBuilder {
 
   void forward(int mb, int chunk);
 
+  // ZeRO 1's parameter gather during the next step's first forward (lower_param_gather.cpp,
+  // Plan::overlap_param_gather): whether the plan runs it so, the buckets in the order the forward
+  // needs them, bucket g's gather (issued once, after `deps` and the gather before it), and micro-batch
+  // 0's forward of a chunk cut at its buckets, each part after its bucket's gather.
+  bool gathers_in_forward() const;
+  void gather_order();
+  int bucket_gather(size_t g, TaskDeps deps);
+  void gathered_forward(int chunk, TaskDeps deps);
+
   void backward(int mb, int chunk, bool final_microbatch);
 
   // Parameters per chunk on this rank and its DP buckets (plan/ir/buckets.hpp); each chunk's final
@@ -262,6 +271,8 @@ class RoleBuilder {
   TaskDeps previous_compute_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;
+  std::vector<GradientBucket> gather_order_;          // buckets_ in the forward's order (gathers_in_forward)
+  std::vector<int> gather_ids_;                       // by gather_order_: the gather's task, -1 until issued
   std::map<int, double> unit_params_, unit_experts_;  // by layer (RankParameters::per_layer)
   std::vector<int> reduce_ids_;                       // the reduce-scatters issued every micro-batch
   std::set<int> unsharded_;     // ZeRO 3: the layers whose gathered parameters are held now

@@ -32,6 +32,8 @@ class RoleVerifier {
       purpose(i, t);
       if (p_.zero == 3 && (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward))
         gathered_before(i, t);
+      if (t.kind == TaskKind::Forward && t.microbatch == 0 && !step_gathered_.empty())
+        gathered_for_step(i, t);
     }
     if (optimizer_steps != 1)
       report("has " + std::to_string(optimizer_steps) + " optimizer steps; one is expected");
@@ -83,6 +85,12 @@ class RoleVerifier {
       case Purpose::ParameterGather:
         expect(dp && t.collective == cost::CollectiveKind::AllGather, "must be a DP all-gather");
         expect(p_.zero == 1 || p_.zero == 2, "belongs to ZeRO 1 and 2");
+        if (p_.overlap_param_gather) {
+          // The previous step's parameters, a bucket's span at a time, before the forward needs them.
+          expect(optimizer_ < 0, "must come before the optimizer step under overlap.param_gather");
+          step_gathered_.push_back({int(i), span(i, t)});
+          return;
+        }
         expect(optimizer_ >= 0 && t.deps.contains(optimizer_), "must wait for the optimizer step");
         expect(t.chunk == -1 || own_chunk(t.chunk),
                "names chunk " + std::to_string(t.chunk) + " of another role");
@@ -108,6 +116,10 @@ class RoleVerifier {
         return;
       case Purpose::AttentionBlocks:
         expect(pass && p_.cp > 1, "must be a compute task of a plan with cp > 1");
+        return;
+      case Purpose::GatheredForwardPart:
+        expect(t.kind == TaskKind::Forward && t.microbatch == 0 && p_.overlap_param_gather,
+               "must be a forward of micro-batch 0 of a plan with overlap.param_gather");
         return;
       case Purpose::TpGemmPieces:
         expect(pass && p_.overlap_tp && cost::tp_overlap_decomposes(p_.tp, p_.sequence_parallel),
@@ -179,6 +191,22 @@ class RoleVerifier {
         report(i, "gathers layer " + std::to_string(l) + ", which is gathered already");
   }
 
+  // Under overlap.param_gather, micro-batch 0's forward of a layer comes after the gather of its bucket:
+  // a part of the pass waits for it, the pass's last task (spanning the chunk) for the parts.
+  void gathered_for_step(size_t i, const Task& pass) {
+    const bool part = pass.purpose == Purpose::GatheredForwardPart;
+    for (int l = pass.layer_begin; l < pass.layer_end; ++l) {
+      bool found = false;
+      for (const auto& [g, layers] : step_gathered_)
+        found = found || (role_.tasks[size_t(g)].chunk == pass.chunk && layers.first <= l &&
+                          l < layers.second && (!part || pass.deps.contains(g)));
+      if (!found && pass.purpose != Purpose::TpGemmPieces) {
+        report(i, "runs layer " + std::to_string(l) + " before the step's gather of its parameters");
+        return;
+      }
+    }
+  }
+
   // The buckets of each micro-batch (or of the step) reduce every layer of every chunk of the role.
   void buckets_cover_every_layer() {
     if (replicas() == 1 && reduced_.empty()) return;
@@ -205,6 +233,7 @@ class RoleVerifier {
   std::map<std::pair<int, int>, std::tuple<int, int>>
       freed_by_;                                               // the pass (micro-batch, kind) that freed one
   std::map<int, int> last_backward_;                           // chunk -> micro-batch
+  std::vector<std::pair<int, std::pair<int, int>>> step_gathered_;  // overlap.param_gather's gathers, with their layers
   std::map<int, std::map<std::pair<int, int>, int>> reduced_;  // micro-batch -> (chunk, layer) -> bucket task
 };
 

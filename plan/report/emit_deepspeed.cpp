@@ -105,6 +105,10 @@ void dropped(const Plan& p, const ScenarioSpec& s, std::vector<std::string>& not
         "top-k gradient compression: DeepSpeed's compressed optimizers (1-bit Adam) are another method");
   if (p.overlap_tp && p.tp > 1)
     notes.push_back("overlap_tp: AutoTP does not overlap its collectives with GEMMs");
+  if (p.overlap_param_gather)
+    notes.push_back(
+        "overlap.param_gather: DeepSpeed's ZeRO 1 gathers the parameters inside the optimizer "
+        "step, not during the next forward");
   if (s.training.precision == Precision::Fp8)
     notes.push_back(
         "fp8: DeepSpeed's config has no FP8 training switch (Transformer Engine in the model); bf16 emitted");

@@ -47,7 +47,6 @@ const std::set<std::string> kWithoutEffect = {"tokenizer-type",
                                               "use-mcore-models",
                                               "transformer-impl",
                                               "distributed-backend",
-                                              "overlap-param-gather",
                                               "use-precision-aware-optimizer",
                                               "tensorboard-dir",
                                               "wandb-project"};
@@ -410,6 +409,8 @@ void read_training(Arguments& a, ImportedLaunch& out) {
     t.fp8_recipe = Fp8Recipe::TeCurrent;
   // Without the fusion Megatron-LM runs tensor_parallel.vocab_parallel_cross_entropy's eager passes.
   t.cross_entropy = a.flag("cross-entropy-loss-fusion") ? CrossEntropy::Fused : CrossEntropy::VocabParallel;
+  // Megatron-Core's DistributedDataParallel buckets the first pipeline rank's gradients only.
+  t.dp_buckets = DpBuckets::FirstStage;
   // The flex dispatcher (DeepEP, HybridEP) places the token copies in its own kernels; allgather is
   // costed as alltoall's traffic.
   const auto dispatcher = a.choice("moe-token-dispatcher-type", {"alltoall", "allgather", "flex"});
@@ -474,6 +475,7 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
       a.integer("ddp-bucket-size", 1, 1LL << 40).value_or(std::max(40000000LL, 1000000LL * p.dp));
   p.bucket_size = Bytes(static_cast<double>(elements) * cost::gradient_bytes(out.training));
   p.overlap_dp = a.flag("overlap-grad-reduce");
+  p.overlap_param_gather = a.flag("overlap-param-gather") && p.zero == 1 && p.overlap_dp;
   p.overlap_tp = a.flag("tp-comm-overlap") && p.tp > 1;
   // --tp-comm-overlap is Transformer Engine's userbuffers overlap (Megatron-Core's initialize_ub).
   if (p.overlap_tp) out.training.tp_overlap = TpOverlap::Userbuffers;
@@ -581,6 +583,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.cross_entropy != CrossEntropy::Unfused)
     y += "  cross_entropy: " + enum_name(t.cross_entropy, kCrossEntropyNames) + "\n";
   if (t.launch_blocking) y += "  launch_blocking: true\n";
+  if (t.dp_buckets != DpBuckets::EveryStage)
+    y += "  dp_buckets: " + enum_name(t.dp_buckets, kDpBucketsNames) + "\n";
   if (p.cp > 1) y += "  cp_attention: " + enum_name(t.cp_attention, kCpAttentionNames) + "\n";
   if (t.tp_overlap != TpOverlap::AsyncTp)
     y += "  tp_overlap: " + enum_name(t.tp_overlap, kTpOverlapNames) + "\n";
@@ -594,7 +598,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
        "}\n  bucket_size: " + n(static_cast<long long>(p.bucket_size.value())) + "B" +
        "\n  overlap: {dp: " + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +
-       "}\n";
+       (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
   if (l.uneven_stages) {
     y += "  stages:\n";
     for (const auto& st : p.stages)

@@ -262,6 +262,7 @@ class Search {
     plan.overlap_dp = req.overlap_dp.value_or(true);
     plan.overlap_tp = req.overlap_tp.value_or(false);
     plan.overlap_pp = req.overlap_pp.value_or(true);
+    plan.overlap_param_gather = req.overlap_param_gather.value_or(false);
     plan.checkpoint_interval = s_.checkpoint.interval;
     const auto& ranges = partitioner_.ranges(e.partition);
     for (int c = 0; c < plan.chunks(); ++c)

@@ -40,6 +40,8 @@ const EnumNames<MoeDispatcher> kMoeDispatcherNames = {{"alltoall", MoeDispatcher
                                                       {"fused", MoeDispatcher::Fused}};
 const EnumNames<TensorParallelImpl> kTensorParallelNames = {{"megatron", TensorParallelImpl::Megatron},
                                                             {"dtensor", TensorParallelImpl::DTensor}};
+const EnumNames<DpBuckets> kDpBucketsNames = {{"every_stage", DpBuckets::EveryStage},
+                                              {"first_stage", DpBuckets::FirstStage}};
 const EnumNames<Fp8Recipe> kFp8RecipeNames = {{"te_delayed", Fp8Recipe::TeDelayed},
                                               {"te_current", Fp8Recipe::TeCurrent},
                                               {"torchao_tensorwise", Fp8Recipe::TorchaoTensorwise}};
@@ -79,7 +81,8 @@ const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !reshard && !offload_optimizer && !offload_activations &&
-         !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !order &&
+         !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !overlap_param_gather &&
+         !order &&
          !num_microbatches && !stages && !checkpoint_interval;
 }
 
@@ -143,6 +146,7 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   r.read_enum("cross_entropy", t.cross_entropy, kCrossEntropyNames);
   r.read_enum("moe_dispatcher", t.moe_dispatcher, kMoeDispatcherNames);
   r.read_enum("tensor_parallel", t.tensor_parallel, kTensorParallelNames);
+  r.read_enum("dp_buckets", t.dp_buckets, kDpBucketsNames);
   r.read_enum("fsdp", t.fsdp, kFsdpNames);
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
@@ -249,6 +253,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
     read_auto(o, "dp", p.overlap_dp);
     read_auto(o, "tp", p.overlap_tp);
     read_auto(o, "pp", p.overlap_pp);
+    read_auto(o, "param_gather", p.overlap_param_gather);
     o.finish();
   }
   if (const DocNode* order = r.get("order"); order && !is_auto(order))

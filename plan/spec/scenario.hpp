@@ -93,6 +93,12 @@ enum class MoeDispatcher { AllToAll, Fused };
 // dimension-1 chunks: a copy of the whole activation each), and autograd keeps the gathered input
 // whole, with no all-gather again in the backward.
 enum class TensorParallelImpl { Megatron, DTensor };
+// Which pipeline ranks cut their gradients into plan.bucket_size buckets. every_stage: all of them
+// (PyTorch DDP, DeepSpeed). first_stage: Megatron-Core's DistributedDataParallel (r0.8 and later),
+// which drops the bucket size on pipeline ranks after the first: each of their model chunks is one
+// bucket, reduced after its last backward and (overlap.param_gather) gathered whole from the step's
+// start.
+enum class DpBuckets { EveryStage, FirstStage };
 // Which fp8 training recipe quantizes the linear layers' GEMM operands under precision fp8 (the
 // memory-bound passes around each fp8 GEMM: plan/cost/fp8_casts.hpp). te_delayed: Transformer Engine's
 // DelayedScaling (the scale from the amax history, so the cast is one pass; the norm before a
@@ -118,6 +124,7 @@ extern const EnumNames<CpRotate> kCpRotateNames;
 extern const EnumNames<TpOverlap> kTpOverlapNames;
 extern const EnumNames<MoeDispatcher> kMoeDispatcherNames;
 extern const EnumNames<TensorParallelImpl> kTensorParallelNames;
+extern const EnumNames<DpBuckets> kDpBucketsNames;
 extern const EnumNames<Fp8Recipe> kFp8RecipeNames;
 extern const EnumNames<Precision> kGradReduceNames;  // fp32, bf16, fp16
 
@@ -136,6 +143,7 @@ struct TrainingSpec {
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;
+  DpBuckets dp_buckets = DpBuckets::EveryStage;
   FsdpCopies fsdp = FsdpCopies::None;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
@@ -232,6 +240,7 @@ struct PlanRequest {
   std::optional<CompressionSpec> compression;
   std::optional<Bytes> bucket_size;
   std::optional<bool> overlap_dp, overlap_tp, overlap_pp;
+  std::optional<bool> overlap_param_gather;  // plan.overlap.param_gather (Plan::overlap_param_gather)
   // Written in plan files (and allowed in scenarios): everything else a plan says.
   std::optional<std::string> order;
   std::optional<int> num_microbatches;

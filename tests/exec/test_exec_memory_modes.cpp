@@ -257,6 +257,22 @@ BOOST_AUTO_TEST_CASE(offloaded_optimizer_state_follows_the_trajectory_in_host_me
   check_memory_follows_the_twin({kept, offloaded}, {"ZeRO 1", "ZeRO 1 + optimizer offload"});
 }
 
+BOOST_AUTO_TEST_CASE(parameters_gathered_during_the_next_forward_follow_the_trajectory) {
+  // Megatron-LM's --overlap-param-gather: each step's update reaches the other replica bucket by bucket
+  // in the next step's first forward; the run ends with the same weights on every rank (train_on checks
+  // them) and moves the twin's DP bytes.
+  const Outcome& one = reference(6);
+  const Outcome after_step = train_on(dp(), {"plan.zero=1"}, options(6));
+  const Outcome in_forward = train_on(dp(), {"plan.zero=1", "plan.overlap.param_gather=true"}, options(6));
+  check_close(one.losses, in_forward.losses, "ZeRO 1, parameters gathered in the next forward");
+  BOOST_TEST(std::abs(in_forward.predicted_dp_bytes - after_step.predicted_dp_bytes) <=
+             1e-9 * after_step.predicted_dp_bytes);
+  // Step by step (the tied lookup's gathered rows follow each step's tokens).
+  if (dp() > 1)
+    for (size_t i = 0; i < in_forward.dp_bytes.size(); ++i)
+      BOOST_TEST(in_forward.dp_bytes[i] == after_step.dp_bytes[i]);
+}
+
 BOOST_AUTO_TEST_CASE(offloaded_activations_follow_the_trajectory_and_free_what_the_twin_frees) {
   const Outcome& one = reference(10);
   const char* offload = "plan.offload.activations=true";

@@ -22,7 +22,6 @@ torchrun --nnodes 128 --nproc-per-node 8 pretrain_gpt.py \
   --use-distributed-optimizer \
   --ddp-bucket-size 13107200 \
   --overlap-grad-reduce \
-  --overlap-param-gather \
   --bf16 \
   --grad-reduce-in-bf16 \
   --optimizer adam \

@@ -33,7 +33,6 @@ torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
   --use-distributed-optimizer \
   --ddp-bucket-size 13107200 \
   --overlap-grad-reduce \
-  --overlap-param-gather \
   --fp16 \
   --optimizer adam \
   --train-iters 28611

@@ -37,7 +37,6 @@ torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --ckpt-format fsdp_dtensor \
   --ddp-bucket-size 13107200 \
   --overlap-grad-reduce \
-  --overlap-param-gather \
   --bf16 \
   --grad-reduce-in-bf16 \
   --optimizer adam \
