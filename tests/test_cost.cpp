@@ -973,6 +973,50 @@ BOOST_AUTO_TEST_CASE(yarn_rope_runs_as_megatron_cores_unfused_ops_under_fused_ke
              layer_forward(plain, eager, false).elementwise_bytes.value());
 }
 
+BOOST_AUTO_TEST_CASE(a_sliding_window_leaves_a_fused_kernel_the_bands_keys_only) {
+  // GPT-OSS's windowed layers (sliding_window 128, every layer but each second one): a query at
+  // position i attends min(i + 1, 128) keys, which a fused kernel executes; the model FLOPs stay the
+  // full square, and unfused attention computes the whole square under its mask.
+  const ModelSpec m = model("gpt-oss-120b");
+  BOOST_TEST(m.attention_window(0) == 128);
+  BOOST_TEST(m.attention_window(1) == 0);
+  BOOST_TEST(m.attention_window(34) == 128);
+  BOOST_TEST(m.attention_window(35) == 0);
+  LayerWork full;
+  full.seq_len = 4096;
+  LayerWork band = full;
+  band.attention_window = 128;
+  const double s = 4096, W = 128, heads = m.heads, d = m.head_dim;
+  const KernelCost f = attention_core_forward(m, full), b = attention_core_forward(m, band);
+  BOOST_TEST(f.flash_forward_flops.value() == 2.0 * heads * s * s * d, tt::tolerance(1e-12));
+  const double pairs = W * (W + 1) / 2 + (s - W) * W;
+  BOOST_TEST(b.flash_forward_flops.value() == 4.0 * heads * pairs * d, tt::tolerance(1e-12));
+  BOOST_TEST(b.attention_flops.value() == f.attention_flops.value());
+  BOOST_TEST(b.gemm_flops.value() == f.gemm_flops.value());
+  // The backward executes 2.5 times the forward, window or not.
+  BOOST_TEST(
+      layer_backward(m, band, true).flash_backward_flops.value() == 2.5 * b.flash_forward_flops.value(),
+      tt::tolerance(1e-12));
+  const ClusterSpec dgx = cluster("dgx-h100");
+  const DeviceSpec& dev = dgx.device_of(dgx.pools[0]);
+  BOOST_TEST(compute_time(b, dev, Precision::Bf16).value() < compute_time(f, dev, Precision::Bf16).value());
+  // A window as long as the sequence is the causal prefix.
+  LayerWork wide = full;
+  wide.attention_window = 4096;
+  BOOST_TEST(attention_core_forward(m, wide).flash_forward_flops.value() == f.flash_forward_flops.value());
+  // Unfused attention materialises every score under the mask: no saving.
+  LayerWork unfused = full, unfused_band = band;
+  unfused.attention = unfused_band.attention = AttentionKind::Unfused;
+  BOOST_TEST(attention_core_forward(m, unfused_band).gemm_flops.value() ==
+             attention_core_forward(m, unfused).gemm_flops.value());
+  BOOST_TEST(attention_core_forward(m, unfused_band).elementwise_bytes.value() ==
+             attention_core_forward(m, unfused).elementwise_bytes.value());
+  // Under CP's gather the rank's queries are the sequence's last ones: each attends the whole window.
+  BOOST_TEST(windowed_keys(1024, 4096, 128) == 1024 * 128.0);
+  BOOST_TEST(windowed_keys(4096, 4096, 128) == pairs);
+  BOOST_TEST(windowed_keys(8, 8, 1) == 8.0);
+}
+
 BOOST_AUTO_TEST_CASE(repeat_kv_copies_the_keys_and_values_out_at_the_query_heads) {
   // torchtitan's repeat_kv (expand, then reshape) before the attention kernel: the keys and the values
   // each read at kv_heads and written at heads, eager or fused; nothing when there is nothing to repeat.

@@ -140,6 +140,38 @@ BOOST_AUTO_TEST_CASE(all_model_errors_are_reported_together) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(sliding_window_picks_the_windowed_layers_and_survives_the_round_trip) {
+  const std::string base = "{layers: 4, hidden: 64, heads: 4, vocab: 100, seq_len: 64, mlp: swiglu, ";
+  const ModelSpec plain = parse(base + "position: rope}");
+  BOOST_TEST(plain.attention_window(0) == 0);
+  BOOST_TEST(to_yaml(plain).find("sliding_window") == std::string::npos);
+  // Megatron-Core's window_attn_skip_freq 2: 1-based layers 1 and 3 windowed, 2 and 4 in full.
+  const ModelSpec alternating = parse(base + "position: rope, sliding_window: 16, full_attention_every: 2}");
+  BOOST_TEST(alternating.attention_window(0) == 16);
+  BOOST_TEST(alternating.attention_window(1) == 0);
+  BOOST_TEST(alternating.attention_window(2) == 16);
+  BOOST_TEST(alternating.attention_window(3) == 0);
+  const ModelSpec back = parse(to_yaml(alternating));
+  BOOST_TEST(back.sliding_window == 16);
+  BOOST_TEST(back.full_attention_every == 2);
+  // Without full_attention_every every layer is windowed.
+  const ModelSpec all = parse(base + "position: rope, sliding_window: 16}");
+  for (int l = 0; l < 4; ++l) BOOST_TEST(all.attention_window(l) == 16);
+  try {
+    parse(base + "position: rope, full_attention_every: 2}");
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("model.full_attention_every") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("model.sliding_window") != std::string::npos);
+  }
+  try {
+    parse(base + "position: rope, sliding_window: 0}");
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("model.sliding_window") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(yarn_factor_scales_rope_only_and_survives_the_round_trip) {
   const std::string base = "{layers: 2, hidden: 64, heads: 4, vocab: 100, seq_len: 64, mlp: swiglu, ";
   BOOST_TEST(parse(base + "position: rope}").yarn_factor == 1.0);

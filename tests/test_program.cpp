@@ -953,3 +953,35 @@ BOOST_AUTO_TEST_CASE(megatron_core_ddp_buckets_the_first_pipeline_rank_only) {
   const Role& later = first.program.roles[1];
   BOOST_TEST(first.eval.roles[1].tasks[tasks_for(later, Purpose::ParameterGather).front()].start_s == 0.0);
 }
+
+BOOST_AUTO_TEST_CASE(lowering_costs_windowed_layers_at_their_band_and_full_ones_in_full) {
+  // Four layers, 1-based 1 and 3 in a 128-key window, 2 and 4 in full (Megatron-Core's
+  // window_attn_skip_freq 2, GPT-OSS's pattern): the forward, the backward and the selective
+  // recompute of the chunk execute two full layers' attention and two bands'.
+  const std::string model =
+      "model: {name: banded, layers: 4, hidden: 1024, heads: 8, vocab: 512, seq_len: 1024, "
+      "position: rope, mlp: swiglu";
+  const std::string rest = std::string(kFastCluster) +
+                           "training: {global_batch: 4, seq_len: 1024}\n"
+                           "plan: {tp: 1, pp: 1, dp: 4, micro_batch: 1, recompute: selective}\n";
+  const Run full = run(model + "}\n" + rest);
+  const Run banded = run(model + ", sliding_window: 128, full_attention_every: 2}\n" + rest);
+  auto flash = [](const Run& r, TaskKind kind) {
+    double f = 0;
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == kind) f += t.work.flash_forward_flops.value() + t.work.flash_backward_flops.value();
+    return f;
+  };
+  const double s = 1024, W = 128, heads = 8, d = 128;
+  const double causal = 2 * heads * s * s * d, band = 4 * heads * (W * (W + 1) / 2 + (s - W) * W) * d;
+  BOOST_TEST(flash(full, TaskKind::Forward) == 4 * causal, tt::tolerance(1e-12));
+  BOOST_TEST(flash(banded, TaskKind::Forward) == 2 * causal + 2 * band, tt::tolerance(1e-12));
+  BOOST_TEST(flash(banded, TaskKind::Backward) == 2.5 * (2 * causal + 2 * band), tt::tolerance(1e-12));
+  BOOST_TEST(flash(banded, TaskKind::Recompute) == 2 * causal + 2 * band, tt::tolerance(1e-12));
+  BOOST_TEST(banded.eval.iteration_time_s < full.eval.iteration_time_s);
+  // The model FLOPs keep the full square.
+  double model_full = 0, model_banded = 0;
+  for (const Task& t : full.program.roles[0].tasks) model_full += t.work.attention_flops.value();
+  for (const Task& t : banded.program.roles[0].tasks) model_banded += t.work.attention_flops.value();
+  BOOST_TEST(model_banded == model_full, tt::tolerance(1e-12));
+}

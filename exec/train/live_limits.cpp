@@ -38,6 +38,10 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
     out.push_back(
         "yarn_factor is planned and simulated only: the live engines' rotary embedding has no YaRN "
         "scaling; leave it out");
+  if (m.sliding_window > 0)
+    out.push_back(
+        "sliding_window is planned and simulated only: the live engines' attention attends over the "
+        "whole causal prefix; leave it out");
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");

@@ -271,6 +271,17 @@ KernelCost alibi_bias(const ModelSpec& m, const LayerWork& w) {
 
 }  // namespace
 
+double windowed_keys(double queries, double keys, double window) {
+  // The rank's queries are the last `queries` of `keys` positions (CP's gather: the sequence's shard
+  // among all keys; without CP the whole sequence). A query at position i attends min(i + 1, window).
+  const double first = keys - queries;  // position of the rank's first query
+  auto prefix = [window](double n) {    // sum of min(i + 1, window) over i < n
+    const double ramp = std::min(n, window);
+    return ramp * (ramp + 1) / 2 + (n - ramp) * window;
+  };
+  return prefix(keys) - prefix(first);
+}
+
 KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   const double q_heads = m.heads / s.t, d = m.head_dim;
@@ -287,6 +298,9 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
     KernelCost c;
     c.gemm_flops = c.attention_flops = Flops(2 * 2 * scores * d);
     c.flash_forward_flops = Flops(2 * scores * d);
+    if (w.attention_window > 0 && w.attention_window < s.sk)
+      c.flash_forward_flops =
+          Flops(2 * 2 * s.b * q_heads * windowed_keys(s.sq, s.sk, w.attention_window) * d);
     c.fused_kernel = w.attention;
     c.fused_head_dim = m.head_dim;
     c.fused_key_length = s.sk;

@@ -178,6 +178,10 @@ struct LayerWork {
   // The token assignments an MoE layer's experts on this rank run, over the balanced count (the
   // hottest EP rank's load, plan/cost/expert_load.hpp): 1 under balanced routing.
   double expert_load = 1;
+  // The keys a query attends at most in this layer (ModelSpec::attention_window): 0 for the whole
+  // causal prefix. A fused kernel skips the key blocks outside the window; unfused attention and the
+  // CP rings compute the whole square.
+  int attention_window = 0;
   // The model repeats grouped-query attention's key and value heads to the query heads before the
   // attention kernel (torchtitan's Llama: repeat_kv before F.scaled_dot_product_attention), so context
   // parallelism moves them at the query heads (training.repeat_kv).
@@ -249,6 +253,12 @@ KernelCost eager_autograd_backward(const ModelSpec& model, const LayerWork& work
 // Selective recompute: the attention core (QK^T, softmax, attention over V) of the forward again.
 // Under context parallelism over fused attention: the ring's blocks and merges (ring_attention.hpp).
 KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work);
+
+// The (query, key) pairs a sliding window of `window` keys leaves to `queries` queries that are the
+// last of `keys` causal positions: each query at position i attends min(i + 1, window) keys. What a
+// fused kernel executes of a windowed layer (attention_core_forward), against the causal half square.
+double windowed_keys(double queries, double keys, double window);
+
 // What recomputing one layer in `mode` runs before its backward: full, the layer's forward; selective,
 // its attention core; op (torchtitan's per-operator policy), the linears it does not keep (every
 // second in forward order) and the memory-bound kernels; none, nothing. The one home of recompute

@@ -99,18 +99,14 @@ void RoleBuilder::serialize_issue_order() {
 
 cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool with_embedding,
                                           bool with_head) const {
-  const auto w = layer_work();
-  const int moe = moe_layers(begin, end), dense = end - begin - moe;
+  // Layers of one kind share a costing: dense or MoE (MoE ones by their pace; under balanced routing
+  // all at load 1), full or windowed attention.
   cost::KernelCost k;
-  if (dense) k += (forward ? cost::layer_forward(m_, w, false) : cost::layer_backward(m_, w, false)) * dense;
-  // MoE layers of one pace share a costing (under balanced routing, all of them at load 1).
-  if (moe)
-    for (const auto& [pace, layers] : moe_layers_by_pace(begin, end)) {
-      cost::LayerWork hottest = w;
-      hottest.expert_load = pace;
-      k += (forward ? cost::layer_forward(m_, hottest, true) : cost::layer_backward(m_, hottest, true)) *
-           layers;
-    }
+  for (const auto& [kind, layers] : layers_by_kind(begin, end, [](int) { return true; })) {
+    const cost::LayerWork w = work_of(layer_work(), kind);
+    k += (forward ? cost::layer_forward(m_, w, kind.moe) : cost::layer_backward(m_, w, kind.moe)) * layers;
+  }
+  const auto w = layer_work();
   if (with_embedding)
     k += forward ? cost::embedding_forward(m_, w)
                  : cost::embedding_backward(m_, w, cost::gradient_buffer_bytes(t_, p_.zero));

@@ -25,23 +25,11 @@ cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {
   const auto key = std::pair{begin, end};
   if (auto known = recompute_work_.find(key); known != recompute_work_.end()) return known->second;
   const StagePlan& st = stage(chunk);
-  // Recomputed layers by kind: dense ones share a costing, MoE ones by their pace.
-  int dense = 0;
-  std::map<double, int> moe;
-  for (int l = begin; l < end; ++l) {
-    if (st.layer_recompute(l) == Recompute::None) continue;
-    if (m_.is_moe_layer(l))
-      ++moe[moe_pace(l)];
-    else
-      ++dense;
-  }
-  cost::LayerWork w = layer_work();
+  // Recomputed layers by kind: dense or MoE (by pace), full or windowed attention.
   cost::KernelCost k;
-  if (dense) k += cost::recompute_forward(m_, w, st.recompute, false) * dense;
-  for (const auto& [pace, layers] : moe) {
-    w.expert_load = pace;
-    k += cost::recompute_forward(m_, w, st.recompute, true) * layers;
-  }
+  const auto recomputed = [&st](int l) { return st.layer_recompute(l) != Recompute::None; };
+  for (const auto& [kind, layers] : layers_by_kind(begin, end, recomputed))
+    k += cost::recompute_forward(m_, work_of(layer_work(), kind), st.recompute, kind.moe) * layers;
   return recompute_work_.emplace(key, k).first->second;
 }
 

@@ -120,6 +120,30 @@ class RoleBuilder {
       if (m_.is_moe_layer(l)) ++by_pace[moe_pace(l)];
     return by_pace;
   }
+  // The layers of [begin, end) that `take` selects, by the costing they share: {(MoE, pace, attention
+  // window): layers}. One entry for a model of one kind of layer under balanced routing.
+  struct LayerKind {
+    bool moe = false;
+    double pace = 1;  // the hottest EP rank's load (MoE layers)
+    int window = 0;   // cost::LayerWork::attention_window
+    auto operator<=>(const LayerKind&) const = default;
+  };
+  template <class Take>
+  std::map<LayerKind, int> layers_by_kind(int begin, int end, Take take) const {
+    std::map<LayerKind, int> by_kind;
+    for (int l = begin; l < end; ++l)
+      if (take(l)) {
+        const bool moe = m_.is_moe_layer(l);
+        ++by_kind[{moe, moe ? moe_pace(l) : 1.0, m_.attention_window(l)}];
+      }
+    return by_kind;
+  }
+  // `w` as layer kind `kind` runs it.
+  static cost::LayerWork work_of(cost::LayerWork w, const LayerKind& kind) {
+    w.expert_load = kind.pace;
+    w.attention_window = kind.window;
+    return w;
+  }
 
   // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
   // every micro-batch's pass through a chunk does the same work, so it is costed once.

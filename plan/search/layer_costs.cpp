@@ -29,6 +29,10 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   cost::LayerWork w = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep,
                                        ctx_.req.overlap_tp.value_or(false));
   w.expert_load = least_moe_pace(layout.ep);
+  // Every layer at the least attention work of the model's layers (a windowed layer's, where it has
+  // some), so that the bound stays below any mix of full and windowed layers.
+  for (int l = 0; l < ctx_.s.model.layers; ++l)
+    if (const int window = ctx_.s.model.attention_window(l); window > 0) w.attention_window = window;
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
   auto compute = [&](const cost::KernelCost& k) {

@@ -41,6 +41,8 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
   r.read("tied_embeddings", m.tied_embeddings);
   r.read("bias", m.bias);
   const bool has_yarn = r.read("yarn_factor", m.yarn_factor, 1.0, 1e6);
+  r.read("sliding_window", m.sliding_window, 1, 1 << 24);
+  const bool has_full_every = r.read("full_attention_every", m.full_attention_every, 1, 100000);
   m.dropout = m.mlp == MlpKind::Gelu;
   r.read("dropout", m.dropout);
   if (const DocNode* moe_node = r.get("moe")) {
@@ -91,6 +93,11 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     diag.error(node.find("yarn_factor")->location,
                r.field("yarn_factor") + " scales rotary embeddings; it needs position: rope, got position: " +
                    enum_name(m.position, kPositionKindNames));
+  if (has_full_every && m.sliding_window == 0)
+    diag.error(node.find("full_attention_every")->location,
+               r.field("full_attention_every") +
+                   " says which layers keep full attention among windowed ones; it needs " +
+                   r.field("sliding_window") + " (the keys a windowed layer attends), which is not given");
   if (!has_ffn && m.hidden > 0)
     m.ffn_hidden = m.mlp == MlpKind::SwiGlu ? default_swiglu_ffn(m.hidden) : 4 * m.hidden;
   return m;
@@ -112,6 +119,8 @@ std::string to_yaml(const ModelSpec& m) {
     std::snprintf(factor, sizeof factor, "%.17g", m.yarn_factor);
     y += std::string("yarn_factor: ") + factor + "\n";
   }
+  if (m.sliding_window > 0) y += "sliding_window: " + n(m.sliding_window) + "\n";
+  if (m.full_attention_every > 0) y += "full_attention_every: " + n(m.full_attention_every) + "\n";
   if (m.moe) {
     y +=
         "moe: {experts: " + n(m.moe->experts) + ", top_k: " + n(m.moe->top_k) + ", every: " + n(m.moe->every);

@@ -55,9 +55,22 @@ struct ModelSpec {
   // 0.1 ln(factor) + 1, which Transformer Engine's fused RoPE cannot apply
   // (plan/cost/megatron_eager_ops.hpp). 1: plain RoPE.
   double yarn_factor = 1;
+  // Sliding-window attention: a windowed layer's queries attend to the `sliding_window` latest keys,
+  // themselves included (Hugging Face's sliding_window; Transformer Engine's window_size
+  // (sliding_window - 1, 0)). 0: every layer attends over the whole causal prefix. With
+  // full_attention_every n > 0 every n-th layer (1-based numbers that n divides) keeps full attention,
+  // the others are windowed (Megatron-Core's window_attn_skip_freq: GPT-OSS's n = 2); 0: all windowed.
+  int sliding_window = 0;
+  int full_attention_every = 0;
   std::optional<MoeSpec> moe;
 
   bool is_moe_layer(int layer) const { return moe && (layer % moe->every) == moe->every - 1; }
+  // The keys a query of layer `layer` (0-based) attends at most: 0 for the whole causal prefix.
+  int attention_window(int layer) const {
+    if (sliding_window <= 0) return 0;
+    const bool full = full_attention_every > 0 && (layer + 1) % full_attention_every == 0;
+    return full ? 0 : sliding_window;
+  }
 };
 
 // Parses a model mapping; `path` prefixes field names in messages ("model").
