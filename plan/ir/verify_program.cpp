@@ -231,9 +231,10 @@ class RoleVerifier {
   int optimizer_ = -1;
   std::set<std::pair<int, int>> held_;  // ZeRO 3: the (chunk, layer)s gathered and not freed so far
   std::map<std::pair<int, int>, std::tuple<int, int>>
-      freed_by_;                                               // the pass (micro-batch, kind) that freed one
-  std::map<int, int> last_backward_;                           // chunk -> micro-batch
-  std::vector<std::pair<int, std::pair<int, int>>> step_gathered_;  // overlap.param_gather's gathers, with their layers
+      freed_by_;                      // the pass (micro-batch, kind) that freed one
+  std::map<int, int> last_backward_;  // chunk -> micro-batch
+  std::vector<std::pair<int, std::pair<int, int>>>
+      step_gathered_;  // overlap.param_gather's gathers, with their layers
   std::map<int, std::map<std::pair<int, int>, int>> reduced_;  // micro-batch -> (chunk, layer) -> bucket task
 };
 

@@ -82,8 +82,7 @@ bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !reshard && !offload_optimizer && !offload_activations &&
          !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !overlap_param_gather &&
-         !order &&
-         !num_microbatches && !stages && !checkpoint_interval;
+         !order && !num_microbatches && !stages && !checkpoint_interval;
 }
 
 bool PlanRequest::fully_fixed() const {
