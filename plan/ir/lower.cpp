@@ -165,9 +165,7 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
   const StreamKind stream = StreamKind::Tp;
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(m_, layer_work());
   if (p_.tp > 1 && layers > 0) {
-    // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
-    // the vocabulary-parallel embedding.
-    const int count = (2 * layers + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
+    const int count = tp_collectives(chunk, begin, end, passes);
     const Bytes full = bytes.tp;
     if (p_.sequence_parallel) {
       // Those TP overlap did not run beside its pieces (compute_with_comm): all of them without it, the
@@ -209,6 +207,12 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
                                  what("A2A ep "), {after})));
   }
   return ids;
+}
+
+int RoleBuilder::tp_collectives(int chunk, int begin, int end, int passes) const {
+  // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
+  // the vocabulary-parallel embedding where the span starts the model.
+  return (2 * (end - begin) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
 }
 
 bool RoleBuilder::bulk_backward_rs() const {
@@ -285,9 +289,9 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
       // are reduce-scattered whole beside their weight gradients' GEMMs, after the regather where there is
       // one: beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
       // model_parallel_comm leaves these reduce-scatters out.
-      const int count = (2 * (end - begin) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
-      beside = add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes, count,
-                              StreamKind::Tp, names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
+      beside = add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes,
+                              tp_collectives(chunk, begin, end, passes), StreamKind::Tp,
+                              names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
                               beside >= 0 ? TaskDeps{beside} : deps));
     }
   }

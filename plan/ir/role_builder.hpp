@@ -193,6 +193,10 @@ class RoleBuilder {
   TaskDeps model_parallel_comm(int chunk, int begin, int end, bool forward, int mb, const TaskDeps& tp_after,
                                int after, int passes, int gathered = 0, int scattered = 0);
 
+  // The TP collectives of each kind (all-reduces, or all-gathers and reduce-scatters under sequence
+  // parallelism) of `passes` passes over layers [begin, end) of a chunk.
+  int tp_collectives(int chunk, int begin, int end, int passes) const;
+
   // Whether the backward's TP reduce-scatters run beside the whole pass (userbuffers' bulk overlap).
   bool bulk_backward_rs() const;
 
