@@ -506,9 +506,16 @@ KernelCost layer_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer)
 }
 
 KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
+  const Shape s = shape_of(w);
   KernelCost c = backward_of(layer_forward_kernels(m, w, moe_layer));
   c += fp8_casts_backward(fp8_linears(m, w, moe_layer), w);
   c += eager_autograd_backward(m, w, moe_layer);
+  // Kernels whose backward is not their forward's traffic twice: backward_of's count of their forward
+  // out, their own backward in.
+  auto own_backward = [&c](const KernelCost& forward, const KernelCost& backward) {
+    c = without(c, backward_of(forward));
+    c += backward;
+  };
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
   // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.
   c = without(c, sequence_shard_copies(m, w, 4));
@@ -519,27 +526,19 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
     unfused.overlap_tp = false;
     c += sequence_shard_copies(m, unfused, 2);
   }
-  if (runs_unfused_megatron_rope(m, w)) {
-    const Shape s = shape_of(w);
-    const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
-    c = without(c, backward_of(unfused_megatron_rope(elements, s.e, false)));
-    c += unfused_megatron_rope(elements, s.e, true);
-  }
-  if (eager_rotary_has_own_backward(m, w)) {
-    const Shape s = shape_of(w);
-    const double elements = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;
-    c = without(c, backward_of(eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, false)));
-    c += eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, true);
-  }
+  const double rotated = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;  // queries and keys
+  if (runs_unfused_megatron_rope(m, w))
+    own_backward(unfused_megatron_rope(rotated, s.e, false), unfused_megatron_rope(rotated, s.e, true));
+  if (eager_rotary_has_own_backward(m, w))
+    own_backward(eager_rotary(w.rotary, rotated, s.tokens, m.head_dim, s.e, false),
+                 eager_rotary(w.rotary, rotated, s.tokens, m.head_dim, s.e, true));
   // A permutation's backward is the inverse permutation of the gradients: its forward's traffic once,
-  // where backward_of counts every memory-bound kernel twice.
-  // The experts' bias loop has a backward of its own, not its forward's twice.
+  // where backward_of counts every memory-bound kernel twice. The experts' bias loop has a backward of
+  // its own.
   if (moe_layer) {
-    const Shape s = shape_of(w);
     const double rows = mlp_rows(m, w, s, true).first;
     c = without(c, moe_dispatch_kernels(m, w, s, rows));
-    c = without(c, backward_of(expert_bias(m, w, s, rows, false)));
-    c += expert_bias(m, w, s, rows, true);
+    own_backward(expert_bias(m, w, s, rows, false), expert_bias(m, w, s, rows, true));
   }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).
