@@ -38,7 +38,7 @@ void shard_gradient(double reduced, double shard, bool accumulates, FsdpCopyByte
 
 }  // namespace
 
-FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double P, int dp, bool forward,
+FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double P, int dp, bool gathers, bool reduces,
                               bool accumulates) {
   FsdpCopyBytes c;
   if (training.fsdp == FsdpCopies::None || P <= 0 || dp < 1) return c;
@@ -46,8 +46,8 @@ FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double P, int dp, bo
   const double gathered = gathered_weight_bytes(training), reduced = gradient_bytes(training);
   const bool mixed = element < kMaster;
   const double shard = P / dp;
-  gather_copies(training.fsdp, gathered, mixed, P, shard, c);
-  if (forward) return c;
+  if (gathers) gather_copies(training.fsdp, gathered, mixed, P, shard, c);
+  if (!reduces) return c;
   if (training.fsdp == FsdpCopies::Fsdp2) {
     // _chunk_cat: the unsharded gradients read, the reduce-scatter input written in reduce_dtype.
     c.compute += Bytes((element + reduced) * P);

@@ -41,11 +41,11 @@ struct FsdpCopyBytes {
   Bytes total() const { return compute + side; }
 };
 
-// The copies of a unit of `params` parameters on this rank (a dp-th of them its shard), for its
-// forward (`forward`) or its backward (the backward's gather and its gradient's reduction);
-// `accumulates`: the sharded gradient already holds an earlier micro-batch's. None under
-// training.fsdp none.
-FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double params, int dp, bool forward,
+// The copies of one pass over a unit of `params` parameters on this rank (a dp-th of them its shard):
+// its gather's where the pass gathered the unit (`gathers`), its gradient's reduction where the pass
+// (a backward) reduce-scatters it (`reduces`); `accumulates`: the sharded gradient already holds an
+// earlier micro-batch's. None under training.fsdp none.
+FsdpCopyBytes fsdp_copy_bytes(const TrainingSpec& training, double params, int dp, bool gathers, bool reduces,
                               bool accumulates);
 
 // Gradient accumulation without reduction (plan.reshard after_step, FSDP's no_sync): after a unit's

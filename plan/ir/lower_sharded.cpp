@@ -51,19 +51,10 @@ Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
 }
 
 void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, bool reduced) const {
-  // fsdp_copy_bytes counts a gather's copies, with a reduction's after them in a backward.
-  const double params = unit_params_.at(layer);
-  const cost::FsdpCopyBytes c =
-      cost::fsdp_copy_bytes(t_, params, dp_.size, !reduced, mb > 0 && !once_a_step());
-  Bytes bytes = c.total();
-  int launches = c.compute_launches + c.side_launches;
-  if (!gathered) {
-    const cost::FsdpCopyBytes gather = cost::fsdp_copy_bytes(t_, params, dp_.size, true, false);
-    bytes = bytes - gather.total();
-    launches -= gather.compute_launches + gather.side_launches;
-  }
-  pass.work.elementwise_bytes += bytes;
-  pass.work.launches += launches;
+  const cost::FsdpCopyBytes c = cost::fsdp_copy_bytes(t_, unit_params_.at(layer), dp_.size, gathered, reduced,
+                                                      mb > 0 && !once_a_step());
+  pass.work.elementwise_bytes += c.total();
+  pass.work.launches += c.compute_launches + c.side_launches;
 }
 
 bool RoleBuilder::once_a_step() const {
@@ -140,7 +131,7 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
     Task f = pass_task(TaskKind::Forward, mb, chunk, l, l + 1, unit_name("F ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
-    if (gather >= 0) add_fsdp_copies(f, mb, l, true, false);
+    add_fsdp_copies(f, mb, l, gather >= 0, false);
     f.alloc = unit_activations(chunk, l);
     if (reshards_after(true, false)) {
       f.free = unit_bytes(l);
