@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libdnnl-dev zlib1g-dev
+  ocl-icd-opencl-dev  # Debian's dnnl-config.cmake requires OpenCL (only a Recommends of libdnnl-dev)
   libprotobuf-dev protobuf-compiler python3-protobuf
   libboost-test-dev
   libsimgrid-dev
