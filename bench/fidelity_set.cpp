@@ -105,7 +105,8 @@ Run read_run(const DocNode& node, const std::string& path, const std::string& di
 }
 
 // "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every;
-// "zero 3 after_step" with a reshard other than after_forward)
+// "zero 3 after_step" with a reshard other than after_forward, "zero 3 HSDP 16 x 8": 16 replicas of an 8-way
+// shard group)
 std::string describe_plan(const Plan& p) {
   auto n = [](int v) { return std::to_string(v); };
   std::set<std::pair<Recompute, int>> modes;  // with recompute_every: "full every 2"
@@ -120,7 +121,9 @@ std::string describe_plan(const Plan& p) {
          n(p.dp) + ", ep " + n(p.ep) + ", mb " + n(p.micro_batch) + ", " +
          enum_name(p.schedule, kScheduleNames) + ", " + recompute + (p.sequence_parallel ? ", SP" : "") +
          ", zero " + n(p.zero) +
-         (p.zero == 3 && p.reshard != Reshard::AfterForward ? " " + enum_name(p.reshard, kReshardNames) : "");
+         (p.zero == 3 && p.reshard != Reshard::AfterForward ? " " + enum_name(p.reshard, kReshardNames)
+                                                            : "") +
+         (p.dp_replicate > 1 ? " HSDP " + n(p.dp_replicate) + " x " + n(p.dp / p.dp_replicate) : "");
 }
 
 // A sweep file, loaded once and checked as a whole (every list entry).

@@ -21,7 +21,7 @@ namespace sg4 = simgrid::s4u;
 namespace paratwin::sim {
 namespace {
 
-constexpr int kStreams = 5;
+constexpr int kStreams = kStreamKinds;
 
 const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
   for (const auto& p : c.pools)

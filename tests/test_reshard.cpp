@@ -3,33 +3,16 @@
 #define BOOST_TEST_MODULE reshard
 #include <boost/test/unit_test.hpp>
 
-#include "catalog_scenario.hpp"
-#include "plan/analytic/evaluate.hpp"
-#include "plan/ir/plan.hpp"
-#include "plan/ir/program.hpp"
-#include "plan/search/optimizer.hpp"
+#include "evaluated_plan.hpp"
 
 using namespace paratwin;
 
 namespace {
 
-struct Run {
-  ScenarioSpec s;
-  Plan plan;
-  Program program;
-  Evaluation eval;
-};
+using Run = paratwin_test::EvaluatedPlan;
 
 Run run(const std::string& yaml, const std::vector<std::string>& sets) {
-  Run r{paratwin_test::scenario(yaml, sets), {}, {}, {}};
-  r.plan = complete_plan(r.s);
-  const auto problems = verify(r.plan, r.s.model, r.s.cluster, r.s.training);
-  BOOST_REQUIRE_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front()));
-  r.program = lower(r.plan, r.s.model, r.s.cluster, r.s.training);
-  const auto broken = verify(r.program);
-  BOOST_REQUIRE_MESSAGE(broken.empty(), (broken.empty() ? std::string() : broken.front()));
-  r.eval = evaluate(r.program, r.s.cluster, r.s.training);
-  return r;
+  return paratwin_test::evaluated_plan(yaml, sets);
 }
 
 int count(const Role& role, Purpose purpose) {
@@ -157,11 +140,7 @@ BOOST_AUTO_TEST_CASE(the_search_keeps_the_reshard_asked_and_its_bounds_hold) {
   for (const char* reshard : {"plan={reshard: after_backward}", "plan={reshard: after_step}"}) {
     BOOST_TEST_CONTEXT(reshard) {
       const ScenarioSpec s = paratwin_test::scenario(small, {reshard});
-      const SearchResult a = search_plans(s, {3, false});
-      const SearchResult b = search_plans(s, {64, true});
-      BOOST_REQUIRE(!a.top.empty());
-      BOOST_TEST(a.top[0].objective == b.top[0].objective);
-      for (const auto& c : b.top) {
+      for (const Candidate& c : paratwin_test::brute_force_top(s)) {
         BOOST_TEST(c.plan.zero == 3);
         BOOST_TEST((c.plan.reshard == *s.plan.reshard));
       }

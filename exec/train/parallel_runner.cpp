@@ -63,7 +63,9 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
     : setup_(setup),
       at_(rank_coordinates(setup.plan, setup.world.rank())),
       tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
-      dp_(group(setup.world, at_.pp * setup.plan.tp + at_.tp)),  // over dp x cp, as Megatron-LM
+      // Over dp x cp, as Megatron-LM; under HSDP over the rank's shard group (consecutive dp indices).
+      dp_(group(setup.world, (at_.pp * setup.plan.tp + at_.tp) * setup.plan.dp_replicate +
+                                 at_.dp / (setup.plan.dp / setup.plan.dp_replicate))),
       pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
       units_(activation_units(setup.plan, setup.program.roles.at(size_t(at_.pp)))),
       model_(config, shard_spec(setup.plan, at_, units_), tp_.get()) {
@@ -75,6 +77,10 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
   const bool tied = c.tied && p.pp > 1;
   const bool end_stage = at_.pp == 0 || at_.pp == p.pp - 1;
   embedding_ = setup.world.split(tied && end_stage ? (at_.dp * p.cp + at_.cp) * p.tp + at_.tp : -1);
+  if (p.dp_replicate > 1) {
+    const int shard = p.dp / p.dp_replicate;
+    replicas_ = group(setup.world, ((at_.pp * p.tp + at_.tp) * p.cp + at_.cp) * shard + at_.dp % shard);
+  }
   if (p.cp > 1) {
     cp_ = group(setup.world, (at_.pp * p.dp + at_.dp) * p.tp + at_.tp);
     context_ = std::make_unique<ContextParallel>(cp_.get(), p.cp, at_.cp, setup.scenario.training.seq_len);
@@ -240,6 +246,8 @@ int ParallelRunner::start(int index, const Task& task) {
     case Purpose::TpGemmPieces:
     case Purpose::GatheredForwardPart:
       break;
+    case Purpose::ReplicaReduce:
+      return sum_over_replicas(task);
     case Purpose::GradientReduce:
       return reduce_gradients(index, task);
     case Purpose::ParameterGather:
@@ -463,7 +471,8 @@ void ParallelRunner::optimizer_step() {
       if (b < e) squares += sum_of_squares(gradient_at(b), 0, e - b);
     }
   const double cpu_before = thread_cpu_seconds();  // waiting for the other ranks: not the optimizer's work
-  squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp);
+  // Under HSDP each block is held by every replica: counted once over them.
+  squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp / p.dp_replicate);
   blocked_cpu_s_ += thread_cpu_seconds() - cpu_before;
   const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {

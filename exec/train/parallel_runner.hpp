@@ -159,6 +159,13 @@ class ParallelRunner final : public StepRunner {
   void open_gradient_windows(int index);
   // A reduce-scatter of one micro-batch's gradients of a span, into the partition.
   int reduce_sharded(int index, const Task& task);
+  // HSDP: the blocks that reduce-scatter left, summed over the replicas before they join the partition.
+  int sum_over_replicas(const Task& task);
+  // Starts one collective per part of DP bucket task `bucket` (start: its id in sharded_), launched under
+  // one handle, as a reduction the runner settles; `done` is called with each id when they end.
+  using StartPart = std::function<int(std::pair<size_t, size_t>, Communicator*,
+                                      std::vector<std::pair<Communicator*, Communicator::Handle>>&)>;
+  int each_sharded_part(int bucket, void (ShardedGradients::*done)(int), const StartPart& start);
   // ZeRO 3: the gather of a pass's parameters, under `handle`; a pass that has ended gives back the
   // parameters gathered for it.
   void request_pass_gather(int handle, const Task& task);
@@ -185,7 +192,9 @@ class ParallelRunner final : public StepRunner {
 
   ParallelSetup setup_;
   RankCoordinates at_;
-  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_;
+  // dp_: the DP group ZeRO shards over (dp x cp; under HSDP the rank's shard group); replicas_: under
+  // HSDP, the ranks holding the same shard in the other replicas.
+  std::unique_ptr<Communicator> tp_, dp_, pp_, embedding_, cp_, replicas_;
   std::vector<ActivationUnit> units_;  // the model's chunks (ShardSpec::chunks)
   ShardedGpt model_;
   std::unique_ptr<ContextParallel> context_;  // under cp > 1

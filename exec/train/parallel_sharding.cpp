@@ -2,7 +2,8 @@
 // lowers them (plan/ir/lower_sharded.cpp): ZeRO 3's gathers of one unit's parameters before each
 // forward and backward, released by the pass that used them; gradients reduce-scattered every
 // micro-batch into the rank's partition, a backward writing into unsharded windows of the spans that
-// its micro-batch's reduce-scatters name (see parallel_runner.hpp).
+// its micro-batch's reduce-scatters name (see parallel_runner.hpp); under HSDP each reduced block summed
+// over the replicas before it joins the partition.
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -45,7 +46,7 @@ void ParallelRunner::set_up_sharding() {
   for (const Task& t : role().tasks)
     every_microbatch |= t.purpose == Purpose::GradientReduce && t.microbatch >= 0;
   if (every_microbatch) {
-    sharded_ = std::make_unique<ShardedGradients>(parts_, model_.size());
+    sharded_ = std::make_unique<ShardedGradients>(parts_, model_.size(), replicas_.get());
     Buffer<float>().swap(model_.gradients());
     plan_gradient_windows();
   }
@@ -103,17 +104,33 @@ int ParallelRunner::reduce_sharded(int index, const Task& task) {
   if (task.collective != cost::CollectiveKind::ReduceScatter || task.microbatch < 0)
     throw std::logic_error("task '" + task.name + "' reduces the step's gradients, which are held sharded");
   // This micro-batch's gradients of the span, summed into the partition (see sharded_gradients.hpp).
+  return each_sharded_part(index, &ShardedGradients::reduced,
+                           [this](Range range, Communicator* comm, auto& started) {
+                             dp_bytes_ += double(range.second - range.first) * sizeof(float);
+                             return sharded_->reduce(range, comm, started);
+                           });
+}
+
+int ParallelRunner::sum_over_replicas(const Task& task) {
+  // The blocks of the reduce-scatter it follows (verify(Program): its one dependency).
+  return each_sharded_part(task.deps.front(), &ShardedGradients::replicas_summed,
+                           [this](Range range, Communicator* comm, auto& started) {
+                             dp_bytes_ +=
+                                 double(dp_blocks(range, comm->size())[size_t(comm->rank())]) * sizeof(float);
+                             return sharded_->sum_over_replicas(range, started);
+                           });
+}
+
+int ParallelRunner::each_sharded_part(int bucket, void (ShardedGradients::*done)(int),
+                                      const StartPart& start) {
   std::vector<int> ids;
   std::vector<std::pair<Communicator*, Communicator::Handle>> started;
-  for (const auto& [range, comm] : buckets_.at(index)) {
-    dp_bytes_ += double(range.second - range.first) * sizeof(float);
-    ids.push_back(sharded_->reduce(range, comm, started));
-  }
+  for (const auto& [range, comm] : buckets_.at(bucket)) ids.push_back(start(range, comm, started));
   Requests requests;
   for (const auto& [comm, h] : started) requests.add(comm, h);
   const int handle = launched(std::move(requests));
-  on_done_[handle] = [this, ids] {
-    for (int id : ids) sharded_->reduced(id);
+  on_done_[handle] = [this, ids, done] {
+    for (int id : ids) (sharded_.get()->*done)(id);
   };
   reductions_.push_back({handle, computes_});
   return handle;

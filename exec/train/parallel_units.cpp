@@ -21,7 +21,7 @@ std::vector<ActivationUnit> activation_units(const Plan& plan, const Role& role)
   std::vector<ActivationUnit> units;
   for (const auto& [begin, end, chunk] : spans) units.push_back({chunk, begin, end});
   // Each of the role's chunks cut into contiguous units, none overlapping.
-  for (int c = role.pipeline_rank; c < plan.chunks(); c += plan.pp) {
+  for (const int c : plan.chunks_of(role.pipeline_rank)) {
     const StagePlan& st = plan.stages.at(size_t(c));
     int at = st.layer_begin;
     for (const ActivationUnit& u : units)

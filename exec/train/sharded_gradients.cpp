@@ -24,8 +24,9 @@ Partition partition_of(const std::vector<ShardedRange>& parts, size_t total) {
 
 }  // namespace
 
-ShardedGradients::ShardedGradients(const std::vector<ShardedRange>& parts, size_t total)
-    : partition_(partition_of(parts, total)) {}
+ShardedGradients::ShardedGradients(const std::vector<ShardedRange>& parts, size_t total,
+                                   Communicator* replicas)
+    : partition_(partition_of(parts, total)), replicas_(replicas) {}
 
 void ShardedGradients::zero() {
   std::fill(partition_.values().begin(), partition_.values().end(), 0.0f);
@@ -61,16 +62,55 @@ int ShardedGradients::reduce(Range part, Communicator* comm,
 void ShardedGradients::reduced(int id) {
   auto it = reducing_.find(id);
   if (it == reducing_.end()) throw std::logic_error("sharded gradients: a reduction ended twice");
-  const Reduction& r = it->second;
+  Reduction& r = it->second;
   const std::vector<size_t> counts = dp_blocks(r.part, r.comm->size());
-  size_t from = 0;
-  for (int k = 0; k < r.comm->rank(); ++k) from += counts[size_t(k)];
-  const size_t n = counts[size_t(r.comm->rank())];
-  if (n > 0) {
-    float* to = partition_.at(r.part.first + from);
-    for (size_t i = 0; i < n; ++i) to[i] += r.values[from + i];
+  for (int k = 0; k < r.comm->rank(); ++k) r.from += counts[size_t(k)];
+  r.size = counts[size_t(r.comm->rank())];
+  if (replicas_) {
+    // Only the block waits for the replicas' sum: the rest of the part's buffer goes now.
+    Buffer<float> block;
+    {
+      MemoryUseScope use(MemoryUse::Gradients);
+      block.assign(r.size, 0.0f);
+    }
+    std::copy(r.values.data() + r.from, r.values.data() + r.from + r.size, block.data());
+    r.values.swap(block);
+    r.block_only = true;
+    if (!reduced_.emplace(r.part.first, std::move(r)).second)
+      throw std::logic_error("sharded gradients: a block is reduced again before its replicas' sum");
+  } else {
+    add_to_partition(r);
   }
   reducing_.erase(it);
+}
+
+int ShardedGradients::sum_over_replicas(
+    Range part, std::vector<std::pair<Communicator*, Communicator::Handle>>& requests) {
+  auto it = reduced_.find(part.first);
+  if (!replicas_ || it == reduced_.end())
+    throw std::logic_error("sharded gradients: parameters " + std::to_string(part.first) + "-" +
+                           std::to_string(part.second) +
+                           " are summed over the replicas before their reduction");
+  const int id = next_++;
+  Reduction& r = reducing_[id] = std::move(it->second);
+  reduced_.erase(it);
+  if (replicas_->size() > 1 && r.size > 0)
+    requests.push_back({replicas_, replicas_->start_allreduce_sum(r.values.data(), r.size)});
+  return id;
+}
+
+void ShardedGradients::replicas_summed(int id) {
+  auto it = reducing_.find(id);
+  if (it == reducing_.end()) throw std::logic_error("sharded gradients: a replicas' sum ended twice");
+  add_to_partition(it->second);
+  reducing_.erase(it);
+}
+
+void ShardedGradients::add_to_partition(const Reduction& r) {
+  if (r.size == 0) return;
+  float* to = partition_.at(r.part.first + r.from);
+  const float* block = r.values.data() + (r.block_only ? 0 : r.from);
+  for (size_t i = 0; i < r.size; ++i) to[i] += block[i];
 }
 
 }  // namespace paratwin::exec

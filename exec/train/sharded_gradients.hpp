@@ -20,8 +20,10 @@ class ShardedGradients {
  public:
   using Range = std::pair<size_t, size_t>;
   // `parts`: the DP buckets' distinct parts over a shard of `total` parameters (they must cover it).
-  // Throws std::logic_error when they do not.
-  ShardedGradients(const std::vector<ShardedRange>& parts, size_t total);
+  // Under HSDP `replicas` is the group holding the same blocks in the other replicas: a reduced block
+  // waits for sum_over_replicas() before it joins the partition. Throws std::logic_error when the parts
+  // do not cover the shard.
+  ShardedGradients(const std::vector<ShardedRange>& parts, size_t total, Communicator* replicas = nullptr);
 
   // The windows the unsharded gradients are open in (the model writes its gradients there).
   const LayoutWindows& windows() const { return windows_; }
@@ -36,8 +38,13 @@ class ShardedGradients {
   int reduce(Range part, Communicator* comm,
              std::vector<std::pair<Communicator*, Communicator::Handle>>& requests);
   // The reduction `id` has ended: this rank's block of its sum added into the partition, its buffer
-  // freed.
+  // freed (under HSDP kept for sum_over_replicas()).
   void reduced(int id);
+  // HSDP: the reduced block of `part` summed over the replicas, in place. Returns an id for
+  // replicas_summed(); throws std::logic_error when `part` has no reduced block waiting.
+  int sum_over_replicas(Range part, std::vector<std::pair<Communicator*, Communicator::Handle>>& requests);
+  // That sum has ended: the block added into the partition, its buffer freed.
+  void replicas_summed(int id);
 
   // The partition's gradient at layout offset `offset` onwards (this rank's block of a part, which
   // the optimizer reads). Throws std::logic_error for an offset it does not hold.
@@ -48,11 +55,17 @@ class ShardedGradients {
     Range part;
     Communicator* comm;
     Buffer<float> values;
+    size_t from = 0, size = 0;  // this rank's block of the part, once reduced
+    bool block_only = false;    // `values` holds that block alone (HSDP, waiting for the replicas)
   };
+  void add_to_partition(const Reduction& r);
+
   Partition partition_;
+  Communicator* replicas_;
   LayoutWindows windows_;
   std::map<size_t, Buffer<float>> open_;  // part begin -> its window's buffer
-  std::map<int, Reduction> reducing_;
+  std::map<int, Reduction> reducing_;     // reduce-scatters, then under HSDP the replicas' sums
+  std::map<size_t, Reduction> reduced_;   // HSDP: part begin -> its reduced block, until summed
   int next_ = 0;
 };
 

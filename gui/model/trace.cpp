@@ -50,7 +50,8 @@ SpanKind classify(TaskKind kind, const QString& thread, const QString& name) {
   }
   if (stream_is(thread, StreamKind::Tp)) return SpanKind::TpComm;
   if (stream_is(thread, StreamKind::Pp)) return SpanKind::PpComm;
-  if (stream_is(thread, StreamKind::Dp)) return SpanKind::DpComm;
+  if (stream_is(thread, StreamKind::Dp) || stream_is(thread, StreamKind::DpReplicate))
+    return SpanKind::DpComm;
   const QStringList words = name.split(' ');
   for (const char* group : {"tp", "cp", "ep"})
     if (words.contains(group)) return SpanKind::TpComm;

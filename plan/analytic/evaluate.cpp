@@ -135,7 +135,7 @@ namespace {
 std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
                                                    const std::vector<std::vector<double>>& durations) {
   const size_t roles = program.roles.size();
-  constexpr int kStreams = 5;
+  constexpr int kStreams = kStreamKinds;
   constexpr int kWaitsForSend = -2;
   // Per role, what scheduling reads in flat arrays (dependencies in one list with offsets): a large
   // Program's tasks do not fit in cache, and list scheduling visits them out of order. Per stream:
@@ -149,7 +149,11 @@ std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
     std::array<std::vector<int>, kStreams> queue;
     std::array<size_t, kStreams> head{};
     std::array<double, kStreams> stream_free{};
-    std::array<int, kStreams> waiting_for{-1, -1, -1, -1, -1};
+    std::array<int, kStreams> waiting_for = [] {
+      std::array<int, kStreams> none;
+      none.fill(-1);
+      return none;
+    }();
     std::array<size_t, kStreams> sends_seen{};
   };
   std::vector<Flat> flat(roles);
@@ -366,7 +370,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
         tp.push_back(iv);
       } else if (t.stream == StreamKind::Pp) {
         pp.push_back(iv);
-      } else if (t.stream == StreamKind::Dp) {
+      } else if (t.stream == StreamKind::Dp || t.stream == StreamKind::DpReplicate) {
         dp.push_back(iv);
       } else {
         copy.push_back(iv);

@@ -164,10 +164,6 @@ KernelCost gemm(double M, double K, double N, double e, double weight_copies = 1
   return c;
 }
 
-KernelCost elementwise(double bytes, int launches = 1) {
-  return memory_bound_kernels(bytes, launches);
-}
-
 // One batched launch of attention's per-head products (scores or values): `batch` (M x K) by (K x N)
 // products, GEMM FLOPs of their own class.
 KernelCost attention_gemm(double batch, double M, double K, double N, double e) {
@@ -211,9 +207,10 @@ Shape shape_of(const LayerWork& w) {
 // launches in bf16.
 KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
   const double elements = s.sp_tokens * m.hidden;
-  if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm) return elementwise(2 * s.e * elements);
+  if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm)
+    return memory_bound_kernels(2 * s.e * elements);
   const double upcast = upcast_round_trip_bytes(s.e);
-  return elementwise((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
+  return memory_bound_kernels((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
 }
 
 // What the attention's inputs go through between the QKV projection and the attention kernel. Rotary
@@ -232,10 +229,10 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
     } else if (w.kernels == LayerKernels::Eager) {
       c += eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, false);
     } else {
-      c += elementwise(2 * s.e * elements);
+      c += memory_bound_kernels(2 * s.e * elements);
     }
   }
-  if (w.repeat_kv && m.kv_heads < m.heads) c += elementwise(2 * s.e * s.tokens * (Kv + A) / s.t, 2);
+  if (w.repeat_kv && m.kv_heads < m.heads) c += memory_bound_kernels(2 * s.e * s.tokens * (Kv + A) / s.t, 2);
   return c;
 }
 
@@ -244,14 +241,14 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
 // PyTorch (F.silu(w1(x)) * w3(x): SiLU reads and writes, the product reads two and writes one).
 KernelCost activation(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows) {
   const double elements = rows * m.ffn_hidden / s.t;
-  if (m.mlp != MlpKind::SwiGlu) return elementwise(2 * s.e * elements);
-  if (w.kernels == LayerKernels::Eager) return elementwise(5 * s.e * elements, 2);
-  return elementwise(3 * s.e * elements);
+  if (m.mlp != MlpKind::SwiGlu) return memory_bound_kernels(2 * s.e * elements);
+  if (w.kernels == LayerKernels::Eager) return memory_bound_kernels(5 * s.e * elements, 2);
+  return memory_bound_kernels(3 * s.e * elements);
 }
 
 // Bias-dropout-add: reads the branch output and the residual, writes the sum (and a 1-byte mask).
 KernelCost residual(const Shape& s, double h, bool dropout) {
-  return elementwise((3 * s.e + (dropout ? 1 : 0)) * s.sp_tokens * h);
+  return memory_bound_kernels((3 * s.e + (dropout ? 1 : 0)) * s.sp_tokens * h);
 }
 
 }  // namespace
@@ -266,7 +263,7 @@ namespace {
 KernelCost alibi_bias(const ModelSpec& m, const LayerWork& w) {
   if (m.position != PositionKind::Alibi || w.attention != AttentionKind::Unfused) return {};
   const Shape s = shape_of(w);
-  return elementwise(2 * s.e * s.b * (m.heads / s.t) * s.sq * s.sk);
+  return memory_bound_kernels(2 * s.e * s.b * (m.heads / s.t) * s.sq * s.sk);
 }
 
 }  // namespace
@@ -310,8 +307,8 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   // QK^T, a batch of (s_q x d) by (d x s_k) per head; softmax(.) V, (s_q x s_k) by (s_k x d).
   KernelCost c = alibi_bias(m, w);
   c += attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
-  c += elementwise(2 * s.e * scores);                       // scaled masked softmax
-  if (m.dropout) c += elementwise((2 * s.e + 1) * scores);  // attention dropout
+  c += memory_bound_kernels(2 * s.e * scores);                       // scaled masked softmax
+  if (m.dropout) c += memory_bound_kernels((2 * s.e + 1) * scores);  // attention dropout
   c += attention_gemm(s.b * q_heads, s.sq, s.sk, d, s.e);
   return c;
 }
@@ -327,9 +324,9 @@ namespace {
 // rank runs. Each pass reads and writes every row once, forward and backward alike.
 KernelCost moe_dispatch_kernels(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows) {
   const double h = m.hidden;
-  KernelCost c = elementwise(2 * 2 * s.e * m.moe->top_k * s.tokens * h, 2);
+  KernelCost c = memory_bound_kernels(2 * 2 * s.e * m.moe->top_k * s.tokens * h, 2);
   if (w.moe_dispatcher == MoeDispatcher::AllToAll && w.ep > 1 && m.moe->experts / w.ep > 1)
-    c += elementwise(2 * 2 * s.e * rows * h, 2);
+    c += memory_bound_kernels(2 * 2 * s.e * rows * h, 2);
   return c;
 }
 
@@ -401,7 +398,7 @@ KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int col
   if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.overlap_tp)
     return {};
   const Shape s = shape_of(w);
-  return elementwise(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
+  return memory_bound_kernels(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
 }
 
 namespace {
@@ -428,8 +425,8 @@ KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool mo
   const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
   if (moe_layer) {
     const double E = m.moe->experts;
-    c += gemm(s.tokens, h, E / s.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
-    c += elementwise(2 * 4 * s.tokens * E);          // fp32 softmax and top-k
+    c += gemm(s.tokens, h, E / s.t, s.e, 1, false);   // router (split by tp like the rest, so FLOPs add up)
+    c += memory_bound_kernels(2 * 4 * s.tokens * E);  // fp32 softmax and top-k
     c += moe_dispatch_kernels(m, w, s, rows);
     // The dispatcher copies the token counts per expert to the host, which passes them as the
     // all-to-all's split sizes and the grouped GEMM's row splits: the host waits for the device once.
@@ -481,20 +478,20 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
   const double qkv = (double(m.heads) * m.head_dim + 2.0 * m.kv_heads * m.head_dim) / s.t;
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
   // Each residual stream feeds its norm and its residual add: two gradient sums a layer.
-  KernelCost c = elementwise(3 * s.e * 2 * s.sp_tokens * h, 2);
+  KernelCost c = memory_bound_kernels(3 * s.e * 2 * s.sp_tokens * h, 2);
   if (w.projections == Projections::Fused) {
-    c += elementwise(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
+    c += memory_bound_kernels(2 * s.e * s.tokens * qkv);  // cat of dq, dk, dv
   } else {
     // The norms' outputs feed the query, key and value linears (two sums), and under SwiGLU the gate
     // and up linears (one more): autograd sums their input gradients.
     const int sums = swiglu ? 3 : 2;
-    c += elementwise(3 * s.e * sums * s.tokens * h, sums);
+    c += memory_bound_kernels(3 * s.e * sums * s.tokens * h, sums);
   }
   if (m.bias) {
     // The row-parallel linears' biases are added to the whole output (after the TP reduction): h wide.
     const double rows = mlp_rows(m, w, s, moe_layer).first;
     const double gates = swiglu ? 2 : 1;
-    c += elementwise(s.e * (s.tokens * (qkv + h) + rows * (gates * f / s.t + h)), 4);
+    c += memory_bound_kernels(s.e * (s.tokens * (qkv + h) + rows * (gates * f / s.t + h)), 4);
   }
   return c;
 }
@@ -553,9 +550,10 @@ KernelCost embedding_forward(const ModelSpec& m, const LayerWork& w) {
   const Shape s = shape_of(w);
   const double h = m.hidden;
   // Vocabulary-parallel lookup: each rank gathers its rows into a full b s h output (then reduced).
-  KernelCost c = elementwise(2 * s.e * s.tokens * h);
-  if (m.position == PositionKind::Learned) c += elementwise(3 * s.e * s.sp_tokens * h);  // + positions
-  if (m.dropout) c += elementwise((2 * s.e + 1) * s.sp_tokens * h);
+  KernelCost c = memory_bound_kernels(2 * s.e * s.tokens * h);
+  if (m.position == PositionKind::Learned)
+    c += memory_bound_kernels(3 * s.e * s.sp_tokens * h);  // + positions
+  if (m.dropout) c += memory_bound_kernels((2 * s.e + 1) * s.sp_tokens * h);
   return c;
 }
 
@@ -567,8 +565,8 @@ KernelCost embedding_backward(const ModelSpec& m, const LayerWork& w, double gra
   const Shape s = shape_of(w);
   const double table = double(m.vocab) * m.hidden / s.t;
   KernelCost c = embedding_forward(m, w);
-  c += elementwise(s.e * table);
-  if (gradient_buffer_bytes > 0) c += elementwise((2 * gradient_buffer_bytes + s.e) * table);
+  c += memory_bound_kernels(s.e * table);
+  if (gradient_buffer_bytes > 0) c += memory_bound_kernels((2 * gradient_buffer_bytes + s.e) * table);
   return c;
 }
 
@@ -599,16 +597,16 @@ KernelCost cross_entropy(const ModelSpec& m, const Shape& s, CrossEntropy kind, 
   const double logits = s.tokens * m.vocab / s.t;
   switch (kind) {
     case CrossEntropy::Fused:
-      return elementwise((backward ? 2 : 1) * s.e * logits);
+      return memory_bound_kernels((backward ? 2 : 1) * s.e * logits);
     case CrossEntropy::VocabParallel: {
       const double cast = s.e < 4 ? s.e + 4 : 0;  // .float() and its backward: no copy in fp32
-      return backward ? elementwise((4 + 4 + cast) * logits, 2 + 6)
-                      : elementwise((cast + 4 + 2 * 4 + 2 * 4 + 4 + 2 * 4) * logits, 6 + 12);
+      return backward ? memory_bound_kernels((4 + 4 + cast) * logits, 2 + 6)
+                      : memory_bound_kernels((cast + 4 + 2 * 4 + 2 * 4 + 4 + 2 * 4) * logits, 6 + 12);
     }
     case CrossEntropy::Unfused:
       break;
   }
-  return elementwise((backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4) * logits, 4);
+  return memory_bound_kernels((backward ? 4 + 16 + 4 + s.e : s.e + 4 + 3 * 4 + 4) * logits, 4);
 }
 
 }  // namespace

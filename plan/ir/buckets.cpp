@@ -32,8 +32,7 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
   const double bucket_elements = rank > 0 && training.dp_buckets == DpBuckets::FirstStage
                                      ? std::numeric_limits<double>::infinity()
                                      : p.bucket_size.value() / cost::gradient_bytes(training);
-  for (int j = 0; j < p.virtual_stages; ++j) {
-    const int chunk = j * p.pp + rank;
+  for (const int chunk : p.chunks_of(rank)) {
     const StagePlan& st = p.stages[size_t(chunk)];
     std::vector<double> layer_params, layer_experts;  // under EP the experts are apart
     for (int l = st.layer_begin; l < st.layer_end; ++l) {

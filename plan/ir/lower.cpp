@@ -54,10 +54,12 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
       return place(p.cp, stride.cp, pool, c);
     case GroupKind::Ep:
       return place(p.ep, stride.dp, pool, c);  // carved out of dp
+    case GroupKind::DpReplicate:
+      return place(p.dp_replicate, stride.dp * (p.dp / p.dp_replicate), pool, c);  // one per shard group
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
-      // same weights and the gradients of different tokens.
-      return place(p.dp * p.cp, p.cp > 1 ? std::min(stride.dp, stride.cp) : stride.dp, pool, c);
+      // same weights and the gradients of different tokens (under HSDP within a shard group).
+      return place(p.zero_group(), p.cp > 1 ? std::min(stride.dp, stride.cp) : stride.dp, pool, c);
     }
   }
 }
@@ -119,7 +121,7 @@ cost::KernelCost RoleBuilder::fp8_weight_casts() const {
   // step); costed with the step that changed them, once a step either way.
   const auto w = layer_work();
   cost::KernelCost k;
-  for (int chunk = rank_; chunk < p_.chunks(); chunk += p_.pp) {  // the rank's j-th chunk: j pp + rank
+  for (const int chunk : p_.chunks_of(rank_)) {
     const StagePlan& st = stage(chunk);
     const int moe = moe_layers(st.layer_begin, st.layer_end), dense = st.layer_end - st.layer_begin - moe;
     if (dense) k += cost::fp8_weight_casts_per_step(cost::fp8_linears(m_, w, false), w) * dense;
@@ -395,7 +397,7 @@ int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps d
   t.chunk = chunk;
   t.bytes = boundary_bytes();
   const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
-  t.peer = other_chunk % p_.pp;
+  t.peer = p_.rank_of_chunk(other_chunk);
   t.peer_same_node =
       pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
   t.name = named(kind == TaskKind::Send ? (dir == Direction::Forward ? "send F " : "send B ")
@@ -553,7 +555,7 @@ void RoleBuilder::optimizer() {
     // Tied embeddings: once the DP buckets have summed the gradients over the replicas, the first and
     // the last stage sum their two copies (Megatron-LM's order); under ZeRO only this rank's block.
     const cost::GroupPlacement pair = place(2, pp_stride_ * (p_.pp - 1), *pool_, c_);
-    const double shards = p_.zero > 0 ? replicas() : 1;
+    const double shards = p_.zero > 0 ? this->shards() : 1;
     Task sum = collective(CollectiveKind::AllReduce, GroupKind::Embedding, pair,
                           Bytes(double(m_.vocab) * m_.hidden / p_.tp * grad_elem_ / shards), 1,
                           StreamKind::Dp, "AR embedding grads", step_deps);
@@ -561,9 +563,8 @@ void RoleBuilder::optimizer() {
     step_deps.push_back(add(std::move(sum)));
   }
   // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
-  const double shard = p_.zero >= 1
-                           ? (role_.parameters - experts_) / replicas() + experts_ / expert_replicas()
-                           : role_.parameters;
+  const double shard = p_.zero >= 1 ? (role_.parameters - experts_) / shards() + experts_ / expert_replicas()
+                                    : role_.parameters;
   const double k_bytes = cost::optimizer_bytes_per_parameter(t_.optimizer, t_.precision);
   if (p_.offload_optimizer) {
     Task in;
@@ -610,7 +611,7 @@ void RoleBuilder::optimizer() {
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
   const bool sharded = reduces_every_microbatch();
   const cost::ModelStateBytes dense = cost::held_model_state_bytes(
-      role_.parameters - experts_, replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
+      role_.parameters - experts_, shards(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
   const cost::ModelStateBytes experts = cost::held_model_state_bytes(
       experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,

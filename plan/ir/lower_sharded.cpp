@@ -22,6 +22,9 @@
 // under after_backward a backward that follows another's reshard (the pipeline's cool-down) gathers
 // again, as FSDP's unshard() does when its state is sharded.
 //
+// HSDP (plan.dp_replicate): the DP group of all the above is the rank's shard group; each reduce-scatter
+// is followed by an all-reduce of its shard over the replicas.
+//
 // ZeRO 2 (DeepSpeed): every micro-batch's backward is cut where the DP buckets end, and each bucket is
 // reduce-scattered into the rank's partition as soon as its layers are done: a rank holds 1/dp of the
 // gradients. Megatron-LM's distributed optimizer (one reduce-scatter after the last micro-batch) is
@@ -96,23 +99,37 @@ int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDep
 }
 
 int RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
+  const std::string layers =
+      names_ ? " L" + std::to_string(begin) + "-" + std::to_string(end) : std::string();
+  // A gradient task of this micro-batch's span on the DP streams.
+  auto gradient_task = [&](CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where,
+                           Bytes bytes, StreamKind stream, std::string_view name, Purpose purpose, int dep) {
+    Task t = collective(kind, group, where, bytes, 1, stream, names_ ? named(name, mb, chunk) + layers : "",
+                        {dep});
+    t.purpose = purpose;
+    t.microbatch = mb;
+    t.chunk = chunk;
+    t.layer_begin = begin;
+    t.layer_end = end;
+    return t;
+  };
   // Expert gradients are reduced over their replicas only; the task carries the dense and expert
   // bytes together on the DP group, as the once-a-step buckets do.
-  Task t = collective(
-      CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end), 1,
-      StreamKind::Dp,
-      names_ ? named("RS dp grads ", mb, chunk) + " L" + std::to_string(begin) + "-" + std::to_string(end)
-             : std::string(),
-      {after});
-  t.free = t.bytes;  // the unsharded gradients the backward left, now in the rank's partition
-  t.purpose = Purpose::GradientReduce;
-  t.microbatch = mb;
-  t.chunk = chunk;
-  t.layer_begin = begin;
-  t.layer_end = end;
-  const int id = add(std::move(t));
+  Task rs =
+      gradient_task(CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end),
+                    StreamKind::Dp, "RS dp grads ", Purpose::GradientReduce, after);
+  rs.free = rs.bytes;  // the unsharded gradients the backward left, now in the rank's partition
+  const Bytes shard = rs.bytes / shards();
+  const int id = add(std::move(rs));
   reduce_ids_.push_back(id);
-  return id;
+  if (p_.dp_replicate == 1) return id;
+  // HSDP: the shard the reduce-scatter left, summed over the replicas in place once it ends, on a stream
+  // of its own (FSDP's post-backward all-reduce over the replicate group).
+  const int replica_id =
+      add(gradient_task(CollectiveKind::AllReduce, GroupKind::DpReplicate, replicate_, shard,
+                        StreamKind::DpReplicate, "AR replica grads ", Purpose::ReplicaReduce, id));
+  reduce_ids_.push_back(replica_id);
+  return replica_id;
 }
 
 void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {

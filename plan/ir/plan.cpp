@@ -1,6 +1,7 @@
 // Plan completion, verification and the plan file.
 #include "plan/ir/plan.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -54,6 +55,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.sequence_parallel = r.sequence_parallel.value_or(false);
   p.zero = r.zero.value_or(0);
   p.reshard = r.reshard.value_or(Reshard::AfterForward);
+  p.dp_replicate = r.dp_replicate.value_or(1);
   p.offload_optimizer = r.offload_optimizer.value_or(false);
   p.offload_activations = r.offload_activations.value_or(false);
   if (r.compression) p.compression = *r.compression;
@@ -121,6 +123,17 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     add("reshard " + enum_name(p.reshard, kReshardNames) +
         " says when ZeRO 3 frees the parameters it gathers, and the plan has zero " + num(p.zero) +
         ": use zero 3, or reshard after_forward");
+  if (p.dp_replicate < 1 || p.dp % std::max(1, p.dp_replicate) != 0)
+    add("dp_replicate=" + num(p.dp_replicate) + " must divide dp=" + num(p.dp) +
+        " (HSDP: dp_replicate replicas of a dp / dp_replicate-way ZeRO 3 shard group)");
+  else if (p.dp_replicate > 1 && p.zero != 3)
+    add("dp_replicate=" + num(p.dp_replicate) +
+        " replicates ZeRO 3's shard group (HSDP), and the plan has zero " + num(p.zero) +
+        ": use zero 3, or dp_replicate 1");
+  else if (p.dp_replicate > 1 && p.ep > 1)
+    add("dp_replicate=" + num(p.dp_replicate) + " with ep=" + num(p.ep) +
+        ": HSDP of a mixture-of-experts plan (experts sharded over their own replicas) is not modelled; "
+        "use ep 1 or dp_replicate 1");
   if (p.compression.kind == CompressionKind::TopK && p.zero >= 2)
     add("top-k gradient compression needs whole gradients on every rank: use zero 0 or 1");
   // Megatron-LM's --overlap-param-gather needs its distributed optimizer and --overlap-grad-reduce
@@ -147,9 +160,10 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     bool known = false;
     for (const auto& pool : c.pools) known |= pool.name == st.pool;
     if (!known) add("stage " + num(i) + " runs on unknown pool '" + st.pool + "'");
-    const std::string& rank_pool = p.stages[i % p.pp].pool;
+    const int rank = p.rank_of_chunk(int(i));
+    const std::string& rank_pool = p.stages[size_t(rank)].pool;
     if (st.pool != rank_pool)
-      add("stage " + num(i) + " is on pool " + st.pool + " but pipeline rank " + num(i % p.pp) +
+      add("stage " + num(i) + " is on pool " + st.pool + " but pipeline rank " + num(rank) +
           " holds its other chunks on pool " + rank_pool + "; a pipeline rank runs on one pool");
   }
   if (next != m.layers) add("stages cover " + num(next) + " layers; the model has " + num(m.layers));
@@ -192,6 +206,7 @@ std::string to_yaml(const Plan& p) {
        "\n";
   // Only ZeRO 3 gathers passes' parameters (a plan file without the key reads after_forward).
   if (p.zero == 3) y += "reshard: " + enum_name(p.reshard, kReshardNames) + "\n";
+  if (p.dp_replicate > 1) y += "dp_replicate: " + std::to_string(p.dp_replicate) + "\n";
   y += std::string("offload: {optimizer: ") + b(p.offload_optimizer) +
        ", activations: " + b(p.offload_activations) + "}\n";
   y += "compression: {kind: " + enum_name(p.compression.kind, kCompressionNames) +

@@ -21,6 +21,11 @@ struct Plan {
   bool sequence_parallel = false;
   int zero = 0;
   Reshard reshard = Reshard::AfterForward;  // when ZeRO 3 frees what it gathered (zero 3 only)
+  // HSDP (zero 3 only): the dp ranks are dp_replicate replicas of a dp / dp_replicate-way shard group;
+  // ZeRO 3 gathers and reduce-scatters within a shard group, and each gradient shard is then
+  // all-reduced over the replicas (PyTorch FSDP's HYBRID_SHARD, torchtitan's dp_replicate, DeepSpeed's
+  // MiCS). 1: ZeRO shards over the whole DP group.
+  int dp_replicate = 1;
   bool offload_optimizer = false;
   bool offload_activations = false;
   CompressionSpec compression;
@@ -36,7 +41,18 @@ struct Plan {
   std::vector<StagePlan> stages;  // pp x virtual_stages chunks in model order
 
   int chunks() const { return pp * virtual_stages; }
+  // Chunks go to pipeline ranks round robin (interleaved: rank r runs chunks r, r + pp, ...).
+  int rank_of_chunk(int chunk) const { return chunk % pp; }
+  // The chunks pipeline rank `rank` runs, in model order.
+  std::vector<int> chunks_of(int rank) const {
+    std::vector<int> out;
+    for (int c = rank; c < chunks(); c += pp) out.push_back(c);
+    return out;
+  }
   int gpus() const { return dp * tp * pp * cp; }
+  // The ranks ZeRO shards the model state over and its DP collectives span (GroupKind::Dp): dp x cp
+  // (the CP ranks of a replica hold the same weights), a shard group's dp / dp_replicate x cp under HSDP.
+  int zero_group() const { return dp / dp_replicate * cp; }
   bool operator==(const Plan&) const = default;
 };
 

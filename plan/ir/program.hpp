@@ -18,8 +18,14 @@
 namespace paratwin {
 
 enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, Send, Recv, Copy };
-enum class StreamKind { Compute, Tp, Pp, Dp, Copy };
-enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding };  // Embedding: first + last stage (tied)
+// DpReplicate: HSDP's all-reduces over the replicas, on a stream of their own as PyTorch FSDP runs them
+// (FSDP1's _all_reduce_stream, FSDP2's all_reduce_stream), so that the next unit's gather and
+// reduce-scatter in the shard group need not wait for them.
+enum class StreamKind { Compute, Tp, Pp, Dp, Copy, DpReplicate };
+constexpr int kStreamKinds = static_cast<int>(StreamKind::DpReplicate) + 1;  // DpReplicate is the last
+// Dp: the ranks ZeRO shards over (Plan::zero_group: dp x cp, a shard group under HSDP); DpReplicate:
+// under HSDP, the ranks holding the same shard in each replica; Embedding: first + last stage (tied).
+enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding, DpReplicate };
 enum class Direction { Forward, Backward };
 
 // What a data-parallel task or an offload copy does for the step. The live engines run each such task
@@ -32,6 +38,7 @@ enum class Purpose {
   // overlap.param_gather a bucket's span each, before micro-batch 0's forward of its layers.
   ParameterGather,
   PassGather,         // ZeRO 3, before a forward or backward pass: the parameters it needs
+  ReplicaReduce,      // HSDP: a gradient reduce-scatter's shard summed over the replicas (all-reduce)
   TiedEmbeddingSum,   // tied embeddings over stages: the first and the last stage's copies summed
   ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
   OptimizerOffload,   // the optimizer state, to the host or back

@@ -13,18 +13,17 @@ const EnumNames<TaskKind> kTaskKindNames = {{"forward", TaskKind::Forward},
                                             {"send", TaskKind::Send},
                                             {"recv", TaskKind::Recv},
                                             {"copy", TaskKind::Copy}};
-const EnumNames<StreamKind> kStreamKindNames = {{"compute", StreamKind::Compute},
-                                                {"tp", StreamKind::Tp},
-                                                {"pp", StreamKind::Pp},
-                                                {"dp", StreamKind::Dp},
-                                                {"copy", StreamKind::Copy}};
+const EnumNames<StreamKind> kStreamKindNames = {
+    {"compute", StreamKind::Compute}, {"tp", StreamKind::Tp},     {"pp", StreamKind::Pp},
+    {"dp", StreamKind::Dp},           {"copy", StreamKind::Copy}, {"dp-replicate", StreamKind::DpReplicate}};
 const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None},
                                               {"tp", GroupKind::Tp},
                                               {"cp", GroupKind::Cp},
                                               {"ep", GroupKind::Ep},
                                               {"dp", GroupKind::Dp},
                                               {"pp", GroupKind::Pp},
-                                              {"embedding", GroupKind::Embedding}};
+                                              {"embedding", GroupKind::Embedding},
+                                              {"dp-replicate", GroupKind::DpReplicate}};
 const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {
     {"all-reduce", cost::CollectiveKind::AllReduce},
     {"all-gather", cost::CollectiveKind::AllGather},
@@ -36,6 +35,7 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"gradient-topk", Purpose::GradientTopK},
                                           {"parameter-gather", Purpose::ParameterGather},
                                           {"pass-gather", Purpose::PassGather},
+                                          {"replica-reduce", Purpose::ReplicaReduce},
                                           {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
                                           {"activation-offload", Purpose::ActivationOffload},
                                           {"optimizer-offload", Purpose::OptimizerOffload},

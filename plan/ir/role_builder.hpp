@@ -42,6 +42,7 @@ class RoleBuilder {
     cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
     dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
+    replicate_ = group_placement(p, GroupKind::DpReplicate, *pool_, c);
     pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
     grad_elem_ = cost::gradient_bytes(t);
@@ -95,6 +96,8 @@ class RoleBuilder {
   // it (EP is carved out of dp).
   int replicas() const { return p_.dp * p_.cp; }
   int expert_replicas() const { return replicas() / p_.ep; }
+  // The ranks ZeRO shards the dense model state over: the DP group, a shard group under HSDP.
+  int shards() const { return p_.zero_group(); }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
   size_t forward_slot(int mb, int chunk) const { return static_cast<size_t>(mb) * p_.chunks() + chunk; }
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
@@ -281,7 +284,7 @@ class RoleBuilder {
   const int rank_;
   const bool names_;
   const PoolSpec* pool_ = nullptr;
-  cost::GroupPlacement tp_, cp_, dp_, ep_;
+  cost::GroupPlacement tp_, cp_, dp_, ep_, replicate_;
   long long pp_stride_ = 1;
   double elem_ = 2;
   double grad_elem_ = 2;    // a gradient's bytes in the buffers and DP reductions

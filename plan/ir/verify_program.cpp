@@ -51,7 +51,7 @@ class RoleVerifier {
 
   int replicas() const { return p_.dp * p_.cp; }
   bool own_chunk(int chunk) const {
-    return chunk >= 0 && chunk < p_.chunks() && chunk % p_.pp == int(index_);
+    return chunk >= 0 && chunk < p_.chunks() && p_.rank_of_chunk(chunk) == int(index_);
   }
 
   // The purpose the task's kind and group allow, and what that purpose asks of the plan and the task.
@@ -66,7 +66,7 @@ class RoleVerifier {
     };
     switch (t.purpose) {
       case Purpose::None:
-        if (dp || tied || t.kind == TaskKind::Copy)
+        if (dp || tied || t.group == GroupKind::DpReplicate || t.kind == TaskKind::Copy)
           report(i, "has no purpose; the live engines run it by its purpose");
         return;
       case Purpose::GradientReduce:
@@ -103,6 +103,23 @@ class RoleVerifier {
                    std::to_string(p_.num_microbatches));
         held_after_gather(i, t, span(i, t));
         return;
+      case Purpose::ReplicaReduce: {
+        // HSDP: right after the reduce-scatter of the same span, over the replicas.
+        expect(t.kind == TaskKind::Collective && t.group == GroupKind::DpReplicate &&
+                   t.collective == cost::CollectiveKind::AllReduce,
+               "must be an all-reduce over the DP replicas");
+        expect(p_.dp_replicate > 1 && p_.zero == 3, "belongs to HSDP (zero 3 with dp_replicate > 1)");
+        const bool after_reduce = t.deps.size() == 1 && t.deps.front() >= 0 && size_t(t.deps.front()) < i &&
+                                  role_.tasks[size_t(t.deps.front())].purpose == Purpose::GradientReduce;
+        expect(after_reduce, "must follow one gradient reduce-scatter");
+        if (after_reduce) {
+          const Task& rs = role_.tasks[size_t(t.deps.front())];
+          expect(rs.chunk == t.chunk && rs.layer_begin == t.layer_begin && rs.layer_end == t.layer_end &&
+                     rs.microbatch == t.microbatch,
+                 "must span the parameters of the reduce-scatter it follows");
+        }
+        return;
+      }
       case Purpose::TiedEmbeddingSum:
         expect(tied && t.collective == cost::CollectiveKind::AllReduce,
                "must be an all-reduce over the embedding pair");
@@ -212,7 +229,7 @@ class RoleVerifier {
     if (replicas() == 1 && reduced_.empty()) return;
     if (reduced_.empty()) reduced_[-1];  // DP without buckets: the step's are all missing
     for (const auto& [microbatch, layers] : reduced_)
-      for (int c = int(index_); c < p_.chunks(); c += p_.pp) {
+      for (const int c : p_.chunks_of(int(index_))) {
         const StagePlan& st = p_.stages[size_t(c)];
         for (int l = st.layer_begin; l < st.layer_end; ++l)
           if (!layers.count({c, l})) {

@@ -59,6 +59,8 @@ nlohmann::json zero_optimization(const Plan& p, const ScenarioSpec& s, std::vect
                       {"overlap_comm", p.overlap_dp},
                       {"reduce_bucket_size", bucket},
                       {"allgather_bucket_size", bucket}};
+  // HSDP is DeepSpeed's MiCS: ZeRO 3 within shard groups of this many ranks, replicated across them.
+  if (p.dp_replicate > 1) z["mics_shard_size"] = p.zero_group();
   if (p.offload_optimizer) {
     if (p.zero >= 1)
       z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};

@@ -159,6 +159,9 @@ void recompute(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std:
 // Megatron-FSDP, sharding gradients (2) and parameters too (3) per micro-batch.
 void sharding(Arguments& a, const Plan& p, const ScenarioSpec& s, std::vector<std::string>& notes) {
   if (p.zero >= 1) a.add("use-distributed-optimizer");
+  if (p.dp_replicate > 1)
+    notes.push_back("dp_replicate=" + n(p.dp_replicate) +
+                    " (HSDP): not emitted; these arguments shard over the whole data-parallel group");
   if (p.zero >= 2) {
     a.add("use-megatron-fsdp");
     a.add("data-parallel-sharding-strategy", p.zero == 2 ? "optim_grads" : "optim_grads_params");

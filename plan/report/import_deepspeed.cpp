@@ -132,6 +132,14 @@ void read_zero(Config& c, ImportedLaunch& out) {
   p.bucket_size = Bytes(static_cast<double>(bucket) * cost::gradient_bytes(out.training));
   if (const nlohmann::json* off = c.get("zero_optimization", "offload_optimizer"))
     p.offload_optimizer = off->is_object() && off->value("device", std::string("none")) != "none";
+  // MiCS: ZeRO 3 within groups of this many ranks, replicated across them (HSDP).
+  if (const auto shard = c.integer("zero_optimization", "mics_shard_size", 1, 1 << 24);
+      shard && *shard < p.dp) {
+    if (p.zero != 3 || p.dp % *shard != 0)
+      c.fail("zero_optimization.mics_shard_size",
+             "needs stage 3 and a shard size that divides dp=" + std::to_string(p.dp));
+    p.dp_replicate = static_cast<int>(p.dp / *shard);
+  }
 }
 
 Recompute read_checkpointing(Config& c, ImportedLaunch& out) {

@@ -595,6 +595,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  virtual_stages: " + n(p.virtual_stages) +
        "\n  recompute: " + enum_name(p.stages.front().recompute, kRecomputeNames) +
        "\n  sequence_parallel: " + b(p.sequence_parallel) + "\n  zero: " + n(p.zero) +
+       (p.dp_replicate > 1 ? "\n  dp_replicate: " + n(p.dp_replicate) : std::string()) +
        "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
        "}\n  bucket_size: " + n(static_cast<long long>(p.bucket_size.value())) + "B" +
        "\n  overlap: {dp: " + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +

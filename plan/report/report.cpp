@@ -67,6 +67,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
           {"reshard", enum_name(p.reshard, kReshardNames)},
+          {"dp_replicate", p.dp_replicate},
           {"offload", {{"optimizer", p.offload_optimizer}, {"activations", p.offload_activations}}},
           {"compression",
            {{"kind", enum_name(p.compression.kind, kCompressionNames)},
@@ -142,7 +143,7 @@ std::string to_text(const Report& r) {
   out += "plan (" + r.evaluator + ") for " + r.scenario + "\n";
   std::snprintf(
       buf, sizeof buf,
-      "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s%s\n",
+      "  dp %d x tp %d x pp %d x cp %d x ep %d; micro-batch %d x %d; %s%s; recompute %s; ZeRO %d%s%s%s%s\n",
       p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
       enum_name(p.schedule, kScheduleNames).c_str(),
       p.virtual_stages > 1 ? (" v=" + std::to_string(p.virtual_stages)).c_str() : "",
@@ -150,6 +151,10 @@ std::string to_text(const Report& r) {
       p.zero == 3 && p.reshard != Reshard::AfterForward
           ? (" reshard " + enum_name(p.reshard, kReshardNames)).c_str()
           : "",
+      p.dp_replicate > 1 ? (" HSDP (" + std::to_string(p.dp_replicate) + " replicas of " +
+                            std::to_string(p.dp / p.dp_replicate) + ")")
+                               .c_str()
+                         : "",
       p.sequence_parallel ? "; sequence parallel" : "",
       p.compression.kind == CompressionKind::TopK ? "; top-k compression" : "");
   out += buf;

@@ -51,6 +51,7 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
        enum_name(q.stages[0].recompute, kRecomputeNames));
   diff("zero", s(p.zero), s(q.zero));
   diff("reshard", enum_name(p.reshard, kReshardNames), enum_name(q.reshard, kReshardNames));
+  diff("dp_replicate", s(p.dp_replicate), s(q.dp_replicate));
   diff("sequence_parallel", std::string(p.sequence_parallel ? "true" : "false"),
        std::string(q.sequence_parallel ? "true" : "false"));
   diff("compression", enum_name(p.compression.kind, kCompressionNames),

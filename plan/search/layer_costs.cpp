@@ -226,6 +226,7 @@ const cost::GroupPlacement& LayerCosts::placement(const ParallelLayout& layout, 
     Plan degrees;
     degrees.tp = layout.tp, degrees.cp = layout.cp, degrees.dp = layout.dp, degrees.pp = layout.pp,
     degrees.ep = layout.ep;
+    degrees.dp_replicate = layout.dp % ctx_.dp_replicate() == 0 ? ctx_.dp_replicate() : 1;
     degrees.order = ctx_.orders[order];
     it = placements_.emplace(key, group_placement(degrees, kind, ctx_.s.cluster.pools[pool], ctx_.s.cluster))
              .first;
@@ -250,7 +251,7 @@ static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
   const auto st =
-      cost::held_model_state_bytes(1, layout.replicas(), v.zero, sharded_gradients(layout, v),
+      cost::held_model_state_bytes(1, shards(layout), v.zero, sharded_gradients(layout, v),
                                    ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
@@ -273,7 +274,7 @@ double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
 bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
   auto states =
-      cost::held_model_state_bytes(per_rank, layout.replicas(), v.zero, sharded_gradients(layout, v),
+      cost::held_model_state_bytes(per_rank, shards(layout), v.zero, sharded_gradients(layout, v),
                                    ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();

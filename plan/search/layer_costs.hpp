@@ -47,6 +47,8 @@ class LayerCosts {
   double chunk_params(const ParallelLayout& layout, int c, int begin, int end) const;
   // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
   double state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const;
+  // The ranks ZeRO shards the model state over (Plan::zero_group): the replicas, a shard group's under HSDP.
+  int shards(const ParallelLayout& layout) const { return layout.replicas() / ctx_.dp_replicate(); }
   // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
   // pipeline ranks.
   double layer_parameters(const ParallelLayout& layout) const;

@@ -251,7 +251,7 @@ class Search {
     plan.virtual_stages = layout.v;
     plan.sequence_parallel = layout.sp;
     plan.zero = e.variant.zero;
-    if (plan.zero == 3) plan.reshard = ctx_.reshard();
+    if (plan.zero == 3) plan.reshard = ctx_.reshard(), plan.dp_replicate = ctx_.dp_replicate();
     plan.offload_optimizer = e.variant.offload;
     if (req.offload_activations) plan.offload_activations = *req.offload_activations;
     if (req.compression)

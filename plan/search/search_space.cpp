@@ -60,6 +60,10 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
             reject("ep does not divide dp");
             continue;
           }
+          if (dp % ctx_.dp_replicate() != 0 || (ctx_.dp_replicate() > 1 && ep > 1)) {
+            reject("dp_replicate does not divide dp, or HSDP with ep");
+            continue;
+          }
           if (ctx_.s.training.global_batch % dp != 0) {
             reject("global batch does not divide over dp");
             continue;

@@ -54,10 +54,11 @@ class SearchSpace {
 template <class Visit>
 void SearchSpace::for_each_variant(const ParallelLayout& layout, const Visit& visit) {
   const std::vector<int> rank_orders = orders(layout);
-  // A reshard other than after_forward is ZeRO 3's alone: asked for, it fixes zero 3.
-  const std::vector<int> stages = ctx_.reshard() != Reshard::AfterForward ? std::vector<int>{3}
-                                  : layout.replicas() > 1                 ? std::vector<int>{0, 1, 2, 3}
-                                                                          : std::vector<int>{0};
+  // A reshard other than after_forward, and HSDP, are ZeRO 3's alone: asked for, they fix zero 3.
+  const std::vector<int> stages = ctx_.reshard() != Reshard::AfterForward || ctx_.dp_replicate() > 1
+                                      ? std::vector<int>{3}
+                                  : layout.replicas() > 1 ? std::vector<int>{0, 1, 2, 3}
+                                                          : std::vector<int>{0};
   for (int zero : fixed_or(ctx_.req.zero, stages))
     for (bool offload : fixed_or(ctx_.req.offload_optimizer, {false, true})) {
       const bool fits = costs_.states_can_fit(layout, {zero, offload, false, 0});

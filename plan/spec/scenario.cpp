@@ -80,9 +80,9 @@ const std::vector<std::string> kRankOrders = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-
 
 bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
-         !sequence_parallel && !zero && !reshard && !offload_optimizer && !offload_activations &&
-         !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp && !overlap_param_gather &&
-         !order && !num_microbatches && !stages && !checkpoint_interval;
+         !sequence_parallel && !zero && !reshard && !dp_replicate && !offload_optimizer &&
+         !offload_activations && !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp &&
+         !overlap_param_gather && !order && !num_microbatches && !stages && !checkpoint_interval;
 }
 
 bool PlanRequest::fully_fixed() const {
@@ -212,6 +212,12 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
                "plan.reshard: " + enum_name(*p.reshard, kReshardNames) +
                    " says when ZeRO 3 frees the parameters it gathers, and plan.zero is " +
                    std::to_string(*p.zero) + ": give plan.zero 3, or reshard after_forward");
+  read_auto(r, "dp_replicate", p.dp_replicate, 1, 1 << 24);
+  if (p.dp_replicate > 1 && p.zero && *p.zero != 3)
+    diag.error(node.find("dp_replicate")->location,
+               "plan.dp_replicate: " + std::to_string(*p.dp_replicate) +
+                   " replicates ZeRO 3's shard group (HSDP), and plan.zero is " + std::to_string(*p.zero) +
+                   ": give plan.zero 3, or dp_replicate 1");
   if (const DocNode* off = r.get("offload"); off && !is_auto(off)) {
     MapReader o(*off, r.field("offload"), diag, locations);
     read_auto(o, "optimizer", p.offload_optimizer);

@@ -236,6 +236,7 @@ struct PlanRequest {
   std::optional<bool> sequence_parallel;
   std::optional<int> zero;
   std::optional<Reshard> reshard;
+  std::optional<int> dp_replicate;  // Plan::dp_replicate (HSDP); the search does not choose it
   std::optional<bool> offload_optimizer, offload_activations;
   std::optional<CompressionSpec> compression;
   std::optional<Bytes> bucket_size;

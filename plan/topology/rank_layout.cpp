@@ -48,14 +48,27 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
     case GroupKind::Cp:
       vary(&RankCoords::cp, 0, plan_.cp);
       break;
-    case GroupKind::Dp:
-      // Gradients are reduced over dp x cp (Megatron-LM's data-parallel group with context parallelism).
+    case GroupKind::Dp: {
+      // Gradients are reduced over dp x cp (Megatron-LM's data-parallel group with context parallelism);
+      // under HSDP over the rank's shard group, consecutive dp coordinates (as torchtitan's mesh
+      // [dp_replicate, dp_shard] lays them out).
+      const int shard = plan_.dp / plan_.dp_replicate, first = c.dp / shard * shard;
       for (int cp = 0; cp < plan_.cp; ++cp) {
         c.cp = cp;
-        vary(&RankCoords::dp, 0, plan_.dp);
+        vary(&RankCoords::dp, first, first + shard);
       }
       std::sort(members.begin(), members.end());  // in rank order, as the live engine's group
       break;
+    }
+    case GroupKind::DpReplicate: {
+      // HSDP: the rank's place in its shard group, in every replica.
+      const int shard = plan_.dp / plan_.dp_replicate;
+      for (int r = 0; r < plan_.dp_replicate; ++r) {
+        c.dp = coords_[rank].dp % shard + r * shard;
+        members.push_back(rank_of(c));
+      }
+      break;
+    }
     case GroupKind::Pp:
       vary(&RankCoords::pp, 0, plan_.pp);
       break;
@@ -92,7 +105,8 @@ bool RankLayout::groups_inside_domains(const ClusterSpec& cluster, GroupKind kin
   for (int r = 0; r < world(); ++r) {
     // Each group once, from its member with the varied coordinates at 0; TP lanes are placed alike.
     const RankCoords& c = coords_[r];
-    if (c.tp != 0 || c.cp != 0 || (kind == GroupKind::Dp && c.dp != 0)) continue;
+    if (c.tp != 0 || c.cp != 0 || (kind == GroupKind::Dp && c.dp % (plan_.dp / plan_.dp_replicate) != 0))
+      continue;
     for (int m : group(r, kind))
       if (domain(m) != domain(r)) return false;
   }
@@ -130,7 +144,10 @@ RankLayout::Folding RankLayout::fold(const ClusterSpec& cluster, const std::vect
   // CP and DP groups fold only when each lies inside one.
   const bool oversubscribed = sites_.oversubscribed(cluster);
   const bool fold_cp = plan_.cp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Cp));
-  const bool fold_dp = plan_.dp > 1 && (!oversubscribed || groups_inside_domains(cluster, GroupKind::Dp));
+  // HSDP's replica groups cross the shard groups: with them, DP folds only where nothing is oversubscribed.
+  const bool fold_dp =
+      plan_.dp > 1 &&
+      (!oversubscribed || (plan_.dp_replicate == 1 && groups_inside_domains(cluster, GroupKind::Dp)));
   // Replicas that hold a slowed GPU keep every rank (their cp lanes differ from the others').
   std::vector<char> distinct(size_t(plan_.dp), 0);
   for (int r = 0; r < world(); ++r)

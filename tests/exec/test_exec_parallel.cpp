@@ -3,7 +3,8 @@
 // initial weights, so its loss trajectory must be the single rank's within float rounding. The default
 // entry (4 ranks) runs a representative subset; `ctest -L long` runs the cross product on 8 ranks. A
 // run checkpointed under tp x pp resumes under another layout; optimizer offload and top-k compression
-// run under tp x pp too; ZeRO 3, recomputation and optimizer offload under cp (alone and with dp, tp, pp).
+// run under tp x pp too; ZeRO 3, recomputation and optimizer offload under cp (alone and with dp, tp, pp);
+// HSDP's shard groups and replicas.
 #define BOOST_TEST_MODULE exec_parallel
 #include <boost/test/unit_test.hpp>
 
@@ -172,6 +173,15 @@ BOOST_AUTO_TEST_CASE(zero3_and_recomputation_under_tp_and_pp_follow_the_single_r
                  {1, 2, 2, 3, "interleaved", false, true, 1, "full"},
                  {1, 2, 2, 3, "gpipe", false, false},
                  {2, 2, 1, 0, "1f1b", false, true, 1, "full"}},
+                5);
+}
+
+// HSDP: ZeRO 3 within shard groups, each reduced block summed over the replicas (2 replicas of a 2-way
+// shard group; of a 1-way group, every rank whole; and under a pipeline with recomputation).
+BOOST_AUTO_TEST_CASE(hsdp_replicas_of_zero3_shard_groups_follow_the_single_rank_trajectory) {
+  check_layouts({{1, 1, 4, 3, "1f1b", false, true, 1, "none", {"plan.dp_replicate=2"}},
+                 {1, 1, 2, 3, "1f1b", false, true, 1, "none", {"plan.dp_replicate=2"}},
+                 {1, 2, 2, 3, "1f1b", false, true, 1, "full", {"plan.dp_replicate=2"}}},
                 5);
 }
 

@@ -117,6 +117,26 @@ BOOST_AUTO_TEST_CASE(zero3_resharding_once_a_step_simulates_as_the_program_says)
   BOOST_TEST(step["breakdown"]["dp_comm_s"].get<double>() < forward["breakdown"]["dp_comm_s"].get<double>());
 }
 
+// HSDP (plan.dp_replicate) reaches the simulator through the Program and the rank layout's shard and
+// replica groups: 2 replicas of a 2-way shard group (tp 4, pp 2), resharded once a step so that the DP
+// stream's collectives barely meet (as above): within 2% of the analytic evaluator's time, with its
+// memory (above the whole group's shard), and the replicas' all-reduces add to the DP stream's time.
+BOOST_AUTO_TEST_CASE(hsdp_simulates_as_the_program_says) {
+  const std::string sets = kSource +
+                           "/scenarios/quickstart.yaml --set plan.tp=4 --set plan.dp=4 --set plan.pp=2 "
+                           "--set training.global_batch=64 --set plan.zero=3 --set plan.reshard=after_step "
+                           "--set plan.dp_replicate=";
+  const nlohmann::json hybrid = report("simulate " + sets + "2");
+  const nlohmann::json whole = report("simulate " + sets + "1");
+  const nlohmann::json analytic = report("plan " + sets + "2");
+  BOOST_TEST(hybrid["plan"]["dp_replicate"] == 2);
+  BOOST_TEST(iteration(hybrid) == iteration(analytic), tt::tolerance(0.02));
+  const double peak = hybrid["metrics"]["peak_memory_gib"].get<double>();
+  BOOST_TEST(peak == analytic["metrics"]["peak_memory_gib"].get<double>(), tt::tolerance(1e-9));
+  BOOST_TEST(peak > whole["metrics"]["peak_memory_gib"].get<double>());
+  BOOST_TEST(hybrid["breakdown"]["dp_comm_s"].get<double>() > whole["breakdown"]["dp_comm_s"].get<double>());
+}
+
 // Runs a scenario folded and with --all-ranks; returns both reports.
 std::pair<nlohmann::json, nlohmann::json> folded_and_all(const std::string& scenario) {
   return {report("simulate " + scenario), report("simulate " + scenario + " --all-ranks")};
