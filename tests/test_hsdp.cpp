@@ -117,7 +117,8 @@ BOOST_AUTO_TEST_CASE(verify_and_the_scenario_refuse_what_hsdp_cannot_be) {
   odd.dp_replicate = 3;
   auto problems = verify(odd, r.s.model, r.s.cluster, r.s.training);
   BOOST_REQUIRE(!problems.empty());
-  BOOST_TEST(problems.front().find("dp_replicate=3 must divide dp=32") == 0u);
+  BOOST_TEST(problems.front().find("dp_replicate=3 must divide dp=32 (nearest: 2 or 4;") == 0u,
+             problems.front());
   Plan zero1 = r.plan;
   zero1.zero = 1;
   problems = verify(zero1, r.s.model, r.s.cluster, r.s.training);

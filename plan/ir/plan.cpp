@@ -123,10 +123,15 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     add("reshard " + enum_name(p.reshard, kReshardNames) +
         " says when ZeRO 3 frees the parameters it gathers, and the plan has zero " + num(p.zero) +
         ": use zero 3, or reshard after_forward");
-  if (p.dp_replicate < 1 || p.dp % std::max(1, p.dp_replicate) != 0)
-    add("dp_replicate=" + num(p.dp_replicate) + " must divide dp=" + num(p.dp) +
-        " (HSDP: dp_replicate replicas of a dp / dp_replicate-way ZeRO 3 shard group)");
-  else if (p.dp_replicate > 1 && p.zero != 3)
+  if (p.dp_replicate < 1 || p.dp % std::max(1, p.dp_replicate) != 0) {
+    // The nearest divisors of dp on either side.
+    int below = std::clamp(p.dp_replicate, 1, std::max(1, p.dp)), above = below;
+    while (below > 1 && p.dp % below != 0) --below;
+    while (above < p.dp && p.dp % above != 0) ++above;
+    add("dp_replicate=" + num(p.dp_replicate) + " must divide dp=" + num(p.dp) + " (nearest: " + num(below) +
+        (above != below ? " or " + num(above) : "") +
+        "; HSDP runs dp_replicate replicas of a dp / dp_replicate-way ZeRO 3 shard group)");
+  } else if (p.dp_replicate > 1 && p.zero != 3)
     add("dp_replicate=" + num(p.dp_replicate) +
         " replicates ZeRO 3's shard group (HSDP), and the plan has zero " + num(p.zero) +
         ": use zero 3, or dp_replicate 1");
