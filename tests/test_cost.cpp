@@ -1074,6 +1074,11 @@ BOOST_AUTO_TEST_CASE(optimizer_step_moves_every_state_byte_twice_plus_gradient_a
              32e9);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).launches == 2);
   BOOST_TEST(optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Bf16)).gemm_flops.value() == 0);
+  // fp16's dynamic loss scale: the gradients (2 bytes) unscaled and checked in one more pass, read and
+  // written: 30 + 2 x 2 bytes, one more launch.
+  const KernelCost fp16 = optimizer_step(1e9, training(OptimizerKind::AdamW, Precision::Fp16));
+  BOOST_TEST(fp16.optimizer_bytes.value() == 34e9);
+  BOOST_TEST(fp16.launches == 3);
 }
 
 // ---- TP overlap: AsyncTP's and Transformer Engine's decomposed GEMMs (plan/cost/tp_overlap.hpp) ----

@@ -647,6 +647,14 @@ KernelCost optimizer_step(double parameters, const TrainingSpec& training) {
   KernelCost c;
   c.optimizer_bytes = Bytes(parameters * (g + 2 * state + g + (mixed ? e : 0)));
   c.launches = 2;
+  // fp16 trains under dynamic loss scaling (Megatron-LM's and DeepSpeed's default): before the step the
+  // gradients are unscaled and checked for inf/NaN in one pass that reads and writes each
+  // (Megatron-LM's _amp_foreach_non_finite_check_and_unscale_ over its main grads; DeepSpeed's ZeRO
+  // unscale over the partition). The overflow flag's all-reduce is a few bytes: left out.
+  if (training.precision == Precision::Fp16) {
+    c.optimizer_bytes += Bytes(parameters * 2 * g);
+    c.launches += 1;
+  }
   return c;
 }
 

@@ -285,7 +285,7 @@ KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 
 // One optimizer step over `parameters` parameters held by this rank (its ZeRO shard): memory-bound,
 // the clipping norm's read of the gradients, then reading and writing master weights, moments,
-// gradients and the working copy.
+// gradients and the working copy; under fp16 first the loss scale's unscale and overflow check.
 KernelCost optimizer_step(double parameters, const TrainingSpec& training);
 // The rank's gradient buffer zeroed once a step, before the first micro-batch accumulates into it:
 // Megatron-Core's DistributedDataParallel.zero_grad_buffer (each _ParamAndGradBuffer's grad_data.zero_(),
