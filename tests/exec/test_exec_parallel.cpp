@@ -183,6 +183,26 @@ BOOST_AUTO_TEST_CASE(hsdp_replicas_of_zero3_shard_groups_follow_the_single_rank_
                  {1, 1, 2, 3, "1f1b", false, true, 1, "none", {"plan.dp_replicate=2"}},
                  {1, 2, 2, 3, "1f1b", false, true, 1, "full", {"plan.dp_replicate=2"}}},
                 5);
+  // Rank 0 sends the twin's DP bytes each step: its shard group's gathers and reduce-scatters and the
+  // replicas' all-reduces. (ZeRO 3 gathers the tied embedding again with the head's layer, which the
+  // twin does not count, as in test_exec_memory_modes.)
+  const Layout hybrid{1, 1, 4, 3, "1f1b", false, true, 1, "none", {"plan.dp_replicate=2"}};
+  if (hybrid.world() > mpi->world->size()) return;
+  std::vector<double> sent;
+  train(hybrid, options(2), nullptr, &sent);
+  const ScenarioSpec s = scenario(hybrid);
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  double twin = 0, replicas = 0;
+  for (const Task& t : program.roles[0].tasks)
+    if (t.kind == TaskKind::Collective && (t.group == GroupKind::Dp || t.group == GroupKind::DpReplicate)) {
+      twin += t.bytes.value() * t.count;
+      if (t.group == GroupKind::DpReplicate) replicas += t.bytes.value() * t.count;
+    }
+  BOOST_TEST(replicas > 0);
+  if (mpi->world->rank() == 0)
+    std::printf("%-34s DP bytes a step %.0f, twin %.0f (replicas' all-reduces %.0f)\n", hybrid.text().c_str(),
+                sent.back(), twin, replicas);
+  BOOST_TEST(std::abs(sent.back() - twin) < 0.05 * twin);
 }
 
 BOOST_AUTO_TEST_CASE(optimizer_offload_under_tp_and_pp_leaves_the_trajectory_unchanged) {
