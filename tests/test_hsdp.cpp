@@ -151,6 +151,23 @@ BOOST_AUTO_TEST_CASE(the_search_keeps_the_replicas_asked_and_its_bounds_hold) {
   }
 }
 
+// Left out, HSDP over one-node shard groups is a choice of the search: on a slow network with ZeRO 3
+// asked for, it wins (the gathers stay in a node), and the pruned search still finds the brute force's
+// best.
+BOOST_AUTO_TEST_CASE(the_search_chooses_hsdp_where_it_wins) {
+  const ScenarioSpec s = paratwin_test::scenario(
+      "model: {name: small, layers: 8, hidden: 512, heads: 8, vocab: 4096, seq_len: 512}\n"
+      "cluster: {from: a100-pcie-ethernet, nodes: 2}\n"
+      "training: {global_batch: 32, seq_len: 512}\n"
+      "plan: {zero: 3}\n");
+  const std::vector<Candidate> top = paratwin_test::brute_force_top(s);
+  BOOST_TEST_INFO(top.front().plan.dp << " x tp " << top.front().plan.tp);
+  BOOST_TEST(top.front().plan.dp_replicate > 1);
+  bool whole_group = false;
+  for (const Candidate& c : top) whole_group |= c.plan.dp_replicate == 1;
+  BOOST_TEST(whole_group);  // the other choice was searched too
+}
+
 // The plan file carries it; the Program verifier checks each replica all-reduce against its plan.
 BOOST_AUTO_TEST_CASE(the_plan_file_and_the_program_verifier_follow_the_choice) {
   Evaluated r = evaluated_plan(kDataParallel, {"plan.dp_replicate=4"});

@@ -41,7 +41,8 @@ class Bounds {
   double pipeline_bound(const ParallelLayout& layout, int microbatches);
   // What is worked out so far for the variants of the layout's (tp, cp, dp, pp, ep).
   VariantCosts& variant_costs(const ParallelLayout& layout) {
-    return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep}];
+    return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep,
+                                     layout.replicate}];
   }
   // A variant's bound valid for every partition; `layout_costs` from variant_costs(layout).
   double variant_bound(const ParallelLayout& layout, int microbatches, const Variant& v,
@@ -72,7 +73,8 @@ class Bounds {
   const SearchContext& ctx_;
   LayerCosts& costs_;
   std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
-  std::map<std::tuple<int, int, int, int, int>, VariantCosts> variant_costs_;  // by (tp, cp, dp, pp, ep)
+  // By (tp, cp, dp, pp, ep, HSDP's replicas).
+  std::map<std::tuple<int, int, int, int, int, int>, VariantCosts> variant_costs_;
 };
 
 }  // namespace paratwin::search

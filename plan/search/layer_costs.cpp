@@ -220,13 +220,14 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
 
 const cost::GroupPlacement& LayerCosts::placement(const ParallelLayout& layout, GroupKind kind, int pool,
                                                   int order) {
-  const auto key = std::tuple{kind, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, pool, order};
+  const auto key =
+      std::tuple{kind, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate, pool, order};
   auto it = placements_.find(key);
   if (it == placements_.end()) {
     Plan degrees;
     degrees.tp = layout.tp, degrees.cp = layout.cp, degrees.dp = layout.dp, degrees.pp = layout.pp,
     degrees.ep = layout.ep;
-    degrees.dp_replicate = layout.dp % ctx_.dp_replicate() == 0 ? ctx_.dp_replicate() : 1;
+    degrees.dp_replicate = layout.replicate;
     degrees.order = ctx_.orders[order];
     it = placements_.emplace(key, group_placement(degrees, kind, ctx_.s.cluster.pools[pool], ctx_.s.cluster))
              .first;
@@ -251,7 +252,7 @@ static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
   const auto st =
-      cost::held_model_state_bytes(1, shards(layout), v.zero, sharded_gradients(layout, v),
+      cost::held_model_state_bytes(1, layout.shards(), v.zero, sharded_gradients(layout, v),
                                    ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
@@ -274,7 +275,7 @@ double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
 bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
   auto states =
-      cost::held_model_state_bytes(per_rank, shards(layout), v.zero, sharded_gradients(layout, v),
+      cost::held_model_state_bytes(per_rank, layout.shards(), v.zero, sharded_gradients(layout, v),
                                    ctx_.s.training.optimizer, ctx_.s.training.precision, ctx_.grad_elem);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();

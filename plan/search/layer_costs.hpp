@@ -47,8 +47,6 @@ class LayerCosts {
   double chunk_params(const ParallelLayout& layout, int c, int begin, int end) const;
   // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
   double state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const;
-  // The ranks ZeRO shards the model state over (Plan::zero_group): the replicas, a shard group's under HSDP.
-  int shards(const ParallelLayout& layout) const { return layout.replicas() / ctx_.dp_replicate(); }
   // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
   // pipeline ranks.
   double layer_parameters(const ParallelLayout& layout) const;
@@ -79,7 +77,7 @@ class LayerCosts {
   mutable std::map<int, double> least_moe_pace_;  // by ep
   std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> tables_;
   // By (group, tp, cp, dp, pp, ep, pool, rank order).
-  std::map<std::tuple<GroupKind, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
+  std::map<std::tuple<GroupKind, int, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
 };
 
 template <class Where>

@@ -104,12 +104,15 @@ struct ParallelLayout {
   Schedule schedule;
   Recompute recompute;
   bool sp;
+  int replicate = 1;           // HSDP's replicas of a ZeRO 3 shard group (Plan::dp_replicate)
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the layout is refined
   double scale = 1;            // objective per second of iteration time (Search::objective_scale)
   long first_candidate = 0;    // the sequence number of its first variant
-  // The ranks that reduce each gradient and share ZeRO's blocks: dp x cp, as the Program lowers them.
+  // The ranks that reduce each gradient: dp x cp, as the Program lowers them.
   int replicas() const { return dp * cp; }
+  // The ranks that share ZeRO's blocks (Plan::zero_group): the replicas, a shard group's under HSDP.
+  int shards() const { return replicas() / replicate; }
   // Filled when the layout is refined: cost tables, its layer partitions (indices into the search's
   // list; -1: none fits) -- the time-optimal one, memory aside, and by the device bytes of model
   // states per parameter, that one where it fits, else the best that fits -- and, per pipeline rank

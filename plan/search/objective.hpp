@@ -20,7 +20,8 @@ double objective_per_second(const ScenarioSpec& s, const std::vector<const PoolS
 bool objective_counts_failures(const ScenarioSpec& s);
 
 // Plans whose objectives differ by less than this share (0.1%, below the cost model's precision) are
-// ties, and a tie goes to the simpler plan: no compression, no offload, ZeRO 1, the default order.
+// ties, and a tie goes to the simpler plan: no compression, no offload, ZeRO 1, no HSDP, the default
+// order.
 inline constexpr double kTieMargin = 1e-3;
 
 // The tie class of an objective (> 0): the search ranks plans by class first, then by simplicity.

@@ -251,7 +251,7 @@ class Search {
     plan.virtual_stages = layout.v;
     plan.sequence_parallel = layout.sp;
     plan.zero = e.variant.zero;
-    if (plan.zero == 3) plan.reshard = ctx_.reshard(), plan.dp_replicate = ctx_.dp_replicate();
+    if (plan.zero == 3) plan.reshard = ctx_.reshard(), plan.dp_replicate = layout.replicate;
     plan.offload_optimizer = e.variant.offload;
     if (req.offload_activations) plan.offload_activations = *req.offload_activations;
     if (req.compression)
@@ -356,13 +356,13 @@ class Search {
   }
 
   // Ties (the same tie class) go to the simpler plan: no compression, no offload, ZeRO-1 before 0, 2
-  // and 3, the default rank order.
+  // and 3 (HSDP after plain ZeRO 3), the default rank order.
   static std::tuple<double, double, double> ranking(const Candidate& c) {
     const Plan& p = c.plan;
     const double zero_cost[] = {0.5, 0, 1, 2};
     const double complexity = (p.compression.kind == CompressionKind::TopK ? 4 : 0) +
                               (p.offload_optimizer ? 3 : 0) + zero_cost[p.zero] +
-                              (p.order == Plan().order ? 0 : 0.5);
+                              (p.dp_replicate > 1 ? 0.25 : 0) + (p.order == Plan().order ? 0 : 0.5);
     return {tie_class(c.objective), complexity, c.objective};
   }
 

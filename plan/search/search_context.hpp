@@ -42,9 +42,6 @@ struct SearchContext {
 
   // plan.reshard as the scenario asks it (the search does not choose it): ZeRO 3's plans get it.
   Reshard reshard() const { return req.reshard.value_or(Reshard::AfterForward); }
-  // plan.dp_replicate (HSDP) as asked, not chosen: the search's layouts then have dp a multiple of it,
-  // zero 3 and no EP, and ZeRO shards over dp / dp_replicate x cp ranks.
-  int dp_replicate() const { return req.dp_replicate.value_or(1); }
   // How many times ZeRO 3 gathers each parameter in a step of m micro-batches, at least: before every
   // forward and backward under reshard after_forward; once under the others (a unit held from its
   // forward to its backward is gathered at least once a step).

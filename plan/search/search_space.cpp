@@ -60,7 +60,8 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
             reject("ep does not divide dp");
             continue;
           }
-          if (dp % ctx_.dp_replicate() != 0 || (ctx_.dp_replicate() > 1 && ep > 1)) {
+          const std::vector<int> replicates = hsdp_choices(tp, cp, ep, dp, pools);
+          if (replicates.empty()) {
             reject("dp_replicate does not divide dp, or HSDP with ep");
             continue;
           }
@@ -81,20 +82,22 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
                 for (bool sp :
                      fixed_or(ctx_.req.sequence_parallel, tp > 1 && (ctx_.s.training.seq_len / cp) % tp == 0
                                                               ? std::vector<bool>{false, true}
-                                                              : std::vector<bool>{false})) {
-                  ParallelLayout layout{.tp = tp,
-                                        .cp = cp,
-                                        .ep = ep,
-                                        .pp = pp,
-                                        .dp = dp,
-                                        .mb = mb,
-                                        .v = v,
-                                        .schedule = schedule,
-                                        .recompute = rc,
-                                        .sp = sp,
-                                        .rank_pool = pools};
-                  visit(std::move(layout), microbatches);
-                }
+                                                              : std::vector<bool>{false}))
+                  for (int replicate : replicates) {
+                    ParallelLayout layout{.tp = tp,
+                                          .cp = cp,
+                                          .ep = ep,
+                                          .pp = pp,
+                                          .dp = dp,
+                                          .mb = mb,
+                                          .v = v,
+                                          .schedule = schedule,
+                                          .recompute = rc,
+                                          .sp = sp,
+                                          .replicate = replicate,
+                                          .rank_pool = pools};
+                    visit(std::move(layout), microbatches);
+                  }
             }
           }
         }
@@ -172,13 +175,29 @@ std::vector<bool> SearchSpace::compression_choices(const ParallelLayout& layout,
   return {false};
 }
 
+std::vector<int> SearchSpace::hsdp_choices(int tp, int cp, int ep, int dp,
+                                           const std::vector<int>& pools) const {
+  if (ctx_.req.dp_replicate) {
+    const int r = *ctx_.req.dp_replicate;
+    if (dp % r != 0 || (r > 1 && ep > 1)) return {};
+    return {r};
+  }
+  std::vector<int> out{1};
+  if (ep > 1 || (ctx_.req.zero && *ctx_.req.zero != 3) || ctx_.s.cluster.pools.size() > 1) return out;
+  const int per_node = ctx_.s.cluster.pools[size_t(pools.front())].gpus_per_node;
+  if (per_node % (tp * cp) != 0) return out;
+  const int shard = per_node / (tp * cp);
+  if (dp % shard == 0 && dp / shard > 1) out.push_back(dp / shard);
+  return out;
+}
+
 // Rank orders worth trying: the other order only where it places some group differently (else its
 // Program is the same and the default order wins the tie).
 // Indices into SearchContext::orders: 0 is the requested order or the default, 1 the other one.
 std::vector<int> SearchSpace::orders(const ParallelLayout& layout) {
   if (ctx_.req.order || ctx_.s.cluster.pools.size() > 1 || layout.pp == 1 || layout.dp == 1) return {0};
   if (ctx_.exhaustive) return {0, 1};
-  const auto key = std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep};
+  const auto key = std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate};
   auto it = same_placements_.find(key);
   if (it == same_placements_.end())
     it = same_placements_.emplace(key, same_placements(layout, ctx_.orders[0], ctx_.orders[1])).first;
@@ -192,7 +211,8 @@ bool SearchSpace::same_placements(const ParallelLayout& layout, const std::strin
                                   const std::string& y) const {
   Plan px, py;
   for (Plan* p : {&px, &py})
-    p->tp = layout.tp, p->cp = layout.cp, p->dp = layout.dp, p->pp = layout.pp, p->ep = layout.ep;
+    p->tp = layout.tp, p->cp = layout.cp, p->dp = layout.dp, p->pp = layout.pp, p->ep = layout.ep,
+    p->dp_replicate = layout.replicate;
   px.order = x;
   py.order = y;
   auto same = [](const cost::GroupPlacement& a, const cost::GroupPlacement& c) {

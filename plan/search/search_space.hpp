@@ -42,20 +42,24 @@ class SearchSpace {
   std::vector<std::tuple<int, int, std::vector<int>>> pipeline_shapes(int tp, int cp, int gpus_cap);
   std::vector<std::pair<Schedule, int>> schedules(int pp, int microbatches);
   std::vector<bool> compression_choices(const ParallelLayout& layout, int zero);
+  // HSDP's replicas to try: the one asked (where it divides dp and there is no EP), else 1 and, where ZeRO
+  // 3 may be chosen, the replicas of a one-node shard group (FSDP's HYBRID_SHARD default). Empty: none.
+  std::vector<int> hsdp_choices(int tp, int cp, int ep, int dp, const std::vector<int>& pools) const;
   std::vector<int> orders(const ParallelLayout& layout);
   bool same_placements(const ParallelLayout& layout, const std::string& x, const std::string& y) const;
 
   const SearchContext& ctx_;
   const LayerCosts& costs_;
   std::map<std::string, long>& rejected_;
-  std::map<std::tuple<int, int, int, int, int>, bool> same_placements_;  // by (tp, cp, dp, pp, ep)
+  std::map<std::tuple<int, int, int, int, int, int>, bool>
+      same_placements_;  // by (tp, cp, dp, pp, ep, replicate)
 };
 
 template <class Visit>
 void SearchSpace::for_each_variant(const ParallelLayout& layout, const Visit& visit) {
   const std::vector<int> rank_orders = orders(layout);
   // A reshard other than after_forward, and HSDP, are ZeRO 3's alone: asked for, they fix zero 3.
-  const std::vector<int> stages = ctx_.reshard() != Reshard::AfterForward || ctx_.dp_replicate() > 1
+  const std::vector<int> stages = ctx_.reshard() != Reshard::AfterForward || layout.replicate > 1
                                       ? std::vector<int>{3}
                                   : layout.replicas() > 1 ? std::vector<int>{0, 1, 2, 3}
                                                           : std::vector<int>{0};
