@@ -39,7 +39,7 @@ class Bounds {
   double time_lower_bound(const ParallelLayout& layout, int microbatches);
   // The pipeline's fill and drain over integer layer counts (one pool, 1F1B or GPipe).
   double pipeline_bound(const ParallelLayout& layout, int microbatches);
-  // What is worked out so far for the variants of the layout's (tp, cp, dp, pp, ep).
+  // What is worked out so far for the variants of the layout's (tp, cp, dp, pp, ep, HSDP's replicas).
   VariantCosts& variant_costs(const ParallelLayout& layout) {
     return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep,
                                      layout.replicate}];

@@ -76,7 +76,7 @@ class LayerCosts {
   std::map<ComputeKey, LayerTimes> times_;
   mutable std::map<int, double> least_moe_pace_;  // by ep
   std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> tables_;
-  // By (group, tp, cp, dp, pp, ep, pool, rank order).
+  // By (group, tp, cp, dp, pp, ep, HSDP's replicas, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
 };
 
