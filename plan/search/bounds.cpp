@@ -116,8 +116,9 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
   }
   const StateCosts& t = *costs;
   const double m = microbatches;
-  return std::max(m * microbatch_work(layout) + t.step,
-                  t.gradients + ctx_.zero3_gathers(microbatches) * t.gather + t.step) /
+  return std::max({m * microbatch_work(layout) + t.step,
+                   t.gradients + ctx_.zero3_gathers(microbatches) * t.gather + t.step,
+                   ctx_.zero3_reductions(microbatches) * t.replica_sums + t.step}) /
          layout.pp;
 }
 
@@ -137,6 +138,12 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
       gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
     if (v.zero == 3)
       out.gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
+    if (layout.replicate > 1)
+      out.replica_sums =
+          cost::collective_time(CollectiveKind::AllReduce, Bytes(params * ctx_.grad_elem / layout.shards()),
+                                costs_.placement(layout, GroupKind::DpReplicate, pool, v.order),
+                                ctx_.s.cluster.pools[pool], ctx_.s.cluster)
+              .time.value();
   }
   out.step = step + copy + std::max(copy, gather);
   return out;
@@ -183,9 +190,10 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
   auto terms = layout.partition_terms.find(partition);
   if (terms == layout.partition_terms.end())
     terms = layout.partition_terms.emplace(partition, partition_terms(layout, ranges)).first;
-  const auto [steps, gradients, gathers, dp_tails] = rank_tails(layout, v, ranges);
+  const auto [steps, gradients, gathers, dp_tails, replica_sums] = rank_tails(layout, v, ranges);
   double bound = 0;
-  for (int r = 0; r < layout.pp; ++r) bound = std::max(bound, gathers[r] + gradients[r] + steps[r]);
+  for (int r = 0; r < layout.pp; ++r)
+    bound = std::max({bound, gathers[r] + gradients[r] + steps[r], replica_sums[r] + steps[r]});
   for (const PartitionTerms::Costing& t : terms->second.costings)
     for (int r = 0; r < layout.pp; ++r) {
       bound = std::max(bound, t.load[r] + std::max(t.prefix[r], steps[r]));
@@ -236,9 +244,9 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
   std::vector<double> params(layout.pp, 0);
   for (int c = 0; c < chunks; ++c)
     params[c % layout.pp] += costs_.chunk_params(layout, c, ranges[c].first, ranges[c].second);
-  RankTails out{std::vector<double>(layout.pp, 0), std::vector<double>(layout.pp, 0),
-                std::vector<double>(layout.pp, 0), std::vector<double>(layout.pp, 0)};
-  auto& [steps, gradients, gathers, dp_tails] = out;
+  const std::vector<double> zeros(layout.pp, 0);
+  RankTails out{zeros, zeros, zeros, zeros, zeros};
+  auto& [steps, gradients, gathers, dp_tails, replica_sums] = out;
   // Ranks alike (pool, parameters, the elements of their DP tail) have the same tails: most of them.
   std::vector<std::tuple<int, double, double, int>> worked_out;
   for (int r = 0; r < layout.pp; ++r) {
@@ -256,7 +264,8 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     });
     if (alike != worked_out.end()) {
       const int q = std::get<3>(*alike);
-      steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q];
+      steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q],
+      replica_sums[r] = replica_sums[q];
       continue;
     }
     worked_out.push_back({layout.rank_pool[r], params[r], tail_elements, r});
@@ -266,6 +275,7 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream
     // (under plan.reshard after_backward and after_step at least once a step).
     gathers[r] = ctx_.zero3_gathers(m) * costs.gather;
+    replica_sums[r] = ctx_.zero3_reductions(m) * costs.replica_sums;
     // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
     // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
     // backward of that chunk ends, and every bucket of its other chunks still run after that

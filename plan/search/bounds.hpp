@@ -21,14 +21,18 @@ struct StateCosts {
   double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
   double gradients = 0;  // the DP collective of all their gradients
   double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
+  // HSDP: one all-reduce over the replicas of their gradients' shard, on a stream of its own (after
+  // every micro-batch's reduce-scatters, once under reshard after_step).
+  double replica_sums = 0;
 };
 // By variant (ZeRO, offload, top-k, rank order; see Bounds::variant_bound), for all of a layout's ranks.
 using VariantCosts = std::array<std::optional<StateCosts>, 32>;
 
 // Per pipeline rank, what does not depend on the passes' times (see Bounds::partition_bound): the
-// step with what follows it, the gradient collectives, ZeRO-3's gathers and the DP tail.
+// step with what follows it, the gradient collectives, ZeRO-3's gathers, the DP tail and HSDP's
+// all-reduces over the replicas (all of the step's: the step waits for them).
 struct RankTails {
-  std::vector<double> steps, gradients, gathers, dp_tails;
+  std::vector<double> steps, gradients, gathers, dp_tails, replica_sums;
 };
 
 class Bounds {

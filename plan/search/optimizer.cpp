@@ -204,6 +204,7 @@ class Search {
       bound = std::max(bound, passes.last_end[r] + tails.steps[r]);
       if (layout.replicas() > 1)
         bound = std::max(bound, passes.bucket_ready[r] + tails.dp_tails[r] + tails.steps[r]);
+      bound = std::max(bound, tails.replica_sums[r] + tails.steps[r]);
     }
     e.level = Level::Graph;
     e.bound = std::max(e.bound, bound * layout.scale);

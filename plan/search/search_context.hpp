@@ -46,6 +46,9 @@ struct SearchContext {
   // forward and backward under reshard after_forward; once under the others (a unit held from its
   // forward to its backward is gathered at least once a step).
   double zero3_gathers(int m) const { return reshard() == Reshard::AfterForward ? 2.0 * m : 1.0; }
+  // How many times ZeRO 3 reduce-scatters each gradient in a step of m micro-batches (and HSDP
+  // all-reduces its shard): every micro-batch, or once under reshard after_step.
+  double zero3_reductions(int m) const { return reshard() == Reshard::AfterStep ? 1.0 : double(m); }
 
   // Micro-batches per data-parallel replica and step.
   int microbatches(int dp, int micro_batch) const {
