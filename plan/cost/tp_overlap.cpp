@@ -9,6 +9,9 @@
 
 namespace paratwin::cost {
 
+const EnumNames<TpLinear> kTpLinearNames = {
+    {"qkv", TpLinear::Qkv}, {"out", TpLinear::Output}, {"up", TpLinear::Up}, {"down", TpLinear::Down}};
+
 TpPieces& TpPieces::operator+=(const TpPieces& o) {
   whole += o.whole;
   lead += o.lead;

@@ -49,20 +49,7 @@ struct TpPieces {
 
 // The linear of a layer a pair decomposes (the forward's GEMM, or its input gradient's backward).
 enum class TpLinear { Qkv, Output, Up, Down };
-
-inline const char* tp_linear_name(TpLinear l) {
-  switch (l) {
-    case TpLinear::Qkv:
-      return "qkv";
-    case TpLinear::Output:
-      return "out";
-    case TpLinear::Up:
-      return "up";
-    case TpLinear::Down:
-      return "down";
-  }
-  return "";
-}
+extern const EnumNames<TpLinear> kTpLinearNames;  // in task names: qkv, out, up, down
 
 // One all-gather -> GEMM or GEMM -> reduce-scatter pair of a layer's pass: its pieces, and the
 // collective that runs beside its rest pieces (one per layer and pass).

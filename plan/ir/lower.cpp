@@ -306,7 +306,7 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
     last = add(std::move(*lead_task));
     segment = {last};
     for (const TpPairRun& r : pairs) {
-      const std::string linear = cost::tp_linear_name(r.linear);
+      const std::string linear = enum_name(r.linear, cost::kTpLinearNames);
       const bool gathers = r.collective == CollectiveKind::AllGather;
       Task rest = piece_task(r.pieces.rest, " tp pieces " + linear);
       rest.deps = segment;

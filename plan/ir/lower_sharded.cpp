@@ -30,6 +30,7 @@
 // gradients. Megatron-LM's distributed optimizer (one reduce-scatter after the last micro-batch) is
 // ZeRO 1.
 #include "plan/cost/fsdp_copies.hpp"
+#include "plan/ir/reshard_rule.hpp"
 #include "plan/ir/role_builder.hpp"
 
 namespace paratwin::lowering {
@@ -62,18 +63,6 @@ void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, 
 
 bool RoleBuilder::once_a_step() const {
   return p_.zero == 3 && p_.reshard == Reshard::AfterStep;
-}
-
-bool RoleBuilder::reshards_after(bool forward, bool final) const {
-  switch (p_.reshard) {
-    case Reshard::AfterForward:
-      return true;
-    case Reshard::AfterBackward:
-      return !forward;
-    case Reshard::AfterStep:
-      break;
-  }
-  return !forward && final;
 }
 
 int RoleBuilder::gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
@@ -150,7 +139,7 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
     add_fsdp_copies(f, mb, l, gather >= 0, false);
     f.alloc = unit_activations(chunk, l);
-    if (reshards_after(true, false)) {
+    if (pass_reshards(p_.reshard, true, false)) {
       f.free = unit_bytes(l);
       unsharded_.erase(l);
     }
@@ -182,7 +171,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool fi
   };
   // Reduce-scattered every micro-batch, or under reshard after_step after the unit's last backward.
   const bool reduce = reduces_every_microbatch() && (!once_a_step() || final);
-  const bool reshard = reshards_after(false, final);
+  const bool reshard = pass_reshards(p_.reshard, false, final);
   int next_gather = gather(st.layer_end - 1);
   for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
     const int this_gather = next_gather;

@@ -240,8 +240,6 @@ class RoleBuilder {
   int gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps);
   // plan.reshard after_step under ZeRO 3: gradients accumulated unsharded, reduce-scattered once a step.
   bool once_a_step() const;
-  // Whether a forward (or a backward, `final`: the chunk's last of the step) frees its unit's parameters.
-  bool reshards_after(bool forward, bool final) const;
   // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live).
   Bytes segment_gradients(int chunk, int begin, int end) const;
   // The reduce-scatter of layers [begin, end)'s gradients of micro-batch mb, after task `after`; it

@@ -7,6 +7,7 @@
 
 #include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/program.hpp"
+#include "plan/ir/reshard_rule.hpp"
 
 namespace paratwin {
 
@@ -182,8 +183,7 @@ class RoleVerifier {
   void gathered_before(size_t i, const Task& pass) {
     const bool forward = pass.kind == TaskKind::Forward;
     const bool frees =
-        p_.reshard == Reshard::AfterForward ||
-        (!forward && (p_.reshard == Reshard::AfterBackward || pass.microbatch == last_backward(pass.chunk)));
+        pass_reshards(p_.reshard, forward, !forward && pass.microbatch == last_backward(pass.chunk));
     for (int l = pass.layer_begin; l < pass.layer_end; ++l) {
       const std::pair unit{pass.chunk, l};
       const std::tuple by{pass.microbatch, int(pass.kind)};
