@@ -70,14 +70,15 @@ class Interpreter {
         durations_[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
       }
     }
-    // Embedding-gradient collectives pair the first and last pipeline ranks, whose roles differ:
-    // they meet under the first rank's task of the same name.
+    // Collectives whose members play different roles (the embedding pair of the first and last
+    // pipeline ranks, the step's all-reduces over every rank) meet under the first role's task of the
+    // same name.
     for (size_t r = 0; r < program.roles.size(); ++r)
       for (size_t i = 0; i < program.roles[r].tasks.size(); ++i) {
         const Task& t = program.roles[r].tasks[i];
-        if (t.kind != TaskKind::Collective || t.group != GroupKind::Embedding) continue;
+        if (t.kind != TaskKind::Collective || !spans_roles(t.group)) continue;
         for (size_t j = 0; j < program.roles.front().tasks.size(); ++j)
-          if (program.roles.front().tasks[j].name == t.name) embedding_index_[{int(r), int(i)}] = int(j);
+          if (program.roles.front().tasks[j].name == t.name) cross_role_index_[{int(r), int(i)}] = int(j);
       }
     role_of_pp_.assign(program.plan.pp, 0);
     for (size_t r = 0; r < program.roles.size(); ++r) role_of_pp_[program.roles[r].pipeline_rank] = int(r);
@@ -190,7 +191,7 @@ class Interpreter {
     std::erase_if(members, [this](int m) { return !layout_.simulated(m); });
     const int leader = members.front();
     int leader_task = task_index;
-    if (t.group == GroupKind::Embedding) leader_task = embedding_index_.at({ranks_[rank].role, task_index});
+    if (spans_roles(t.group)) leader_task = cross_role_index_.at({ranks_[rank].role, task_index});
     const auto key = std::make_tuple(static_cast<int>(t.group), leader, leader_task);
     // Decide who drives the collective from this actor's own arrival number, not from the shared
     // count, which other members change as soon as this actor yields.
@@ -355,7 +356,7 @@ class Interpreter {
   std::vector<std::vector<double>> durations_;                  // per role and task: cost-model time
   std::vector<const PoolSpec*> pools_;
   std::vector<double> sm_shares_;  // per role: comm_sm_share of its pool's device
-  std::map<std::pair<int, int>, int> embedding_index_;
+  std::map<std::pair<int, int>, int> cross_role_index_;
   std::vector<int> role_of_pp_;
   std::vector<RankState> ranks_;  // simulated ranks only are set up
   std::vector<char> gpu_simulated_;

@@ -664,6 +664,45 @@ BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
              std::string::npos);
 }
 
+// The step's gradient norm, and under fp16 the overflow flag before it: one all-reduce each over every
+// rank, after every gradient reduction of the role, before its optimizer step.
+BOOST_AUTO_TEST_CASE(the_step_waits_for_the_gradient_norm_over_every_rank) {
+  for (const std::string precision : {"bf16", "fp16"}) {
+    const Run r = run(std::string("model: tiny-gpt\ncluster: {from: dgx-a100-80g, nodes: 2}\n") +
+                      "training: {global_batch: 32, seq_len: 128, precision: " + precision +
+                      "}\nplan: {tp: 2, pp: 2, dp: 4, micro_batch: 2, zero: 1}\n");
+    for (const Role& role : r.program.roles) {
+      const std::vector<size_t> norm = tasks_for(role, Purpose::GradientNorm);
+      const std::vector<size_t> flag = tasks_for(role, Purpose::OverflowCheck);
+      BOOST_REQUIRE(norm.size() == 1u);
+      BOOST_REQUIRE(flag.size() == (precision == "fp16" ? 1u : 0u));
+      const Task& t = role.tasks[norm[0]];
+      BOOST_TEST((t.kind == TaskKind::Collective && t.collective == cost::CollectiveKind::AllReduce &&
+                  t.group == GroupKind::World));
+      BOOST_TEST(t.placement.size == 16);
+      BOOST_TEST(t.bytes.value() == 4);
+      if (!flag.empty()) BOOST_TEST(t.deps.contains(int(flag[0])));
+      const std::vector<size_t> reduces = tasks_for(role, Purpose::GradientReduce);
+      BOOST_REQUIRE(!reduces.empty());
+      const Task& first = role.tasks[flag.empty() ? norm[0] : flag[0]];
+      for (size_t b : reduces) BOOST_TEST(first.deps.contains(int(b)));
+      for (size_t i = 0; i < role.tasks.size(); ++i)
+        if (role.tasks[i].kind == TaskKind::Optimizer) BOOST_TEST(role.tasks[i].deps.contains(int(norm[0])));
+      // A collective's latency over two nodes: microseconds.
+      const double s = task_duration_s(t, r.s.cluster.pools.front(), r.s.cluster, r.s.training.precision);
+      BOOST_TEST(s > 1e-6);
+      BOOST_TEST(s < 1e-3);
+    }
+  }
+  // verify(Program) asks for it.
+  Run r = run(std::string(kTinyOnTwoNodes) + "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1}\n");
+  Role& role = r.program.roles.front();
+  role.tasks[tasks_for(role, Purpose::GradientNorm).front()].purpose = Purpose::None;
+  const std::string all = joined(verify(r.program));
+  BOOST_TEST(all.find("'AR world gradient norm': has no purpose") != std::string::npos);
+  BOOST_TEST(all.find("has 0 gradient-norm all-reduces; one is expected") != std::string::npos);
+}
+
 // ---- TP overlap (AsyncTP, Transformer Engine userbuffers): plan/cost/tp_overlap.hpp ----
 
 namespace {

@@ -91,6 +91,7 @@ class CudaTrainer::Runner final : public StepRunner {
 
   void begin_step(int64_t step) override {
     step_ = step;
+    skip_step_ = false;
     in_flight_.clear();
     losses_.clear();
     dp_bytes_ = 0;
@@ -153,6 +154,8 @@ class CudaTrainer::Runner final : public StepRunner {
         requests.push_back(comm.start_allreduce_sum(g, range.second - range.first));
       else
         requests.push_back(comm.start_reduce_scatter_sum(g, dp_blocks(range, comm.size())));
+    } else if (task.purpose == Purpose::OverflowCheck || task.purpose == Purpose::GradientNorm) {
+      check_gradients(task);  // a few bytes, blocking: nothing is left in flight
     } else {
       throw std::invalid_argument("task '" + task.name + "' is not a collective the live CUDA backend runs");
     }
@@ -190,16 +193,29 @@ class CudaTrainer::Runner final : public StepRunner {
     in_use_.erase(microbatch);
   }
 
-  // As the CPU trainer: the mean over DP ranks, the global norm over every rank's share, AdamW on the
-  // blocks this rank owns. The scaling is folded into AdamW's grad_scale.
-  void optimizer_step() {
+  // As the CPU trainer: whether any gradient overflowed (the step skipped on every rank), or the global
+  // norm of the mean over DP ranks, over every rank's share.
+  void check_gradients(const Task& task) {
     const float inverse_world = 1.0f / float(t_.world().size());
     double squares = 0;
     for (const auto& [begin, end] : owned())
       squares += gradient_sum_of_squares(t_.model_->gradients(), begin, end, stream());
+    if (task.purpose == Purpose::OverflowCheck) {
+      skip_step_ = t_.world().allreduce_sum(std::isfinite(squares) ? 0.0 : 1.0) > 0;
+      return;
+    }
     squares *= double(inverse_world) * double(inverse_world);
-    if (t_.plan().zero > 0) squares = t_.world().allreduce_sum(squares);
-    const float scale = clip_scale(std::sqrt(squares), t_.options().max_grad_norm);
+    // Without ZeRO every rank holds every (summed) gradient: the sum over the world counts each once
+    // per rank.
+    squares = t_.world().allreduce_sum(squares);
+    if (t_.plan().zero == 0) squares /= t_.world().size();
+    gradient_norm_ = std::sqrt(squares);
+  }
+  // AdamW on the blocks this rank owns; the mean and the clipping folded into its grad_scale.
+  void optimizer_step() {
+    if (skip_step_) return;
+    const float inverse_world = 1.0f / float(t_.world().size());
+    const float scale = clip_scale(gradient_norm_, t_.options().max_grad_norm);
     const float lr = t_.lr().at(step_);
     for (const auto& [begin, end] : owned()) {
       t_.adamw_->update(*t_.model_, begin, end, lr, step_ + 1,
@@ -211,7 +227,9 @@ class CudaTrainer::Runner final : public StepRunner {
   CudaTrainer& t_;
   int64_t step_ = 0;
   std::vector<double> losses_;
-  double dp_bytes_ = 0;  // this step's DP messages: fp32 gradients and master weights
+  double dp_bytes_ = 0;       // this step's DP messages: fp32 gradients and master weights
+  double gradient_norm_ = 0;  // this step's, over every rank (check_gradients)
+  bool skip_step_ = false;    // a gradient overflowed on some rank
   std::vector<int32_t> tokens_, targets_;
   std::vector<std::vector<Communicator::Handle>> in_flight_;
   std::vector<std::unique_ptr<CudaActivations>> pool_;

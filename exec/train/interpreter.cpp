@@ -40,6 +40,25 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
       if (!done[d]) return false;
     return true;
   };
+  // The first task in flight that task i waits for: a dependency, or one of theirs where a dependency
+  // has not started (depth first, in dependency order); -1 if none.
+  const auto in_flight_ancestor = [&](int i) {
+    std::vector<int> stack;
+    const auto push = [&](const TaskDeps& deps) {
+      for (size_t k = deps.size(); k-- > 0;) stack.push_back(deps[k]);
+    };
+    push(role.tasks[i].deps);
+    std::vector<bool> seen(n, false);
+    while (!stack.empty()) {
+      const int d = stack.back();
+      stack.pop_back();
+      if (done[d] || seen[d]) continue;
+      seen[d] = true;
+      if (in_flight.count(d)) return d;
+      push(role.tasks[d].deps);
+    }
+    return -1;
+  };
   size_t finished = 0;
   while (finished < n) {
     // Start every communication task whose dependencies have ended, each stream in its order.
@@ -87,22 +106,23 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
       compute.pop_front();
       TaskSpan& span = spans[next];
       const GemmSeconds gemm_before = gemm_seconds;
-      const double cpu_before = thread_cpu_seconds(), blocked_before = runner.blocked_cpu_s();
+      const double cpu_before = thread_cpu_seconds();
       span.start_s = now();
       runner.compute(next, role.tasks[next]);
       span.end_s = now();
-      span.cpu_s = thread_cpu_seconds() - cpu_before - (runner.blocked_cpu_s() - blocked_before);
+      span.cpu_s = thread_cpu_seconds() - cpu_before;
       span.gemm_s = gemm_seconds.dense_s - gemm_before.dense_s;
       span.attention_s = gemm_seconds.attention_s - gemm_before.attention_s;
       done[next] = true;
       ++finished;
       continue;
     }
-    // The next compute task needs a communication task: block on the first one it waits for.
-    bool waited = false;
-    for (int d : role.tasks[next].deps) {
+    // The next compute task needs a communication task: block on the first one in flight that it
+    // waits for, directly or through tasks not started yet (the step's gradient norm after the buckets).
+    const int d = in_flight_ancestor(next);
+    const bool waited = d >= 0;
+    if (waited) {
       auto it = in_flight.find(d);
-      if (it == in_flight.end()) continue;
       const double blocked = now();
       runner.finish(it->second);
       spans[d].end_s = now();
@@ -110,8 +130,6 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
       done[d] = true;
       ++finished;
       in_flight.erase(it);
-      waited = true;
-      break;
     }
     if (!waited && in_flight.empty()) {
       bool pending_start = false;

@@ -19,10 +19,6 @@ class TaskRunner {
   virtual int start(int index, const Task& task) = 0;
   virtual bool poll(int handle) = 0;    // true once it has ended
   virtual void finish(int handle) = 0;  // blocks until it has ended
-  // CPU seconds so far that compute tasks spent blocked in a collective of their own (the optimizer's
-  // gradient-norm all-reduce): waiting for another rank, which a blocking MPI call spends spinning, is
-  // left out of the task's CPU time.
-  virtual double blocked_cpu_s() const { return 0; }
 };
 
 // When a task ran, in seconds since the iteration started.

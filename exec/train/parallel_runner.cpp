@@ -189,6 +189,7 @@ void ParallelRunner::begin_step(int64_t step) {
   pass_tickets_.clear();
   reductions_.clear();
   computes_ = 0;
+  skip_step_ = false;
   if (sharded_)
     sharded_->zero();
   else
@@ -254,6 +255,9 @@ int ParallelRunner::start(int index, const Task& task) {
       return gather_parameters(task);
     case Purpose::TiedEmbeddingSum:
       return sum_tied_embedding();
+    case Purpose::OverflowCheck:
+    case Purpose::GradientNorm:
+      return check_gradients(task);
     case Purpose::GradientTopK:
     case Purpose::PassGather:
     case Purpose::ActivationOffload:
@@ -454,15 +458,20 @@ void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
   }
 }
 
-void ParallelRunner::optimizer_step() {
-  for (auto h : pending_sends_) pp_->wait(h);
-  pending_sends_.clear();
-  sending_in_line_.clear();
-  const Plan& p = setup_.plan;
+// The step's checks over every rank (Purpose::OverflowCheck, GradientNorm), once every DP task has ended.
+int ParallelRunner::check_gradients(const Task& task) {
   add_gathered_lookup_rows();
-  float* params = model_.parameters().data();
+  const Plan& p = setup_.plan;
+  if (task.purpose == Purpose::OverflowCheck) {
+    // fp16's check: this backend computes in fp32, where only a diverged run overflows; as under a
+    // loss scale, such a step is skipped by every rank.
+    double squares = 0;
+    for (const auto& [begin, end] : owned_) squares += sum_of_squares(gradient_at(begin), 0, end - begin);
+    skip_step_ = setup_.world.allreduce_sum(std::isfinite(squares) ? 0.0 : 1.0) > 0;
+    return kDone;
+  }
   // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean, whose norm
-  // is clipped. Both factors scale the gradients inside the fused AdamW pass (grads stay as reduced).
+  // is clipped.
   const double inverse_dp = 1.0 / double(p.dp);
   double squares = 0;
   for (const auto& [begin, end] : owned_)
@@ -470,11 +479,21 @@ void ParallelRunner::optimizer_step() {
       const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
       if (b < e) squares += sum_of_squares(gradient_at(b), 0, e - b);
     }
-  const double cpu_before = thread_cpu_seconds();  // waiting for the other ranks: not the optimizer's work
   // Under HSDP each block is held by every replica: counted once over them.
-  squares = setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp / p.dp_replicate);
-  blocked_cpu_s_ += thread_cpu_seconds() - cpu_before;
-  const float scale = clip_scale(std::sqrt(squares), setup_.max_grad_norm);
+  gradient_norm_ = std::sqrt(setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp / p.dp_replicate));
+  return kDone;
+}
+
+void ParallelRunner::optimizer_step() {
+  for (auto h : pending_sends_) pp_->wait(h);
+  pending_sends_.clear();
+  sending_in_line_.clear();
+  if (skip_step_) return;
+  float* params = model_.parameters().data();
+  // The mean over the DP replicas and the clipping factor scale the gradients inside the fused AdamW
+  // pass (grads stay as reduced).
+  const double inverse_dp = 1.0 / double(setup_.plan.dp);
+  const float scale = clip_scale(gradient_norm_, setup_.max_grad_norm);
   for (const auto& [begin, end] : owned_) {
     float* w = zero3_ ? zero3_->shard(begin) : params + begin;
     adamw_->update(w, gradient_at(begin), begin, end, setup_.lr.at(step_), step_ + 1,

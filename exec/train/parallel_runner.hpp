@@ -81,7 +81,6 @@ class ParallelRunner final : public StepRunner {
   void begin_step(int64_t step) override;
   const std::vector<double>& losses() const override { return losses_; }
   double dp_bytes() const override { return dp_bytes_; }
-  double blocked_cpu_s() const override { return blocked_cpu_s_; }
   std::vector<double> routed_tokens() const override { return model_.routed_tokens(); }
   void compute(int index, const Task& task) override;
   int start(int index, const Task& task) override;
@@ -118,6 +117,8 @@ class ParallelRunner final : public StepRunner {
   void run_forward(const Task& task);
   void run_backward(int index, const Task& task);
   int tag(int microbatch, int boundary, Direction d) const;
+  // Whether any gradient overflowed (skip the step) or their global norm, over every rank.
+  int check_gradients(const Task& task);
   void optimizer_step();
   // A task's collectives under way, each on its communicator.
   struct Requests {
@@ -208,7 +209,8 @@ class ParallelRunner final : public StepRunner {
   int64_t step_ = 0;
   std::vector<double> losses_;
   double dp_bytes_ = 0;
-  double blocked_cpu_s_ = 0;  // in the optimizer's gradient-norm all-reduce (blocked_cpu_s)
+  double gradient_norm_ = 0;                               // this step's, over every rank (check_gradients)
+  bool skip_step_ = false;                                 // a gradient overflowed on some rank
   std::map<std::pair<int, int>, ChunkActivations> slots_;  // (micro-batch, unit) -> activations
   std::set<std::pair<int, int>> released_;                 // slots whose kept buffers are freed
   // This step's forward sends, by (micro-batch, chunk): the activations they read stay until they end.

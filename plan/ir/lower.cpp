@@ -56,6 +56,8 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
       return place(p.ep, stride.dp, pool, c);  // carved out of dp
     case GroupKind::DpReplicate:
       return place(p.dp_replicate, stride.dp * (p.dp / p.dp_replicate), pool, c);  // one per shard group
+    case GroupKind::World:
+      return place(p.tp * p.cp * p.dp * p.pp, 1, pool, c);
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens (under HSDP within a shard group).
@@ -562,6 +564,18 @@ void RoleBuilder::optimizer() {
     sum.purpose = Purpose::TiedEmbeddingSum;
     step_deps.push_back(add(std::move(sum)));
   }
+  // The step reads every rank's gradients at once: under fp16 whether any overflowed, then the
+  // clipping norm, each a few bytes summed over every rank (the frameworks' order).
+  const cost::GroupPlacement world = group_placement(p_, GroupKind::World, *pool_, c_);
+  TaskDeps checked = step_deps;
+  for (Purpose purpose : {Purpose::OverflowCheck, Purpose::GradientNorm}) {
+    if (purpose == Purpose::OverflowCheck && t_.precision != Precision::Fp16) continue;
+    const bool norm = purpose == Purpose::GradientNorm;
+    Task check = collective(CollectiveKind::AllReduce, GroupKind::World, world, Bytes(4), 1, StreamKind::Dp,
+                            norm ? "AR world gradient norm" : "AR world overflow flag", checked);
+    check.purpose = purpose;
+    checked = {add(std::move(check))};
+  }
   // ZeRO shards the dense parameters' states over the DP group, the experts' over their replicas.
   const double shard = p_.zero >= 1 ? (role_.parameters - experts_) / shards() + experts_ / expert_replicas()
                                     : role_.parameters;
@@ -575,7 +589,7 @@ void RoleBuilder::optimizer() {
     in.name = "copy h2d optimizer";
     in.purpose = Purpose::OptimizerOffload;
     in.deps = step_deps;
-    step_deps = {add(std::move(in))};
+    checked.push_back(add(std::move(in)));
   }
   Task step;
   step.kind = TaskKind::Optimizer;
@@ -585,7 +599,7 @@ void RoleBuilder::optimizer() {
   // The gradient buffer zeroed for the next step (Megatron-LM's train_step zeroes it before the first
   // micro-batch; one step's end and the next's start are the same point of a steady iteration).
   step.work += cost::gradient_buffer_zeroing(role_.parameters, cost::gradient_buffer_bytes(t_, p_.zero));
-  step.deps = step_deps;
+  step.deps = checked;
   const int step_id = add(std::move(step));
   if (p_.offload_optimizer) {
     Task out;

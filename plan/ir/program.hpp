@@ -25,7 +25,13 @@ enum class StreamKind { Compute, Tp, Pp, Dp, Copy, DpReplicate };
 constexpr int kStreamKinds = static_cast<int>(StreamKind::DpReplicate) + 1;  // DpReplicate is the last
 // Dp: the ranks ZeRO shards over (Plan::zero_group: dp x cp, a shard group under HSDP); DpReplicate:
 // under HSDP, the ranks holding the same shard in each replica; Embedding: first + last stage (tied).
-enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding, DpReplicate };
+// World: every rank of the job (the step's gradient norm and fp16 overflow flag).
+enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding, DpReplicate, World };
+// Whether a group's members play different roles (pipeline ranks): the tied embedding's pair of the
+// first and last stages, and the whole job. Their collectives meet by task name across roles.
+inline bool spans_roles(GroupKind kind) {
+  return kind == GroupKind::Embedding || kind == GroupKind::World;
+}
 enum class Direction { Forward, Backward };
 
 // What a data-parallel task or an offload copy does for the step. The live engines run each such task
@@ -37,9 +43,16 @@ enum class Purpose {
   // ZeRO 1/2, after the optimizer step: every rank's updated blocks to every rank; under
   // overlap.param_gather a bucket's span each, before micro-batch 0's forward of its layers.
   ParameterGather,
-  PassGather,         // ZeRO 3, before a forward or backward pass: the parameters it needs
-  ReplicaReduce,      // HSDP: a gradient reduce-scatter's shard summed over the replicas (all-reduce)
-  TiedEmbeddingSum,   // tied embeddings over stages: the first and the last stage's copies summed
+  PassGather,        // ZeRO 3, before a forward or backward pass: the parameters it needs
+  ReplicaReduce,     // HSDP: a gradient reduce-scatter's shard summed over the replicas (all-reduce)
+  TiedEmbeddingSum,  // tied embeddings over stages: the first and the last stage's copies summed
+  // Before the optimizer step, over every rank (GroupKind::World), a few bytes each. fp16 only: whether
+  // any rank's unscaled gradients hold an inf or NaN (the step is skipped and the loss scale lowered if
+  // so; Megatron-LM's found_inf, DeepSpeed's overflow check). Then the squares of every rank's gradient
+  // share summed for the clipping norm (Megatron-LM's clip_grad_norm, FSDP's clip_grad_norm_). Their
+  // reads of the gradients are in the optimizer step's work.
+  OverflowCheck,
+  GradientNorm,
   ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
   OptimizerOffload,   // the optimizer state, to the host or back
   // A compute task holding a share of its pass's attention (the CP ring's blocks, lowered apart so

@@ -23,7 +23,8 @@ const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None},
                                               {"dp", GroupKind::Dp},
                                               {"pp", GroupKind::Pp},
                                               {"embedding", GroupKind::Embedding},
-                                              {"dp-replicate", GroupKind::DpReplicate}};
+                                              {"dp-replicate", GroupKind::DpReplicate},
+                                              {"world", GroupKind::World}};
 const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {
     {"all-reduce", cost::CollectiveKind::AllReduce},
     {"all-gather", cost::CollectiveKind::AllGather},
@@ -37,6 +38,8 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"pass-gather", Purpose::PassGather},
                                           {"replica-reduce", Purpose::ReplicaReduce},
                                           {"tied-embedding-sum", Purpose::TiedEmbeddingSum},
+                                          {"overflow-check", Purpose::OverflowCheck},
+                                          {"gradient-norm", Purpose::GradientNorm},
                                           {"activation-offload", Purpose::ActivationOffload},
                                           {"optimizer-offload", Purpose::OptimizerOffload},
                                           {"attention-blocks", Purpose::AttentionBlocks},

@@ -38,6 +38,10 @@ class RoleVerifier {
     }
     if (optimizer_steps != 1)
       report("has " + std::to_string(optimizer_steps) + " optimizer steps; one is expected");
+    if (norms_ != 1)
+      report("has " + std::to_string(norms_) + " gradient-norm all-reduces; one is expected");
+    else if (optimizer_ >= 0 && !role_.tasks[size_t(optimizer_)].deps.contains(norm_))
+      report(size_t(optimizer_), "must wait for the gradient-norm all-reduce");
     buckets_cover_every_layer();
   }
 
@@ -67,7 +71,8 @@ class RoleVerifier {
     };
     switch (t.purpose) {
       case Purpose::None:
-        if (dp || tied || t.group == GroupKind::DpReplicate || t.kind == TaskKind::Copy)
+        if (dp || tied || t.group == GroupKind::DpReplicate || t.group == GroupKind::World ||
+            t.kind == TaskKind::Copy)
           report(i, "has no purpose; the live engines run it by its purpose");
         return;
       case Purpose::GradientReduce:
@@ -126,6 +131,17 @@ class RoleVerifier {
                "must be an all-reduce over the embedding pair");
         expect(p_.pp > 1 && (index_ == 0 || int(index_) == p_.pp - 1),
                "belongs to the first and the last stage");
+        return;
+      case Purpose::OverflowCheck:
+      case Purpose::GradientNorm:
+        expect(t.kind == TaskKind::Collective && t.group == GroupKind::World &&
+                   t.collective == cost::CollectiveKind::AllReduce,
+               "must be an all-reduce over every rank");
+        expect(optimizer_ < 0, "must come before the optimizer step");
+        if (t.purpose == Purpose::GradientNorm) {
+          ++norms_;
+          norm_ = int(i);
+        }
         return;
       case Purpose::ActivationOffload:
         expect(t.kind == TaskKind::Copy && p_.offload_activations,
@@ -246,6 +262,7 @@ class RoleVerifier {
   const size_t index_;
   std::vector<std::string>& problems_;
   int optimizer_ = -1;
+  int norms_ = 0, norm_ = -1;           // the gradient-norm all-reduces seen, and the last one
   std::set<std::pair<int, int>> held_;  // ZeRO 3: the (chunk, layer)s gathered and not freed so far
   std::map<std::pair<int, int>, std::tuple<int, int>>
       freed_by_;                      // the pass (micro-batch, kind) that freed one

@@ -83,6 +83,9 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
       c.pp = plan_.pp - 1;
       members.push_back(rank_of(c));
       break;
+    case GroupKind::World:
+      for (int r = 0; r < world(); ++r) members.push_back(r);
+      break;
   }
   return members;
 }

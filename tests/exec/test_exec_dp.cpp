@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(the_program_reduces_gradients_in_overlapped_buckets) {
   const ScenarioSpec s = scenario(mpi->world->size());
   const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
   int buckets = 0;
-  for (const Task& t : p.roles.front().tasks) buckets += t.kind == TaskKind::Collective ? 1 : 0;
+  for (const Task& t : p.roles.front().tasks) buckets += t.purpose == Purpose::GradientReduce ? 1 : 0;
   BOOST_TEST(buckets == (mpi->world->size() > 1 ? 4 : 0));
 }
 

@@ -95,6 +95,25 @@ BOOST_AUTO_TEST_CASE(loss_on_the_shipped_corpus_falls_well_below_its_start) {
   BOOST_TEST(r.losses.back() < 0.6 * r.losses.front());
 }
 
+BOOST_AUTO_TEST_CASE(an_fp16_scenario_runs_its_overflow_check_and_trains_as_without_it) {
+  // The CPU backend computes in fp32: the Program's overflow flag is summed every step and never set,
+  // so the steps are the fp32 run's, to the bit.
+  ScenarioSpec fp16 = small_scenario();
+  fp16.training.precision = Precision::Fp16;
+  for (auto& [name, device] : fp16.cluster.devices)  // a CPU has no fp16 rate: the twin's is not at stake
+    device.peak[Precision::Fp16] = device.peak.at(Precision::Fp32);
+  const Program program = lower(complete_plan(fp16), fp16.model, fp16.cluster, fp16.training);
+  BOOST_TEST(std::count_if(program.roles.front().tasks.begin(), program.roles.front().tasks.end(),
+                           [](const Task& t) { return t.purpose == Purpose::OverflowCheck; }) == 1);
+  std::vector<std::vector<double>> losses;
+  for (const ScenarioSpec& s : {small_scenario(), fp16}) {
+    LocalCommunicator comm;
+    Trainer trainer(s, complete_plan(s), comm, options(4));
+    losses.push_back(trainer.run().losses);
+  }
+  BOOST_TEST(losses[0] == losses[1]);
+}
+
 BOOST_AUTO_TEST_CASE(one_rank_on_two_threads_follows_one_thread_within_1e_5) {
   // The same run on 1 and on 2 threads of one rank: every kernel cuts its work into pieces whose bounds
   // do not depend on the threads, so only the GEMMs' own splits may round differently.
@@ -318,9 +337,12 @@ BOOST_AUTO_TEST_CASE(gradient_buckets_start_while_the_backward_of_earlier_layers
   BOOST_TEST(at("start AR dp bucket0") == at("run B mb0 c0 L3-4") + 1);
   BOOST_TEST(at("start AR dp bucket1") == at("run B mb0 c0 L2-3") + 1);
   BOOST_TEST(at("start AR dp bucket2") < at("run B mb0 c0 L0-1"));
-  // The optimizer waits for all four, and runs last.
+  // The gradient norm's all-reduce waits for all four, the optimizer for it, and runs last.
   BOOST_TEST(runner.events.back() == "run optimizer step");
   BOOST_TEST(std::count_if(runner.events.begin(), runner.events.end(),
+                           [](const std::string& e) { return e.rfind("finish", 0) == 0; }) == 5);
+  const auto norm = at("start AR world gradient norm");
+  BOOST_TEST(std::count_if(runner.events.begin(), runner.events.begin() + norm,
                            [](const std::string& e) { return e.rfind("finish", 0) == 0; }) == 4);
   BOOST_TEST(spans.size() == p.roles.front().tasks.size());
 }
