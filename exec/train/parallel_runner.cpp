@@ -10,6 +10,7 @@
 #include "exec/memory/memory_meter.hpp"
 #include "exec/threads.hpp"
 #include "plan/ir/buckets.hpp"
+#include "plan/topology/rank_groups.hpp"
 
 namespace paratwin::exec {
 
@@ -51,10 +52,15 @@ ShardSpec shard_spec(const Plan& p, const RankCoordinates& at, const std::vector
   return s;
 }
 
-std::unique_ptr<Communicator> group(Communicator& world, int color) {
+std::unique_ptr<Communicator> split(Communicator& world, int color) {
   auto g = world.split(color);
   if (!g) throw std::logic_error("a rank fell outside its own parallel group");
   return g;
+}
+
+// This rank's communicator of a group kind: the ranks plan/ meets it with, named by their leader.
+std::unique_ptr<Communicator> group(Communicator& world, const Plan& plan, GroupKind kind) {
+  return split(world, group_members(plan, world.rank(), kind).front());
 }
 
 }  // namespace
@@ -62,11 +68,9 @@ std::unique_ptr<Communicator> group(Communicator& world, int color) {
 ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& config)
     : setup_(setup),
       at_(rank_coordinates(setup.plan, setup.world.rank())),
-      tp_(group(setup.world, (at_.pp * setup.plan.dp + at_.dp) * setup.plan.cp + at_.cp)),
-      // Over dp x cp, as Megatron-LM; under HSDP over the rank's shard group (consecutive dp indices).
-      dp_(group(setup.world, (at_.pp * setup.plan.tp + at_.tp) * setup.plan.dp_replicate +
-                                 at_.dp / (setup.plan.dp / setup.plan.dp_replicate))),
-      pp_(group(setup.world, (at_.dp * setup.plan.tp + at_.tp) * setup.plan.cp + at_.cp)),
+      tp_(group(setup.world, setup.plan, GroupKind::Tp)),
+      dp_(group(setup.world, setup.plan, GroupKind::Dp)),
+      pp_(group(setup.world, setup.plan, GroupKind::Pp)),
       units_(activation_units(setup.plan, setup.program.roles.at(size_t(at_.pp)))),
       model_(config, shard_spec(setup.plan, at_, units_), tp_.get()) {
   const Plan& p = setup.plan;
@@ -76,19 +80,18 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
   // and dp) by the Program's "AR embedding grads".
   const bool tied = c.tied && p.pp > 1;
   const bool end_stage = at_.pp == 0 || at_.pp == p.pp - 1;
-  embedding_ = setup.world.split(tied && end_stage ? (at_.dp * p.cp + at_.cp) * p.tp + at_.tp : -1);
-  if (p.dp_replicate > 1) {
-    const int shard = p.dp / p.dp_replicate;
-    replicas_ = group(setup.world, ((at_.pp * p.tp + at_.tp) * p.cp + at_.cp) * shard + at_.dp % shard);
-  }
+  embedding_ = setup.world.split(
+      tied && end_stage ? group_members(p, setup.world.rank(), GroupKind::Embedding).front() : -1);
+  if (p.dp_replicate > 1) replicas_ = group(setup.world, p, GroupKind::DpReplicate);
   if (p.cp > 1) {
-    cp_ = group(setup.world, (at_.pp * p.dp + at_.dp) * p.tp + at_.tp);
+    cp_ = group(setup.world, p, GroupKind::Cp);
     context_ = std::make_unique<ContextParallel>(cp_.get(), p.cp, at_.cp, setup.scenario.training.seq_len);
     model_.use_context_parallel(context_.get());
   }
   if (p.ep > 1) {
-    experts_ = group(setup.world, ((at_.pp * p.tp + at_.tp) * p.cp + at_.cp) * (p.dp / p.ep) + at_.dp / p.ep);
-    expert_replicas_ = group(setup.world, (at_.pp * p.tp + at_.tp) * p.ep + at_.dp % p.ep);
+    experts_ = group(setup.world, p, GroupKind::Ep);
+    // An expert's replicas: the ranks holding the same experts (the same place in their EP groups).
+    expert_replicas_ = split(setup.world, (at_.pp * p.tp + at_.tp) * p.ep + at_.dp % p.ep);
     model_.use_expert_group(experts_.get());
     for (const ShardTensor& t : model_.tensors())
       if (t.expert) {

@@ -57,7 +57,7 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
     case GroupKind::DpReplicate:
       return place(p.dp_replicate, stride.dp * (p.dp / p.dp_replicate), pool, c);  // one per shard group
     case GroupKind::World:
-      return place(p.tp * p.cp * p.dp * p.pp, 1, pool, c);
+      return place(p.gpus(), 1, pool, c);
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens (under HSDP within a shard group).

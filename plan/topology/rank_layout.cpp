@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "plan/topology/rank_groups.hpp"
+
 namespace paratwin {
 
 RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster, int first_node)
@@ -30,64 +32,7 @@ RankLayout::RankLayout(const Plan& plan, const ClusterSpec& cluster, int first_n
 }
 
 std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
-  RankCoords c = coords_[rank];
-  std::vector<int> members;
-  auto vary = [&](int RankCoords::*field, int begin, int end) {
-    for (int i = begin; i < end; ++i) {
-      c.*field = i;
-      members.push_back(rank_of(c));
-    }
-  };
-  switch (kind) {
-    case GroupKind::None:
-      members.push_back(rank);
-      break;
-    case GroupKind::Tp:
-      vary(&RankCoords::tp, 0, plan_.tp);
-      break;
-    case GroupKind::Cp:
-      vary(&RankCoords::cp, 0, plan_.cp);
-      break;
-    case GroupKind::Dp: {
-      // Gradients are reduced over dp x cp (Megatron-LM's data-parallel group with context parallelism);
-      // under HSDP over the rank's shard group, consecutive dp coordinates (as torchtitan's mesh
-      // [dp_replicate, dp_shard] lays them out).
-      const int shard = plan_.dp / plan_.dp_replicate, first = c.dp / shard * shard;
-      for (int cp = 0; cp < plan_.cp; ++cp) {
-        c.cp = cp;
-        vary(&RankCoords::dp, first, first + shard);
-      }
-      std::sort(members.begin(), members.end());  // in rank order, as the live engine's group
-      break;
-    }
-    case GroupKind::DpReplicate: {
-      // HSDP: the rank's place in its shard group, in every replica.
-      const int shard = plan_.dp / plan_.dp_replicate;
-      for (int r = 0; r < plan_.dp_replicate; ++r) {
-        c.dp = coords_[rank].dp % shard + r * shard;
-        members.push_back(rank_of(c));
-      }
-      break;
-    }
-    case GroupKind::Pp:
-      vary(&RankCoords::pp, 0, plan_.pp);
-      break;
-    case GroupKind::Ep: {
-      const int first = c.dp / plan_.ep * plan_.ep;
-      vary(&RankCoords::dp, first, first + plan_.ep);
-      break;
-    }
-    case GroupKind::Embedding:
-      c.pp = 0;
-      members.push_back(rank_of(c));
-      c.pp = plan_.pp - 1;
-      members.push_back(rank_of(c));
-      break;
-    case GroupKind::World:
-      for (int r = 0; r < world(); ++r) members.push_back(r);
-      break;
-  }
-  return members;
+  return group_members(plan_, strides_, rank, kind);
 }
 
 namespace {

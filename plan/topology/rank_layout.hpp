@@ -33,8 +33,8 @@ class RankLayout {
     return site(gpu_of(rank_a)).node == site(gpu_of(rank_b)).node;
   }
 
-  // The ranks of `rank`'s group of this kind, in group order (the first is the group's leader).
-  // Ep groups are `ep` consecutive dp indices; Embedding is the first and last pipeline rank.
+  // The ranks of `rank`'s group of this kind, in group order (the first is the group's leader):
+  // group_members (rank_groups.hpp), the rule the live engines' communicators follow too.
   std::vector<int> group(int rank, GroupKind kind) const;
   // Where a group of these GPUs sits, as lowering places a plan's groups: its size, the members on its
   // least populated node (all of them in a one-node pool), and whether its GPUs span more than a

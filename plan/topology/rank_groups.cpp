@@ -1,0 +1,74 @@
+// Group membership under the plan's rank order (rank_groups.hpp).
+#include "plan/topology/rank_groups.hpp"
+
+#include <algorithm>
+
+namespace paratwin {
+
+std::vector<int> group_members(const Plan& plan, const RankStrides& strides, int rank, GroupKind kind) {
+  const RankCoords at = rank_coords(strides, plan, rank);
+  RankCoords c = at;
+  std::vector<int> members;
+  auto vary = [&](int RankCoords::*field, int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      c.*field = i;
+      members.push_back(int(rank_of(strides, c)));
+    }
+  };
+  switch (kind) {
+    case GroupKind::None:
+      members.push_back(rank);
+      break;
+    case GroupKind::Tp:
+      vary(&RankCoords::tp, 0, plan.tp);
+      break;
+    case GroupKind::Cp:
+      vary(&RankCoords::cp, 0, plan.cp);
+      break;
+    case GroupKind::Dp: {
+      // Gradients are reduced over dp x cp (Megatron-LM's data-parallel group with context parallelism);
+      // under HSDP over the rank's shard group, consecutive dp coordinates (as torchtitan's mesh
+      // [dp_replicate, dp_shard] lays them out).
+      const int shard = plan.dp / plan.dp_replicate, first = c.dp / shard * shard;
+      for (int cp = 0; cp < plan.cp; ++cp) {
+        c.cp = cp;
+        vary(&RankCoords::dp, first, first + shard);
+      }
+      std::sort(members.begin(), members.end());  // in rank order, as the live engine's group
+      break;
+    }
+    case GroupKind::DpReplicate: {
+      // HSDP: the rank's place in its shard group, in every replica.
+      const int shard = plan.dp / plan.dp_replicate;
+      for (int r = 0; r < plan.dp_replicate; ++r) {
+        c.dp = at.dp % shard + r * shard;
+        members.push_back(int(rank_of(strides, c)));
+      }
+      break;
+    }
+    case GroupKind::Pp:
+      vary(&RankCoords::pp, 0, plan.pp);
+      break;
+    case GroupKind::Ep: {
+      const int first = c.dp / plan.ep * plan.ep;
+      vary(&RankCoords::dp, first, first + plan.ep);
+      break;
+    }
+    case GroupKind::Embedding:
+      c.pp = 0;
+      members.push_back(int(rank_of(strides, c)));
+      c.pp = plan.pp - 1;
+      members.push_back(int(rank_of(strides, c)));
+      break;
+    case GroupKind::World:
+      for (int r = 0; r < plan.gpus(); ++r) members.push_back(r);
+      break;
+  }
+  return members;
+}
+
+std::vector<int> group_members(const Plan& plan, int rank, GroupKind kind) {
+  return group_members(plan, rank_strides(plan), rank, kind);
+}
+
+}  // namespace paratwin
