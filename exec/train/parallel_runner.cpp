@@ -465,24 +465,23 @@ void ParallelRunner::attribute_tp_time(std::vector<TaskSpan>& spans) const {
 int ParallelRunner::check_gradients(const Task& task) {
   add_gathered_lookup_rows();
   const Plan& p = setup_.plan;
-  if (task.purpose == Purpose::OverflowCheck) {
-    // fp16's check: this backend computes in fp32, where only a diverged run overflows; as under a
-    // loss scale, such a step is skipped by every rank.
-    double squares = 0;
-    for (const auto& [begin, end] : owned_) squares += sum_of_squares(gradient_at(begin), 0, end - begin);
-    skip_step_ = setup_.world.allreduce_sum(std::isfinite(squares) ? 0.0 : 1.0) > 0;
-    return kDone;
-  }
-  // DP buckets and the tied embedding's all-reduce summed over the replicas: their mean, whose norm
-  // is clipped.
-  const double inverse_dp = 1.0 / double(p.dp);
+  // This rank's share of the squares, each value once over the ranks that hold a copy of it (copies
+  // are equal: summed over their group before this).
   double squares = 0;
   for (const auto& [begin, end] : owned_)
     for (const auto& [counted_begin, counted_end] : counted_) {
       const size_t b = std::max(begin, counted_begin), e = std::min(end, counted_end);
       if (b < e) squares += sum_of_squares(gradient_at(b), 0, e - b);
     }
-  // Under HSDP each block is held by every replica: counted once over them.
+  if (task.purpose == Purpose::OverflowCheck) {
+    // fp16's check: this backend computes in fp32, where only a diverged run overflows; as under a
+    // loss scale, such a step is skipped by every rank.
+    skip_step_ = setup_.world.allreduce_sum(std::isfinite(squares) ? 0.0 : 1.0) > 0;
+    return kDone;
+  }
+  // The norm of the mean over the DP replicas, the sum that the DP buckets and the tied embedding's
+  // all-reduce left; under HSDP each block is held by every replica: counted once over them.
+  const double inverse_dp = 1.0 / double(p.dp);
   gradient_norm_ = std::sqrt(setup_.world.allreduce_sum(squares * inverse_dp * inverse_dp / p.dp_replicate));
   return kDone;
 }

@@ -34,7 +34,7 @@ std::vector<int> group_members(const Plan& plan, const RankStrides& strides, int
         c.cp = cp;
         vary(&RankCoords::dp, first, first + shard);
       }
-      std::sort(members.begin(), members.end());  // in rank order, as the live engine's group
+      std::sort(members.begin(), members.end());  // in rank order, as a communicator split from the world
       break;
     }
     case GroupKind::DpReplicate: {
