@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include <simgrid/s4u.hpp>
 
@@ -46,8 +47,10 @@ struct RankState {
   std::vector<TaskTiming> timings;  // observed ranks, last iteration
   double iteration_start_s = 0;
   double end_s = 0;
-  // Communication kernels running on this rank and, while any runs, the activity that holds their
-  // SMs: it shares the GPU host with compute at the weight that leaves compute 1 - share of it.
+  // The share of the SMs the communication kernels running on this rank hold and, while any runs, the
+  // activity that holds them: it shares the GPU host with compute at the weight that leaves compute
+  // 1 - share of it.
+  double comm_share = 0;
   int comm_kernels = 0;
   sg4::ExecPtr comm_sms;
 };
@@ -58,14 +61,16 @@ class Interpreter {
               const RankLayout& layout, const InterpretOptions& options, const Platform& platform)
       : program_(program), cluster_(cluster), layout_(layout), options_(options), platform_(platform) {
     mutex_ = sg4::Mutex::create();
+    sm_mutex_ = sg4::Mutex::create();
     queues_.resize(program.roles.size());
     durations_.resize(program.roles.size());
     for (size_t r = 0; r < program.roles.size(); ++r) {
       const Role& role = program.roles[r];
       const PoolSpec& pool = pool_named(cluster, role.pool);
       pools_.push_back(&pool);
-      sm_shares_.push_back(comm_sm_share(pool, cluster.device_of(pool)));
+      sm_shares_.emplace_back();
       for (size_t i = 0; i < role.tasks.size(); ++i) {
+        sm_shares_[r].push_back(comm_sm_share(role.tasks[i], pool, cluster.device_of(pool)));
         queues_[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
         durations_[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
       }
@@ -267,31 +272,33 @@ class Interpreter {
   }
 
   // Compute beside a collective or a send off the compute stream progresses on the SMs NCCL leaves,
-  // as in the analytic evaluator (comm_sm_share): an activity of endless work at priority
-  // share / (1 - share) runs on the rank's GPU from the first such kernel's start to the last one's end.
-  void comm_kernel_begins(int rank) {
+  // as in the analytic evaluator (comm_sm_share, summed over the kernels running at once): an activity
+  // of endless work at priority share / (1 - share) runs on the rank's GPU while any runs, started
+  // again at the new share whenever one begins or ends.
+  void hold_comm_sms(int rank, double share) {
+    // cancel() and start() yield to other actors, which may hold or release SMs of the same rank
+    // meanwhile: one at a time, so that no activity is dropped still running.
+    const std::scoped_lock lock(*sm_mutex_);
     RankState& rs = ranks_[rank];
-    const double share = sm_shares_[rs.role];
-    if (share <= 0 || rs.comm_kernels++ > 0) return;
+    rs.comm_share += share;
+    rs.comm_kernels += share > 0 ? 1 : -1;
+    if (rs.comm_kernels == 0) rs.comm_share = 0;  // no rounding left over
+    if (const sg4::ExecPtr old = std::exchange(rs.comm_sms, nullptr)) old->cancel();
+    if (rs.comm_kernels == 0) return;
+    const double held = std::min(rs.comm_share, kMostHeldSms);
     rs.comm_sms = sg4::Exec::init()
                       ->set_flops_amount(1e300)
                       ->set_host(platform_.gpus[layout_.gpu_of(rank)])
-                      ->set_priority(share / (1 - share));
+                      ->set_priority(held / (1 - held));
     rs.comm_sms->start();
   }
 
-  void comm_kernel_ends(int rank) {
-    RankState& rs = ranks_[rank];
-    if (sm_shares_[rs.role] <= 0 || --rs.comm_kernels > 0) return;
-    rs.comm_sms->cancel();
-    rs.comm_sms = nullptr;
-  }
-
   void run_task(int rank, int i, const Task& t, int it, double& start) {
-    if (uses_sms_for_comm(t)) {
-      comm_kernel_begins(rank);
+    const double share = sm_shares_[ranks_[rank].role][i];
+    if (share > 0) {
+      hold_comm_sms(rank, share);
       run_task_alone(rank, i, t, it, start);
-      comm_kernel_ends(rank);
+      hold_comm_sms(rank, -share);
     } else {
       run_task_alone(rank, i, t, it, start);
     }
@@ -352,10 +359,11 @@ class Interpreter {
   const InterpretOptions& options_;
   const Platform& platform_;
   sg4::MutexPtr mutex_;
+  sg4::MutexPtr sm_mutex_;                                      // hold_comm_sms, one actor at a time
   std::vector<std::array<std::vector<int>, kStreams>> queues_;  // per role and stream: task indices
   std::vector<std::vector<double>> durations_;                  // per role and task: cost-model time
   std::vector<const PoolSpec*> pools_;
-  std::vector<double> sm_shares_;  // per role: comm_sm_share of its pool's device
+  std::vector<std::vector<double>> sm_shares_;  // [role][task]: comm_sm_share
   std::map<std::pair<int, int>, int> cross_role_index_;
   std::vector<int> role_of_pp_;
   std::vector<RankState> ranks_;  // simulated ranks only are set up

@@ -104,8 +104,7 @@ Totals program_totals(const Program& p) {
     for (const Task& task : role.tasks) {
       const double n = role.instances;
       t.flops += n * task.work.gemm_flops.value();
-      t.tensor_bytes +=
-          n * (task.work.gemm_bytes + task.work.elementwise_bytes + task.work.optimizer_bytes).value();
+      t.tensor_bytes += n * task.work.traffic().value();
       if (task.kind == TaskKind::Collective) t.collective_bytes += n * task.count * task.bytes.value();
       if (task.kind == TaskKind::Send) t.p2p_bytes += n * task.bytes.value();
       if (task.kind == TaskKind::Copy) t.copy_bytes += n * task.bytes.value();

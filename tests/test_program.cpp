@@ -703,6 +703,51 @@ BOOST_AUTO_TEST_CASE(the_step_waits_for_the_gradient_norm_over_every_rank) {
   BOOST_TEST(all.find("has 0 gradient-norm all-reduces; one is expected") != std::string::npos);
 }
 
+// Communication kernels take SMs (PoolSpec::comm_sms, comm_sms_in_node): NCCL runs 24 channels in one
+// node and 16 across nodes on the DGX H100, one SM each; kernels that run at once each hold their own.
+// A compute task beside collectives that outlast it progresses at 1 - the sum of their shares.
+BOOST_AUTO_TEST_CASE(collectives_hold_their_own_sms_and_one_node_ones_hold_more) {
+  const ScenarioSpec s = scenario(
+      "model: tiny-gpt\ncluster: {from: dgx-h100, nodes: 2}\ntraining: {global_batch: 32, seq_len: 128}\n"
+      "plan: {tp: 4, dp: 4, micro_batch: 2}\n");
+  Task forward;
+  forward.name = "F";
+  forward.work.gemms.add(cost::Gemm{8192, 8192, 8192});
+  forward.work.launches = 1;
+  auto collective = [](const std::string& name, StreamKind stream, int size) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.stream = stream;
+    t.name = name;
+    t.placement = {size, 8, false};
+    t.bytes = Bytes(20e9);  // long enough to cover the forward
+    return t;
+  };
+  const Task in_node = collective("AR tp", StreamKind::Tp, 8),
+             across = collective("AR dp", StreamKind::Dp, 16);
+  const PoolSpec& pool = s.cluster.pools.front();
+  const DeviceSpec& h100 = s.cluster.device_of(pool);
+  BOOST_TEST(comm_sm_share(in_node, pool, h100) == 24.0 / 132, tt::tolerance(1e-12));
+  BOOST_TEST(comm_sm_share(across, pool, h100) == 16.0 / 132, tt::tolerance(1e-12));
+  BOOST_TEST(comm_sm_share(forward, pool, h100) == 0);
+  auto forward_time = [&](const std::vector<Task>& beside) {
+    Program p;
+    p.world = 16;
+    Role role;
+    role.pool = pool.name;
+    role.instances = 16;
+    role.tasks = {forward};
+    for (const Task& t : beside) role.tasks.push_back(t);
+    p.roles = {role};
+    const TaskTiming t = schedule_tasks(p, s.cluster, s.training)[0][0];
+    return t.end_s - t.start_s;
+  };
+  const double alone = forward_time({});
+  BOOST_TEST(forward_time({in_node}) == alone / (1 - 24.0 / 132), tt::tolerance(1e-3));
+  BOOST_TEST(forward_time({across}) == alone / (1 - 16.0 / 132), tt::tolerance(1e-3));
+  BOOST_TEST(forward_time({in_node, across}) == alone / (1 - 40.0 / 132), tt::tolerance(1e-3));
+}
+
 // ---- TP overlap (AsyncTP, Transformer Engine userbuffers): plan/cost/tp_overlap.hpp ----
 
 namespace {

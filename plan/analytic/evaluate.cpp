@@ -264,10 +264,11 @@ bool uses_sms_for_comm(const Task& t) {
   return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
 }
 
-double comm_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
-  return device.sms > 0 && pool.comm_sms > 0 && pool.comm_sms < device.sms
-             ? double(pool.comm_sms) / device.sms
-             : 0;
+double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& device) {
+  if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;
+  const bool in_node = t.kind == TaskKind::Send ? t.peer_same_node : t.placement.size <= t.placement.per_node;
+  const int sms = in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
+  return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
 }
 
 namespace {
@@ -279,6 +280,45 @@ double span_of(const std::vector<std::vector<TaskTiming>>& timing) {
   return end;
 }
 
+// A role's communication kernels in one round of the schedule, by stream, each stream's in time order
+// (a stream runs its tasks one at a time, in issue order): when each runs and the share of the SMs it
+// holds.
+class HeldSms {
+ public:
+  HeldSms(const Role& role, const std::vector<TaskTiming>& timing, const std::vector<double>& shares) {
+    for (size_t i = 0; i < role.tasks.size(); ++i)
+      if (shares[i] > 0 && timing[i].end_s > timing[i].start_s)
+        streams_[static_cast<size_t>(role.tasks[i].stream)].push_back(
+            {timing[i].start_s, timing[i].end_s, shares[i]});
+  }
+
+  // The SM-seconds communication holds over [start, end), as a share of the device: each kernel's
+  // overlap with it times its share (kernels of different streams that run at once hold SMs each),
+  // at most kMostHeldSms of the span. Asked in order of start (the compute stream's), each stream's
+  // kernels that ended before are skipped once.
+  double seconds(double start, double end) {
+    if (start < last_start_) first_.fill(0);
+    last_start_ = start;
+    double sum = 0;
+    for (size_t k = 0; k < streams_.size(); ++k) {
+      const std::vector<Kernel>& held = streams_[k];
+      size_t& i = first_[k];
+      while (i < held.size() && held[i].end_s <= start) ++i;
+      for (size_t j = i; j < held.size() && held[j].start_s < end; ++j)
+        sum += (std::min(end, held[j].end_s) - std::max(start, held[j].start_s)) * held[j].share;
+    }
+    return std::min(sum, kMostHeldSms * (end - start));
+  }
+
+ private:
+  struct Kernel {
+    double start_s, end_s, share;
+  };
+  std::array<std::vector<Kernel>, kStreamKinds> streams_;
+  std::array<size_t, kStreamKinds> first_{};
+  double last_start_ = 0;
+};
+
 }  // namespace
 
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
@@ -286,16 +326,19 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   const std::vector<std::vector<double>> nominal = task_durations(program, cluster, training);
   std::vector<std::vector<TaskTiming>> timing = list_schedule(program, nominal);
   // Compute beside communication runs on the SMs the communication kernels leave: a task of d seconds
-  // alone that overlaps them for o seconds takes d + o x share (share = comm_sms / sms), its progress
-  // slowed from 1 to 1 - share while they run. The overlaps depend on the durations: iterate the list
-  // schedule to the fixed point (it settles in a few rounds; durations only grow, so neither do the
-  // ends shrink, and the optimizer's bounds of the nominal schedule stay bounds).
-  std::vector<double> shares(program.roles.size(), 0);
+  // alone takes d plus, for each kernel beside it, their overlap o times the kernel's share of the SMs
+  // (comm_sm_share), its progress slowed while they run. The overlaps depend on the durations: iterate
+  // the list schedule to the fixed point (it settles in a few rounds; durations only grow, so neither
+  // do the ends shrink, and the optimizer's bounds of the nominal schedule stay bounds).
+  std::vector<std::vector<double>> shares(program.roles.size());
   bool contended = false;
   for (size_t r = 0; r < program.roles.size(); ++r) {
-    const PoolSpec& pool = pool_named(cluster, program.roles[r].pool);
-    shares[r] = comm_sm_share(pool, cluster.device_of(pool));
-    contended |= shares[r] > 0;
+    const Role& role = program.roles[r];
+    const PoolSpec& pool = pool_named(cluster, role.pool);
+    for (const Task& t : role.tasks) {
+      shares[r].push_back(comm_sm_share(t, pool, cluster.device_of(pool)));
+      contended |= shares[r].back() > 0;
+    }
   }
   if (!contended) return timing;
   std::vector<std::vector<double>> durations = nominal;
@@ -306,17 +349,11 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   for (int round = 0; round < kRounds; ++round) {
     double change = 0;
     for (size_t r = 0; r < program.roles.size(); ++r) {
-      if (shares[r] == 0) continue;
       const Role& role = program.roles[r];
-      Intervals comm;
-      for (size_t i = 0; i < role.tasks.size(); ++i)
-        if (uses_sms_for_comm(role.tasks[i])) comm.push_back({timing[r][i].start_s, timing[r][i].end_s});
-      comm = merged(std::move(comm));
+      HeldSms held(role, timing[r], shares[r]);
       for (size_t i = 0; i < role.tasks.size(); ++i) {
         if (!is_compute(role.tasks[i].kind) || nominal[r][i] <= 0) continue;
-        const double span = timing[r][i].end_s - timing[r][i].start_s;
-        const double overlap = span - uncovered({{timing[r][i].start_s, timing[r][i].end_s}}, comm);
-        const double d = nominal[r][i] + overlap * shares[r];
+        const double d = nominal[r][i] + held.seconds(timing[r][i].start_s, timing[r][i].end_s);
         change = std::max(change, std::abs(d - durations[r][i]));
         durations[r][i] = d;
       }

@@ -108,8 +108,12 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
         if (w.optimizer_bytes.value() > 0) {
           rows.optimizer.push_back({w.optimizer_bytes.value() / cores, double(w.launches), rest});
         } else {
+          // The norms' bytes at the memory-bound kernels' rate: they keep their ratio to it.
+          const EfficiencySpec& e = run_device.efficiency;
+          const double bytes =
+              w.elementwise_bytes.value() + w.norm_bytes.value() * e.memory / e.norm_or_memory();
           Row& r = per_microbatch[t.microbatch];
-          r.a += w.elementwise_bytes.value() / cores, r.b += w.launches, r.time += rest;
+          r.a += bytes / cores, r.b += w.launches, r.time += rest;
         }
       } else if (t.kind == TaskKind::Collective && t.placement.size == t.placement.per_node &&
                  m.transfer_s > 0) {
@@ -162,7 +166,12 @@ void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Cal
                         to_string(BytesPerSecond(std::max(memory_bw, optimizer_bw))));
     device.memory_bandwidth = BytesPerSecond(std::max(memory_bw, optimizer_bw));
   }
-  if (memory_bw > 0) device.efficiency.memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
+  if (memory_bw > 0) {
+    const double memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
+    if (device.efficiency.norm)
+      device.efficiency.norm = *device.efficiency.norm * memory / device.efficiency.memory;
+    device.efficiency.memory = memory;
+  }
   if (optimizer_bw > 0)
     device.efficiency.optimizer = std::max(0.001, optimizer_bw / device.memory_bandwidth.value());
   if (m.both) device.efficiency.kernel_launch = Seconds(m.y);

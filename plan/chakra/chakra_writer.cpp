@@ -131,9 +131,7 @@ void fill_task(et::Node& node, const Shared& s, int rank, const Task& t) {
     case TaskKind::Recompute:
     case TaskKind::Optimizer:
       add_attr(node, "num_ops")->set_int64_val(static_cast<std::int64_t>(whole(t.work.gemm_flops.value())));
-      add_attr(node, "tensor_size")
-          ->set_uint64_val(
-              whole((t.work.gemm_bytes + t.work.elementwise_bytes + t.work.optimizer_bytes).value()));
+      add_attr(node, "tensor_size")->set_uint64_val(whole(t.work.traffic().value()));
       break;
     case TaskKind::Collective:
       add_attr(node, "comm_type")->set_int64_val(comm_type(t.collective));

@@ -68,6 +68,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
     fused_key_length = o.fused_key_length;
   }
   elementwise_bytes += o.elementwise_bytes;
+  norm_bytes += o.norm_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   synchronous_launches += o.synchronous_launches;
@@ -86,6 +87,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.flash_full_forward_flops = flash_full_forward_flops * k;
   c.flash_full_backward_flops = flash_full_backward_flops * k;
   c.elementwise_bytes = elementwise_bytes * k;
+  c.norm_bytes = norm_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
@@ -105,6 +107,7 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.flash_full_forward_flops = c.flash_full_forward_flops - part.flash_full_forward_flops;
   c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
   c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
+  c.norm_bytes = c.norm_bytes - part.norm_bytes;
   c.launches -= part.launches;
   c.host_syncs -= part.host_syncs;
   return c;
@@ -118,6 +121,13 @@ KernelCost memory_bound_kernels(double bytes, int launches) {
   KernelCost c;
   c.elementwise_bytes = Bytes(bytes);
   c.launches = launches;
+  return c;
+}
+
+KernelCost norm_kernel(double bytes) {
+  KernelCost c;
+  c.norm_bytes = Bytes(bytes);
+  c.launches = 1;
   return c;
 }
 
@@ -199,7 +209,8 @@ Shape shape_of(const LayerWork& w) {
 }
 
 // A norm. Fused (the framework's kernel, or Inductor's under torch.compile; LayerNorm always, as
-// nn.LayerNorm is one native kernel) it reads its input and writes its output. RMSNorm in eager
+// nn.LayerNorm is one native kernel) it reads its input and writes its output, at the device's norm
+// share of the bandwidth (efficiency.norm). RMSNorm in eager
 // PyTorch (training.kernels eager) is ATen's composite rms_norm (aten/src/ATen/native/layer_norm.cpp,
 // before PyTorch 2.8's fused kernel): over the input upcast to fp32, pow (reads 4, writes 4), mean
 // (reads 4), add and rsqrt over one value a row, the product by the row's factor (4 + 4) and the cast
@@ -207,8 +218,7 @@ Shape shape_of(const LayerWork& w) {
 // launches in bf16.
 KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
   const double elements = s.sp_tokens * m.hidden;
-  if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm)
-    return memory_bound_kernels(2 * s.e * elements);
+  if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm) return norm_kernel(2 * s.e * elements);
   const double upcast = upcast_round_trip_bytes(s.e);
   return memory_bound_kernels((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
 }
@@ -465,6 +475,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.fused_head_dim = f.fused_head_dim;
   b.fused_key_length = f.fused_key_length;
   b.elementwise_bytes = f.elementwise_bytes * 2;
+  b.norm_bytes = f.norm_bytes * 2;
   b.launches = f.launches * 2;
   return b;
 }

@@ -77,7 +77,8 @@ struct KernelCost {
   // The key length each of their rows runs over (the sequence; a ring block's side): their rates
   // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
   double fused_key_length = 0;
-  Bytes elementwise_bytes;  // norms, activations, residuals, dropout, softmax
+  Bytes elementwise_bytes;  // activations, residuals, dropout, softmax, eager PyTorch's composite norms
+  Bytes norm_bytes;         // normalization kernels (LayerNorm, fused RMSNorm)
   Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
   // Of launches, those the device waits for the host to dispatch (all of them under
@@ -95,12 +96,17 @@ struct KernelCost {
     return flash_forward_flops + flash_backward_flops + flash_full_forward_flops + flash_full_backward_flops;
   }
 
+  // Every byte of HBM traffic its kernels move.
+  Bytes traffic() const { return gemm_bytes + elementwise_bytes + norm_bytes + optimizer_bytes; }
+
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
 // `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
+// A normalization kernel that moves `bytes` of HBM traffic (norm_bytes).
+KernelCost norm_kernel(double bytes);
 // The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32, per
 // element of e bytes: reads e and writes 4, then reads 4 and writes e; nothing in fp32 training.
 double upcast_round_trip_bytes(double e);
@@ -138,6 +144,7 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + flash_full_backward_flops / (attention peak x efficiency.<fused_kernel>.backward_full)
 //     (the non-causal figures; the causal ones where the device file has none)
 //   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
+//   + norm_bytes / (memory_bandwidth x efficiency.norm)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch

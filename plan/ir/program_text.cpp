@@ -53,8 +53,7 @@ static std::string describe_task(const Task& t) {
     case TaskKind::Backward:
     case TaskKind::Recompute:
     case TaskKind::Optimizer:
-      s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " +
-          to_string(t.work.gemm_bytes + t.work.elementwise_bytes + t.work.optimizer_bytes) + ", " +
+      s = "gemm " + to_string(t.work.gemm_flops) + ", traffic " + to_string(t.work.traffic()) + ", " +
           std::to_string(t.work.launches) + " kernels";
       if (t.work.flash_forward_flops.value() > 0 || t.work.flash_backward_flops.value() > 0)
         s += ", " + enum_name(t.work.fused_kernel, kAttentionNames) + " " +

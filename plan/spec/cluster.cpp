@@ -194,6 +194,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
       if (const DocNode* k = er.get(key)) *rates = read_fused_attention(*k, er.field(key), diag, locations);
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
     if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;
+    if (er.read("norm", share, 0.01, 1.0)) d.efficiency.norm = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
     er.read_quantity("synchronous_launch", d.efficiency.synchronous_launch, false, true);
     er.finish();
@@ -249,6 +250,7 @@ PoolSpec parse_pool(const std::string& name, const DocNode& node, const std::str
   r.read_quantity("pcie_bandwidth", p.pcie_bandwidth, true);
   r.read_quantity("host_memory", p.host_memory, true);
   r.read("comm_sms", p.comm_sms, 0, 1 << 16);
+  r.read("comm_sms_in_node", p.comm_sms_in_node, 0, 1 << 16);
   r.read_quantity("price_per_gpu_hour", p.price_per_gpu_hour, true);
   r.read_quantity("node_power", p.node_power, false, true);
   r.finish();

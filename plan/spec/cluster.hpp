@@ -50,7 +50,10 @@ struct EfficiencySpec {
   std::optional<FusedAttention> triton;
   double memory = 0.8;              // memory-bound kernels' share of memory bandwidth
   std::optional<double> optimizer;  // the optimizer step's share of memory bandwidth; memory if absent
-  Seconds kernel_launch{5e-6};      // fixed cost per kernel
+  // Normalization kernels' share (LayerNorm, fused RMSNorm: a reduction over each row, then a pass
+  // that writes it), which reach less of the bandwidth than elementwise kernels; memory if absent.
+  std::optional<double> norm;
+  Seconds kernel_launch{5e-6};  // fixed cost per kernel
   // What each kernel costs more when its launch waits for it to end (training.launch_blocking): the
   // host's wake-up after the kernel, its dispatch of the next operation and the launch, all hidden
   // while launches run ahead of the device. 10 us on A100 (topologies/dgx-a100-80g.yaml has the
@@ -59,6 +62,7 @@ struct EfficiencySpec {
 
   double attention_or_gemm() const { return attention.value_or(gemm); }
   double optimizer_or_memory() const { return optimizer.value_or(memory); }
+  double norm_or_memory() const { return norm.value_or(memory); }
 };
 
 struct DeviceSpec {
@@ -118,9 +122,13 @@ struct PoolSpec {
   BytesPerSecond pcie_bandwidth;  // GPU to host, per GPU and direction
   Bytes host_memory;
   // SMs a GPU's communication kernels hold while they run (NCCL runs one CTA per channel and never
-  // shares an SM with a compute kernel): compute beside a collective gets the device's other SMs.
-  // 0: communication takes no compute from the GPU.
+  // shares an SM with a compute kernel): compute beside a collective gets the device's other SMs, and
+  // collectives that run at once each hold their own. comm_sms: a collective across nodes (or a send
+  // to another node); comm_sms_in_node: one whose group sits in one node (or a send inside it), whose
+  // NVLink rings NCCL runs on more channels; comm_sms where 0. 0 for both: communication takes no
+  // compute from the GPU.
   int comm_sms = 0;
+  int comm_sms_in_node = 0;
   std::optional<Dollars> price_per_gpu_hour;
   Watts node_power;  // beyond the GPUs: CPUs, NICs, fans
 

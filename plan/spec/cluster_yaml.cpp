@@ -124,6 +124,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
       if (*rates) w.line(6, key, fused_attention_text(**rates), dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");
+    if (e.norm) w.line(6, "norm", number(*e.norm), dp + ".efficiency.norm");
     w.line(6, "kernel_launch", q(e.kernel_launch), dp + ".efficiency.kernel_launch");
     w.line(6, "synchronous_launch", q(e.synchronous_launch), dp + ".efficiency.synchronous_launch");
   }
@@ -167,6 +168,8 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     w.line(4, "pcie_bandwidth", q(p.pcie_bandwidth), pp + ".pcie_bandwidth");
     w.line(4, "host_memory", q(p.host_memory), pp + ".host_memory");
     if (p.comm_sms > 0) w.line(4, "comm_sms", std::to_string(p.comm_sms), pp + ".comm_sms");
+    if (p.comm_sms_in_node > 0)
+      w.line(4, "comm_sms_in_node", std::to_string(p.comm_sms_in_node), pp + ".comm_sms_in_node");
     if (p.price_per_gpu_hour)
       w.line(4, "price_per_gpu_hour", "$" + number(p.price_per_gpu_hour->value()),
              pp + ".price_per_gpu_hour");
