@@ -266,7 +266,8 @@ bool uses_sms_for_comm(const Task& t) {
 
 double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& device) {
   if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;
-  const bool in_node = t.kind == TaskKind::Send ? t.peer_same_node : t.placement.size <= t.placement.per_node;
+  // NCCL's channel counts are known for collectives (docs/catalog.md); a send keeps comm_sms.
+  const bool in_node = t.kind == TaskKind::Collective && t.placement.size <= t.placement.per_node;
   const int sms = in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
   return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
 }

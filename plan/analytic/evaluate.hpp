@@ -57,7 +57,7 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
                                                 const TrainingSpec& training);
 
 // The share of a device's SMs a task's communication kernels hold while they run: the pool's
-// comm_sms_in_node for a collective whose group sits in one node or a send inside it, else comm_sms,
+// comm_sms_in_node for a collective whose group sits in one node, else (sends too) comm_sms,
 // of DeviceSpec::sms; 0 for a task that runs none (uses_sms_for_comm) or when the figures are not
 // given. Compute beside communication progresses at 1 - the sum of the shares of the kernels running.
 double comm_sm_share(const Task& task, const PoolSpec& pool, const DeviceSpec& device);

@@ -123,10 +123,9 @@ struct PoolSpec {
   Bytes host_memory;
   // SMs a GPU's communication kernels hold while they run (NCCL runs one CTA per channel and never
   // shares an SM with a compute kernel): compute beside a collective gets the device's other SMs, and
-  // collectives that run at once each hold their own. comm_sms: a collective across nodes (or a send
-  // to another node); comm_sms_in_node: one whose group sits in one node (or a send inside it), whose
-  // NVLink rings NCCL runs on more channels; comm_sms where 0. 0 for both: communication takes no
-  // compute from the GPU.
+  // collectives that run at once each hold their own. comm_sms: a collective across nodes, and a
+  // send; comm_sms_in_node: a collective whose group sits in one node, whose NVLink rings NCCL runs on
+  // more channels (comm_sms where 0). 0 for both: communication takes no compute from the GPU.
   int comm_sms = 0;
   int comm_sms_in_node = 0;
   std::optional<Dollars> price_per_gpu_hour;
