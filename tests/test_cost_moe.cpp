@@ -21,7 +21,7 @@ static LayerWork moe_work(int ep) {
 }
 
 static double traffic(const KernelCost& c) {
-  return c.elementwise_bytes.value();
+  return c.memory_bound_bytes().value();
 }
 
 BOOST_AUTO_TEST_CASE(several_experts_per_rank_sort_the_received_rows_by_expert_and_back) {

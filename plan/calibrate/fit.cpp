@@ -108,10 +108,12 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
         if (w.optimizer_bytes.value() > 0) {
           rows.optimizer.push_back({w.optimizer_bytes.value() / cores, double(w.launches), rest});
         } else {
-          // The norms' bytes at the memory-bound kernels' rate: they keep their ratio to it.
+          // The norms' and gated activations' bytes at the memory-bound kernels' rate: they keep their
+          // ratios to it.
           const EfficiencySpec& e = run_device.efficiency;
-          const double bytes =
-              w.elementwise_bytes.value() + w.norm_bytes.value() * e.memory / e.norm_or_memory();
+          const double bytes = w.elementwise_bytes.value() +
+                               w.norm_bytes.value() * e.memory / e.norm_or_memory() +
+                               w.gated_bytes.value() * e.memory / e.gated_or_memory();
           Row& r = per_microbatch[t.microbatch];
           r.a += bytes / cores, r.b += w.launches, r.time += rest;
         }
@@ -168,8 +170,8 @@ void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Cal
   }
   if (memory_bw > 0) {
     const double memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
-    if (device.efficiency.norm)
-      device.efficiency.norm = *device.efficiency.norm * memory / device.efficiency.memory;
+    for (std::optional<double>* kind : {&device.efficiency.norm, &device.efficiency.gated})
+      if (*kind) **kind *= memory / device.efficiency.memory;
     device.efficiency.memory = memory;
   }
   if (optimizer_bw > 0)

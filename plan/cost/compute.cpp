@@ -69,6 +69,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   }
   elementwise_bytes += o.elementwise_bytes;
   norm_bytes += o.norm_bytes;
+  gated_bytes += o.gated_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   synchronous_launches += o.synchronous_launches;
@@ -88,6 +89,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.flash_full_backward_flops = flash_full_backward_flops * k;
   c.elementwise_bytes = elementwise_bytes * k;
   c.norm_bytes = norm_bytes * k;
+  c.gated_bytes = gated_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
@@ -108,6 +110,7 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
   c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
   c.norm_bytes = c.norm_bytes - part.norm_bytes;
+  c.gated_bytes = c.gated_bytes - part.gated_bytes;
   c.launches -= part.launches;
   c.host_syncs -= part.host_syncs;
   return c;
@@ -127,6 +130,13 @@ KernelCost memory_bound_kernels(double bytes, int launches) {
 KernelCost norm_kernel(double bytes) {
   KernelCost c;
   c.norm_bytes = Bytes(bytes);
+  c.launches = 1;
+  return c;
+}
+
+KernelCost gated_kernel(double bytes) {
+  KernelCost c;
+  c.gated_bytes = Bytes(bytes);
   c.launches = 1;
   return c;
 }
@@ -248,12 +258,19 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
 
 // The MLP's activation over `rows` x f / tp elements: GELU reads and writes each; SwiGLU's SiLU of the
 // gate times the up projection reads two and writes one, fused, or runs as two kernels in eager
-// PyTorch (F.silu(w1(x)) * w3(x): SiLU reads and writes, the product reads two and writes one).
+// PyTorch (F.silu(w1(x)) * w3(x): SiLU reads and writes, the product reads two and writes one). Where
+// the gate and up projections are one GEMM (training.projections fused: Megatron-Core's fc1), the
+// activation reads its output's two halves in strided rows, at the device's gated share
+// (efficiency.gated).
 KernelCost activation(const ModelSpec& m, const LayerWork& w, const Shape& s, double rows) {
   const double elements = rows * m.ffn_hidden / s.t;
   if (m.mlp != MlpKind::SwiGlu) return memory_bound_kernels(2 * s.e * elements);
-  if (w.kernels == LayerKernels::Eager) return memory_bound_kernels(5 * s.e * elements, 2);
-  return memory_bound_kernels(3 * s.e * elements);
+  const bool eager = w.kernels == LayerKernels::Eager;
+  const double bytes = (eager ? 5 : 3) * s.e * elements;
+  if (w.projections != Projections::Fused) return memory_bound_kernels(bytes, eager ? 2 : 1);
+  KernelCost c = gated_kernel(bytes);
+  c.launches = eager ? 2 : 1;
+  return c;
 }
 
 // Bias-dropout-add: reads the branch output and the residual, writes the sum (and a 1-byte mask).
@@ -476,6 +493,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.fused_key_length = f.fused_key_length;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.norm_bytes = f.norm_bytes * 2;
+  b.gated_bytes = f.gated_bytes * 2;
   b.launches = f.launches * 2;
   return b;
 }

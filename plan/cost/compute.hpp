@@ -79,6 +79,7 @@ struct KernelCost {
   double fused_key_length = 0;
   Bytes elementwise_bytes;  // activations, residuals, dropout, softmax, eager PyTorch's composite norms
   Bytes norm_bytes;         // normalization kernels (LayerNorm, fused RMSNorm)
+  Bytes gated_bytes;        // gated activations over the two halves of one GEMM's output
   Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
   // Of launches, those the device waits for the host to dispatch (all of them under
@@ -96,8 +97,9 @@ struct KernelCost {
     return flash_forward_flops + flash_backward_flops + flash_full_forward_flops + flash_full_backward_flops;
   }
 
-  // Every byte of HBM traffic its kernels move.
-  Bytes traffic() const { return gemm_bytes + elementwise_bytes + norm_bytes + optimizer_bytes; }
+  // The HBM traffic of its memory-bound kernels, of every kind; and every byte its kernels move.
+  Bytes memory_bound_bytes() const { return elementwise_bytes + norm_bytes + gated_bytes; }
+  Bytes traffic() const { return gemm_bytes + memory_bound_bytes() + optimizer_bytes; }
 
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
@@ -107,6 +109,8 @@ struct KernelCost {
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
 // A normalization kernel that moves `bytes` of HBM traffic (norm_bytes).
 KernelCost norm_kernel(double bytes);
+// A gated activation's kernel over the two halves of one GEMM's output that moves `bytes` (gated_bytes).
+KernelCost gated_kernel(double bytes);
 // The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32, per
 // element of e bytes: reads e and writes 4, then reads 4 and writes e; nothing in fp32 training.
 double upcast_round_trip_bytes(double e);
@@ -145,6 +149,7 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //     (the non-causal figures; the causal ones where the device file has none)
 //   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
 //   + norm_bytes / (memory_bandwidth x efficiency.norm)
+//   + gated_bytes / (memory_bandwidth x efficiency.gated)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch

@@ -53,6 +53,9 @@ struct EfficiencySpec {
   // Normalization kernels' share (LayerNorm, fused RMSNorm: a reduction over each row, then a pass
   // that writes it), which reach less of the bandwidth than elementwise kernels; memory if absent.
   std::optional<double> norm;
+  // A gated activation's share (SwiGLU, GEGLU) where it reads the two halves of one GEMM's output,
+  // the fused gate and up projection (Megatron-Core's), in strided rows; memory if absent.
+  std::optional<double> gated;
   Seconds kernel_launch{5e-6};  // fixed cost per kernel
   // What each kernel costs more when its launch waits for it to end (training.launch_blocking): the
   // host's wake-up after the kernel, its dispatch of the next operation and the launch, all hidden
@@ -63,6 +66,7 @@ struct EfficiencySpec {
   double attention_or_gemm() const { return attention.value_or(gemm); }
   double optimizer_or_memory() const { return optimizer.value_or(memory); }
   double norm_or_memory() const { return norm.value_or(memory); }
+  double gated_or_memory() const { return gated.value_or(memory); }
 };
 
 struct DeviceSpec {
