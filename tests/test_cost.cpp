@@ -442,7 +442,7 @@ BOOST_AUTO_TEST_CASE(a_gated_activation_over_one_gemms_halves_runs_at_the_gated_
   const ClusterSpec dgx = cluster("dgx-h100");
   const DeviceSpec& h100 = dgx.device_of(dgx.pools[0]);
   BOOST_REQUIRE(h100.efficiency.gated.has_value());
-  BOOST_TEST(compute_time(gated_kernel(1e9), h100, Precision::Bf16).value() ==
+  BOOST_TEST(compute_time(gated_kernels(1e9), h100, Precision::Bf16).value() ==
                  1e9 / (3350e9 * *h100.efficiency.gated) + 5e-6,
              tt::tolerance(1e-12));
   // GELU has no gate: one tensor in, one out.

@@ -134,10 +134,10 @@ KernelCost norm_kernel(double bytes) {
   return c;
 }
 
-KernelCost gated_kernel(double bytes) {
+KernelCost gated_kernels(double bytes, int launches) {
   KernelCost c;
   c.gated_bytes = Bytes(bytes);
-  c.launches = 1;
+  c.launches = launches;
   return c;
 }
 
@@ -267,10 +267,9 @@ KernelCost activation(const ModelSpec& m, const LayerWork& w, const Shape& s, do
   if (m.mlp != MlpKind::SwiGlu) return memory_bound_kernels(2 * s.e * elements);
   const bool eager = w.kernels == LayerKernels::Eager;
   const double bytes = (eager ? 5 : 3) * s.e * elements;
-  if (w.projections != Projections::Fused) return memory_bound_kernels(bytes, eager ? 2 : 1);
-  KernelCost c = gated_kernel(bytes);
-  c.launches = eager ? 2 : 1;
-  return c;
+  const int launches = eager ? 2 : 1;
+  return w.projections == Projections::Fused ? gated_kernels(bytes, launches)
+                                             : memory_bound_kernels(bytes, launches);
 }
 
 // Bias-dropout-add: reads the branch output and the residual, writes the sum (and a 1-byte mask).

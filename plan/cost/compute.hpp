@@ -109,8 +109,9 @@ struct KernelCost {
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
 // A normalization kernel that moves `bytes` of HBM traffic (norm_bytes).
 KernelCost norm_kernel(double bytes);
-// A gated activation's kernel over the two halves of one GEMM's output that moves `bytes` (gated_bytes).
-KernelCost gated_kernel(double bytes);
+// A gated activation over the two halves of one GEMM's output: `launches` kernels that move `bytes`
+// (gated_bytes).
+KernelCost gated_kernels(double bytes, int launches = 1);
 // The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32, per
 // element of e bytes: reads e and writes 4, then reads 4 and writes e; nothing in fp32 training.
 double upcast_round_trip_bytes(double e);
