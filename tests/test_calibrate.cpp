@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -375,6 +376,48 @@ BOOST_AUTO_TEST_CASE(a_profile_of_one_host_leaves_the_network_between_hosts_as_i
       calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
   BOOST_TEST(!figure(cal, "nic.achievable").fitted);
   BOOST_TEST(figure(cal, "nic.achievable").measured.find("no collective crossed hosts") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_spread_common_to_the_steps_kernels_is_told_from_each_kernels_own) {
+  TempDir dir;
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.micro_batch=2"}, truth());
+  // Every compute task varies by 5% from step to step; the step's total varies as much (they vary
+  // together: all of it is the step's) or as independent draws would make it (none of it is).
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(path));
+  double total = 0, squares = 0;
+  for (auto& t : profile["tasks"])
+    if (t.contains("cpu_s")) {  // the compute tasks
+      t["cpu_cv"] = 0.05;
+      total += t["cpu_s"].get<double>();
+      squares += std::pow(t["cpu_s"].get<double>(), 2);
+    }
+  auto variability = [&](double step_cv) {
+    profile["step_cpu_cv"] = step_cv;
+    std::ofstream(path) << profile.dump(1);
+    return calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu))
+        .variability;
+  };
+  const KernelVariability together = variability(0.05);
+  BOOST_TEST(together.step_cv == 0.05, tt::tolerance(1e-9));
+  BOOST_TEST(together.cv[size_t(KernelKind::Forward)] <= 1e-6);
+  BOOST_TEST(together.step_samples > 0);
+  const KernelVariability apart = variability(0.05 * std::sqrt(squares) / total);
+  BOOST_TEST(apart.step_cv <= 1e-6);
+  BOOST_TEST(apart.cv[size_t(KernelKind::Forward)] == 0.05, tt::tolerance(1e-9));
+  BOOST_TEST(apart.cv[size_t(KernelKind::Backward)] == 0.05, tt::tolerance(1e-9));
+  // Half of each kernel's variance shared: s^2 = e^2 = 0.05^2 / 2.
+  const double half = 0.05 / std::sqrt(2.0);
+  const KernelVariability shared =
+      variability(std::sqrt(half * half * (total * total - squares) + 0.05 * 0.05 * squares) / total);
+  BOOST_TEST(shared.step_cv == half, tt::tolerance(1e-9));
+  BOOST_TEST(shared.cv[size_t(KernelKind::Forward)] == half, tt::tolerance(1e-9));
+  // The file calibrate --variability writes carries it as the scenario's variability.steps.
+  const fs::path file = dir.path / "v.yaml";
+  std::ofstream(file) << variability_yaml(shared, {lower_profile(load_profile(path), kLocalCpu)}, "now");
+  const ScenarioSpec s = load_scenario(kScenario, {parse_override("variability=" + file.string())});
+  BOOST_TEST(s.variability.steps.cv == half, tt::tolerance(1e-5));
+  BOOST_TEST(to_text(shared).find("; whole steps 3.5%") != std::string::npos, to_text(shared));
 }
 
 BOOST_AUTO_TEST_CASE(the_kernels_spread_is_pooled_per_kind_and_read_back_as_the_scenarios_variability) {

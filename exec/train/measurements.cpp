@@ -69,20 +69,29 @@ double median(std::vector<double> v) {
   return quantile(std::move(v), 0.5);
 }
 
-// The coefficient of variation of a compute task's CPU time from one step to the next: each rank's
-// times against that rank's mean (a rank persistently slower is no step-to-step variation), pooled
-// over the ranks; 0 with fewer than two measured steps.
-double cpu_cv(const RunTimings& t, int task) {
+// The step-to-step coefficient of variation of a per-rank, per-step figure `at(rank, step)`: each
+// rank's values against that rank's mean (a rank persistently slower is no step-to-step variation),
+// pooled over the ranks; 0 with fewer than two measured steps.
+template <typename At>
+double step_to_step_cv(const RunTimings& t, At at) {
   const int first = first_measured_step(t), steps = t.steps - first;
   if (steps < 2) return 0;
   double squares = 0;
   for (int r = 0; r < t.ranks; ++r) {
     double mean = 0;
-    for (int s = first; s < t.steps; ++s) mean += t.at(t.cpu_s, r, s, task) / steps;
+    for (int s = first; s < t.steps; ++s) mean += at(r, s) / steps;
     for (int s = first; s < t.steps; ++s)
-      if (mean > 0) squares += std::pow(t.at(t.cpu_s, r, s, task) / mean - 1, 2);
+      if (mean > 0) squares += std::pow(at(r, s) / mean - 1, 2);
   }
   return std::sqrt(squares / double(t.ranks * (steps - 1)));
+}
+
+// The CPU time of a rank's compute tasks in `step`.
+double rank_compute_cpu_s(const Role& role, const RunTimings& t, int rank, int step) {
+  double sum = 0;
+  for (int i = 0; i < t.tasks; ++i)
+    if (role.tasks[i].stream == StreamKind::Compute) sum += t.at(t.cpu_s, rank, step, i);
+  return sum;
 }
 
 // {"experts": E, "layers": [{"layer": l, "tokens": [per expert]}]}: the tokens the timed ranks
@@ -105,12 +114,7 @@ nlohmann::json routing_json(const ModelSpec& model, const RunTimings& t) {
 // rank that had no core, on a shared machine).
 double compute_cpu_s(const Role& role, const RunTimings& t, int step) {
   double most = 0;
-  for (int r = 0; r < t.ranks; ++r) {
-    double sum = 0;
-    for (int i = 0; i < t.tasks; ++i)
-      if (role.tasks[i].stream == StreamKind::Compute) sum += t.at(t.cpu_s, r, step, i);
-    most = std::max(most, sum);
-  }
+  for (int r = 0; r < t.ranks; ++r) most = std::max(most, rank_compute_cpu_s(role, t, r, step));
   return most;
 }
 
@@ -154,7 +158,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       j["cpu_s"] = cpu_s;
       j["gemm_s"] = median(gemm_share) * cpu_s;
       j["attention_s"] = median(attention_share) * cpu_s;
-      j["cpu_cv"] = cpu_cv(t, i);
+      j["cpu_cv"] = step_to_step_cv(t, [&](int r, int s) { return t.at(t.cpu_s, r, s, i); });
     }
     if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();
     if (task.kind == TaskKind::Collective) {
@@ -190,6 +194,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       {"warmup_steps_excluded", first_measured_step(t)},
       {"role", role.pipeline_rank},
       {"inputs", profile_inputs_yaml(scenario, program.plan)},
+      // How much a rank's compute tasks vary together: set against their own cpu_cv, calibrate tells
+      // a slowdown common to the whole step from each kernel's own.
+      {"step_cpu_cv", step_to_step_cv(t, [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); })},
       {"tasks", tasks}};
   if (nlohmann::json routing = routing_json(scenario.model, t); !routing.is_null())
     profile["routing"] = routing;

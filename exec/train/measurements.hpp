@@ -34,7 +34,8 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
 
 // The profile: {"format": "paratwin-profile", "version", "scenario", "backend", "model", "cluster",
 // "pool", "device", "ranks", "nodes", "steps", "inputs" (what the Program was lowered from, less the cluster:
-// see plan/calibrate/profile.hpp), "tasks": [{"task": name, "index", "kind", "stream", "count",
+// see plan/calibrate/profile.hpp), "step_cpu_cv" (the step-to-step coefficient of variation of a rank's
+// compute tasks' CPU time together), "tasks": [{"task": name, "index", "kind", "stream", "count",
 // "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all steps
 // but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s",
 // "attention_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and

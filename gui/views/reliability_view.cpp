@@ -59,6 +59,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
       policy_(new QComboBox),
       iterations_(new QSpinBox),
       kernel_cv_(new QLineEdit),
+      step_cv_(new QLineEdit),
       gpu_cv_(new QLineEdit),
       run_(new QPushButton("Simulate the horizon")),
       status_(new QLabel),
@@ -76,6 +77,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
   iterations_->setRange(1, 1000);
   iterations_->setValue(kDefaultIterations);
   kernel_cv_->setPlaceholderText("scenario's (e.g. 0.05)");
+  step_cv_->setPlaceholderText("scenario's (e.g. 0.03)");
   gpu_cv_->setPlaceholderText("scenario's (e.g. 0.02)");
   auto* inputs = new QGroupBox("Horizon and what-if (--set)");
   auto* form = new QFormLayout(inputs);
@@ -87,6 +89,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
   form->addRow("after a failure", policy_);
   form->addRow("iterations", iterations_);
   form->addRow("kernel time CV", kernel_cv_);
+  form->addRow("whole step CV", step_cv_);
   form->addRow("GPU slowness CV", gpu_cv_);
   form->addRow(run_);
   status_->setWordWrap(true);
@@ -141,9 +144,11 @@ void ReliabilityView::set_inputs(const QString& horizon, const QString& gpu_mtbf
   interval_->setText(checkpoint_interval);
 }
 
-void ReliabilityView::set_spread_inputs(int iterations, const QString& kernel_cv, const QString& gpu_cv) {
+void ReliabilityView::set_spread_inputs(int iterations, const QString& kernel_cv, const QString& step_cv,
+                                        const QString& gpu_cv) {
   iterations_->setValue(iterations);
   kernel_cv_->setText(kernel_cv);
+  step_cv_->setText(step_cv);
   gpu_cv_->setText(gpu_cv);
 }
 
@@ -158,6 +163,7 @@ void ReliabilityView::simulate() {
   r.iterations = iterations_->value();
   if (!kernel_cv_->text().trimmed().isEmpty())
     r.sets << "variability.kernels.cv=" + kernel_cv_->text().trimmed();
+  if (!step_cv_->text().trimmed().isEmpty()) r.sets << "variability.steps.cv=" + step_cv_->text().trimmed();
   if (!gpu_cv_->text().trimmed().isEmpty()) r.sets << "variability.ranks.cv=" + gpu_cv_->text().trimmed();
   session_.simulate(r);
 }

@@ -28,7 +28,8 @@ class ReliabilityView : public QWidget {
                   const QString& checkpoint_interval);
   // Iterations to simulate and the variability to try (coefficients of variation; "" keeps the
   // scenario's).
-  void set_spread_inputs(int iterations, const QString& kernel_cv, const QString& gpu_cv);
+  void set_spread_inputs(int iterations, const QString& kernel_cv, const QString& step_cv,
+                         const QString& gpu_cv);
   void simulate();
   LinePlot* goodput_plot() const { return goodput_; }
   LinePlot* events_plot() const { return events_; }
@@ -47,6 +48,7 @@ class ReliabilityView : public QWidget {
   QComboBox* policy_;
   QSpinBox* iterations_;
   QLineEdit* kernel_cv_;
+  QLineEdit* step_cv_;
   QLineEdit* gpu_cv_;
   QPushButton* run_;
   QLabel* status_;

@@ -35,17 +35,43 @@ bool KernelVariability::any() const {
 KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& runs) {
   KernelVariability v;
   std::array<double, kKernelKinds> squares{}, weights{};
+  double step_squares = 0, step_weight = 0;
   for (const ProfiledRun& run : runs) {
     if (run.profile.measured_steps < 3) continue;
     const Role& role = run.program.roles.front();
+    std::vector<size_t> measured;  // compute tasks with a recorded spread
     for (size_t i = 0; i < role.tasks.size(); ++i) {
-      const auto kind = kernel_kind(role.tasks[i].kind);
       const ProfiledTask& m = run.profile.tasks[i];
-      if (!kind || role.tasks[i].stream != StreamKind::Compute || m.count < 2 || m.cpu_cv < 0) continue;
-      const auto k = size_t(*kind);
+      if (kernel_kind(role.tasks[i].kind) && role.tasks[i].stream == StreamKind::Compute && m.count >= 2 &&
+          m.cpu_cv >= 0)
+        measured.push_back(i);
+    }
+    if (measured.empty()) continue;
+    // The step factor's square, from the step total's spread against its kernels' own.
+    double step2 = 0;
+    if (run.profile.step_cpu_cv >= 0) {
+      double total = 0, sum_m2 = 0, sum_m2c2 = 0;
+      for (size_t i : measured) {
+        const ProfiledTask& m = run.profile.tasks[i];
+        total += m.cpu_s;
+        sum_m2 += m.cpu_s * m.cpu_s;
+        sum_m2c2 += std::pow(m.cpu_s * m.cpu_cv, 2);
+      }
+      const double apart = total * total - sum_m2;  // 0 with one kernel: nothing to tell apart
+      if (apart > 1e-12 * total * total)
+        step2 = std::max(0.0, (std::pow(run.profile.step_cpu_cv * total, 2) - sum_m2c2) / apart);
+      const ProfiledTask& first = run.profile.tasks[measured.front()];
+      const double rank_steps = first.count, dof = rank_steps - rank_steps / run.profile.measured_steps;
+      step_squares += step2 * dof;
+      step_weight += dof;
+      v.step_samples += first.count;
+    }
+    for (size_t i : measured) {
+      const ProfiledTask& m = run.profile.tasks[i];
+      const auto k = size_t(*kernel_kind(role.tasks[i].kind));
       // cpu_cv's degrees of freedom: each rank's steps less one.
       const double dof = m.count - double(m.count) / run.profile.measured_steps;
-      squares[k] += m.cpu_cv * m.cpu_cv * dof;
+      squares[k] += std::max(0.0, m.cpu_cv * m.cpu_cv - step2) * dof;
       weights[k] += dof;
       ++v.tasks[k];
       v.samples[k] += m.count;
@@ -53,6 +79,7 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
   }
   for (size_t k = 0; k < v.cv.size(); ++k)
     if (weights[k] > 0) v.cv[k] = std::min(kMaxCv, std::sqrt(squares[k] / weights[k]));
+  if (step_weight > 0) v.step_cv = std::min(kMaxCv, std::sqrt(step_squares / step_weight));
   return v;
 }
 
@@ -67,6 +94,11 @@ std::string to_text(const KernelVariability& v) {
                   name.c_str(), 100 * v.cv[k], v.tasks[k], v.tasks[k] == 1 ? "" : "s", v.samples[k]);
     text += item;
   }
+  if (v.step_samples > 0) {
+    char item[80];
+    std::snprintf(item, sizeof item, "; whole steps %.1f%% (%d rank-steps)", 100 * v.step_cv, v.step_samples);
+    text += item;
+  }
   return text;
 }
 
@@ -76,13 +108,18 @@ std::string variability_yaml(const KernelVariability& v, const std::vector<Profi
   for (const ProfiledRun& run : runs) y += " " + run.profile.path;
   y += ":\n#   " + to_text(v) +
        "\n# Each compute task's CPU time against its rank's mean over the measured steps (so time other\n"
-       "# processes took stays out), pooled per kind. Use with --set variability=FILE.\n"
+       "# processes took stays out), less what a rank's kernels shared in a step (steps), pooled per kind.\n"
+       "# Use with --set variability=FILE.\n"
        "variability:\n  kernels:\n    distribution: lognormal\n    by_kind:\n";
+  char line[80];
   for (const auto& [name, kind] : kKernelKindNames) {
     const auto k = size_t(kind);
     if (v.tasks[k] == 0) continue;
-    char line[80];
     std::snprintf(line, sizeof line, "      %s: %.6g\n", name.c_str(), v.cv[k]);
+    y += line;
+  }
+  if (v.step_samples > 0) {
+    std::snprintf(line, sizeof line, "  steps:\n    distribution: lognormal\n    cv: %.6g\n", v.step_cv);
     y += line;
   }
   return y;

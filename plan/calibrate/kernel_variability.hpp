@@ -13,23 +13,30 @@
 namespace paratwin {
 
 struct KernelVariability {
-  std::array<double, kKernelKinds> cv{};    // by KernelKind; 0 where nothing was measured
+  std::array<double, kKernelKinds> cv{};    // by KernelKind, each kernel's own; 0 where nothing was measured
   std::array<int, kKernelKinds> tasks{};    // compute tasks of that kind measured with a spread
   std::array<int, kKernelKinds> samples{};  // their executions (steps x ranks)
+  double step_cv = 0;                       // what a rank's kernels share in one step
+  int step_samples = 0;                     // the rank-steps it was measured over; 0: not measured
   bool any() const;
 };
 
-// Pools each kind's tasks (their profile's cpu_cv: each rank's CPU time against its own mean over the
-// measured steps), weighted by their executions less their ranks: the root of the mean squared
-// relative deviation. Tasks whose profile recorded no cpu_cv, or measured fewer than 3 steps, are
-// left out. A CV above the largest the scenario takes (2) is capped there.
+// A profile's kernel k has CPU time m_k and step-to-step CV c_k, and its compute tasks' total varies
+// by C (step_cpu_cv). Modelling each kernel's time as m_k x a step factor (CV s, shared by the rank's
+// kernels in that step) x its own factor (CV e_k), c_k^2 = s^2 + e_k^2 and
+// C^2 (sum m)^2 = s^2 ((sum m)^2 - sum m^2) + sum m^2 e_k^2, which gives s (0 where the kernels vary
+// less together than independently, and where one kernel alone cannot tell them apart), and then e_k.
+// Each kind's e_k are pooled over its tasks, weighted by their executions less their ranks (the root
+// of the mean square); s over the runs the same way. Tasks whose profile recorded no cpu_cv, or
+// measured fewer than 3 steps, are left out. A CV above the largest the scenario takes (2) is capped.
 KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& runs);
 
-// "forward 3.6% (1 task, 58 executions), backward ..." (kinds measured only), or why nothing was.
+// "forward 3.6% (1 task, 58 executions), backward ...; whole steps 2.9% (58 rank-steps)" (what was
+// measured only), or why nothing was.
 std::string to_text(const KernelVariability& variability);
 
 // The file `--set variability=FILE` reads: a header saying from which profiles and when, then
-// `variability: {kernels: {distribution: lognormal, by_kind: {...}}}`.
+// `variability: {kernels: {distribution: lognormal, by_kind: {...}}, steps: {distribution, cv}}`.
 std::string variability_yaml(const KernelVariability& variability, const std::vector<ProfiledRun>& runs,
                              const std::string& timestamp);
 

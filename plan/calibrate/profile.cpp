@@ -92,6 +92,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
   int warmup = 0;
   r.read("warmup_steps_excluded", warmup, 0, 1 << 30);
   p.measured_steps = p.steps - warmup;
+  r.read("step_cpu_cv", p.step_cpu_cv, 0, 100);  // profiles before the step's common spread have none
   if (const DocNode* inputs = r.require("inputs")) {
     p.inputs_location = inputs->location;
     if (inputs->is_scalar())

@@ -35,7 +35,7 @@ std::vector<double> draw_gpu_slowness(const NoiseSpec& ranks, int gpus, std::uin
 }
 
 KernelNoise::KernelNoise(const VariabilitySpec& variability, std::uint64_t seed)
-    : active_(variability.kernels_vary()),
+    : active_(variability.kernels_vary() || variability.steps_vary()),
       distribution_(variability.kernel_distribution),
       cv_(static_cast<size_t>(TaskKind::Copy) + 1, 0.0),
       seed_(mix(seed, 0x6e015eULL)) {
@@ -44,15 +44,24 @@ KernelNoise::KernelNoise(const VariabilitySpec& variability, std::uint64_t seed)
   cv_[static_cast<int>(TaskKind::Recompute)] = variability.kernel_cv[static_cast<int>(KernelKind::Recompute)];
   cv_[static_cast<int>(TaskKind::Optimizer)] = variability.kernel_cv[static_cast<int>(KernelKind::Optimizer)];
   cv_[static_cast<int>(TaskKind::Copy)] = variability.kernel_cv[static_cast<int>(KernelKind::Copy)];
+  steps_ = variability.steps;
 }
 
 double KernelNoise::factor(TaskKind kind, int gpu, int task, int iteration) const {
   if (!active_) return 1.0;
-  const double cv = cv_[static_cast<size_t>(kind)];
-  if (cv <= 0) return 1.0;
-  SeededRandom random(
-      mix(mix(mix(seed_, std::uint64_t(gpu)), std::uint64_t(task)), std::uint64_t(iteration)));
-  return draw_factor(distribution_, cv, random);
+  double f = 1.0;
+  if (const double cv = cv_[static_cast<size_t>(kind)]; cv > 0) {
+    SeededRandom random(
+        mix(mix(mix(seed_, std::uint64_t(gpu)), std::uint64_t(task)), std::uint64_t(iteration)));
+    f = draw_factor(distribution_, cv, random);
+  }
+  const bool compute = kind == TaskKind::Forward || kind == TaskKind::Backward ||
+                       kind == TaskKind::Recompute || kind == TaskKind::Optimizer;
+  if (compute && steps_.cv > 0) {  // keyed without the task: every kernel of the iteration shares it
+    SeededRandom random(mix(mix(mix(seed_, 0x57e9ULL), std::uint64_t(gpu)), std::uint64_t(iteration)));
+    f *= draw_factor(steps_.distribution, steps_.cv, random);
+  }
+  return f;
 }
 
 }  // namespace paratwin

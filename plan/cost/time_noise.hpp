@@ -26,14 +26,16 @@ class KernelNoise {
   KernelNoise(const VariabilitySpec& variability, std::uint64_t seed);
 
   bool active() const { return active_; }
-  // The factor of task `task` (its index in its role) on `gpu` in iteration `iteration`; 1 for kinds
-  // that are not kernels (communication) and when nothing varies.
+  // The factor of task `task` (its index in its role) on `gpu` in iteration `iteration`: its own draw
+  // times its GPU's step draw for that iteration (compute kernels only); 1 for kinds that are not
+  // kernels (communication) and when nothing varies.
   double factor(TaskKind kind, int gpu, int task, int iteration) const;
 
  private:
   bool active_ = false;
   NoiseDistribution distribution_ = NoiseDistribution::Lognormal;
   std::vector<double> cv_;  // by TaskKind
+  NoiseSpec steps_;
   std::uint64_t seed_ = 0;
 };
 

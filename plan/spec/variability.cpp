@@ -2,6 +2,7 @@
 #include "plan/spec/variability.hpp"
 
 #include <cstdio>
+#include <utility>
 
 namespace paratwin {
 
@@ -55,13 +56,14 @@ VariabilitySpec parse_variability(const DocNode& node, Diagnostics& diag, FieldL
     }
     kr.finish();
   }
-  if (const DocNode* ranks = r.get("ranks")) {
-    MapReader rr(*ranks, r.field("ranks"), diag, locations);
-    rr.read_enum("distribution", v.ranks.distribution, kNoiseDistributionNames);
-    rr.read("cv", v.ranks.cv, 0.0, kMaxCv, true);
-    check_cv(v.ranks.distribution, v.ranks.cv, rr.node().find("cv"), rr.field("cv"), diag);
-    rr.finish();
-  }
+  for (const auto& [key, spec] : {std::pair{"steps", &v.steps}, std::pair{"ranks", &v.ranks}})
+    if (const DocNode* n = r.get(key)) {
+      MapReader nr(*n, r.field(key), diag, locations);
+      nr.read_enum("distribution", spec->distribution, kNoiseDistributionNames);
+      nr.read("cv", spec->cv, 0.0, kMaxCv, true);
+      check_cv(spec->distribution, spec->cv, nr.node().find("cv"), nr.field("cv"), diag);
+      nr.finish();
+    }
   r.finish();
   return v;
 }

@@ -1,6 +1,8 @@
 // The scenario's `variability:` section: how much each kernel's time varies from one execution to the
-// next (per kind of compute task) and how much each GPU is persistently slower or faster than its
-// device's nominal speed (the straggler model generalised to a distribution over every GPU).
+// next (per kind of compute task), how much a GPU's whole step varies together (what slows every
+// kernel of a step alike: the host, clocks, a neighbour's load) and how much each GPU is persistently
+// slower or faster than its device's nominal speed (the straggler model generalised to a distribution
+// over every GPU).
 #pragma once
 
 #include <array>
@@ -27,6 +29,8 @@ struct VariabilitySpec {
   // Per kind of kernel: each execution's time is the cost model's times an independent draw.
   NoiseDistribution kernel_distribution = NoiseDistribution::Lognormal;
   std::array<double, kKernelKinds> kernel_cv{};  // by KernelKind
+  // Per GPU and iteration: every compute kernel of that GPU in that iteration shares this factor.
+  NoiseSpec steps;
   // Per GPU, drawn once per seed: its compute takes this factor times the nominal time throughout.
   NoiseSpec ranks;
 
@@ -35,12 +39,14 @@ struct VariabilitySpec {
       if (cv > 0) return true;
     return false;
   }
+  bool steps_vary() const { return steps.cv > 0; }
   bool ranks_vary() const { return ranks.cv > 0; }
-  bool any() const { return kernels_vary() || ranks_vary(); }
+  bool any() const { return kernels_vary() || steps_vary() || ranks_vary(); }
 };
 
-// Reads `variability:` ({kernels: {distribution, cv, by_kind: {forward: CV, ...}}, ranks: {distribution,
-// cv}}); problems (a cv out of [0, 2], one a uniform factor cannot have, unknown keys) go to `diag`.
+// Reads `variability:` ({kernels: {distribution, cv, by_kind: {forward: CV, ...}}, steps: {distribution,
+// cv}, ranks: {distribution, cv}}); problems (a cv out of [0, 2], one a uniform factor cannot have, unknown
+// keys) go to `diag`.
 VariabilitySpec parse_variability(const DocNode& node, Diagnostics& diag, FieldLocations* locations);
 
 }  // namespace paratwin

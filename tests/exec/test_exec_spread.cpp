@@ -1,6 +1,8 @@
 // The spread of step times, live against the twin: a 2-rank run's profile calibrates both the rates
 // and the kernels' coefficients of variation (calibrate --variability), and the twin's P5-P95 over
-// many simulated iterations (simulate --iterations) holds the run's own steps. Compute is compared as
+// many simulated iterations (simulate --iterations) holds the run's own steps. Calibrate tells what a
+// rank's kernels share in a step (this machine's load slows them together) from each kernel's own:
+// drawn as independent kernels, the twin's band was half as wide as the run's. Compute is compared as
 // CPU time, so what other processes take from this shared machine stays out of both sides; the
 // twin's communication is taken off its band, since a shared machine's collectives vary with the
 // scheduler (both ranks must hold a core at once), which is not kernel noise.
@@ -50,6 +52,7 @@ BOOST_AUTO_TEST_CASE(a_two_rank_runs_steps_fall_inside_the_calibrated_twins_p5_t
   BOOST_TEST_INFO(cal.text);
   BOOST_TEST_REQUIRE(cal.status == 0);
   BOOST_TEST(cal.text.find("kernel-time variability      forward ") != std::string::npos);
+  BOOST_TEST(cal.text.find("; whole steps ") != std::string::npos);  // what a rank's kernels share
   const std::string twin = kScenario + " --set cluster=" + cluster.string();
   const json sim =
       run_json("simulate " + twin + " --set variability=" + spread.string() + " --iterations 300",

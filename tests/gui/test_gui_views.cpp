@@ -306,10 +306,10 @@ class TestGuiViews : public QObject {
   void a_horizon_shows_failures_restarts_and_goodput_over_time() {
     ReliabilityView* view = window_->reliability_view();
     view->set_inputs("30d", "150d", "300d", "");
-    view->set_spread_inputs(12, "0.05", "0.02");
+    view->set_spread_inputs(12, "0.05", "0.01", "0.02");
     view->simulate();
     wait_for_simulation();
-    // The spread of the 12 steps under kernel and GPU variability, as a distribution function.
+    // The spread of the 12 steps under kernel, step and GPU variability, as a distribution function.
     const auto& sp = session_->simulation_report()["simulation"]["spread"];
     QCOMPARE(sp["iterations"].get<int>(), 12);
     QVERIFY(sp["p95_s"].get<double>() > sp["noise_free_s"].get<double>());

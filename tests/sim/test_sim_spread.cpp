@@ -112,6 +112,29 @@ BOOST_AUTO_TEST_CASE(a_kernels_draw_depends_on_what_it_is_for_not_on_the_order_o
   BOOST_TEST(!KernelNoise().active());
 }
 
+BOOST_AUTO_TEST_CASE(a_steps_draw_is_shared_by_every_compute_kernel_of_a_gpus_iteration) {
+  VariabilitySpec v;
+  v.steps = {NoiseDistribution::Lognormal, 0.1};
+  const KernelNoise noise(v, 3);
+  BOOST_TEST(noise.active());
+  const double a = noise.factor(TaskKind::Forward, 5, 17, 2);
+  BOOST_TEST(a != 1.0);
+  BOOST_TEST(noise.factor(TaskKind::Backward, 5, 3, 2) == a);
+  BOOST_TEST(noise.factor(TaskKind::Optimizer, 5, 40, 2) == a);
+  BOOST_TEST(noise.factor(TaskKind::Forward, 5, 17, 3) != a);
+  BOOST_TEST(noise.factor(TaskKind::Forward, 6, 17, 2) != a);
+  BOOST_TEST(noise.factor(TaskKind::Collective, 5, 17, 2) == 1.0);
+  BOOST_TEST(noise.factor(TaskKind::Copy, 5, 17, 2) == 1.0);
+  // With the kernels' own spread too, each kernel's factor is its own draw times the step's.
+  v.kernel_cv.fill(0.1);
+  const KernelNoise both(v, 3);
+  VariabilitySpec own;
+  own.kernel_cv.fill(0.1);
+  BOOST_TEST(
+      both.factor(TaskKind::Backward, 5, 3, 2) == a * KernelNoise(own, 3).factor(TaskKind::Backward, 5, 3, 2),
+      boost::test_tools::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(percentiles_interpolate_between_order_statistics) {
   const std::vector<double> v = {4, 1, 3, 2, 5};
   BOOST_TEST(quantile(v, 0.5) == 3.0);
@@ -203,13 +226,14 @@ BOOST_AUTO_TEST_CASE(the_mean_step_grows_with_the_ranks_as_the_expected_maximum_
 BOOST_AUTO_TEST_CASE(a_mistyped_variability_is_an_input_error_with_the_nearest_choice) {
   const std::string s = tp2("bad",
                             "variability:\n  kernels: {distribution: lognormel, by_kind: {forwrd: 0.1}}\n"
-                            "  ranks: {cv: 0.9, distribution: uniform}\n");
+                            "  ranks: {cv: 0.9, distribution: uniform}\n  steps: {cv: 0.6, distribution: uniform}\n");
   const Result r = paratwin_test::paratwin("validate " + s);
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("bad.yaml:7:27") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("did you mean 'lognormal'") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("did you mean 'forward'") != std::string::npos, r.err);
   BOOST_TEST(r.err.find("variability.ranks.cv") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("variability.steps.cv = 0.6 is too wide") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(png_draws_the_spread_and_needs_one_to_draw) {
