@@ -113,6 +113,7 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
           const EfficiencySpec& e = run_device.efficiency;
           const double bytes = w.elementwise_bytes.value() +
                                w.norm_bytes.value() * e.memory / e.norm_or_memory() +
+                               w.eager_norm_bytes.value() * e.memory / e.eager_norm_or_memory() +
                                w.gated_bytes.value() * e.memory / e.gated_or_memory();
           Row& r = per_microbatch[t.microbatch];
           r.a += bytes / cores, r.b += w.launches, r.time += rest;
@@ -170,7 +171,8 @@ void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Cal
   }
   if (memory_bw > 0) {
     const double memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
-    for (std::optional<double>* kind : {&device.efficiency.norm, &device.efficiency.gated})
+    for (std::optional<double>* kind :
+         {&device.efficiency.norm, &device.efficiency.eager_norm, &device.efficiency.gated})
       if (*kind) **kind *= memory / device.efficiency.memory;
     device.efficiency.memory = memory;
   }

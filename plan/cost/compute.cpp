@@ -69,6 +69,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   }
   elementwise_bytes += o.elementwise_bytes;
   norm_bytes += o.norm_bytes;
+  eager_norm_bytes += o.eager_norm_bytes;
   gated_bytes += o.gated_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
@@ -89,6 +90,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.flash_full_backward_flops = flash_full_backward_flops * k;
   c.elementwise_bytes = elementwise_bytes * k;
   c.norm_bytes = norm_bytes * k;
+  c.eager_norm_bytes = eager_norm_bytes * k;
   c.gated_bytes = gated_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
@@ -110,6 +112,7 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
   c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
   c.norm_bytes = c.norm_bytes - part.norm_bytes;
+  c.eager_norm_bytes = c.eager_norm_bytes - part.eager_norm_bytes;
   c.gated_bytes = c.gated_bytes - part.gated_bytes;
   c.launches -= part.launches;
   c.host_syncs -= part.host_syncs;
@@ -131,6 +134,13 @@ KernelCost norm_kernel(double bytes) {
   KernelCost c;
   c.norm_bytes = Bytes(bytes);
   c.launches = 1;
+  return c;
+}
+
+KernelCost eager_norm_kernels(double bytes, int launches) {
+  KernelCost c;
+  c.eager_norm_bytes = Bytes(bytes);
+  c.launches = launches;
   return c;
 }
 
@@ -225,12 +235,12 @@ Shape shape_of(const LayerWork& w) {
 // before PyTorch 2.8's fused kernel): over the input upcast to fp32, pow (reads 4, writes 4), mean
 // (reads 4), add and rsqrt over one value a row, the product by the row's factor (4 + 4) and the cast
 // back, then the weight's product (e + e): 20 + 2e bytes an element besides the round trip, 8
-// launches in bf16.
+// launches in bf16, at the device's measured share for that composite (efficiency.eager_norm).
 KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
   const double elements = s.sp_tokens * m.hidden;
   if (w.kernels != LayerKernels::Eager || m.norm != NormKind::RmsNorm) return norm_kernel(2 * s.e * elements);
   const double upcast = upcast_round_trip_bytes(s.e);
-  return memory_bound_kernels((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
+  return eager_norm_kernels((upcast + 20 + 2 * s.e) * elements, upcast > 0 ? 8 : 6);
 }
 
 // What the attention's inputs go through between the QKV projection and the attention kernel. Rotary
@@ -492,6 +502,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.fused_key_length = f.fused_key_length;
   b.elementwise_bytes = f.elementwise_bytes * 2;
   b.norm_bytes = f.norm_bytes * 2;
+  b.eager_norm_bytes = f.eager_norm_bytes * 2;
   b.gated_bytes = f.gated_bytes * 2;
   b.launches = f.launches * 2;
   return b;

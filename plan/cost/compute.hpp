@@ -77,8 +77,9 @@ struct KernelCost {
   // The key length each of their rows runs over (the sequence; a ring block's side): their rates
   // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
   double fused_key_length = 0;
-  Bytes elementwise_bytes;  // activations, residuals, dropout, softmax, eager PyTorch's composite norms
+  Bytes elementwise_bytes;  // activations, residuals, dropout, softmax
   Bytes norm_bytes;         // normalization kernels (LayerNorm, fused RMSNorm)
+  Bytes eager_norm_bytes;   // eager PyTorch's composite RMSNorm (ATen's casts, pow, mean and products)
   Bytes gated_bytes;        // gated activations over the two halves of one GEMM's output
   Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
@@ -98,7 +99,7 @@ struct KernelCost {
   }
 
   // The HBM traffic of its memory-bound kernels, of every kind; and every byte its kernels move.
-  Bytes memory_bound_bytes() const { return elementwise_bytes + norm_bytes + gated_bytes; }
+  Bytes memory_bound_bytes() const { return elementwise_bytes + norm_bytes + eager_norm_bytes + gated_bytes; }
   Bytes traffic() const { return gemm_bytes + memory_bound_bytes() + optimizer_bytes; }
 
   KernelCost& operator+=(const KernelCost& o);
@@ -109,6 +110,8 @@ struct KernelCost {
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
 // A normalization kernel that moves `bytes` of HBM traffic (norm_bytes).
 KernelCost norm_kernel(double bytes);
+// Eager PyTorch's composite RMSNorm: `launches` ATen kernels that move `bytes` (eager_norm_bytes).
+KernelCost eager_norm_kernels(double bytes, int launches);
 // A gated activation over the two halves of one GEMM's output: `launches` kernels that move `bytes`
 // (gated_bytes).
 KernelCost gated_kernels(double bytes, int launches = 1);
@@ -150,6 +153,7 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //     (the non-causal figures; the causal ones where the device file has none)
 //   + elementwise_bytes / (memory_bandwidth x efficiency.memory)
 //   + norm_bytes / (memory_bandwidth x efficiency.norm)
+//   + eager_norm_bytes / (memory_bandwidth x efficiency.eager_norm)
 //   + gated_bytes / (memory_bandwidth x efficiency.gated)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch

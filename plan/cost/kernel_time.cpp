@@ -52,6 +52,7 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
   const EfficiencySpec& e = device.efficiency;
   double s = cost.elementwise_bytes.value() / (device.memory_bandwidth.value() * e.memory) +
              cost.norm_bytes.value() / (device.memory_bandwidth.value() * e.norm_or_memory()) +
+             cost.eager_norm_bytes.value() / (device.memory_bandwidth.value() * e.eager_norm_or_memory()) +
              cost.gated_bytes.value() / (device.memory_bandwidth.value() * e.gated_or_memory()) +
              cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
              e.kernel_launch.value() * cost.launches +

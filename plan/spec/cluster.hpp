@@ -53,6 +53,9 @@ struct EfficiencySpec {
   // Normalization kernels' share (LayerNorm, fused RMSNorm: a reduction over each row, then a pass
   // that writes it), which reach less of the bandwidth than elementwise kernels; memory if absent.
   std::optional<double> norm;
+  // Eager PyTorch's composite RMSNorm (ATen's casts, pow, mean and broadcast products, forward with its
+  // autograd backward) over the bytes the twin counts for it; memory if absent.
+  std::optional<double> eager_norm;
   // A gated activation's share (SwiGLU, GEGLU) where it reads the two halves of one GEMM's output,
   // the fused gate and up projection (Megatron-Core's), in strided rows; memory if absent.
   std::optional<double> gated;
@@ -66,6 +69,7 @@ struct EfficiencySpec {
   double attention_or_gemm() const { return attention.value_or(gemm); }
   double optimizer_or_memory() const { return optimizer.value_or(memory); }
   double norm_or_memory() const { return norm.value_or(memory); }
+  double eager_norm_or_memory() const { return eager_norm.value_or(memory); }
   double gated_or_memory() const { return gated.value_or(memory); }
 };
 
