@@ -814,6 +814,40 @@ BOOST_AUTO_TEST_CASE(tp_overlap_runs_each_pairs_collectives_beside_its_own_gemm_
   }
 }
 
+BOOST_AUTO_TEST_CASE(tp_overlap_transfers_hold_the_sms_their_framework_gives_them) {
+  // AsyncTP copies the pieces with copy engines: no SMs. Transformer Engine's ring exchange too, its
+  // reduce-scatters (pipelined, and the backward's bulk ones) in a comm kernel of 16 SMs. TP collectives
+  // that no overlap decomposes are NCCL's: 24 SMs in a node.
+  for (const std::string how : {"async_tp", "userbuffers"}) {
+    BOOST_TEST_CONTEXT(how) {
+      const Run r = run(tp_overlap_plan(8), {"plan.overlap.tp=true", "training.tp_overlap=" + how});
+      const auto& tasks = r.program.roles[0].tasks;
+      const PoolSpec& pool = r.s.cluster.pools.front();
+      const DeviceSpec& h100 = r.s.cluster.device_of(pool);
+      int transfers = 0, bulk = 0, whole = 0;
+      for (size_t i = 1; i < tasks.size(); ++i) {
+        const Task& t = tasks[i];
+        if (t.kind != TaskKind::Collective || t.group != GroupKind::Tp) continue;
+        const bool scatters = t.collective == cost::CollectiveKind::ReduceScatter;
+        const double share = comm_sm_share(t, pool, h100);
+        if (tasks[i - 1].purpose == Purpose::TpGemmPieces) {  // a pair's transfer, beside its pieces
+          ++transfers;
+          BOOST_TEST(share == (how == "userbuffers" && scatters ? 16.0 / 132 : 0.0), tt::tolerance(1e-12));
+        } else if (t.name.find("bulk") != std::string::npos) {
+          ++bulk;
+          BOOST_TEST(share == 16.0 / 132, tt::tolerance(1e-12));
+        } else {
+          ++whole;
+          BOOST_TEST(share == 24.0 / 132, tt::tolerance(1e-12));
+        }
+      }
+      BOOST_TEST(transfers > 0);
+      BOOST_TEST((how == "userbuffers" ? bulk > 0 : bulk == 0));
+      BOOST_TEST((how == "userbuffers" ? true : whole > 0));  // AsyncTP's backward reduce-scatters
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(async_tp_reduce_scatters_the_backward_s_summed_input_gradients_after_the_pass) {
   // The QKV and up projections' input gradients are sums of matmuls: AsyncTP fuses neither reduce-scatter,
   // which follow the backward's pieces (Transformer Engine runs them beside the pass: bulk).

@@ -65,6 +65,15 @@ inline bool tp_overlap_decomposes(int tp, bool sequence_parallel) {
   return tp > 1 && sequence_parallel;
 }
 
+// The SMs a TP overlap transfer's kernels hold (docs/catalog.md, "Communication kernels' SMs"): PyTorch's
+// AsyncTP pulls and pushes the pieces through symmetric memory with copy engines (tensor copies between
+// mapped buffers), none; Transformer Engine's userbuffers run the all-gathers' ring exchange on copy
+// engines too, and each reduce-scatter (pipelined, and the backward's bulk ones) in a comm kernel of
+// 16 SMs (reducescatter2_userbuff_stridedoutput; 32 for a pipelined one's last chunk, taken as 16).
+inline int tp_overlap_transfer_sms(TpOverlap how, CollectiveKind kind) {
+  return how == TpOverlap::Userbuffers && kind == CollectiveKind::ReduceScatter ? 16 : 0;
+}
+
 // Whether the backward's reduce-scatters (the column-parallel input gradients') run whole beside the
 // pass's weight-gradient GEMMs rather than beside decomposed pieces: userbuffers' bulk overlap.
 inline bool tp_overlap_bulk_backward(const LayerWork& work) {

@@ -293,10 +293,12 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
       // are reduce-scattered whole beside their weight gradients' GEMMs, after the regather where there is
       // one: beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
       // model_parallel_comm leaves these reduce-scatters out.
-      beside = add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes,
-                              tp_collectives(chunk, begin, end, passes), StreamKind::Tp,
-                              names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
-                              beside >= 0 ? TaskDeps{beside} : deps));
+      Task bulk = collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes,
+                             tp_collectives(chunk, begin, end, passes), StreamKind::Tp,
+                             names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
+                             beside >= 0 ? TaskDeps{beside} : deps);
+      bulk.sms = cost::tp_overlap_transfer_sms(t_.tp_overlap, CollectiveKind::ReduceScatter);
+      beside = add(std::move(bulk));
     }
   }
   // The pairs after the collectives beside the whole pass: the TP stream runs its tasks in issue order.
@@ -315,9 +317,11 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
       const int rest_id = add(std::move(rest));
       const std::string kind =
           std::string(gathers ? "AG tp " : "RS tp ") + linear + (forward ? " F " : " B ");
-      const int comm_id =
-          add(collective(r.collective, GroupKind::Tp, tp_, gathers ? layer_bytes.tp_gather : tp_bytes,
-                         r.count, StreamKind::Tp, names_ ? named(kind, mb, chunk) : std::string(), segment));
+      Task transfer =
+          collective(r.collective, GroupKind::Tp, tp_, gathers ? layer_bytes.tp_gather : tp_bytes, r.count,
+                     StreamKind::Tp, names_ ? named(kind, mb, chunk) : std::string(), segment);
+      transfer.sms = cost::tp_overlap_transfer_sms(t_.tp_overlap, r.collective);
+      const int comm_id = add(std::move(transfer));
       segment = {rest_id, comm_id};
       last = rest_id;
       (gathers ? gathered : scattered) += r.count;

@@ -104,6 +104,9 @@ struct Task {
   cost::GroupPlacement placement;  // who takes part, and where they sit
   Bytes bytes;                     // message size (collective, send/recv, copy)
   int count = 1;                   // identical collectives folded into this task (e.g. 2 per layer)
+  // The SMs a collective's kernels hold where the framework, not NCCL, moves the bytes (TP overlap's
+  // transfers: cost::tp_overlap_transfer_sms); -1: NCCL's channels, by where the group sits.
+  int sms = -1;
 
   // Send/recv: activations forward, gradients backward; a pass gather: the pass it gathers for.
   Direction direction = Direction::Forward;

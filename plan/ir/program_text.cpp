@@ -66,7 +66,8 @@ static std::string describe_task(const Task& t) {
       s = enum_name(t.collective, kCollectiveKindNames) + " " + enum_name(t.group, kGroupKindNames) + "(" +
           std::to_string(t.placement.size) + ", " + std::to_string(t.placement.per_node) + "/node" +
           (t.placement.crosses_pods ? ", across pods" : "") + ") " + to_string(t.bytes) +
-          (t.count > 1 ? " x" + std::to_string(t.count) : "");
+          (t.count > 1 ? " x" + std::to_string(t.count) : "") +
+          (t.sms == 0 ? ", copy engines" : t.sms > 0 ? ", " + std::to_string(t.sms) + " SMs" : "");
       break;
     case TaskKind::Send:
     case TaskKind::Recv:
