@@ -268,9 +268,8 @@ double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& devi
   if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;
   // NCCL's channel counts are known for collectives (docs/catalog.md); a send keeps comm_sms.
   const bool in_node = t.kind == TaskKind::Collective && t.placement.size <= t.placement.per_node;
-  const int sms = t.sms >= 0                             ? t.sms
-                  : in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node
-                                                         : pool.comm_sms;
+  int sms = in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
+  if (t.sms >= 0) sms = t.sms;  // the framework's own transfers (TP overlap), not NCCL's
   return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
 }
 
