@@ -392,6 +392,7 @@ BOOST_AUTO_TEST_CASE(a_spread_common_to_the_steps_kernels_is_told_from_each_kern
       total += t["cpu_s"].get<double>();
       squares += std::pow(t["cpu_s"].get<double>(), 2);
     }
+  profile["step_cpu_correlation"] = 0.6;  // one rank in this profile: not a correlation between ranks
   auto variability = [&](double step_cv) {
     profile["step_cpu_cv"] = step_cv;
     std::ofstream(path) << profile.dump(1);
@@ -417,7 +418,18 @@ BOOST_AUTO_TEST_CASE(a_spread_common_to_the_steps_kernels_is_told_from_each_kern
   std::ofstream(file) << variability_yaml(shared, {lower_profile(load_profile(path), kLocalCpu)}, "now");
   const ScenarioSpec s = load_scenario(kScenario, {parse_override("variability=" + file.string())});
   BOOST_TEST(s.variability.steps.cv == half, tt::tolerance(1e-5));
-  BOOST_TEST(to_text(shared).find("; whole steps 3.5%") != std::string::npos, to_text(shared));
+  BOOST_TEST(shared.step_correlation == 0);
+  BOOST_TEST(to_text(shared).find("; whole steps 3.5%, correlated 0.00 between ranks") != std::string::npos,
+             to_text(shared));
+  // Profiled over two ranks, their step totals' correlation is the step factor's between GPUs.
+  profile["ranks"] = 2;
+  for (auto& t : profile["tasks"]) t["count"] = 2 * t["count"].get<int>();
+  const KernelVariability two = variability(0.05);
+  BOOST_TEST(two.step_correlation == 0.6, tt::tolerance(1e-12));
+  std::ofstream(file) << variability_yaml(two, {lower_profile(load_profile(path), kLocalCpu)}, "now");
+  BOOST_TEST(load_scenario(kScenario, {parse_override("variability=" + file.string())})
+                     .variability.steps.correlation == 0.6,
+             tt::tolerance(1e-5));
 }
 
 BOOST_AUTO_TEST_CASE(the_kernels_spread_is_pooled_per_kind_and_read_back_as_the_scenarios_variability) {

@@ -86,6 +86,34 @@ double step_to_step_cv(const RunTimings& t, At at) {
   return std::sqrt(squares / double(t.ranks * (steps - 1)));
 }
 
+// How much the ranks' values of a per-rank, per-step figure move together from step to step: the
+// Pearson correlation of every pair of ranks' series over the measured steps, averaged (a slowdown
+// of the whole machine or job slows every rank at once); 0 with one rank or fewer than three steps.
+template <typename At>
+double cross_rank_correlation(const RunTimings& t, At at) {
+  const int first = first_measured_step(t), steps = t.steps - first;
+  if (t.ranks < 2 || steps < 3) return 0;
+  std::vector<std::vector<double>> dev(size_t(t.ranks));
+  std::vector<double> norm(size_t(t.ranks));
+  for (int r = 0; r < t.ranks; ++r) {
+    double mean = 0;
+    for (int s = first; s < t.steps; ++s) mean += at(r, s) / steps;
+    for (int s = first; s < t.steps; ++s) dev[size_t(r)].push_back(at(r, s) - mean);
+    for (double d : dev[size_t(r)]) norm[size_t(r)] += d * d;
+  }
+  double sum = 0;
+  int pairs = 0;
+  for (int a = 0; a < t.ranks; ++a)
+    for (int b = a + 1; b < t.ranks; ++b) {
+      if (norm[size_t(a)] <= 0 || norm[size_t(b)] <= 0) continue;
+      double cross = 0;
+      for (int s = 0; s < steps; ++s) cross += dev[size_t(a)][size_t(s)] * dev[size_t(b)][size_t(s)];
+      sum += cross / std::sqrt(norm[size_t(a)] * norm[size_t(b)]);
+      ++pairs;
+    }
+  return pairs > 0 ? sum / pairs : 0;
+}
+
 // The CPU time of a rank's compute tasks in `step`.
 double rank_compute_cpu_s(const Role& role, const RunTimings& t, int rank, int step) {
   double sum = 0;
@@ -197,6 +225,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       // How much a rank's compute tasks vary together: set against their own cpu_cv, calibrate tells
       // a slowdown common to the whole step from each kernel's own.
       {"step_cpu_cv", step_to_step_cv(t, [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); })},
+      // And how much of that the ranks share: the correlation of their step totals.
+      {"step_cpu_correlation",
+       cross_rank_correlation(t, [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); })},
       {"tasks", tasks}};
   if (nlohmann::json routing = routing_json(scenario.model, t); !routing.is_null())
     profile["routing"] = routing;

@@ -35,11 +35,12 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
 // The profile: {"format": "paratwin-profile", "version", "scenario", "backend", "model", "cluster",
 // "pool", "device", "ranks", "nodes", "steps", "inputs" (what the Program was lowered from, less the cluster:
 // see plan/calibrate/profile.hpp), "step_cpu_cv" (the step-to-step coefficient of variation of a rank's
-// compute tasks' CPU time together), "tasks": [{"task": name, "index", "kind", "stream", "count",
-// "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all steps
-// but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s",
-// "attention_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and
-// offload copies "bytes" and "transfer_s" (see profile_json in measurements.cpp).
+// compute tasks' CPU time together), "step_cpu_correlation" (how much the ranks' step totals move
+// together: their pairwise correlation, averaged), "tasks": [{"task": name, "index", "kind", "stream",
+// "count", "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all
+// steps but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s", "attention_s"
+// and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and offload copies
+// "bytes" and "transfer_s" (see profile_json in measurements.cpp).
 nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& timings);
 
 // Chrome trace events as plan/report/trace.cpp lays them out, with one process per rank.

@@ -35,7 +35,7 @@ bool KernelVariability::any() const {
 KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& runs) {
   KernelVariability v;
   std::array<double, kKernelKinds> squares{}, weights{};
-  double step_squares = 0, step_weight = 0;
+  double step_squares = 0, step_weight = 0, correlation_sum = 0, correlation_weight = 0;
   for (const ProfiledRun& run : runs) {
     if (run.profile.measured_steps < 3) continue;
     const Role& role = run.program.roles.front();
@@ -65,6 +65,10 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
       step_squares += step2 * dof;
       step_weight += dof;
       v.step_samples += first.count;
+      if (rank_steps / run.profile.measured_steps >= 2 && run.profile.step_cpu_correlation > -1) {
+        correlation_sum += std::max(0.0, run.profile.step_cpu_correlation) * dof;
+        correlation_weight += dof;
+      }
     }
     for (size_t i : measured) {
       const ProfiledTask& m = run.profile.tasks[i];
@@ -80,6 +84,7 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
   for (size_t k = 0; k < v.cv.size(); ++k)
     if (weights[k] > 0) v.cv[k] = std::min(kMaxCv, std::sqrt(squares[k] / weights[k]));
   if (step_weight > 0) v.step_cv = std::min(kMaxCv, std::sqrt(step_squares / step_weight));
+  if (correlation_weight > 0) v.step_correlation = correlation_sum / correlation_weight;
   return v;
 }
 
@@ -95,8 +100,9 @@ std::string to_text(const KernelVariability& v) {
     text += item;
   }
   if (v.step_samples > 0) {
-    char item[80];
-    std::snprintf(item, sizeof item, "; whole steps %.1f%% (%d rank-steps)", 100 * v.step_cv, v.step_samples);
+    char item[120];
+    std::snprintf(item, sizeof item, "; whole steps %.1f%%, correlated %.2f between ranks (%d rank-steps)",
+                  100 * v.step_cv, v.step_correlation, v.step_samples);
     text += item;
   }
   return text;
@@ -111,7 +117,7 @@ std::string variability_yaml(const KernelVariability& v, const std::vector<Profi
        "# processes took stays out), less what a rank's kernels shared in a step (steps), pooled per kind.\n"
        "# Use with --set variability=FILE.\n"
        "variability:\n  kernels:\n    distribution: lognormal\n    by_kind:\n";
-  char line[80];
+  char line[120];
   for (const auto& [name, kind] : kKernelKindNames) {
     const auto k = size_t(kind);
     if (v.tasks[k] == 0) continue;
@@ -119,7 +125,9 @@ std::string variability_yaml(const KernelVariability& v, const std::vector<Profi
     y += line;
   }
   if (v.step_samples > 0) {
-    std::snprintf(line, sizeof line, "  steps:\n    distribution: lognormal\n    cv: %.6g\n", v.step_cv);
+    std::snprintf(line, sizeof line,
+                  "  steps:\n    distribution: lognormal\n    cv: %.6g\n    correlation: %.6g\n", v.step_cv,
+                  v.step_correlation);
     y += line;
   }
   return y;

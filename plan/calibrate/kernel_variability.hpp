@@ -18,6 +18,7 @@ struct KernelVariability {
   std::array<int, kKernelKinds> samples{};  // their executions (steps x ranks)
   double step_cv = 0;                       // what a rank's kernels share in one step
   int step_samples = 0;                     // the rank-steps it was measured over; 0: not measured
+  double step_correlation = 0;              // how much of it the ranks share (0 with one rank)
   bool any() const;
 };
 
@@ -26,6 +27,8 @@ struct KernelVariability {
 // kernels in that step) x its own factor (CV e_k), c_k^2 = s^2 + e_k^2 and
 // C^2 (sum m)^2 = s^2 ((sum m)^2 - sum m^2) + sum m^2 e_k^2, which gives s (0 where the kernels vary
 // less together than independently, and where one kernel alone cannot tell them apart), and then e_k.
+// The ranks' step totals correlate by step_cpu_correlation (runs of two ranks or more): that is the
+// step factor's correlation between ranks (a negative one counts as 0).
 // Each kind's e_k are pooled over its tasks, weighted by their executions less their ranks (the root
 // of the mean square); s over the runs the same way. Tasks whose profile recorded no cpu_cv, or
 // measured fewer than 3 steps, are left out. A CV above the largest the scenario takes (2) is capped.

@@ -42,8 +42,9 @@ struct Profile {
   int nodes = 1;    // hosts the ranks ran on (runs across hosts: --hosts, --hostfile, Slurm)
   int threads = 1;  // per rank (CPU runs): each rank a device of that many cores (rank_threads.hpp)
   int steps = 0, measured_steps = 0;
-  double step_cpu_cv = -1;  // of a rank's compute tasks' CPU time together; -1: not recorded (older)
-  std::string inputs;       // profile_inputs_yaml of the run
+  double step_cpu_cv = -1;           // of a rank's compute tasks' CPU time together; -1: not recorded (older)
+  double step_cpu_correlation = -1;  // of the ranks' step totals, pairwise; -1: not recorded (older)
+  std::string inputs;                // profile_inputs_yaml of the run
   Location inputs_location;
   std::vector<ProfiledTask> tasks;
   // MoE runs: the tokens the measured ranks routed to each of `routed_experts` experts, per MoE layer

@@ -26,6 +26,22 @@ double draw_factor(NoiseDistribution distribution, double cv, SeededRandom& rand
   return 1.0;
 }
 
+double draw_factor(NoiseDistribution distribution, double cv, double correlation, SeededRandom& shared,
+                   SeededRandom& own) {
+  if (cv <= 0) return 1.0;
+  const double a = std::sqrt(correlation), b = std::sqrt(1 - correlation);
+  switch (distribution) {
+    case NoiseDistribution::Lognormal: {
+      const double sigma2 = std::log1p(cv * cv);
+      return std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * (a * shared.normal() + b * own.normal()));
+    }
+    case NoiseDistribution::Uniform:  // unit-variance uniforms, weighted
+      return 1.0 +
+             cv * std::sqrt(3.0) * (a * (2.0 * shared.uniform() - 1.0) + b * (2.0 * own.uniform() - 1.0));
+  }
+  return 1.0;
+}
+
 std::vector<double> draw_gpu_slowness(const NoiseSpec& ranks, int gpus, std::uint64_t seed) {
   if (ranks.cv <= 0) return {};
   SeededRandom random(mix(seed, 0x51047e55ULL));
@@ -58,8 +74,9 @@ double KernelNoise::factor(TaskKind kind, int gpu, int task, int iteration) cons
   const bool compute = kind == TaskKind::Forward || kind == TaskKind::Backward ||
                        kind == TaskKind::Recompute || kind == TaskKind::Optimizer;
   if (compute && steps_.cv > 0) {  // keyed without the task: every kernel of the iteration shares it
-    SeededRandom random(mix(mix(mix(seed_, 0x57e9ULL), std::uint64_t(gpu)), std::uint64_t(iteration)));
-    f *= draw_factor(steps_.distribution, steps_.cv, random);
+    const std::uint64_t step = mix(mix(seed_, 0x57e9ULL), std::uint64_t(iteration));
+    SeededRandom shared(step), own(mix(step, std::uint64_t(gpu) + 1));
+    f *= draw_factor(steps_.distribution, steps_.cv, steps_.correlation, shared, own);
   }
   return f;
 }

@@ -15,6 +15,11 @@ namespace paratwin {
 
 // One factor of mean 1 and coefficient of variation `cv` (0 gives exactly 1).
 double draw_factor(NoiseDistribution distribution, double cv, SeededRandom& random);
+// The same from a draw `shared` with other factors and one of its own, so that two such factors
+// correlate by `correlation` (lognormal: in their logarithms; uniform: the weighted sum of two
+// uniform draws, which keeps the mean and cv but is uniform only at correlation 0 or 1).
+double draw_factor(NoiseDistribution distribution, double cv, double correlation, SeededRandom& shared,
+                   SeededRandom& own);
 
 // Each GPU's persistent slowness factor, drawn in GPU order from `seed`; empty when cv is 0.
 std::vector<double> draw_gpu_slowness(const NoiseSpec& ranks, int gpus, std::uint64_t seed);
@@ -35,7 +40,7 @@ class KernelNoise {
   bool active_ = false;
   NoiseDistribution distribution_ = NoiseDistribution::Lognormal;
   std::vector<double> cv_;  // by TaskKind
-  NoiseSpec steps_;
+  StepNoiseSpec steps_;
   std::uint64_t seed_ = 0;
 };
 

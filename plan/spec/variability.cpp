@@ -56,12 +56,13 @@ VariabilitySpec parse_variability(const DocNode& node, Diagnostics& diag, FieldL
     }
     kr.finish();
   }
-  for (const auto& [key, spec] : {std::pair{"steps", &v.steps}, std::pair{"ranks", &v.ranks}})
+  for (const auto& [key, spec] : {std::pair<const char*, NoiseSpec*>{"steps", &v.steps}, {"ranks", &v.ranks}})
     if (const DocNode* n = r.get(key)) {
       MapReader nr(*n, r.field(key), diag, locations);
       nr.read_enum("distribution", spec->distribution, kNoiseDistributionNames);
       nr.read("cv", spec->cv, 0.0, kMaxCv, true);
       check_cv(spec->distribution, spec->cv, nr.node().find("cv"), nr.field("cv"), diag);
+      if (spec == &v.steps) nr.read("correlation", v.steps.correlation, 0.0, 1.0);
       nr.finish();
     }
   r.finish();

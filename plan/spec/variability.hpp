@@ -20,6 +20,13 @@ struct NoiseSpec {
   double cv = 0;  // standard deviation / mean of the factor; 0: no variation
 };
 
+// A step's factor: each GPU's, of which a share is common to every GPU of the job in that iteration.
+struct StepNoiseSpec : NoiseSpec {
+  // The correlation of two GPUs' factors in one iteration (what slows the whole machine or job at
+  // once); 0: each GPU's own.
+  double correlation = 0;
+};
+
 // The kinds of task whose kernels vary (communication varies through contention, simulated apart).
 enum class KernelKind { Forward, Backward, Recompute, Optimizer, Copy };
 inline constexpr int kKernelKinds = 5;
@@ -30,7 +37,7 @@ struct VariabilitySpec {
   NoiseDistribution kernel_distribution = NoiseDistribution::Lognormal;
   std::array<double, kKernelKinds> kernel_cv{};  // by KernelKind
   // Per GPU and iteration: every compute kernel of that GPU in that iteration shares this factor.
-  NoiseSpec steps;
+  StepNoiseSpec steps;
   // Per GPU, drawn once per seed: its compute takes this factor times the nominal time throughout.
   NoiseSpec ranks;
 
@@ -45,8 +52,8 @@ struct VariabilitySpec {
 };
 
 // Reads `variability:` ({kernels: {distribution, cv, by_kind: {forward: CV, ...}}, steps: {distribution,
-// cv}, ranks: {distribution, cv}}); problems (a cv out of [0, 2], one a uniform factor cannot have, unknown
-// keys) go to `diag`.
+// cv, correlation}, ranks: {distribution, cv}}); problems (a cv out of [0, 2], one a uniform factor cannot
+// have, unknown keys) go to `diag`.
 VariabilitySpec parse_variability(const DocNode& node, Diagnostics& diag, FieldLocations* locations);
 
 }  // namespace paratwin

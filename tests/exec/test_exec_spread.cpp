@@ -1,8 +1,9 @@
 // The spread of step times, live against the twin: a 2-rank run's profile calibrates both the rates
 // and the kernels' coefficients of variation (calibrate --variability), and the twin's P5-P95 over
 // many simulated iterations (simulate --iterations) holds the run's own steps. Calibrate tells what a
-// rank's kernels share in a step (this machine's load slows them together) from each kernel's own:
-// drawn as independent kernels, the twin's band was half as wide as the run's. Compute is compared as
+// rank's kernels share in a step (this machine's load slows them together) from each kernel's own,
+// and how much the two ranks' steps move together: drawn as independent kernels the twin's band was
+// half as wide as the run's, drawn as independent ranks a quarter narrower. Compute is compared as
 // CPU time, so what other processes take from this shared machine stays out of both sides; the
 // twin's communication is taken off its band, since a shared machine's collectives vary with the
 // scheduler (both ranks must hold a core at once), which is not kernel noise.

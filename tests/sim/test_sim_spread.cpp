@@ -135,6 +135,34 @@ BOOST_AUTO_TEST_CASE(a_steps_draw_is_shared_by_every_compute_kernel_of_a_gpus_it
       boost::test_tools::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(a_steps_draw_correlates_between_gpus_by_its_correlation) {
+  // Over many iterations, two GPUs' step factors correlate (in their logarithms) by the asked share:
+  // none apart, all of it together (the same factor), half between.
+  for (const double rho : {0.0, 0.5, 1.0}) {
+    BOOST_TEST_CONTEXT("correlation " << rho) {
+      VariabilitySpec v;
+      v.steps.cv = 0.1;
+      v.steps.correlation = rho;
+      const KernelNoise noise(v, 11);
+      const int n = 4000;
+      double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, mean = 0;
+      for (int it = 0; it < n; ++it) {
+        const double a = std::log(noise.factor(TaskKind::Forward, 0, 1, it));
+        const double b = std::log(noise.factor(TaskKind::Backward, 3, 7, it));
+        sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+        mean += noise.factor(TaskKind::Forward, 0, 1, it) / n;
+      }
+      const double cov = sab / n - sa / n * sb / n;
+      const double r = cov / std::sqrt((saa / n - sa / n * sa / n) * (sbb / n - sb / n * sb / n));
+      BOOST_TEST(std::abs(r - rho) < 0.05);  // 4000 pairs: a standard error under 0.02
+      BOOST_TEST(std::abs(mean - 1) < 0.01);
+      if (rho == 1.0)
+        BOOST_TEST(noise.factor(TaskKind::Forward, 0, 1, 5) == noise.factor(TaskKind::Forward, 3, 1, 5),
+                   boost::test_tools::tolerance(1e-12));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(percentiles_interpolate_between_order_statistics) {
   const std::vector<double> v = {4, 1, 3, 2, 5};
   BOOST_TEST(quantile(v, 0.5) == 3.0);
@@ -224,9 +252,10 @@ BOOST_AUTO_TEST_CASE(the_mean_step_grows_with_the_ranks_as_the_expected_maximum_
 }
 
 BOOST_AUTO_TEST_CASE(a_mistyped_variability_is_an_input_error_with_the_nearest_choice) {
-  const std::string s = tp2("bad",
-                            "variability:\n  kernels: {distribution: lognormel, by_kind: {forwrd: 0.1}}\n"
-                            "  ranks: {cv: 0.9, distribution: uniform}\n  steps: {cv: 0.6, distribution: uniform}\n");
+  const std::string s =
+      tp2("bad",
+          "variability:\n  kernels: {distribution: lognormel, by_kind: {forwrd: 0.1}}\n"
+          "  ranks: {cv: 0.9, distribution: uniform}\n  steps: {cv: 0.6, distribution: uniform}\n");
   const Result r = paratwin_test::paratwin("validate " + s);
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("bad.yaml:7:27") != std::string::npos, r.err);
