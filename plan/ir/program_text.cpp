@@ -67,7 +67,9 @@ static std::string describe_task(const Task& t) {
           std::to_string(t.placement.size) + ", " + std::to_string(t.placement.per_node) + "/node" +
           (t.placement.crosses_pods ? ", across pods" : "") + ") " + to_string(t.bytes) +
           (t.count > 1 ? " x" + std::to_string(t.count) : "") +
-          (t.sms == 0 ? ", copy engines" : t.sms > 0 ? ", " + std::to_string(t.sms) + " SMs" : "");
+          (t.sms == 0  ? ", copy engines"
+           : t.sms > 0 ? ", " + std::to_string(t.sms) + " SMs"
+                       : "");
       break;
     case TaskKind::Send:
     case TaskKind::Recv:
