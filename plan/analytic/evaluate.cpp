@@ -260,9 +260,15 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
   return out;
 }
 
+namespace {
+
+// Whether a task runs communication kernels on its rank's SMs: collectives, and sends off the compute
+// stream (a send on the compute stream is the compute kernel's own copy).
 bool uses_sms_for_comm(const Task& t) {
   return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
 }
+
+}  // namespace
 
 double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& device) {
   if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;

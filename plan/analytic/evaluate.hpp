@@ -56,9 +56,10 @@ Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const Tr
 std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
                                                 const TrainingSpec& training);
 
-// The share of a device's SMs a task's communication kernels hold while they run: the pool's
-// comm_sms_in_node for a collective whose group sits in one node, else (sends too) comm_sms,
-// of DeviceSpec::sms; 0 for a task that runs none (uses_sms_for_comm) or when the figures are not
+// The share of a device's SMs a task's communication kernels hold while they run: the task's own
+// Task::sms where lowering set it (TP overlap's transfers), else the pool's comm_sms_in_node for a
+// collective whose group sits in one node, else (sends too) comm_sms, of DeviceSpec::sms; 0 for a task
+// that runs none (only collectives and sends off the compute stream do) or when the figures are not
 // given. Compute beside communication progresses at 1 - the sum of the shares of the kernels running.
 double comm_sm_share(const Task& task, const PoolSpec& pool, const DeviceSpec& device);
 // The most of a GPU's SMs the communication kernels running at once are taken to hold (the simulator:
@@ -66,9 +67,6 @@ double comm_sm_share(const Task& task, const PoolSpec& pool, const DeviceSpec& d
 // Their sum passes it only with more collectives in flight than frameworks run (four streams of
 // one-node collectives on a 108-SM A100 hold 0.89), and compute must keep progressing.
 inline constexpr double kMostHeldSms = 0.9;
-// Whether a task runs communication kernels on its rank's SMs: collectives, and sends off the compute
-// stream (a send on the compute stream is the compute kernel's own copy).
-bool uses_sms_for_comm(const Task& t);
 
 // The list schedule alone, timings[role][task]: what evaluate() summarizes. Compute that overlaps its
 // rank's communication is slowed by the kernels' comm_sm_share while it does (iterated to a fixed point). The

@@ -110,13 +110,8 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
         } else {
           // The norms' and gated activations' bytes at the memory-bound kernels' rate: they keep their
           // ratios to it.
-          const EfficiencySpec& e = run_device.efficiency;
-          const double bytes = w.elementwise_bytes.value() +
-                               w.norm_bytes.value() * e.memory / e.norm_or_memory() +
-                               w.eager_norm_bytes.value() * e.memory / e.eager_norm_or_memory() +
-                               w.gated_bytes.value() * e.memory / e.gated_or_memory();
           Row& r = per_microbatch[t.microbatch];
-          r.a += bytes / cores, r.b += w.launches, r.time += rest;
+          r.a += memory_equivalent_bytes(w, run_device.efficiency) / cores, r.b += w.launches, r.time += rest;
         }
       } else if (t.kind == TaskKind::Collective && t.placement.size == t.placement.per_node &&
                  m.transfer_s > 0) {

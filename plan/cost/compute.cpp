@@ -130,6 +130,12 @@ KernelCost memory_bound_kernels(double bytes, int launches) {
   return c;
 }
 
+double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e) {
+  return cost.elementwise_bytes.value() + cost.norm_bytes.value() * e.memory / e.norm_or_memory() +
+         cost.eager_norm_bytes.value() * e.memory / e.eager_norm_or_memory() +
+         cost.gated_bytes.value() * e.memory / e.gated_or_memory();
+}
+
 KernelCost norm_kernel(double bytes) {
   KernelCost c;
   c.norm_bytes = Bytes(bytes);

@@ -106,6 +106,11 @@ struct KernelCost {
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
+// Every memory-bound byte of `cost` as a byte at efficiency.memory: each kind's bytes (norm, eager norm,
+// gated) scaled by memory over its own share, so that one rate times `memory` times all of them. The one
+// home of which kind runs at which share: the cost model's time and calibration's fit both use it.
+double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e);
+
 // `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
 KernelCost memory_bound_kernels(double bytes, int launches = 1);
 // A normalization kernel that moves `bytes` of HBM traffic (norm_bytes).

@@ -50,10 +50,7 @@ std::pair<double, double> gemm_peak_and_share(const Gemm& g, const DeviceSpec& d
 // The terms of compute_time other than the GEMMs.
 double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
   const EfficiencySpec& e = device.efficiency;
-  double s = cost.elementwise_bytes.value() / (device.memory_bandwidth.value() * e.memory) +
-             cost.norm_bytes.value() / (device.memory_bandwidth.value() * e.norm_or_memory()) +
-             cost.eager_norm_bytes.value() / (device.memory_bandwidth.value() * e.eager_norm_or_memory()) +
-             cost.gated_bytes.value() / (device.memory_bandwidth.value() * e.gated_or_memory()) +
+  double s = memory_equivalent_bytes(cost, e) / (device.memory_bandwidth.value() * e.memory) +
              cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
              e.kernel_launch.value() * cost.launches +
              e.synchronous_launch.value() * cost.synchronous_launches;

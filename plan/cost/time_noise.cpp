@@ -10,36 +10,39 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   return SeededRandom(a ^ (b * 0x9e3779b97f4a7c15ULL)).next();
 }
 
-}  // namespace
+// A draw of mean 0 and variance 1 of the kind the distribution is built from: normal for lognormal
+// factors, uniform on [-sqrt(3), sqrt(3)] for uniform ones.
+double unit_draw(NoiseDistribution distribution, SeededRandom& random) {
+  return distribution == NoiseDistribution::Lognormal ? random.normal()
+                                                      : std::sqrt(3.0) * (2.0 * random.uniform() - 1.0);
+}
 
-double draw_factor(NoiseDistribution distribution, double cv, SeededRandom& random) {
-  if (cv <= 0) return 1.0;
+// The factor of mean 1 and coefficient of variation `cv` that the unit draw `z` gives.
+double factor_of(NoiseDistribution distribution, double cv, double z) {
   switch (distribution) {
     case NoiseDistribution::Lognormal: {
       // ln X ~ N(mu, sigma^2) with E[X] = 1 and Var[X] = cv^2: sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2.
       const double sigma2 = std::log1p(cv * cv);
-      return std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * random.normal());
+      return std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * z);
     }
     case NoiseDistribution::Uniform:  // 1 +- cv * sqrt(3): mean 1, standard deviation cv
-      return 1.0 + cv * std::sqrt(3.0) * (2.0 * random.uniform() - 1.0);
+      return 1.0 + cv * z;
   }
   return 1.0;
+}
+
+}  // namespace
+
+double draw_factor(NoiseDistribution distribution, double cv, SeededRandom& random) {
+  return cv > 0 ? factor_of(distribution, cv, unit_draw(distribution, random)) : 1.0;
 }
 
 double draw_factor(NoiseDistribution distribution, double cv, double correlation, SeededRandom& shared,
                    SeededRandom& own) {
   if (cv <= 0) return 1.0;
-  const double a = std::sqrt(correlation), b = std::sqrt(1 - correlation);
-  switch (distribution) {
-    case NoiseDistribution::Lognormal: {
-      const double sigma2 = std::log1p(cv * cv);
-      return std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * (a * shared.normal() + b * own.normal()));
-    }
-    case NoiseDistribution::Uniform:  // unit-variance uniforms, weighted
-      return 1.0 +
-             cv * std::sqrt(3.0) * (a * (2.0 * shared.uniform() - 1.0) + b * (2.0 * own.uniform() - 1.0));
-  }
-  return 1.0;
+  const double z = std::sqrt(correlation) * unit_draw(distribution, shared) +
+                   std::sqrt(1 - correlation) * unit_draw(distribution, own);
+  return factor_of(distribution, cv, z);
 }
 
 std::vector<double> draw_gpu_slowness(const NoiseSpec& ranks, int gpus, std::uint64_t seed) {

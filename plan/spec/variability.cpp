@@ -2,7 +2,6 @@
 #include "plan/spec/variability.hpp"
 
 #include <cstdio>
-#include <utility>
 
 namespace paratwin {
 
@@ -56,15 +55,19 @@ VariabilitySpec parse_variability(const DocNode& node, Diagnostics& diag, FieldL
     }
     kr.finish();
   }
-  for (const auto& [key, spec] : {std::pair<const char*, NoiseSpec*>{"steps", &v.steps}, {"ranks", &v.ranks}})
-    if (const DocNode* n = r.get(key)) {
-      MapReader nr(*n, r.field(key), diag, locations);
-      nr.read_enum("distribution", spec->distribution, kNoiseDistributionNames);
-      nr.read("cv", spec->cv, 0.0, kMaxCv, true);
-      check_cv(spec->distribution, spec->cv, nr.node().find("cv"), nr.field("cv"), diag);
-      if (spec == &v.steps) nr.read("correlation", v.steps.correlation, 0.0, 1.0);
-      nr.finish();
-    }
+  // {distribution, cv} under `key`, and the steps' correlation where `correlation` is given.
+  auto read_noise = [&](const char* key, NoiseSpec& spec, double* correlation) {
+    const DocNode* n = r.get(key);
+    if (!n) return;
+    MapReader nr(*n, r.field(key), diag, locations);
+    nr.read_enum("distribution", spec.distribution, kNoiseDistributionNames);
+    nr.read("cv", spec.cv, 0.0, kMaxCv, true);
+    check_cv(spec.distribution, spec.cv, nr.node().find("cv"), nr.field("cv"), diag);
+    if (correlation) nr.read("correlation", *correlation, 0.0, 1.0);
+    nr.finish();
+  };
+  read_noise("steps", v.steps, &v.steps.correlation);
+  read_noise("ranks", v.ranks, nullptr);
   r.finish();
   return v;
 }
