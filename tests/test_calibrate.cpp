@@ -49,7 +49,8 @@ ClusterSpec truth(std::optional<Seconds> launch = {}, std::optional<Seconds> lat
 
 // A profile as `paratwin run --profile` writes it of scenario `s` (`ranks` on `nodes` hosts, `threads`
 // each), with every time the one the cost model gives on `sized` (the machine as the run had it): GEMM
-// times at their rates, CPU time the whole compute task, collectives their transfer.
+// times at their rates, the attention scores' kernels at theirs where the machine has one of its own, CPU
+// time the whole compute task, collectives their transfer.
 std::string write_profile(const fs::path& dir, const std::string& name, const ScenarioSpec& s,
                           const ClusterSpec& sized, int ranks, int nodes = 1, int threads = 1) {
   const Plan plan = complete_plan(s);
@@ -68,6 +69,8 @@ std::string write_profile(const fs::path& dir, const std::string& name, const Sc
       j["attention_s"] =
           t.work.attention_flops.value() / (peak * d.efficiency.attention.value_or(d.efficiency.gemm));
       j["gemm_flops"] = t.work.gemm_flops.value();
+      if (d.efficiency.scores)
+        j["scores_s"] = t.work.scores_bytes.value() / (d.memory_bandwidth.value() * *d.efficiency.scores);
     } else {
       j["bytes"] = t.bytes.value() * t.count;
       j["transfer_s"] = time;
@@ -185,6 +188,60 @@ BOOST_AUTO_TEST_CASE(calibration_recovers_the_rates_that_produced_the_measuremen
   for (const TaskResidual& t : cal.tasks) BOOST_TEST(t.predicted_s == t.measured_s, tt::tolerance(1e-6));
   // Calibrated on 2 ranks, the cluster keeps the size it was given.
   BOOST_TEST(cal.cluster.pools[0].gpus_per_node == load_cluster_file(kLocalCpu).pools[0].gpus_per_node);
+}
+
+namespace {
+
+// The compute tasks' time of the tiny scenario under `sets` on `cluster` (one rank).
+double compute_s(const std::vector<std::string>& sets, const ClusterSpec& cluster) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  const ScenarioSpec s = load_scenario(kScenario, overrides);
+  const Program program = lower(complete_plan(s), s.model, s.cluster, s.training);
+  double total = 0;
+  for (const Task& t : program.roles.front().tasks)
+    if (t.stream == StreamKind::Compute)
+      total += task_duration_s(t, cluster.pools[0], cluster, Precision::Fp32);
+  return total;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_attention_scores_kernels_timed_apart_get_a_rate_of_their_own) {
+  // A CPU core keeps a head's scores in its caches, so its softmax runs faster per byte than the kernels
+  // that stream activations (3x on this machine). A profile that times the softmax apart fits both rates,
+  // and the twin holds on a plan with another mix of them: longer sequences, more scores per activation.
+  TempDir dir;
+  ClusterSpec machine = truth();
+  machine.devices.at("cpu-core").efficiency.scores = 0.9;
+  const std::vector<std::string> profiled{"training.global_batch=8", "plan.micro_batch=4"},
+      other{"training.global_batch=8", "plan.micro_batch=2", "training.seq_len=128"};
+  const std::string path = synthetic_profile(dir.path, "p", profiled, machine);
+  const Calibration cal =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  const DeviceSpec& got = cal.cluster.devices.at("cpu-core");
+  const DeviceSpec& want = machine.devices.at("cpu-core");
+  BOOST_TEST(figure(cal, "efficiency.scores").fitted);
+  BOOST_REQUIRE(got.efficiency.scores.has_value());
+  BOOST_TEST(got.memory_bandwidth.value() * *got.efficiency.scores ==
+                 want.memory_bandwidth.value() * *want.efficiency.scores,
+             tt::tolerance(1e-9));
+  BOOST_TEST(got.memory_bandwidth.value() * got.efficiency.memory ==
+                 want.memory_bandwidth.value() * want.efficiency.memory,
+             tt::tolerance(1e-9));
+  const double truth_s = compute_s(other, machine);
+  BOOST_TEST(compute_s(other, cal.cluster) == truth_s, tt::tolerance(1e-9));
+
+  // The same profile without the softmax timed apart (a GPU's, or one from before): one rate over both
+  // kinds, right on its own plan and slow on the longer sequences, whose bytes are more of the scores.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  for (auto& t : j["tasks"]) t.erase("scores_s");
+  std::ofstream(path) << j.dump(1);
+  const Calibration lumped =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  BOOST_TEST(!lumped.cluster.devices.at("cpu-core").efficiency.scores.has_value());
+  BOOST_TEST(compute_s(profiled, lumped.cluster) == compute_s(profiled, machine), tt::tolerance(1e-3));
+  BOOST_TEST(compute_s(other, lumped.cluster) > 1.01 * truth_s);
 }
 
 BOOST_AUTO_TEST_CASE(two_shapes_tell_launch_cost_from_bandwidth_and_latency_from_busbw) {

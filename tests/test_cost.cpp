@@ -561,6 +561,34 @@ BOOST_AUTO_TEST_CASE(fused_attention_runs_at_its_kernels_measured_rate) {
   BOOST_TEST(compute_time(f2, d, Precision::Fp8).value() == compute_time(f2, d, Precision::Bf16).value());
 }
 
+BOOST_AUTO_TEST_CASE(unfused_attentions_kernels_over_the_scores_run_at_their_own_share) {
+  // The softmax reads and writes each score (2 e bytes), dropout reads it and writes it with its 1-byte
+  // mask; the backward twice the forward's. Where the device has no `scores` share they run at `memory`.
+  ModelSpec m = model("llama3-8b");
+  m.dropout = true;
+  LayerWork w;
+  w.seq_len = 2048;
+  w.attention = AttentionKind::Unfused;
+  const double scores = 32 * 2048.0 * 2048;
+  const KernelCost f = attention_core_forward(m, w);
+  BOOST_TEST(f.scores_bytes.value() == (2 * 2 + 2 * 2 + 1) * scores, tt::tolerance(1e-12));
+  BOOST_TEST(f.elementwise_bytes.value() == 0);
+  BOOST_TEST(layer_backward(m, w, false).scores_bytes.value() == 2 * f.scores_bytes.value(),
+             tt::tolerance(1e-12));
+  BOOST_TEST(layer_forward(m, w, false).memory_bound_bytes().value() > f.scores_bytes.value());
+  const ClusterSpec a100 = cluster("dgx-a100-80g");
+  DeviceSpec d = a100.device_of(a100.pools[0]);
+  BOOST_REQUIRE(!d.efficiency.scores.has_value());
+  KernelCost only = f;
+  only.gemms = {}, only.gemm_flops = only.attention_flops = Flops(0), only.gemm_bytes = Bytes(0),
+  only.launches = 0;
+  const double at_memory = compute_time(only, d, Precision::Bf16).value();
+  BOOST_TEST(at_memory == f.scores_bytes.value() / (d.memory_bandwidth.value() * d.efficiency.memory),
+             tt::tolerance(1e-12));
+  d.efficiency.scores = d.efficiency.memory / 2;
+  BOOST_TEST(compute_time(only, d, Precision::Bf16).value() == 2 * at_memory, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(fused_attention_pads_a_head_to_the_kernels_compiled_size) {
   BOOST_TEST(flash_kernel_head_dim(false, 80) == 96);
   BOOST_TEST(flash_kernel_head_dim(false, 128) == 128);
@@ -664,8 +692,8 @@ BOOST_AUTO_TEST_CASE(unfused_attention_writes_the_scores_and_costs_more_than_fla
   w.tp = 8;
   w.attention = AttentionKind::Unfused;
   const KernelCost unfused = attention_core_forward(m, w);
-  BOOST_TEST(unfused.elementwise_bytes.value() > 0);  // softmax and dropout over the s x s scores
-  BOOST_TEST(unfused.gemms.size() == 2u);             // QK^T and softmax(.) V, batched over heads
+  BOOST_TEST(unfused.scores_bytes.value() > 0);  // softmax and dropout over the s x s scores
+  BOOST_TEST(unfused.gemms.size() == 2u);        // QK^T and softmax(.) V, batched over heads
   w.attention = AttentionKind::Flash2;
   const KernelCost flash = attention_core_forward(m, w);
   BOOST_TEST(flash.elementwise_bytes.value() == 0);
@@ -686,13 +714,13 @@ BOOST_AUTO_TEST_CASE(alibi_writes_its_bias_into_the_unfused_scores_forward_only)
   w.tp = 4;
   w.attention = AttentionKind::Unfused;
   const double scores = 2.0 * (112 / 4) * 2048 * 2048;
-  BOOST_TEST(layer_forward(alibi, w, false).elementwise_bytes.value() -
-                     layer_forward(learned, w, false).elementwise_bytes.value() ==
+  BOOST_TEST(layer_forward(alibi, w, false).memory_bound_bytes().value() -
+                     layer_forward(learned, w, false).memory_bound_bytes().value() ==
                  2 * 2 * scores,
              tt::tolerance(1e-9));
   // The bias takes no gradient: the backward is the learned model's.
-  BOOST_TEST(layer_backward(alibi, w, false).elementwise_bytes.value() ==
-                 layer_backward(learned, w, false).elementwise_bytes.value(),
+  BOOST_TEST(layer_backward(alibi, w, false).memory_bound_bytes().value() ==
+                 layer_backward(learned, w, false).memory_bound_bytes().value(),
              tt::tolerance(1e-12));
   BOOST_TEST(layer_backward(alibi, w, false).launches == layer_backward(learned, w, false).launches);
   // Fused kernels add it in registers.
@@ -1120,7 +1148,7 @@ BOOST_AUTO_TEST_CASE(selective_recompute_repeats_the_4_b_s_s_a_attention_core) {
   w.attention = AttentionKind::Unfused;
   BOOST_TEST(attention_core_forward(m, w).gemm_flops.value() == 4.0 * 1024 * 2048 * 12288 / 8,
              tt::tolerance(1e-12));
-  BOOST_TEST(attention_core_forward(m, w).elementwise_bytes.value() > 0);  // softmax and dropout
+  BOOST_TEST(attention_core_forward(m, w).scores_bytes.value() > 0);  // softmax and dropout
   // Its GEMMs are attention's own class, and the layer's only ones of that class.
   BOOST_TEST(attention_core_forward(m, w).attention_flops.value() ==
              attention_core_forward(m, w).gemm_flops.value());

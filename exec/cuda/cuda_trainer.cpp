@@ -12,7 +12,7 @@
 #include "exec/cuda/gpu_communicators.hpp"
 #include "exec/cuda/train_step.hpp"
 #include "exec/data/loader.hpp"
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/train/dp_blocks.hpp"
 #include "exec/train/session.hpp"
@@ -134,8 +134,8 @@ class CudaTrainer::Runner final : public StepRunner {
     PARATWIN_CUDA_CHECK(cudaStreamSynchronize(stream()));
     // GPU time inside GEMMs, where the profile expects it (the CPU backend's GEMM clock).
     const GemmGpuSeconds g = t_.model_->gemm().collect();
-    gemm_seconds.dense_s += g.dense_s;
-    gemm_seconds.attention_s += g.attention_s;
+    kernel_seconds.dense_s += g.dense_s;
+    kernel_seconds.attention_s += g.attention_s;
   }
 
   int start(int index, const Task& task) override {

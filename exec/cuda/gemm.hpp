@@ -18,7 +18,7 @@
 namespace paratwin::exec::cuda {
 
 enum class ResultType { Bf16, Float };
-// The cost model's two GEMM classes (exec/gpt/gemm_clock.hpp): linear layers and the logits, and
+// The cost model's two GEMM classes (exec/gpt/kernel_clock.hpp): linear layers and the logits, and
 // attention's per-head products. Profiles split a task's time by them.
 enum class GemmClass { Dense, Attention };
 

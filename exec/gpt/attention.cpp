@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
 #include "exec/threads.hpp"
@@ -44,11 +44,14 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
       ConstStridedMap<T> v(base + (H + K + g) * D, Tn, D, Eigen::OuterStride<>(width));
       MatrixMap<T> p(att + bh * Tn * Tn, Tn, Tn);
       {
-        GemmTimer timer(gemm_seconds.attention_s);
+        KernelTimer timer(kernel_seconds.attention_s);
         p.noalias() = (q * k.transpose()) * scale;  // (T,T) scores
       }
-      causal_softmax(p, Tn);
-      GemmTimer timer(gemm_seconds.attention_s);
+      {
+        KernelTimer timer(kernel_seconds.scores_s);
+        causal_softmax(p, Tn);
+      }
+      KernelTimer timer(kernel_seconds.attention_s);
       StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
           .noalias() = p * v;
     }
@@ -79,18 +82,21 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
         ConstStridedMap<T> dy(dout + static_cast<long>(b) * Tn * H * D + h * D, Tn, D,
                               Eigen::OuterStride<>(H * D));
         {
-          GemmTimer timer(gemm_seconds.attention_s);
+          KernelTimer timer(kernel_seconds.attention_s);
           dv.noalias() += p.transpose() * dy;  // (T,D)
           dp.noalias() = dy * v.transpose();   // (T,T) gradient of the probabilities
         }
         // Softmax backward per row: ds = p * (dp - sum_j p dp), then the 1/sqrt(D) of the scores.
-        for (int i = 0; i < Tn; ++i) {
-          T dot = 0;
-          for (int j = 0; j <= i; ++j) dot += p(i, j) * dp(i, j);
-          for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
-          for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
+        {
+          KernelTimer timer(kernel_seconds.scores_s);
+          for (int i = 0; i < Tn; ++i) {
+            T dot = 0;
+            for (int j = 0; j <= i; ++j) dot += p(i, j) * dp(i, j);
+            for (int j = 0; j <= i; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+            for (int j = i + 1; j < Tn; ++j) dp(i, j) = 0;
+          }
         }
-        GemmTimer timer(gemm_seconds.attention_s);
+        KernelTimer timer(kernel_seconds.attention_s);
         dq.noalias() += dp * k;
         dk.noalias() += dp.transpose() * q;
       }

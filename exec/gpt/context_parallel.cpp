@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 
 namespace paratwin::exec {
 
@@ -91,21 +91,24 @@ void ContextParallel::attend(float* out, float* att, const float* kv, const floa
       ConstStridedMap<float> v(kvb + (K + g) * D, T, D, Eigen::OuterStride<>(KV));
       MatrixMap<float> p(att + (size_t(b) * H + h) * Tl * T, Tl, T);
       {
-        GemmTimer timer(gemm_seconds.attention_s);
+        KernelTimer timer(kernel_seconds.attention_s);
         p.noalias() = (q * k.transpose()) * scale;  // (Tl,T) scores
       }
-      for (int i = 0; i < Tl; ++i) {
-        // Causal softmax over the keys at or before the query's position; later keys get 0.
-        const int at = query_positions[i];
-        float max = -std::numeric_limits<float>::infinity();
-        for (int j = 0; j < T; ++j)
-          if (key_positions_[j] <= at) max = std::max(max, p(i, j));
-        float sum = 0;
-        for (int j = 0; j < T; ++j)
-          sum += (p(i, j) = key_positions_[j] <= at ? std::exp(p(i, j) - max) : 0.0f);
-        for (int j = 0; j < T; ++j) p(i, j) /= sum;
+      {
+        KernelTimer timer(kernel_seconds.scores_s);
+        for (int i = 0; i < Tl; ++i) {
+          // Causal softmax over the keys at or before the query's position; later keys get 0.
+          const int at = query_positions[i];
+          float max = -std::numeric_limits<float>::infinity();
+          for (int j = 0; j < T; ++j)
+            if (key_positions_[j] <= at) max = std::max(max, p(i, j));
+          float sum = 0;
+          for (int j = 0; j < T; ++j)
+            sum += (p(i, j) = key_positions_[j] <= at ? std::exp(p(i, j) - max) : 0.0f);
+          for (int j = 0; j < T; ++j) p(i, j) /= sum;
+        }
       }
-      GemmTimer timer(gemm_seconds.attention_s);
+      KernelTimer timer(kernel_seconds.attention_s);
       StridedMap<float>(out + size_t(b) * Tl * H * D + h * D, Tl, D, Eigen::OuterStride<>(H * D)).noalias() =
           p * v;
     }
@@ -135,17 +138,20 @@ void ContextParallel::attention_backward(float* dqkv, const float* dout, const f
       ConstMatrixMap<float> p(att + (size_t(b) * H + h) * Tl * T, Tl, T);
       ConstStridedMap<float> dy(dout + size_t(b) * Tl * H * D + h * D, Tl, D, Eigen::OuterStride<>(H * D));
       {
-        GemmTimer timer(gemm_seconds.attention_s);
+        KernelTimer timer(kernel_seconds.attention_s);
         dv.noalias() += p.transpose() * dy;  // (T,D)
         dp.noalias() = dy * v.transpose();   // (Tl,T)
       }
-      // Softmax backward per row (masked keys have p = 0, so their gradient is 0).
-      for (int i = 0; i < Tl; ++i) {
-        float dot = 0;
-        for (int j = 0; j < T; ++j) dot += p(i, j) * dp(i, j);
-        for (int j = 0; j < T; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+      {
+        // Softmax backward per row (masked keys have p = 0, so their gradient is 0).
+        KernelTimer timer(kernel_seconds.scores_s);
+        for (int i = 0; i < Tl; ++i) {
+          float dot = 0;
+          for (int j = 0; j < T; ++j) dot += p(i, j) * dp(i, j);
+          for (int j = 0; j < T; ++j) dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+        }
       }
-      GemmTimer timer(gemm_seconds.attention_s);
+      KernelTimer timer(kernel_seconds.attention_s);
       dq.noalias() += dp * k;
       dk.noalias() += dp.transpose() * q;
     }

@@ -1,7 +1,7 @@
 // Linear layers: the GEMMs that hold nearly all of a transformer's FLOPs (exec/gpt/gemm.hpp, on the
 // rank's threads); the bias terms run on the same threads.
 #include "exec/gpt/gemm.hpp"
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/threads.hpp"
 
@@ -20,7 +20,7 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
     parallel_for(N, kRows, [&](long r0, long r1) {
       for (long r = r0; r < r1; ++r) std::copy(bias, bias + OC, out + r * OC);
     });
-  GemmTimer timer(gemm_seconds.dense_s);
+  KernelTimer timer(kernel_seconds.dense_s);
   gemm(false, false, N, OC, C, T(1), inp, C, weight, OC, bias ? T(1) : T(0), out, OC);
 }
 
@@ -29,7 +29,7 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                      int C, int OC) {
   // dout is (N,OC); dinp is (N,C); dweight is (C,OC); dbias is (OC)
   {
-    GemmTimer timer(gemm_seconds.dense_s);
+    KernelTimer timer(kernel_seconds.dense_s);
     if (dinp) gemm(false, true, N, C, OC, T(1), dout, OC, weight, OC, T(1), dinp, C);  // dy . W^T
     gemm(true, false, C, OC, N, T(1), inp, C, dout, OC, T(1), dweight, OC);            // inp^T . dy
   }

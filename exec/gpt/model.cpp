@@ -8,7 +8,7 @@
 #include <string>
 
 #include "exec/gpt/gemm.hpp"
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/init.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
@@ -124,7 +124,7 @@ double Gpt<T>::forward(Activations<T>& a) {
                   p(lnf_b_), N, C);
   // logits (N,V) = lnf (N,C) . head^T, head is (V,C); the softmax overwrites them in place
   {
-    GemmTimer timer(gemm_seconds.dense_s);
+    KernelTimer timer(kernel_seconds.dense_s);
     k::gemm(false, true, N, V, C, T(1), a.lnf.data(), C, head(), C, T(0), a.probs.data(), V);
   }
   a.loss = k::cross_entropy_forward(a.probs.data(), a.losses.data(), a.probs.data(), a.targets.data(), N, V);
@@ -212,7 +212,7 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
     k::cross_entropy_backward(dlogits_.data(), a.probs.data(), a.targets.data(), N, V, loss_scale / T(N));
     // dlnf (N,C) = dlogits . head; dhead (V,C) += dlogits^T . lnf
     {
-      GemmTimer timer(gemm_seconds.dense_s);
+      KernelTimer timer(kernel_seconds.dense_s);
       k::gemm(false, false, N, C, V, T(1), dlogits_.data(), V, head(), C, T(0), dln_.data(), C);
       k::gemm(true, false, V, C, N, T(1), dlogits_.data(), V, a.lnf.data(), C, T(1), dhead(), C);
     }

@@ -12,7 +12,7 @@
 
 #include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/gemm.hpp"
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/memory/memory_meter.hpp"
 #include "exec/threads.hpp"
@@ -499,7 +499,7 @@ double ShardedGpt::forward_head(ChunkActivations& a) {
   gather(a.lnf.data(), N);
   // logits (N,Vl) = lnf (N,C) . head^T over this rank's vocabulary rows
   {
-    GemmTimer timer(gemm_seconds.dense_s);
+    KernelTimer timer(kernel_seconds.dense_s);
     k::gemm(false, true, N, Vl_, C, 1.0f, a.lnf.data(), C, p(head_), C, 0.0f, a.probs.data(), Vl_);
   }
   // Vocabulary-parallel cross-entropy: the row maxima, the sums of exponentials and the target logits
@@ -589,7 +589,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     {
       // dlnf (N,C) = dlogits . head; dhead (Vl,C) += dlogits^T . lnf
       const float* dlogits = a.probs.data();
-      GemmTimer timer(gemm_seconds.dense_s);
+      KernelTimer timer(kernel_seconds.dense_s);
       k::gemm(false, false, N, C, Vl_, 1.0f, dlogits, Vl_, p(head_), C, 0.0f, dln_.data(), C);
       k::gemm(true, false, Vl_, C, N, 1.0f, dlogits, Vl_, a.lnf.data(), C, 1.0f, g(head_), C);
     }

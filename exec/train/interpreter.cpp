@@ -8,7 +8,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "exec/gpt/gemm_clock.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 
 namespace paratwin::exec {
 
@@ -105,14 +105,15 @@ std::vector<TaskSpan> run_iteration(const Role& role, TaskRunner& runner) {
     if (ready(next)) {
       compute.pop_front();
       TaskSpan& span = spans[next];
-      const GemmSeconds gemm_before = gemm_seconds;
+      const KernelSeconds kernels_before = kernel_seconds;
       const double cpu_before = thread_cpu_seconds();
       span.start_s = now();
       runner.compute(next, role.tasks[next]);
       span.end_s = now();
       span.cpu_s = thread_cpu_seconds() - cpu_before;
-      span.gemm_s = gemm_seconds.dense_s - gemm_before.dense_s;
-      span.attention_s = gemm_seconds.attention_s - gemm_before.attention_s;
+      span.gemm_s = kernel_seconds.dense_s - kernels_before.dense_s;
+      span.attention_s = kernel_seconds.attention_s - kernels_before.attention_s;
+      span.scores_s = kernel_seconds.scores_s - kernels_before.scores_s;
       done[next] = true;
       ++finished;
       continue;

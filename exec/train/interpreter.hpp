@@ -27,10 +27,11 @@ struct TaskSpan {
   double end_s = 0;
   double wait_s = 0;  // compute-stream time spent blocked on this (communication) task
   // Compute tasks: the thread's CPU time (what the task took less any time the scheduler gave the core
-  // to another process), and the wall time inside dense and attention GEMMs.
+  // to another process), and the wall time inside dense and attention GEMMs and the scores' softmax.
   double cpu_s = 0;
   double gemm_s = 0;
   double attention_s = 0;
+  double scores_s = 0;
 };
 
 // CPU time of the calling thread, in seconds (a system call: ~1-2 us).

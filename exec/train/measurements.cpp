@@ -16,7 +16,7 @@ namespace paratwin::exec {
 
 RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result) {
   const int tasks = int(role.tasks.size()), steps = int(result.spans.size());
-  std::vector<double> start, end, wait, cpu, gemm, attention;
+  std::vector<double> start, end, wait, cpu, gemm, attention, scores;
   for (int s = 0; s < steps; ++s)
     for (int t = 0; t < tasks; ++t) {
       const TaskSpan& span = result.spans[s][t];
@@ -26,6 +26,7 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
       cpu.push_back(span.cpu_s);
       gemm.push_back(span.gemm_s);
       attention.push_back(span.attention_s);
+      scores.push_back(span.scores_s);
     }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -37,6 +38,7 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
   out.cpu_s = comm.gather(cpu, 0);
   out.gemm_s = comm.gather(gemm, 0);
   out.attention_s = comm.gather(attention, 0);
+  out.scores_s = comm.gather(scores, 0);
   out.step_cpu_s = comm.gather(result.step_cpu_s, 0);
   out.peak_rss_bytes = comm.gather(rss, 0);
   const std::vector<double> routed = comm.gather(result.routed_tokens, 0);
@@ -153,7 +155,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
   nlohmann::json tasks = nlohmann::json::array();
   for (int i = 0; i < t.tasks; ++i) {
     const Task& task = role.tasks[i];
-    std::vector<double> wall, cpu, gemm_share, attention_share, fastest;
+    std::vector<double> wall, cpu, gemm_share, attention_share, scores_share, fastest;
     for (int s = first_measured_step(t); s < t.steps; ++s) {
       double fastest_rank = std::numeric_limits<double>::infinity();
       for (int r = 0; r < t.ranks; ++r) {
@@ -162,6 +164,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
         cpu.push_back(t.at(t.cpu_s, r, s, i));
         gemm_share.push_back(d > 0 ? std::min(1.0, t.at(t.gemm_s, r, s, i) / d) : 0);
         attention_share.push_back(d > 0 ? std::min(1.0, t.at(t.attention_s, r, s, i) / d) : 0);
+        scores_share.push_back(d > 0 ? std::min(1.0, t.at(t.scores_s, r, s, i) / d) : 0);
         fastest_rank = std::min(fastest_rank, d);
       }
       fastest.push_back(fastest_rank);
@@ -186,6 +189,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       j["cpu_s"] = cpu_s;
       j["gemm_s"] = median(gemm_share) * cpu_s;
       j["attention_s"] = median(attention_share) * cpu_s;
+      j["scores_s"] = median(scores_share) * cpu_s;
       j["cpu_cv"] = step_to_step_cv(t, [&](int r, int s) { return t.at(t.cpu_s, r, s, i); });
     }
     if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();

@@ -18,7 +18,7 @@ struct RunTimings {
   int ranks = 0, steps = 0, tasks = 0;
   // Indexed [(rank x steps + step) x tasks + task]: start and end in seconds since that rank's run
   // started, and the other TaskSpan fields.
-  std::vector<double> start_s, end_s, wait_s, cpu_s, gemm_s, attention_s;
+  std::vector<double> start_s, end_s, wait_s, cpu_s, gemm_s, attention_s, scores_s;
   std::vector<double> step_cpu_s;      // [rank x steps + step]
   std::vector<double> peak_rss_bytes;  // per rank
   std::vector<double> routed_tokens;   // [layer x experts]: tokens per expert, summed over the ranks
@@ -38,8 +38,8 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
 // compute tasks' CPU time together), "step_cpu_correlation" (how much the ranks' step totals move
 // together: their pairwise correlation, averaged), "tasks": [{"task": name, "index", "kind", "stream",
 // "count", "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all
-// steps but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s", "attention_s"
-// and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and offload copies
+// steps but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s", "attention_s",
+// "scores_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and offload copies
 // "bytes" and "transfer_s" (see profile_json in measurements.cpp).
 nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& timings);
 

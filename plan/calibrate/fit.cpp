@@ -77,12 +77,14 @@ void check_runs_agree(const std::vector<ProfiledRun>& runs, const std::string& p
 
 // Rows of every term, over every measured task of every run.
 struct Rows {
-  std::vector<Row> dense, attention, memory, optimizer, collective;
+  std::vector<Row> dense, attention, memory, scores, optimizer, collective;
 };
 
 // The memory-bound rest of the forward and backward passes is summed per micro-batch: the model's
 // backward does twice the forward's traffic, a CPU's backward kernels do not, and only their sum shapes
-// an iteration.
+// an iteration. The attention scores' kernels, where the profile timed them apart, are a row of their
+// own: a head's scores stay in a CPU core's caches while activations stream from memory, so the two
+// rates differ and the plans' mix of them differs with the sequence length.
 Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name) {
   Rows rows;
   for (const ProfiledRun& run : runs) {
@@ -93,7 +95,7 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
     // A rank of T threads is T cores of the cluster's device, each doing 1/T of the work: the figures
     // fitted are a core's (rank_threads.hpp); launch costs stay whole.
     const double cores = run.profile.threads;
-    std::map<int, Row> per_microbatch;
+    std::map<int, Row> per_microbatch, scores_per_microbatch;
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];
       const ProfiledTask& m = run.profile.tasks[i];
@@ -110,8 +112,15 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
         } else {
           // The norms' and gated activations' bytes at the memory-bound kernels' rate: they keep their
           // ratios to it.
+          const EfficiencySpec& e = run_device.efficiency;
+          double bytes = memory_equivalent_bytes(w, e), time = rest;
+          if (w.scores_bytes.value() > 0 && m.scores_s > 0) {
+            Row& s = scores_per_microbatch[t.microbatch];
+            s.a += w.scores_bytes.value() / cores, s.time += m.scores_s;
+            bytes -= w.scores_bytes.value() * e.memory / e.scores_or_memory(), time -= m.scores_s;
+          }
           Row& r = per_microbatch[t.microbatch];
-          r.a += memory_equivalent_bytes(w, run_device.efficiency) / cores, r.b += w.launches, r.time += rest;
+          r.a += bytes / cores, r.b += w.launches, r.time += time;
         }
       } else if (t.kind == TaskKind::Collective && t.placement.size == t.placement.per_node &&
                  m.transfer_s > 0) {
@@ -122,6 +131,7 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
       }
     }
     for (const auto& [microbatch, row] : per_microbatch) rows.memory.push_back(row);
+    for (const auto& [microbatch, row] : scores_per_microbatch) rows.scores.push_back(row);
   }
   return rows;
 }
@@ -153,28 +163,38 @@ void fit_gemms(const Rows& rows, Precision precision, DeviceSpec& device, const 
 }
 
 // Elementwise bandwidth and the launch cost together (they are told apart only when tasks mix them in
-// different proportions), then the optimizer with that launch cost.
+// different proportions), then the attention scores' kernels and the optimizer with that launch cost
+// (the scores' launches are counted with the rest's).
 void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Calibration& cal) {
   const TwoTermFit m = fit_two_terms(rows.memory, device.efficiency.kernel_launch.value());
+  const TwoTermFit s = fit_two_terms(rows.scores, m.y, /*fit_y=*/false);
   const TwoTermFit o = fit_two_terms(rows.optimizer, m.y, /*fit_y=*/false);
-  const double memory_bw = m.x > 0 ? 1 / m.x : 0, optimizer_bw = o.x > 0 ? 1 / o.x : 0;
-  if (std::max(memory_bw, optimizer_bw) > device.memory_bandwidth.value()) {
+  const double memory_bw = m.x > 0 ? 1 / m.x : 0, scores_bw = s.x > 0 ? 1 / s.x : 0,
+               optimizer_bw = o.x > 0 ? 1 / o.x : 0;
+  const double fastest = std::max({memory_bw, scores_bw, optimizer_bw});
+  if (fastest > device.memory_bandwidth.value()) {
     cal.notes.push_back("memory_bandwidth raised from " + to_string(device.memory_bandwidth) +
-                        " to the bandwidth measured, " +
-                        to_string(BytesPerSecond(std::max(memory_bw, optimizer_bw))));
-    device.memory_bandwidth = BytesPerSecond(std::max(memory_bw, optimizer_bw));
+                        " to the bandwidth measured, " + to_string(BytesPerSecond(fastest)));
+    device.memory_bandwidth = BytesPerSecond(fastest);
   }
+  const auto share = [&](double bw, double floor) {
+    return std::max(floor, bw / device.memory_bandwidth.value());
+  };
   if (memory_bw > 0) {
-    const double memory = std::max(0.01, memory_bw / device.memory_bandwidth.value());
-    for (std::optional<double>* kind :
-         {&device.efficiency.norm, &device.efficiency.eager_norm, &device.efficiency.gated})
+    const double memory = share(memory_bw, 0.01);
+    // Kinds not measured here keep their ratios to the memory-bound kernels' rate.
+    for (std::optional<double>* kind : {&device.efficiency.norm, &device.efficiency.eager_norm,
+                                        &device.efficiency.gated, &device.efficiency.scores})
       if (*kind) **kind *= memory / device.efficiency.memory;
     device.efficiency.memory = memory;
   }
-  if (optimizer_bw > 0)
-    device.efficiency.optimizer = std::max(0.001, optimizer_bw / device.memory_bandwidth.value());
+  if (scores_bw > 0) device.efficiency.scores = share(scores_bw, 0.01);
+  if (optimizer_bw > 0) device.efficiency.optimizer = share(optimizer_bw, 0.001);
   if (m.both) device.efficiency.kernel_launch = Seconds(m.y);
   add_figure(cal, dp + ".efficiency.memory", "memory-bound kernels", m, to_string(BytesPerSecond(memory_bw)));
+  if (s.samples)
+    add_figure(cal, dp + ".efficiency.scores", "attention scores' kernels", s,
+               to_string(BytesPerSecond(scores_bw)));
   add_figure(cal, dp + ".efficiency.optimizer", "optimizer step", o, to_string(BytesPerSecond(optimizer_bw)));
   cal.figures.push_back({dp + ".efficiency.kernel_launch", "kernel launch",
                          m.both ? to_string(Seconds(m.y))

@@ -26,8 +26,9 @@ struct ProfiledTask {
   Location where;     // of its entry in the profile, for messages
   int count = 0;      // samples
   double wall_s = 0;  // median wall time
-  // Compute tasks: the thread's CPU time, and the part of it inside dense and attention GEMMs.
-  double cpu_s = 0, gemm_s = 0, attention_s = 0;
+  // Compute tasks: the thread's CPU time, and the part of it inside dense and attention GEMMs and
+  // inside the attention core's softmax over the scores (0: not timed apart, as on a GPU).
+  double cpu_s = 0, gemm_s = 0, attention_s = 0, scores_s = 0;
   double cpu_cv = -1;     // step-to-step coefficient of variation of the CPU time (each rank against its
                           // mean); -1: not recorded (profiles before it)
   double gemm_flops = 0;  // as the Program that was run counted them

@@ -71,6 +71,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
   norm_bytes += o.norm_bytes;
   eager_norm_bytes += o.eager_norm_bytes;
   gated_bytes += o.gated_bytes;
+  scores_bytes += o.scores_bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   synchronous_launches += o.synchronous_launches;
@@ -92,6 +93,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.norm_bytes = norm_bytes * k;
   c.eager_norm_bytes = eager_norm_bytes * k;
   c.gated_bytes = gated_bytes * k;
+  c.scores_bytes = scores_bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
@@ -114,6 +116,7 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.norm_bytes = c.norm_bytes - part.norm_bytes;
   c.eager_norm_bytes = c.eager_norm_bytes - part.eager_norm_bytes;
   c.gated_bytes = c.gated_bytes - part.gated_bytes;
+  c.scores_bytes = c.scores_bytes - part.scores_bytes;
   c.launches -= part.launches;
   c.host_syncs -= part.host_syncs;
   return c;
@@ -133,7 +136,8 @@ KernelCost memory_bound_kernels(double bytes, int launches) {
 double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e) {
   return cost.elementwise_bytes.value() + cost.norm_bytes.value() * e.memory / e.norm_or_memory() +
          cost.eager_norm_bytes.value() * e.memory / e.eager_norm_or_memory() +
-         cost.gated_bytes.value() * e.memory / e.gated_or_memory();
+         cost.gated_bytes.value() * e.memory / e.gated_or_memory() +
+         cost.scores_bytes.value() * e.memory / e.scores_or_memory();
 }
 
 KernelCost norm_kernel(double bytes) {
@@ -153,6 +157,13 @@ KernelCost eager_norm_kernels(double bytes, int launches) {
 KernelCost gated_kernels(double bytes, int launches) {
   KernelCost c;
   c.gated_bytes = Bytes(bytes);
+  c.launches = launches;
+  return c;
+}
+
+KernelCost scores_kernels(double bytes, int launches) {
+  KernelCost c;
+  c.scores_bytes = Bytes(bytes);
   c.launches = launches;
   return c;
 }
@@ -305,7 +316,7 @@ namespace {
 KernelCost alibi_bias(const ModelSpec& m, const LayerWork& w) {
   if (m.position != PositionKind::Alibi || w.attention != AttentionKind::Unfused) return {};
   const Shape s = shape_of(w);
-  return memory_bound_kernels(2 * s.e * s.b * (m.heads / s.t) * s.sq * s.sk);
+  return scores_kernels(2 * s.e * s.b * (m.heads / s.t) * s.sq * s.sk);
 }
 
 }  // namespace
@@ -349,8 +360,8 @@ KernelCost attention_core_forward(const ModelSpec& m, const LayerWork& w) {
   // QK^T, a batch of (s_q x d) by (d x s_k) per head; softmax(.) V, (s_q x s_k) by (s_k x d).
   KernelCost c = alibi_bias(m, w);
   c += attention_gemm(s.b * q_heads, s.sq, d, s.sk, s.e);
-  c += memory_bound_kernels(2 * s.e * scores);                       // scaled masked softmax
-  if (m.dropout) c += memory_bound_kernels((2 * s.e + 1) * scores);  // attention dropout
+  c += scores_kernels(2 * s.e * scores);                       // scaled masked softmax
+  if (m.dropout) c += scores_kernels((2 * s.e + 1) * scores);  // attention dropout
   c += attention_gemm(s.b * q_heads, s.sq, s.sk, d, s.e);
   return c;
 }
@@ -510,6 +521,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.norm_bytes = f.norm_bytes * 2;
   b.eager_norm_bytes = f.eager_norm_bytes * 2;
   b.gated_bytes = f.gated_bytes * 2;
+  b.scores_bytes = f.scores_bytes * 2;
   b.launches = f.launches * 2;
   return b;
 }

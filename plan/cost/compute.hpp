@@ -77,10 +77,11 @@ struct KernelCost {
   // The key length each of their rows runs over (the sequence; a ring block's side): their rates
   // depend on it (plan/cost/fused_attention_rate.hpp). 0: unknown, the device's figures as given.
   double fused_key_length = 0;
-  Bytes elementwise_bytes;  // activations, residuals, dropout, softmax
+  Bytes elementwise_bytes;  // activations, residuals, their dropout, the loss's softmax
   Bytes norm_bytes;         // normalization kernels (LayerNorm, fused RMSNorm)
   Bytes eager_norm_bytes;   // eager PyTorch's composite RMSNorm (ATen's casts, pow, mean and products)
   Bytes gated_bytes;        // gated activations over the two halves of one GEMM's output
+  Bytes scores_bytes;       // unfused attention's kernels over the s x s scores (mask, softmax, dropout)
   Bytes optimizer_bytes;    // the optimizer step's update kernel
   int launches = 0;
   // Of launches, those the device waits for the host to dispatch (all of them under
@@ -99,7 +100,9 @@ struct KernelCost {
   }
 
   // The HBM traffic of its memory-bound kernels, of every kind; and every byte its kernels move.
-  Bytes memory_bound_bytes() const { return elementwise_bytes + norm_bytes + eager_norm_bytes + gated_bytes; }
+  Bytes memory_bound_bytes() const {
+    return elementwise_bytes + norm_bytes + eager_norm_bytes + gated_bytes + scores_bytes;
+  }
   Bytes traffic() const { return gemm_bytes + memory_bound_bytes() + optimizer_bytes; }
 
   KernelCost& operator+=(const KernelCost& o);
@@ -107,8 +110,8 @@ struct KernelCost {
 };
 
 // Every memory-bound byte of `cost` as a byte at efficiency.memory: each kind's bytes (norm, eager norm,
-// gated) scaled by memory over its own share, so that one rate times `memory` times all of them. The one
-// home of which kind runs at which share: the cost model's time and calibration's fit both use it.
+// gated, scores) scaled by memory over its own share, so that one rate times `memory` times all of them. The
+// one home of which kind runs at which share: the cost model's time and calibration's fit both use it.
 double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e);
 
 // `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
@@ -120,6 +123,8 @@ KernelCost eager_norm_kernels(double bytes, int launches);
 // A gated activation over the two halves of one GEMM's output: `launches` kernels that move `bytes`
 // (gated_bytes).
 KernelCost gated_kernels(double bytes, int launches = 1);
+// Unfused attention's kernels over its s x s scores: `launches` kernels that move `bytes` (scores_bytes).
+KernelCost scores_kernels(double bytes, int launches = 1);
 // The fp32 upcast and the cast back that eager PyTorch code wraps around an op it computes in fp32, per
 // element of e bytes: reads e and writes 4, then reads 4 and writes e; nothing in fp32 training.
 double upcast_round_trip_bytes(double e);
@@ -160,6 +165,7 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 //   + norm_bytes / (memory_bandwidth x efficiency.norm)
 //   + eager_norm_bytes / (memory_bandwidth x efficiency.eager_norm)
 //   + gated_bytes / (memory_bandwidth x efficiency.gated)
+//   + scores_bytes / (memory_bandwidth x efficiency.scores)
 //   + optimizer_bytes / (memory_bandwidth x efficiency.optimizer)
 //   + launches x efficiency.kernel_launch
 //   + synchronous_launches x efficiency.synchronous_launch

@@ -197,6 +197,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
     if (er.read("norm", share, 0.01, 1.0)) d.efficiency.norm = share;
     if (er.read("eager_norm", share, 0.01, 1.0)) d.efficiency.eager_norm = share;
     if (er.read("gated", share, 0.01, 1.0)) d.efficiency.gated = share;
+    if (er.read("scores", share, 0.01, 1.0)) d.efficiency.scores = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
     er.read_quantity("synchronous_launch", d.efficiency.synchronous_launch, false, true);
     er.finish();

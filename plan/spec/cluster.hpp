@@ -59,6 +59,10 @@ struct EfficiencySpec {
   // A gated activation's share (SwiGLU, GEGLU) where it reads the two halves of one GEMM's output,
   // the fused gate and up projection (Megatron-Core's), in strided rows; memory if absent.
   std::optional<double> gated;
+  // The unfused attention core's memory-bound kernels over the s x s scores (mask, softmax, dropout,
+  // ALiBi's bias, and their backward): where a head's scores stay in a cache (a CPU core's, at short
+  // sequences) they run faster than kernels that stream activations; memory if absent.
+  std::optional<double> scores;
   Seconds kernel_launch{5e-6};  // fixed cost per kernel
   // What each kernel costs more when its launch waits for it to end (training.launch_blocking): the
   // host's wake-up after the kernel, its dispatch of the next operation and the launch, all hidden
@@ -71,6 +75,7 @@ struct EfficiencySpec {
   double norm_or_memory() const { return norm.value_or(memory); }
   double eager_norm_or_memory() const { return eager_norm.value_or(memory); }
   double gated_or_memory() const { return gated.value_or(memory); }
+  double scores_or_memory() const { return scores.value_or(memory); }
 };
 
 struct DeviceSpec {
