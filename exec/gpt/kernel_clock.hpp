@@ -22,7 +22,9 @@ inline thread_local KernelSeconds kernel_seconds;
 class KernelTimer {
  public:
   explicit KernelTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  ~KernelTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  ~KernelTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
   KernelTimer(const KernelTimer&) = delete;
   KernelTimer& operator=(const KernelTimer&) = delete;
 

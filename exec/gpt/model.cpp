@@ -8,8 +8,8 @@
 #include <string>
 
 #include "exec/gpt/gemm.hpp"
-#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/init.hpp"
+#include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
 #include "exec/threads.hpp"

@@ -39,8 +39,8 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
 // together: their pairwise correlation, averaged), "tasks": [{"task": name, "index", "kind", "stream",
 // "count", "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all
 // steps but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s", "attention_s",
-// "scores_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and offload copies
-// "bytes" and "transfer_s" (see profile_json in measurements.cpp).
+// "scores_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and
+// offload copies "bytes" and "transfer_s" (see profile_json in measurements.cpp).
 nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program, const RunTimings& timings);
 
 // Chrome trace events as plan/report/trace.cpp lays them out, with one process per rank.

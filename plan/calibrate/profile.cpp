@@ -117,7 +117,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
       tr.read("gemm_s", t.gemm_s, 0, 1e9);
       tr.read("attention_s", t.attention_s, 0, 1e9);
       tr.read("scores_s", t.scores_s, 0, 1e9);  // profiles before it, and GPU ones, have none
-      tr.read("cpu_cv", t.cpu_cv, 0, 100);  // profiles before the spread of kernel times have none
+      tr.read("cpu_cv", t.cpu_cv, 0, 100);      // profiles before the spread of kernel times have none
       tr.read("gemm_flops", t.gemm_flops, 0, 1e30);
       tr.read("bytes", t.bytes, 0, 1e18);
       tr.read("transfer_s", t.transfer_s, 0, 1e9);
