@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "gui/model/axis.hpp"
 #include "gui/model/session.hpp"
@@ -60,6 +61,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
       iterations_(new QSpinBox),
       kernel_cv_(new QLineEdit),
       step_cv_(new QLineEdit),
+      step_correlation_(new QLineEdit),
       gpu_cv_(new QLineEdit),
       run_(new QPushButton("Simulate the horizon")),
       status_(new QLabel),
@@ -78,6 +80,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
   iterations_->setValue(kDefaultIterations);
   kernel_cv_->setPlaceholderText("scenario's (e.g. 0.05)");
   step_cv_->setPlaceholderText("scenario's (e.g. 0.03)");
+  step_correlation_->setPlaceholderText("scenario's (0 to 1, e.g. 0.5)");
   gpu_cv_->setPlaceholderText("scenario's (e.g. 0.02)");
   auto* inputs = new QGroupBox("Horizon and what-if (--set)");
   auto* form = new QFormLayout(inputs);
@@ -90,6 +93,7 @@ ReliabilityView::ReliabilityView(Session& session, QWidget* parent)
   form->addRow("iterations", iterations_);
   form->addRow("kernel time CV", kernel_cv_);
   form->addRow("whole step CV", step_cv_);
+  form->addRow("step correlation between GPUs", step_correlation_);
   form->addRow("GPU slowness CV", gpu_cv_);
   form->addRow(run_);
   status_->setWordWrap(true);
@@ -144,12 +148,12 @@ void ReliabilityView::set_inputs(const QString& horizon, const QString& gpu_mtbf
   interval_->setText(checkpoint_interval);
 }
 
-void ReliabilityView::set_spread_inputs(int iterations, const QString& kernel_cv, const QString& step_cv,
-                                        const QString& gpu_cv) {
-  iterations_->setValue(iterations);
-  kernel_cv_->setText(kernel_cv);
-  step_cv_->setText(step_cv);
-  gpu_cv_->setText(gpu_cv);
+void ReliabilityView::set_spread_inputs(const SpreadInputs& inputs) {
+  iterations_->setValue(inputs.iterations);
+  kernel_cv_->setText(inputs.kernel_cv);
+  step_cv_->setText(inputs.step_cv);
+  step_correlation_->setText(inputs.step_correlation);
+  gpu_cv_->setText(inputs.gpu_cv);
 }
 
 void ReliabilityView::simulate() {
@@ -161,10 +165,11 @@ void ReliabilityView::simulate() {
   if (!interval_->text().trimmed().isEmpty()) r.sets << "checkpoint.interval=" + interval_->text().trimmed();
   if (!policy_->currentText().isEmpty()) r.sets << "elasticity.policy=" + policy_->currentText();
   r.iterations = iterations_->value();
-  if (!kernel_cv_->text().trimmed().isEmpty())
-    r.sets << "variability.kernels.cv=" + kernel_cv_->text().trimmed();
-  if (!step_cv_->text().trimmed().isEmpty()) r.sets << "variability.steps.cv=" + step_cv_->text().trimmed();
-  if (!gpu_cv_->text().trimmed().isEmpty()) r.sets << "variability.ranks.cv=" + gpu_cv_->text().trimmed();
+  for (auto [field, key] : {std::pair{kernel_cv_, "variability.kernels.cv"},
+                            {step_cv_, "variability.steps.cv"},
+                            {step_correlation_, "variability.steps.correlation"},
+                            {gpu_cv_, "variability.ranks.cv"}})
+    if (!field->text().trimmed().isEmpty()) r.sets << QString(key) + "=" + field->text().trimmed();
   session_.simulate(r);
 }
 

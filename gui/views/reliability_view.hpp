@@ -26,10 +26,15 @@ class ReliabilityView : public QWidget {
   // What-if settings, as a user would type them ("" keeps the scenario's).
   void set_inputs(const QString& horizon, const QString& gpu_mtbf, const QString& host_mtbf,
                   const QString& checkpoint_interval);
-  // Iterations to simulate and the variability to try (coefficients of variation; "" keeps the
-  // scenario's).
-  void set_spread_inputs(int iterations, const QString& kernel_cv, const QString& step_cv,
-                         const QString& gpu_cv);
+  // Iterations to simulate and the variability to try ("" keeps the scenario's).
+  struct SpreadInputs {
+    int iterations = 1;
+    QString kernel_cv;         // each kernel's own coefficient of variation
+    QString step_cv;           // a GPU's whole step: one draw shared by its kernels
+    QString step_correlation;  // how much two GPUs' step draws move together, 0 to 1
+    QString gpu_cv;            // each GPU's lasting slowness
+  };
+  void set_spread_inputs(const SpreadInputs& inputs);
   void simulate();
   LinePlot* goodput_plot() const { return goodput_; }
   LinePlot* events_plot() const { return events_; }
@@ -49,6 +54,7 @@ class ReliabilityView : public QWidget {
   QSpinBox* iterations_;
   QLineEdit* kernel_cv_;
   QLineEdit* step_cv_;
+  QLineEdit* step_correlation_;
   QLineEdit* gpu_cv_;
   QPushButton* run_;
   QLabel* status_;

@@ -306,9 +306,20 @@ class TestGuiViews : public QObject {
   void a_horizon_shows_failures_restarts_and_goodput_over_time() {
     ReliabilityView* view = window_->reliability_view();
     view->set_inputs("30d", "150d", "300d", "");
-    view->set_spread_inputs(12, "0.05", "0.01", "0.02");
+    view->set_spread_inputs({.iterations = 12,
+                             .kernel_cv = "0.05",
+                             .step_cv = "0.01",
+                             .step_correlation = "0.5",
+                             .gpu_cv = "0.02"});
+    QSignalSpy started(session_, &Session::simulation_started);
     view->simulate();
     wait_for_simulation();
+    // Each what-if reaches the simulator as the --set a user would type.
+    QCOMPARE(started.count(), 1);
+    const QString command = started.front().front().toString();
+    for (const char* set : {"variability.kernels.cv=0.05", "variability.steps.cv=0.01",
+                            "variability.steps.correlation=0.5", "variability.ranks.cv=0.02"})
+      QVERIFY2(command.contains(set), qPrintable(command));
     // The spread of the 12 steps under kernel, step and GPU variability, as a distribution function.
     const auto& sp = session_->simulation_report()["simulation"]["spread"];
     QCOMPARE(sp["iterations"].get<int>(), 12);
