@@ -67,11 +67,7 @@ KernelCost& KernelCost::operator+=(const KernelCost& o) {
     fused_head_dim = o.fused_head_dim;
     fused_key_length = o.fused_key_length;
   }
-  elementwise_bytes += o.elementwise_bytes;
-  norm_bytes += o.norm_bytes;
-  eager_norm_bytes += o.eager_norm_bytes;
-  gated_bytes += o.gated_bytes;
-  scores_bytes += o.scores_bytes;
+  for (const MemoryBoundKind& k : kMemoryBoundKinds) this->*k.bytes += o.*k.bytes;
   optimizer_bytes += o.optimizer_bytes;
   launches += o.launches;
   synchronous_launches += o.synchronous_launches;
@@ -89,11 +85,7 @@ KernelCost KernelCost::operator*(int k) const {
   c.flash_backward_flops = flash_backward_flops * k;
   c.flash_full_forward_flops = flash_full_forward_flops * k;
   c.flash_full_backward_flops = flash_full_backward_flops * k;
-  c.elementwise_bytes = elementwise_bytes * k;
-  c.norm_bytes = norm_bytes * k;
-  c.eager_norm_bytes = eager_norm_bytes * k;
-  c.gated_bytes = gated_bytes * k;
-  c.scores_bytes = scores_bytes * k;
+  for (const MemoryBoundKind& kind : kMemoryBoundKinds) c.*kind.bytes = this->*kind.bytes * k;
   c.optimizer_bytes = optimizer_bytes * k;
   c.launches = launches * k;
   c.synchronous_launches = synchronous_launches * k;
@@ -112,11 +104,7 @@ KernelCost without(const KernelCost& whole, const KernelCost& part) {
   c.flash_backward_flops = c.flash_backward_flops - part.flash_backward_flops;
   c.flash_full_forward_flops = c.flash_full_forward_flops - part.flash_full_forward_flops;
   c.flash_full_backward_flops = c.flash_full_backward_flops - part.flash_full_backward_flops;
-  c.elementwise_bytes = c.elementwise_bytes - part.elementwise_bytes;
-  c.norm_bytes = c.norm_bytes - part.norm_bytes;
-  c.eager_norm_bytes = c.eager_norm_bytes - part.eager_norm_bytes;
-  c.gated_bytes = c.gated_bytes - part.gated_bytes;
-  c.scores_bytes = c.scores_bytes - part.scores_bytes;
+  for (const MemoryBoundKind& k : kMemoryBoundKinds) c.*k.bytes = c.*k.bytes - part.*k.bytes;
   c.launches -= part.launches;
   c.host_syncs -= part.host_syncs;
   return c;
@@ -133,11 +121,16 @@ KernelCost memory_bound_kernels(double bytes, int launches) {
   return c;
 }
 
+Bytes KernelCost::memory_bound_bytes() const {
+  Bytes sum;
+  for (const MemoryBoundKind& k : kMemoryBoundKinds) sum += this->*k.bytes;
+  return sum;
+}
+
 double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e) {
-  return cost.elementwise_bytes.value() + cost.norm_bytes.value() * e.memory / e.norm_or_memory() +
-         cost.eager_norm_bytes.value() * e.memory / e.eager_norm_or_memory() +
-         cost.gated_bytes.value() * e.memory / e.gated_or_memory() +
-         cost.scores_bytes.value() * e.memory / e.scores_or_memory();
+  double sum = 0;
+  for (const MemoryBoundKind& k : kMemoryBoundKinds) sum += (cost.*k.bytes).value() * e.memory / k.share(e);
+  return sum;
 }
 
 KernelCost norm_kernel(double bytes) {
@@ -517,11 +510,7 @@ KernelCost backward_of(const KernelCost& f) {
   b.fused_kernel = f.fused_kernel;
   b.fused_head_dim = f.fused_head_dim;
   b.fused_key_length = f.fused_key_length;
-  b.elementwise_bytes = f.elementwise_bytes * 2;
-  b.norm_bytes = f.norm_bytes * 2;
-  b.eager_norm_bytes = f.eager_norm_bytes * 2;
-  b.gated_bytes = f.gated_bytes * 2;
-  b.scores_bytes = f.scores_bytes * 2;
+  for (const MemoryBoundKind& k : kMemoryBoundKinds) b.*k.bytes = f.*k.bytes * 2;
   b.launches = f.launches * 2;
   return b;
 }

@@ -100,18 +100,30 @@ struct KernelCost {
   }
 
   // The HBM traffic of its memory-bound kernels, of every kind; and every byte its kernels move.
-  Bytes memory_bound_bytes() const {
-    return elementwise_bytes + norm_bytes + eager_norm_bytes + gated_bytes + scores_bytes;
-  }
+  Bytes memory_bound_bytes() const;
   Bytes traffic() const { return gemm_bytes + memory_bound_bytes() + optimizer_bytes; }
 
   KernelCost& operator+=(const KernelCost& o);
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
-// Every memory-bound byte of `cost` as a byte at efficiency.memory: each kind's bytes (norm, eager norm,
-// gated, scores) scaled by memory over its own share, so that one rate times `memory` times all of them. The
-// one home of which kind runs at which share: the cost model's time and calibration's fit both use it.
+// The kinds of memory-bound kernel, each with its bytes in KernelCost and the share of the memory
+// bandwidth it runs at: the one list that KernelCost's sums, the cost model's time and calibration's fit
+// go through.
+struct MemoryBoundKind {
+  Bytes KernelCost::*bytes;
+  double (*share)(const EfficiencySpec&);
+};
+inline constexpr MemoryBoundKind kMemoryBoundKinds[] = {
+    {&KernelCost::elementwise_bytes, [](const EfficiencySpec& e) { return e.memory; }},
+    {&KernelCost::norm_bytes, [](const EfficiencySpec& e) { return e.norm_or_memory(); }},
+    {&KernelCost::eager_norm_bytes, [](const EfficiencySpec& e) { return e.eager_norm_or_memory(); }},
+    {&KernelCost::gated_bytes, [](const EfficiencySpec& e) { return e.gated_or_memory(); }},
+    {&KernelCost::scores_bytes, [](const EfficiencySpec& e) { return e.scores_or_memory(); }},
+};
+
+// Every memory-bound byte of `cost` as a byte at efficiency.memory: each kind's bytes scaled by memory
+// over its own share, so that one rate times `memory` times all of them.
 double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e);
 
 // `launches` memory-bound kernels that move `bytes` of HBM traffic in all (elementwise_bytes).
