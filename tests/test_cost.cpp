@@ -1029,8 +1029,9 @@ BOOST_AUTO_TEST_CASE(fms_rotary_embedding_rotates_pairs_by_gathered_matrices_wit
                  tokens * (36 - 40) * qk,
              tt::tolerance(1e-12));
   BOOST_TEST(layer_backward(m, fms, false).launches - layer_backward(m, eager, false).launches == 8 - 12);
-  // Compiled (kernels fused), one kernel whatever the model code.
+  // Under torch.compile Inductor generates one kernel for its real-valued ops.
   LayerWork compiled = fused;
+  compiled.kernels = LayerKernels::Compiled;
   compiled.rotary = Rotary::RotationMatrix;
   BOOST_TEST(layer_forward(m, compiled, false).elementwise_bytes.value() ==
              layer_forward(m, fused, false).elementwise_bytes.value());
@@ -1042,6 +1043,33 @@ BOOST_AUTO_TEST_CASE(fms_rotary_embedding_rotates_pairs_by_gathered_matrices_wit
   BOOST_TEST(layer_forward(m, fp32_fms, false).elementwise_bytes.value() -
                      layer_forward(m, fp32_complex, false).elementwise_bytes.value() ==
                  tokens * (16 * qk + 2 * 64 * 4 * 4),
+             tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(torch_compile_leaves_the_complex_rotary_product_to_aten) {
+  // torchtitan's Llama multiplies torch.view_as_complex views by the frequencies; Inductor generates no
+  // code for complex operators, so under torch.compile the upcast, ATen's complex product and the cast
+  // back run as in eager PyTorch (20 bytes an element of the queries and keys against a fused kernel's
+  // 4, 6 launches against 1), forward and backward, while the norms and SwiGLU stay fused.
+  const ModelSpec m = model("llama3-8b");
+  const auto [fused, eager] = fused_and_eager(2048, 1);
+  LayerWork compiled = fused;
+  compiled.kernels = LayerKernels::Compiled;
+  const double tokens = 2048, qk = (double(m.heads) + m.kv_heads) * m.head_dim;
+  const KernelCost f = layer_forward(m, fused, false), c = layer_forward(m, compiled, false);
+  BOOST_TEST(memory_bound(c) - memory_bound(f) == tokens * 16 * qk, tt::tolerance(1e-12));
+  BOOST_TEST(c.launches - f.launches == 5);
+  BOOST_TEST(c.norm_bytes.value() == f.norm_bytes.value());
+  BOOST_TEST(
+      memory_bound(layer_backward(m, compiled, false)) - memory_bound(layer_backward(m, fused, false)) ==
+          2 * tokens * 16 * qk,
+      tt::tolerance(1e-12));
+  // A framework's fused kernels (kernels fused) rotate in one pass whatever the model code says.
+  BOOST_TEST((fused.rotary == Rotary::Complex));
+  // Per-operator selective checkpointing runs the rotation again: the same ops.
+  BOOST_TEST(memory_bound(recompute_forward(m, compiled, Recompute::Op, false)) -
+                     memory_bound(recompute_forward(m, fused, Recompute::Op, false)) ==
+                 tokens * 16 * qk,
              tt::tolerance(1e-12));
 }
 

@@ -255,7 +255,8 @@ KernelCost norm(const ModelSpec& m, const LayerWork& w, const Shape& s) {
 
 // What the attention's inputs go through between the QKV projection and the attention kernel. Rotary
 // embedding of the queries and keys: fused, one kernel that reads and writes each element; in eager
-// PyTorch the model code's own ops (training.rotary, eager_rotary.hpp); YaRN under Megatron-Core's
+// PyTorch, and the complex product under torch.compile, the model code's own ops (training.rotary,
+// eager_rotary.hpp: runs_eager_rotary); YaRN under Megatron-Core's
 // fused modules, its unfused bshd RoPE (megatron_eager_ops.hpp). Then, when the model repeats the key and
 // value heads to the query heads before the kernel (training.repeat_kv: torchtitan's repeat_kv, an
 // expand then reshape), the keys and values are copied out at the query heads' width.
@@ -266,7 +267,7 @@ KernelCost attention_inputs(const ModelSpec& m, const LayerWork& w, const Shape&
     const double elements = s.tokens * (A + Kv) / s.t;
     if (runs_unfused_megatron_rope(m, w)) {
       c += unfused_megatron_rope(elements, s.e, false);
-    } else if (w.kernels == LayerKernels::Eager) {
+    } else if (runs_eager_rotary(w)) {
       c += eager_rotary(w.rotary, elements, s.tokens, m.head_dim, s.e, false);
     } else {
       c += memory_bound_kernels(2 * s.e * elements);

@@ -26,6 +26,11 @@ KernelCost eager_rotary(Rotary rotary, double elements, double tokens, int head_
   return memory_bound_kernels(per_tensor + matrices, launches + 5);
 }
 
+bool runs_eager_rotary(const LayerWork& w) {
+  return w.kernels == LayerKernels::Eager ||
+         (w.kernels == LayerKernels::Compiled && w.rotary == Rotary::Complex);
+}
+
 bool eager_rotary_has_own_backward(const ModelSpec& m, const LayerWork& w) {
   return m.position == PositionKind::Rope && w.kernels == LayerKernels::Eager &&
          w.rotary == Rotary::RotationMatrix;

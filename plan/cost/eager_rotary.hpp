@@ -26,6 +26,11 @@ namespace paratwin::cost {
 // a tensor; the matrices take no gradient.
 KernelCost eager_rotary(Rotary rotary, double elements, double tokens, int head_dim, double e, bool backward);
 
+// Whether the model code's rotation runs as its own ATen ops (eager_rotary): always in eager PyTorch;
+// under torch.compile when it multiplies complex numbers, which Inductor leaves to ATen (an upcast
+// kernel, ATen's complex product, a cast back: the eager traffic; its backward is the same again).
+bool runs_eager_rotary(const LayerWork& w);
+
 // Whether the layer's backward runs the rotation's own backward (eager_rotary with backward true)
 // rather than its forward's traffic twice: eager kernels, rotary position and Rotary::RotationMatrix.
 bool eager_rotary_has_own_backward(const ModelSpec& m, const LayerWork& w);

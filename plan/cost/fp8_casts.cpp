@@ -62,8 +62,8 @@ void te_grad_output(const Fp8Linear& l, const LayerWork& w, KernelCost& bwd) {
 // (a reduction in two stages, the second over a few values), then its cast; torch._scaled_mm takes a
 // row-major first and a column-major second operand, so the weight gradient's operands (the input and
 // the output gradient, transposed) and the input gradient's (the weight, transposed) are copied to
-// the other layout. Under torch.compile (training.kernels fused) Inductor fuses the amax into the
-// kernel that produced the tensor when it generated that kernel (a norm, an activation, the backward's
+// the other layout. Under torch.compile (training.kernels compiled, or fused) Inductor fuses the amax into
+// the kernel that produced the tensor when it generated that kernel (a norm, an activation, the backward's
 // elementwise kernels; not the attention kernel) and writes both layouts from one cast, as torchao's
 // roofline model counts them (torchao/float8/roofline_utils.py, get_tensor_memory_traffic_ovhd_s,
 // tensorwise); eager, each is a kernel of its own. A column-parallel linear under torchtitan's
@@ -72,7 +72,7 @@ void te_grad_output(const Fp8Linear& l, const LayerWork& w, KernelCost& bwd) {
 void torchao_tensor(double cast_rows, double rows, double cols, bool producer_fuses, const LayerWork& w,
                     KernelCost& cast_pass, KernelCost& bwd) {
   const double e = element_bytes(w.precision);
-  const bool compiled = w.kernels == LayerKernels::Fused;
+  const bool compiled = w.kernels != LayerKernels::Eager;
   const bool gathered = cast_rows < rows;
   // The amax: its first stage a pass of its own unless fused; its second, over a few values, a launch.
   if (compiled && producer_fuses)

@@ -27,8 +27,8 @@ const EnumNames<CpRotate> kCpRotateNames = {{"allgather", CpRotate::AllGather},
                                             {"alltoall", CpRotate::AllToAll}};
 const EnumNames<TpOverlap> kTpOverlapNames = {{"async_tp", TpOverlap::AsyncTp},
                                               {"userbuffers", TpOverlap::Userbuffers}};
-const EnumNames<LayerKernels> kLayerKernelsNames = {{"fused", LayerKernels::Fused},
-                                                    {"eager", LayerKernels::Eager}};
+const EnumNames<LayerKernels> kLayerKernelsNames = {
+    {"fused", LayerKernels::Fused}, {"compiled", LayerKernels::Compiled}, {"eager", LayerKernels::Eager}};
 const EnumNames<Projections> kProjectionsNames = {{"fused", Projections::Fused},
                                                   {"separate", Projections::Separate}};
 const EnumNames<Rotary> kRotaryNames = {{"complex", Rotary::Complex},

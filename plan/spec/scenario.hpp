@@ -50,21 +50,26 @@ enum class CpRotate { AllGather, AllToAll };
 enum class TpOverlap { AsyncTp, Userbuffers };
 // Which kernels a layer's backward runs besides its GEMMs' and attention's. fused: the framework's
 // own (Megatron-LM with Transformer Engine: each linear's bias gradient in its weight-gradient GEMM's
-// epilogue, the query, key and value gradients written into one packed buffer). eager: PyTorch
-// autograd over nn.Linear and a fused QKV projection split into views (llm-foundry's MPT): each bias
-// gradient is a reduction of the linear's output gradient over the tokens, and the split's backward
-// concatenates the query, key and value gradients into the projection's output gradient.
-enum class LayerKernels { Fused, Eager };
+// epilogue, the query, key and value gradients written into one packed buffer). compiled:
+// torch.compile's Inductor, which fuses the model code's elementwise ops as `fused` does, but leaves
+// the ops it generates no code for to ATen: complex tensors (torchtitan's complex rotary embedding,
+// training.rotary complex: "Torchinductor does not support code generation for complex operators",
+// torch/_inductor/lowering.py; pytorch/torchtitan issue 15). eager: PyTorch autograd over nn.Linear
+// and a fused QKV projection split into views (llm-foundry's MPT): each bias gradient is a reduction of
+// the linear's output gradient over the tokens, and the split's backward concatenates the query, key
+// and value gradients into the projection's output gradient.
+enum class LayerKernels { Fused, Compiled, Eager };
 // How a layer's linears are laid out in the framework's model code. fused: one QKV projection (and,
 // with SwiGLU, one gate-and-up projection): Megatron-LM's linear_qkv and linear_fc1, llm-foundry's
 // MPT Wqkv. separate: a linear each for the queries, keys and values, and for SwiGLU's gate and up
 // (torchtitan's and Hugging Face's Llama: wq, wk, wv, w1, w3). Under training.kernels eager the
 // layout decides autograd's own kernels (cost::eager_autograd_backward).
 enum class Projections { Fused, Separate };
-// How eager model code rotates the queries and keys (rotary position embedding; under training.kernels
-// eager only, plan/cost/eager_rotary.hpp). complex: torchtitan's and Meta's Llama apply_rotary_emb, an
-// fp32 complex product. rotation_matrix: foundation-model-stack's RotaryEmbedding (the LLaMA fms-fsdp
-// trains), each pair of an fp32 upcast times a gathered 2 x 2 rotation matrix, then summed over the pair.
+// How the model code rotates the queries and keys (rotary position embedding; under training.kernels
+// eager, and complex under compiled, plan/cost/eager_rotary.hpp; fused kernels rotate in one pass). complex:
+// torchtitan's and Meta's Llama apply_rotary_emb, an fp32 complex product. rotation_matrix:
+// foundation-model-stack's RotaryEmbedding (the LLaMA fms-fsdp trains), each pair of an fp32 upcast times a
+// gathered 2 x 2 rotation matrix, then summed over the pair.
 enum class Rotary { Complex, RotationMatrix };
 // How the loss is computed from the logits. unfused: PyTorch's F.cross_entropy, fp32 kernels that each
 // pass over the logits (48 bytes of HBM traffic per bf16 logit over forward and backward, an fp32
