@@ -127,6 +127,7 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes) 
                     {"seq_len", o.seq_len},
                     {"plan", o.plan},
                     {"settings", o.settings},
+                    {"replay", o.replay},
                     {"zero3", o.zero3},
                     {"h100", o.h100},
                     {"moe", o.moe},

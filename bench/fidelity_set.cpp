@@ -137,21 +137,19 @@ class SweepFiles {
     if (it == files_.end())
       it = files_.emplace(run.scenario, load_scenario(run.scenario, {}, catalog_)).first;
     const ScenarioSpec& file = it->second;
-    for (const SweepPoint& point : expand_sweep(file.sweep)) {
-      const bool named =
-          std::any_of(point.settings.begin(), point.settings.end(), [&](const SweepSetting& s) {
-            return s.path == "name" && s.value.is_scalar() && s.value.scalar == run.id;
-          });
-      if (!named) continue;
-      std::string settings;
-      for (const SweepSetting& s : point.settings)
-        if (s.path != "name")
-          settings += (settings.empty() ? "" : " ") + std::string("--set '") + s.path + "=" +
-                      to_flow_yaml(s.value) + "'";
-      return {point_scenario(file, point, catalog_), settings};
+    SweepPoint point;
+    try {
+      point = named_sweep_point(file, run.id);
+    } catch (const InputError&) {
+      throw InputError(run.where,
+                       run.id + ": " + run.scenario + " has no sweep.list entry with name: " + run.id);
     }
-    throw InputError(run.where,
-                     run.id + ": " + run.scenario + " has no sweep.list entry with name: " + run.id);
+    std::string settings;
+    for (const SweepSetting& s : point.settings)
+      if (s.path != "name")
+        settings += (settings.empty() ? "" : " ") + std::string("--set '") + s.path + "=" +
+                    to_flow_yaml(s.value) + "'";
+    return {point_scenario(file, point, catalog_), settings};
   }
 
  private:
@@ -178,6 +176,8 @@ Outcome evaluate_loaded(const Run& run, const ScenarioSpec& s, const std::string
   o.device = s.cluster.device_of(*pool).name;
   o.plan = describe_plan(plan);
   o.settings = settings;
+  o.replay = "paratwin plan bench/fidelity/" + std::filesystem::path(run.scenario).filename().string() +
+             " --point " + run.id;
   o.precision = enum_name(s.training.precision, kPrecisionNames);
   o.gpus = plan.gpus();
   o.seq_len = s.training.seq_len;

@@ -66,7 +66,8 @@ struct Outcome {
   std::string model;      // the model's name
   std::string device;     // the device the plan runs on
   std::string plan;       // "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3"
-  std::string settings;   // the run's sweep.list entry as --set arguments, to reproduce it
+  std::string settings;   // the run's sweep.list entry as --set arguments
+  std::string replay;     // the command that evaluates it: paratwin plan bench/fidelity/FILE --point ID
   std::string precision;  // training.precision
   int gpus = 0;
   int seq_len = 0;

@@ -45,7 +45,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::string scenario;
     std::vector<std::string> sets;
-    std::string plan_file, json, trace, output, program;
+    std::string plan_file, json, trace, output, program, point;
     std::vector<std::string> emit;  // FORMAT, and DIR for chakra
     int top = 0;
   };
@@ -55,6 +55,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   cmd->add_option("scenario", opts->scenario, "scenario file")->required();
   cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")
       ->type_name("KEY=VALUE");
+  add_point_option(cmd, opts->point);
   cmd->add_option("--plan", opts->plan_file, "evaluate this plan file instead of the scenario's plan")
       ->type_name("PLAN.yaml");
   cmd->add_option("--json", opts->json, "write the report as JSON (- for standard output)")
@@ -92,7 +93,7 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       exit_status = kExitOk;
       return;
     }
-    const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
+    const ScenarioSpec scenario = load_scenario_point(opts->scenario, opts->sets, opts->point);
     print_diagnostics(scenario.warnings);
     SearchOptions options;
     options.top = opts->top ? opts->top : scenario.search.top;

@@ -51,7 +51,7 @@ void replay_traces(const std::string& dir, const ScenarioSpec& scenario, const s
 
 void add_simulate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra, png;
+    std::string scenario, plan_file, json, trace, horizon, failure_trace, chakra, png, point;
     std::vector<std::string> emit;  // chakra DIR
     std::vector<std::string> sets;
     int iterations = 1;
@@ -65,6 +65,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("scenario", opts->scenario, "scenario file")->required();
   cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set plan.tp=8")
       ->type_name("KEY=VALUE");
+  add_point_option(cmd, opts->point);
   cmd->add_option("--plan", opts->plan_file, "simulate this plan file instead of the scenario's plan")
       ->type_name("PLAN.yaml");
   cmd->add_option("--iterations", opts->iterations,
@@ -142,7 +143,7 @@ void add_simulate_command(CLI::App& app, int& exit_status) {
       replayed = load_failure_trace(opts->failure_trace);
       sets.insert(sets.begin(), replayed->sets.begin(), replayed->sets.end());
     }
-    ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(sets));
+    ScenarioSpec scenario = load_scenario_point(opts->scenario, sets, opts->point);
     if (replayed) apply_failure_trace(*replayed, scenario);
     print_diagnostics(scenario.warnings);
     if (!opts->chakra.empty()) {

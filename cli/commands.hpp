@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "plan/spec/doc.hpp"
+#include "plan/spec/scenario.hpp"
 
 namespace paratwin::cli {
 
@@ -36,6 +37,12 @@ void simulate_jobs_command(const std::string& path, const std::vector<std::strin
 
 // Parses each `--set KEY=VALUE`; throws InputError on a malformed one.
 std::vector<Override> parse_overrides(const std::vector<std::string>& arguments);
+// The scenario at `path` with the `--set` overrides; with a `point` (`--point NAME`), its sweep.list entry
+// of that name, the overrides applied after the entry's settings.
+ScenarioSpec load_scenario_point(const std::string& path, const std::vector<std::string>& sets,
+                                 const std::string& point);
+// Registers `--point NAME` on a command that evaluates one scenario.
+void add_point_option(CLI::App* command, std::string& point);
 // Prints warnings to standard error in the compiler-style format.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 

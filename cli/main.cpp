@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "exec/backend_info.hpp"
 #include "plan/spec/diagnostics.hpp"
+#include "plan/sweep/point.hpp"
 #include "sim/engine_info.hpp"
 
 namespace paratwin::cli {
@@ -14,6 +15,21 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& arguments)
   std::vector<Override> out;
   for (const auto& a : arguments) out.push_back(parse_override(a));
   return out;
+}
+
+ScenarioSpec load_scenario_point(const std::string& path, const std::vector<std::string>& sets,
+                                 const std::string& point) {
+  if (point.empty()) return load_scenario(path, parse_overrides(sets));
+  const ScenarioSpec file = load_scenario(path);
+  return point_scenario(file, named_sweep_point(file, point), Catalog::installed(), parse_overrides(sets));
+}
+
+void add_point_option(CLI::App* command, std::string& point) {
+  command
+      ->add_option("--point", point,
+                   "evaluate the sweep.list entry with this name (e.g. a run of bench/fidelity/); --set "
+                   "applies after its settings")
+      ->type_name("NAME");
 }
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics) {

@@ -141,6 +141,31 @@ BOOST_AUTO_TEST_CASE(plan_reports_the_architecture_keys_and_writes_trace_and_pla
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(plan_point_evaluates_a_named_sweep_entry_with_set_after_its_settings) {
+  // A run of the validation set by name, as bench_fidelity's JSON says to replay it.
+  const std::string file = "plan " + kSource + "/bench/fidelity/torchtitan-h100.yaml";
+  const auto time_of = [](const std::string& text) {
+    const size_t k = text.find("\"iteration_time_s\": ");
+    return text.substr(k, text.find(',', k) - k);
+  };
+  const Result sync = paratwin(file + " --point TT-11 --json -");
+  BOOST_TEST_INFO(sync.err);
+  BOOST_REQUIRE(sync.status == 0);
+  BOOST_TEST(sync.out.find("\"scenario\": \"TT-11\"") != std::string::npos);
+  // TT-12 is TT-11 with AsyncTP: the same point with --set after its settings evaluates to it.
+  const Result async = paratwin(file + " --point TT-12 --json -");
+  const Result overridden = paratwin(file + " --point TT-11 --set plan.overlap.tp=true --json -");
+  BOOST_REQUIRE(async.status == 0);
+  BOOST_REQUIRE(overridden.status == 0);
+  BOOST_TEST(time_of(overridden.out) == time_of(async.out));
+  BOOST_TEST(time_of(sync.out) != time_of(async.out));
+  // A name that is not there: exit 2 at the sweep section, with the nearest name.
+  const Result typo = paratwin(file + " --point tt-11");
+  BOOST_TEST(typo.status == 2);
+  BOOST_TEST(typo.err.find("torchtitan-h100.yaml:") != std::string::npos);
+  BOOST_TEST(typo.err.find("did you mean 'TT-11'") != std::string::npos, typo.err);
+}
+
 BOOST_AUTO_TEST_CASE(emit_prints_framework_configs_and_exits_2_for_a_plan_deepspeed_cannot_run) {
   const std::string quickstart = "plan " + kSource + "/scenarios/quickstart.yaml";
   Result megatron = paratwin(quickstart + " --emit megatron");

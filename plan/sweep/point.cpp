@@ -7,6 +7,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/goodput_report.hpp"
 #include "plan/search/choose.hpp"
+#include "plan/spec/suggest.hpp"
 #include "plan/sweep/economics.hpp"
 
 namespace paratwin {
@@ -49,10 +50,30 @@ PointResult failed_point(const SweepPoint& point, const std::string& why) {
 }
 
 ScenarioSpec point_scenario(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
-                            const Catalog& catalog) {
+                            const Catalog& catalog, const std::vector<Override>& after) {
   DocNode document = sweep_scenario.document;
   std::erase_if(document.entries, [](const DocEntry& e) { return e.key == "sweep"; });
-  return load_scenario(std::move(document), sweep_overrides(point.settings), catalog);
+  std::vector<Override> overrides = sweep_overrides(point.settings);
+  overrides.insert(overrides.end(), after.begin(), after.end());
+  return load_scenario(std::move(document), std::move(overrides), catalog);
+}
+
+SweepPoint named_sweep_point(const ScenarioSpec& sweep_scenario, const std::string& name) {
+  std::vector<std::string> names;
+  const SweepSpec& sweep = sweep_scenario.sweep;
+  for (size_t i = 0; i < sweep.list.size(); ++i)
+    for (const SweepSetting& s : sweep.list[i])
+      if (s.path == "name" && s.value.is_scalar()) {
+        if (s.value.scalar == name) return {int(i), sweep.list[i]};
+        names.push_back(s.value.scalar);
+      }
+  const Location where =
+      sweep.list.empty() ? Location{sweep_scenario.document.location.file} : sweep.location;
+  if (names.empty())
+    throw InputError(where, "expected a sweep.list entry named '" + name +
+                                "', but the scenario has no named sweep.list entries");
+  throw InputError(where, "expected a sweep.list entry named '" + name + "', one of " + join(names) +
+                              did_you_mean(name, names));
 }
 
 PointResult evaluate_point(const ScenarioSpec& sweep_scenario, const SweepPoint& point,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/report/report.hpp"
+#include "plan/spec/doc.hpp"
 #include "plan/sweep/grid.hpp"
 
 namespace paratwin {
@@ -61,9 +62,16 @@ using PointSimulator = std::function<SimulatedPoint(const ScenarioSpec& scenario
                                                     std::optional<Seconds> horizon)>;
 
 // The scenario of one point: `sweep_scenario`'s document without its `sweep:` section, with the point's
-// settings applied as --set overrides. Throws InputError when they make an invalid scenario.
+// settings applied as --set overrides, then `after` (the user's own). Throws InputError when they make
+// an invalid scenario.
 ScenarioSpec point_scenario(const ScenarioSpec& sweep_scenario, const SweepPoint& point,
-                            const Catalog& catalog = Catalog::installed());
+                            const Catalog& catalog = Catalog::installed(),
+                            const std::vector<Override>& after = {});
+
+// The sweep.list entry of `sweep_scenario` whose `name` field is `name` (`paratwin plan --point`, the
+// validation set's runs). Throws InputError at the sweep section, with the names there are and the
+// nearest, when none is.
+SweepPoint named_sweep_point(const ScenarioSpec& sweep_scenario, const std::string& name);
 
 // Evaluates one point of `sweep_scenario` (loaded with its overrides; its `sweep:` section is not part
 // of the points). With `simulate` (for sweeps with sweep.simulate), the plan is also simulated, over a
