@@ -12,7 +12,7 @@ void add_describe_command(CLI::App& app, int& exit_status) {
   struct Options {
     std::string scenario;
     std::vector<std::string> sets;
-    std::string json;
+    std::string json, point;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd =
@@ -20,10 +20,11 @@ void add_describe_command(CLI::App& app, int& exit_status) {
   cmd->add_option("scenario", opts->scenario, "scenario file")->required();
   cmd->add_option("--set", opts->sets, "override a scenario field, e.g. --set cluster.nodes=64")
       ->type_name("KEY=VALUE");
+  add_point_option(cmd, opts->point);
   cmd->add_option("--json", opts->json, "also write the summary as JSON to FILE (- for standard output)")
       ->type_name("FILE|-");
   cmd->callback([opts, &exit_status] {
-    const ScenarioSpec scenario = load_scenario(opts->scenario, parse_overrides(opts->sets));
+    const ScenarioSpec scenario = load_scenario_point(opts->scenario, opts->sets, opts->point);
     print_diagnostics(scenario.warnings);
     const ScenarioSummary summary = summarize(scenario);
     if (opts->json != "-") std::cout << to_text(summary);
