@@ -4,9 +4,12 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "exec/threads.hpp"
 #include "plan/calibrate/profile.hpp"
@@ -14,19 +17,34 @@
 
 namespace paratwin::exec {
 
+namespace {
+
+// Each task's timings besides its start and end: the field of its span, and where RunTimings keeps it.
+constexpr std::pair<double TaskSpan::*, std::vector<double> RunTimings::*> kSpanFields[] = {
+    {&TaskSpan::wait_s, &RunTimings::wait_s},
+    {&TaskSpan::cpu_s, &RunTimings::cpu_s},
+    {&TaskSpan::gemm_s, &RunTimings::gemm_s},
+    {&TaskSpan::attention_s, &RunTimings::attention_s},
+    {&TaskSpan::scores_s, &RunTimings::scores_s}};
+
+// The kernels a compute task's profile entry splits its CPU time into, by their key.
+constexpr std::pair<const char*, std::vector<double> RunTimings::*> kTimedKernels[] = {
+    {"gemm_s", &RunTimings::gemm_s},
+    {"attention_s", &RunTimings::attention_s},
+    {"scores_s", &RunTimings::scores_s}};
+
+}  // namespace
+
 RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult& result) {
   const int tasks = int(role.tasks.size()), steps = int(result.spans.size());
-  std::vector<double> start, end, wait, cpu, gemm, attention, scores;
+  std::vector<double> start, end;
+  std::array<std::vector<double>, std::size(kSpanFields)> fields;
   for (int s = 0; s < steps; ++s)
     for (int t = 0; t < tasks; ++t) {
       const TaskSpan& span = result.spans[s][t];
       start.push_back(result.step_start_s[s] + span.start_s);
       end.push_back(result.step_start_s[s] + span.end_s);
-      wait.push_back(span.wait_s);
-      cpu.push_back(span.cpu_s);
-      gemm.push_back(span.gemm_s);
-      attention.push_back(span.attention_s);
-      scores.push_back(span.scores_s);
+      for (size_t f = 0; f < fields.size(); ++f) fields[f].push_back(span.*kSpanFields[f].first);
     }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -34,11 +52,7 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
   RunTimings out;
   out.start_s = comm.gather(start, 0);
   out.end_s = comm.gather(end, 0);
-  out.wait_s = comm.gather(wait, 0);
-  out.cpu_s = comm.gather(cpu, 0);
-  out.gemm_s = comm.gather(gemm, 0);
-  out.attention_s = comm.gather(attention, 0);
-  out.scores_s = comm.gather(scores, 0);
+  for (size_t f = 0; f < fields.size(); ++f) out.*kSpanFields[f].second = comm.gather(fields[f], 0);
   out.step_cpu_s = comm.gather(result.step_cpu_s, 0);
   out.peak_rss_bytes = comm.gather(rss, 0);
   const std::vector<double> routed = comm.gather(result.routed_tokens, 0);
@@ -155,16 +169,16 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
   nlohmann::json tasks = nlohmann::json::array();
   for (int i = 0; i < t.tasks; ++i) {
     const Task& task = role.tasks[i];
-    std::vector<double> wall, cpu, gemm_share, attention_share, scores_share, fastest;
+    std::vector<double> wall, cpu, fastest;
+    std::array<std::vector<double>, std::size(kTimedKernels)> shares;  // of the task's wall time
     for (int s = first_measured_step(t); s < t.steps; ++s) {
       double fastest_rank = std::numeric_limits<double>::infinity();
       for (int r = 0; r < t.ranks; ++r) {
         const double d = t.at(t.end_s, r, s, i) - t.at(t.start_s, r, s, i);
         wall.push_back(d);
         cpu.push_back(t.at(t.cpu_s, r, s, i));
-        gemm_share.push_back(d > 0 ? std::min(1.0, t.at(t.gemm_s, r, s, i) / d) : 0);
-        attention_share.push_back(d > 0 ? std::min(1.0, t.at(t.attention_s, r, s, i) / d) : 0);
-        scores_share.push_back(d > 0 ? std::min(1.0, t.at(t.scores_s, r, s, i) / d) : 0);
+        for (size_t k = 0; k < shares.size(); ++k)
+          shares[k].push_back(d > 0 ? std::min(1.0, t.at(t.*kTimedKernels[k].second, r, s, i) / d) : 0);
         fastest_rank = std::min(fastest_rank, d);
       }
       fastest.push_back(fastest_rank);
@@ -183,13 +197,11 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
                         {"max_s", count ? *std::max_element(wall.begin(), wall.end()) : 0.0}};
     if (task.stream == StreamKind::Compute) {
       // The thread's CPU time leaves out the time other processes had the core (a shared machine);
-      // GEMM time is measured as wall time, so it enters as its share of the task's wall time,
+      // the kernels' time is measured as wall time, so it enters as its share of the task's wall time,
       // which preemption inflates on both sides alike.
       const double cpu_s = median(cpu);
       j["cpu_s"] = cpu_s;
-      j["gemm_s"] = median(gemm_share) * cpu_s;
-      j["attention_s"] = median(attention_share) * cpu_s;
-      j["scores_s"] = median(scores_share) * cpu_s;
+      for (size_t k = 0; k < shares.size(); ++k) j[kTimedKernels[k].first] = median(shares[k]) * cpu_s;
       j["cpu_cv"] = step_to_step_cv(t, [&](int r, int s) { return t.at(t.cpu_s, r, s, i); });
     }
     if (task.work.gemm_flops.value() > 0) j["gemm_flops"] = task.work.gemm_flops.value();
@@ -210,6 +222,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
   int nodes = 1;
   for (const PoolSpec& p : scenario.cluster.pools)
     if (p.name == role.pool) device = p.device, nodes = p.nodes;
+  const auto step_total = [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); };
   nlohmann::json profile = {
       {"format", kProfileFormat},
       {"version", kProfileVersion},
@@ -228,10 +241,9 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       {"inputs", profile_inputs_yaml(scenario, program.plan)},
       // How much a rank's compute tasks vary together: set against their own cpu_cv, calibrate tells
       // a slowdown common to the whole step from each kernel's own.
-      {"step_cpu_cv", step_to_step_cv(t, [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); })},
+      {"step_cpu_cv", step_to_step_cv(t, step_total)},
       // And how much of that the ranks share: the correlation of their step totals.
-      {"step_cpu_correlation",
-       cross_rank_correlation(t, [&](int r, int s) { return rank_compute_cpu_s(role, t, r, s); })},
+      {"step_cpu_correlation", cross_rank_correlation(t, step_total)},
       {"tasks", tasks}};
   if (nlohmann::json routing = routing_json(scenario.model, t); !routing.is_null())
     profile["routing"] = routing;

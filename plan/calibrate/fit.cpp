@@ -117,7 +117,8 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
           if (w.scores_bytes.value() > 0 && m.scores_s > 0) {
             Row& s = scores_per_microbatch[t.microbatch];
             s.a += w.scores_bytes.value() / cores, s.time += m.scores_s;
-            bytes -= w.scores_bytes.value() * e.memory / e.scores_or_memory(), time -= m.scores_s;
+            bytes -= w.scores_bytes.value() * e.memory / e.memory_share(&EfficiencySpec::scores),
+                time -= m.scores_s;
           }
           Row& r = per_microbatch[t.microbatch];
           r.a += bytes / cores, r.b += w.launches, r.time += time;
@@ -183,9 +184,8 @@ void fit_memory(const Rows& rows, DeviceSpec& device, const std::string& dp, Cal
   if (memory_bw > 0) {
     const double memory = share(memory_bw, 0.01);
     // Kinds not measured here keep their ratios to the memory-bound kernels' rate.
-    for (std::optional<double>* kind : {&device.efficiency.norm, &device.efficiency.eager_norm,
-                                        &device.efficiency.gated, &device.efficiency.scores})
-      if (*kind) **kind *= memory / device.efficiency.memory;
+    for (const auto& [key, kind] : kMemoryShares)
+      if (device.efficiency.*kind) *(device.efficiency.*kind) *= memory / device.efficiency.memory;
     device.efficiency.memory = memory;
   }
   if (scores_bw > 0) device.efficiency.scores = share(scores_bw, 0.01);

@@ -129,7 +129,8 @@ Bytes KernelCost::memory_bound_bytes() const {
 
 double memory_equivalent_bytes(const KernelCost& cost, const EfficiencySpec& e) {
   double sum = 0;
-  for (const MemoryBoundKind& k : kMemoryBoundKinds) sum += (cost.*k.bytes).value() * e.memory / k.share(e);
+  for (const MemoryBoundKind& k : kMemoryBoundKinds)
+    sum += (cost.*k.bytes).value() * e.memory / e.memory_share(k.share);
   return sum;
 }
 

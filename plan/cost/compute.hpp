@@ -107,19 +107,19 @@ struct KernelCost {
   KernelCost operator*(int k) const;  // k times the same work (k layers), launches included
 };
 
-// The kinds of memory-bound kernel, each with its bytes in KernelCost and the share of the memory
-// bandwidth it runs at: the one list that KernelCost's sums, the cost model's time and calibration's fit
-// go through.
+// The kinds of memory-bound kernel, each with its bytes in KernelCost and its own share of the memory
+// bandwidth (EfficiencySpec::memory_share; nullptr: efficiency.memory): the one list that KernelCost's
+// sums, the cost model's time and calibration's fit go through.
 struct MemoryBoundKind {
   Bytes KernelCost::*bytes;
-  double (*share)(const EfficiencySpec&);
+  std::optional<double> EfficiencySpec::*share;
 };
 inline constexpr MemoryBoundKind kMemoryBoundKinds[] = {
-    {&KernelCost::elementwise_bytes, [](const EfficiencySpec& e) { return e.memory; }},
-    {&KernelCost::norm_bytes, [](const EfficiencySpec& e) { return e.norm_or_memory(); }},
-    {&KernelCost::eager_norm_bytes, [](const EfficiencySpec& e) { return e.eager_norm_or_memory(); }},
-    {&KernelCost::gated_bytes, [](const EfficiencySpec& e) { return e.gated_or_memory(); }},
-    {&KernelCost::scores_bytes, [](const EfficiencySpec& e) { return e.scores_or_memory(); }},
+    {&KernelCost::elementwise_bytes, nullptr},
+    {&KernelCost::norm_bytes, &EfficiencySpec::norm},
+    {&KernelCost::eager_norm_bytes, &EfficiencySpec::eager_norm},
+    {&KernelCost::gated_bytes, &EfficiencySpec::gated},
+    {&KernelCost::scores_bytes, &EfficiencySpec::scores},
 };
 
 // Every memory-bound byte of `cost` as a byte at efficiency.memory: each kind's bytes scaled by memory

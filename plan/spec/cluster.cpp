@@ -194,10 +194,8 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
       if (const DocNode* k = er.get(key)) *rates = read_fused_attention(*k, er.field(key), diag, locations);
     er.read("memory", d.efficiency.memory, 0.01, 1.0);
     if (er.read("optimizer", share, 0.001, 1.0)) d.efficiency.optimizer = share;
-    if (er.read("norm", share, 0.01, 1.0)) d.efficiency.norm = share;
-    if (er.read("eager_norm", share, 0.01, 1.0)) d.efficiency.eager_norm = share;
-    if (er.read("gated", share, 0.01, 1.0)) d.efficiency.gated = share;
-    if (er.read("scores", share, 0.01, 1.0)) d.efficiency.scores = share;
+    for (const auto& [key, kind] : kMemoryShares)
+      if (er.read(key, share, 0.01, 1.0)) d.efficiency.*kind = share;
     er.read_quantity("kernel_launch", d.efficiency.kernel_launch, false, true);
     er.read_quantity("synchronous_launch", d.efficiency.synchronous_launch, false, true);
     er.finish();

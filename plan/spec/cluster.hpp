@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/spec/diagnostics.hpp"
@@ -72,11 +73,20 @@ struct EfficiencySpec {
 
   double attention_or_gemm() const { return attention.value_or(gemm); }
   double optimizer_or_memory() const { return optimizer.value_or(memory); }
-  double norm_or_memory() const { return norm.value_or(memory); }
-  double eager_norm_or_memory() const { return eager_norm.value_or(memory); }
-  double gated_or_memory() const { return gated.value_or(memory); }
-  double scores_or_memory() const { return scores.value_or(memory); }
+  // The share of memory-bound kernels of the kind whose own share is `kind` (one of kMemoryShares;
+  // nullptr: elementwise kernels), memory if it has none.
+  double memory_share(std::optional<double> EfficiencySpec::*kind) const {
+    return kind ? (this->*kind).value_or(memory) : memory;
+  }
 };
+
+// The kinds of memory-bound kernel with a share of the bandwidth of their own, by their key in a device
+// file's efficiency: the one list that reading, writing and calibrating them go through.
+inline constexpr std::pair<const char*, std::optional<double> EfficiencySpec::*> kMemoryShares[] = {
+    {"norm", &EfficiencySpec::norm},
+    {"eager_norm", &EfficiencySpec::eager_norm},
+    {"gated", &EfficiencySpec::gated},
+    {"scores", &EfficiencySpec::scores}};
 
 struct DeviceSpec {
   std::string name;

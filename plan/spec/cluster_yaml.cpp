@@ -124,10 +124,8 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
       if (*rates) w.line(6, key, fused_attention_text(**rates), dp + ".efficiency." + key);
     w.line(6, "memory", number(e.memory), dp + ".efficiency.memory");
     if (e.optimizer) w.line(6, "optimizer", number(*e.optimizer), dp + ".efficiency.optimizer");
-    if (e.norm) w.line(6, "norm", number(*e.norm), dp + ".efficiency.norm");
-    if (e.eager_norm) w.line(6, "eager_norm", number(*e.eager_norm), dp + ".efficiency.eager_norm");
-    if (e.gated) w.line(6, "gated", number(*e.gated), dp + ".efficiency.gated");
-    if (e.scores) w.line(6, "scores", number(*e.scores), dp + ".efficiency.scores");
+    for (const auto& [key, kind] : kMemoryShares)
+      if (e.*kind) w.line(6, key, number(*(e.*kind)), dp + ".efficiency." + key);
     w.line(6, "kernel_launch", q(e.kernel_launch), dp + ".efficiency.kernel_launch");
     w.line(6, "synchronous_launch", q(e.synchronous_launch), dp + ".efficiency.synchronous_launch");
   }
