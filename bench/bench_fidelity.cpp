@@ -1,7 +1,9 @@
 // bench_fidelity: how accurate the twin is on published training runs (bench/fidelity/manifest.yaml).
 // Per checked run the measured and predicted iteration time and the signed error; mean, P90 and max
-// absolute error per source, per kind of run and overall; the runs that are not expressible apart; and
-// the test_fidelity guard. Markdown on standard output; --json and --png write the data and the picture.
+// absolute error per source, per kind of run and overall; the twin's peak memory against the peaks
+// sources published and against the configurations they report as out of memory; the runs that are not
+// expressible apart; and the test_fidelity guard. Markdown on standard output; --json and --png write the
+// data and the picture.
 //   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
 #include <cstdio>
 #include <iostream>
@@ -106,6 +108,44 @@ void print_kinds(const std::vector<Outcome>& outcomes) {
   for (const Kind& k : kinds) stats_row(k.label, stats(outcomes, k.keep));
 }
 
+std::string gib(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+void print_memory(const Manifest& m, const std::vector<Outcome>& outcomes,
+                  const std::vector<AnchorOutcome>& anchors) {
+  std::printf("\n## Peak memory against published peaks\n\n");
+  std::printf(
+      "The twin's peak (its fullest stage) over the peak per GPU its source published; what each\n"
+      "source's figure measures is in the manifest (sources.*.memory).\n\n");
+  std::printf("| id | source | device GiB | published GiB | twin GiB | twin / published |\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  for (const Outcome& o : outcomes)
+    if (o.published_peak)
+      std::printf("| %s | %s | %s | %s | %s | %.2f |\n", o.id.c_str(), o.source.c_str(),
+                  gib(o.report.metrics.memory_capacity_gib).c_str(), gib(o.published_peak_gib()).c_str(),
+                  gib(o.report.metrics.peak_memory_gib).c_str(), o.peak_ratio());
+  std::printf("\n| source | runs | mean twin / published | min | max |\n|---|---:|---:|---:|---:|\n");
+  auto row = [](const std::string& label, const PeakStats& p) {
+    if (p.runs > 0)
+      std::printf("| %s | %d | %.2f | %.2f | %.2f |\n", label.c_str(), p.runs, p.mean, p.min, p.max);
+  };
+  for (const Source& source : m.sources)
+    row(source.name, peak_stats(outcomes, [&](const Outcome& o) { return o.source == source.name; }));
+  row("**all**", peak_stats(outcomes));
+  if (anchors.empty()) return;
+  std::printf("\n## Configurations published as out of memory\n\n");
+  std::printf(
+      "| id | source | plan | twin's peak GiB | device GiB | twin's verdict "
+      "|\n|---|---|---|---:|---:|---|\n");
+  for (const AnchorOutcome& a : anchors)
+    std::printf("| %s | %s | %s | %s | %s | %s |\n", a.id.c_str(), a.source.c_str(), a.plan.c_str(),
+                gib(a.peak_gib).c_str(), gib(a.capacity_gib).c_str(),
+                a.fits ? "fits (the run did not)" : "does not fit");
+}
+
 void print_not_expressible(const Manifest& m) {
   std::printf("\n## Not expressible (out of the statistics)\n\n");
   std::printf("| id | source | published | why |\n|---|---|---|---|\n");
@@ -115,26 +155,38 @@ void print_not_expressible(const Manifest& m) {
                   r.not_expressible.c_str());
 }
 
-nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes) {
-  nlohmann::json runs = nlohmann::json::array(), left_out = nlohmann::json::array();
+nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
+                       const std::vector<AnchorOutcome>& anchors) {
+  nlohmann::json runs = nlohmann::json::array(), left_out = nlohmann::json::array(),
+                 out_of_memory = nlohmann::json::array();
   for (const Outcome& o : outcomes)
-    runs.push_back({{"id", o.id},
-                    {"source", o.source},
-                    {"model", o.model},
-                    {"device", o.device},
-                    {"precision", o.precision},
-                    {"gpus", o.gpus},
-                    {"seq_len", o.seq_len},
-                    {"plan", o.plan},
-                    {"settings", o.settings},
-                    {"replay", o.replay},
-                    {"zero3", o.zero3},
-                    {"h100", o.h100},
-                    {"moe", o.moe},
-                    {"measured_s", o.measured_s},
-                    {"predicted_s", o.predicted_s},
-                    {"error", o.error()},
-                    {"report", paratwin::to_json(o.report)}});
+    runs.push_back(
+        {{"id", o.id},
+         {"source", o.source},
+         {"model", o.model},
+         {"device", o.device},
+         {"precision", o.precision},
+         {"gpus", o.gpus},
+         {"seq_len", o.seq_len},
+         {"plan", o.plan},
+         {"settings", o.settings},
+         {"replay", o.replay},
+         {"zero3", o.zero3},
+         {"h100", o.h100},
+         {"moe", o.moe},
+         {"measured_s", o.measured_s},
+         {"predicted_s", o.predicted_s},
+         {"error", o.error()},
+         {"published_peak_gib", o.published_peak ? nlohmann::json(o.published_peak_gib()) : nlohmann::json()},
+         {"report", paratwin::to_json(o.report)}});
+  for (const AnchorOutcome& a : anchors)
+    out_of_memory.push_back({{"id", a.id},
+                             {"source", a.source},
+                             {"plan", a.plan},
+                             {"replay", a.replay},
+                             {"peak_gib", a.peak_gib},
+                             {"capacity_gib", a.capacity_gib},
+                             {"fits", a.fits}});
   for (const Run& r : m.runs)
     if (!r.checked())
       left_out.push_back({{"id", r.id},
@@ -142,16 +194,26 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes) 
                           {"published", {{enum_name(r.published.kind, kFigureKindNames), r.published.value}}},
                           {"why", r.not_expressible}});
   const Stats all = stats(outcomes);
+  const PeakStats peaks = peak_stats(outcomes);
   return {{"manifest", m.file},
-          {"guard", {{"mean_abs_error", m.guard.mean_abs_error}, {"max_abs_error", m.guard.max_abs_error}}},
+          {"guard",
+           {{"mean_abs_error", m.guard.mean_abs_error},
+            {"max_abs_error", m.guard.max_abs_error},
+            {"max_peak_over_published", m.guard.max_peak_over_published}}},
           {"overall",
            {{"runs", all.runs},
             {"mean_abs", all.mean_abs},
             {"p90_abs", all.p90_abs},
             {"max_abs", all.max_abs},
             {"mean_signed", all.mean_signed}}},
+          {"memory",
+           {{"runs", peaks.runs},
+            {"mean_ratio", peaks.mean},
+            {"min_ratio", peaks.min},
+            {"max_ratio", peaks.max}}},
           {"runs", runs},
-          {"not_expressible", left_out}};
+          {"not_expressible", left_out},
+          {"out_of_memory", out_of_memory}};
 }
 
 }  // namespace
@@ -169,12 +231,14 @@ int main(int argc, char** argv) {
     const Catalog catalog(PARATWIN_SOURCE_DIR);
     const Manifest manifest = load_manifest(manifest_path);
     const std::vector<Outcome> outcomes = evaluate_checked(manifest, catalog);
+    const std::vector<AnchorOutcome> anchors = evaluate_anchors(manifest, catalog);
     const Stats all = stats(outcomes);
     std::printf("# The twin against %zu published runs (%d checked), analytic evaluator\n\n",
                 manifest.runs.size(), all.runs);
     print_runs(outcomes);
     print_sources(manifest, outcomes);
     print_kinds(outcomes);
+    print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);
     const bool within =
         all.mean_abs <= manifest.guard.mean_abs_error && all.max_abs <= manifest.guard.max_abs_error;
@@ -184,7 +248,12 @@ int main(int argc, char** argv) {
         percent(all.mean_abs).c_str(), percent(manifest.guard.mean_abs_error).c_str(),
         percent(all.max_abs).c_str(), percent(manifest.guard.max_abs_error).c_str(),
         within ? "within" : "EXCEEDED");
-    if (!json_path.empty()) write_file_atomically(json_path, to_json(manifest, outcomes).dump(2) + "\n");
+    const PeakStats peaks = peak_stats(outcomes);
+    std::printf("test_fidelity guard on peak memory: largest twin / published %.2f <= %.2f: %s\n", peaks.max,
+                manifest.guard.max_peak_over_published,
+                peaks.max <= manifest.guard.max_peak_over_published ? "within" : "EXCEEDED");
+    if (!json_path.empty())
+      write_file_atomically(json_path, to_json(manifest, outcomes, anchors).dump(2) + "\n");
     if (!png_path.empty()) {
       char headline[160];
       std::snprintf(headline, sizeof headline,

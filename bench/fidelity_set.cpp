@@ -33,6 +33,7 @@ Guard read_guard(MapReader& top) {
     MapReader r(*node, "guard", top.diagnostics());
     r.read("mean_abs_error", g.mean_abs_error, 0.0, 10.0, true);
     r.read("max_abs_error", g.max_abs_error, 0.0, 10.0, true);
+    r.read("max_peak_over_published", g.max_peak_over_published, 0.0, 10.0, true);
     r.finish();
   }
   return g;
@@ -54,14 +55,25 @@ std::vector<Source> read_sources(MapReader& top) {
     r.read("title", s.title, true);
     r.read("where", s.where, true);
     r.read("choices", s.choices, true);
+    r.read("memory", s.memory);
     r.finish();
     sources.push_back(std::move(s));
   }
   return sources;
 }
 
+// Names the source of a run or an anchor; an unknown one is an error with the nearest name.
+void read_source(MapReader& r, const DocNode& node, const std::string& path,
+                 const std::map<std::string, const Source*>& sources, std::string& out) {
+  if (!r.read("source", out, true) || sources.contains(out)) return;
+  std::vector<std::string> names;
+  for (const auto& [name, source] : sources) names.push_back(name);
+  r.diagnostics().error(node.find("source")->location,
+                        "unknown source '" + out + "' in " + path + did_you_mean(out, names));
+}
+
 Run read_run(const DocNode& node, const std::string& path, const std::string& directory,
-             const std::set<std::string>& source_names, Diagnostics& diag) {
+             const std::map<std::string, const Source*>& sources, Diagnostics& diag) {
   Run run;
   run.where = node.location;
   MapReader r(node, path, diag);
@@ -70,11 +82,7 @@ Run read_run(const DocNode& node, const std::string& path, const std::string& di
     return run;
   }
   r.read("id", run.id, true);
-  if (r.read("source", run.source, true) && !source_names.contains(run.source))
-    diag.error(
-        node.find("source")->location,
-        "unknown source '" + run.source + "' in " + path +
-            did_you_mean(run.source, std::vector<std::string>(source_names.begin(), source_names.end())));
+  read_source(r, node, path, sources, run.source);
   if (r.read("scenario", run.scenario))
     run.scenario = (fs::path(directory) / run.scenario).lexically_normal().string();
   int figures = 0;
@@ -99,9 +107,32 @@ Run read_run(const DocNode& node, const std::string& path, const std::string& di
   if (!run.checked() && !run.scenario.empty())
     diag.error(node.find("scenario")->location,
                path + " (" + run.id + ") is not expressible, so it has no scenario to evaluate");
+  if (r.read_quantity("peak_memory", run.published_peak) && sources.contains(run.source) &&
+      sources.at(run.source)->memory.empty())
+    diag.error(node.find("peak_memory")->location,
+               path + " (" + run.id + ") publishes a peak memory, but sources." + run.source +
+                   ".memory does not say what it measures (an allocator's reserve, a device's use)");
   r.read("notes", run.notes);
   r.finish();
   return run;
+}
+
+MemoryAnchor read_anchor(const DocNode& node, const std::string& path, const std::string& directory,
+                         const std::map<std::string, const Source*>& sources, Diagnostics& diag) {
+  MemoryAnchor a;
+  a.where = node.location;
+  MapReader r(node, path, diag);
+  if (!r.is_mapping()) {
+    diag.error(node.location, "expected a mapping for " + path + ", got " + describe(node));
+    return a;
+  }
+  r.read("id", a.id, true);
+  read_source(r, node, path, sources, a.source);
+  if (r.read("scenario", a.scenario, true))
+    a.scenario = (fs::path(directory) / a.scenario).lexically_normal().string();
+  r.read("notes", a.notes);
+  r.finish();
+  return a;
 }
 
 // "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every;
@@ -187,6 +218,7 @@ Outcome evaluate_loaded(const Run& run, const ScenarioSpec& s, const std::string
   o.moe = s.model.moe.has_value();
   o.measured_s = measured_iteration_time(run.published, s);
   o.predicted_s = o.report.metrics.iteration_time_s;
+  o.published_peak = run.published_peak;
   return o;
 }
 
@@ -201,19 +233,34 @@ Manifest load_manifest(const std::string& path) {
   if (!top.is_mapping()) throw InputError(document.location, "expected a mapping (guard, sources, runs)");
   m.guard = read_guard(top);
   m.sources = read_sources(top);
-  std::set<std::string> names;
-  for (const auto& s : m.sources) names.insert(s.name);
+  std::map<std::string, const Source*> sources;
+  for (const auto& s : m.sources) sources[s.name] = &s;
+  const std::string directory = fs::path(path).parent_path().string();
+  std::set<std::string> ids;
+  auto unique = [&](const std::string& id, const Location& where) {
+    if (!id.empty() && !ids.insert(id).second) diag.error(where, "run " + id + " appears twice");
+  };
   if (const DocNode* runs = top.require("runs")) {
     if (!runs->is_sequence()) {
       diag.error(runs->location, "expected a list of runs, got " + describe(*runs));
     } else {
-      const std::string directory = fs::path(path).parent_path().string();
-      std::set<std::string> ids;
       for (size_t i = 0; i < runs->items.size(); ++i) {
-        Run run = read_run(runs->items[i], "runs[" + std::to_string(i) + "]", directory, names, diag);
-        if (!run.id.empty() && !ids.insert(run.id).second)
-          diag.error(run.where, "run " + run.id + " appears twice");
+        Run run = read_run(runs->items[i], "runs[" + std::to_string(i) + "]", directory, sources, diag);
+        unique(run.id, run.where);
         m.runs.push_back(std::move(run));
+      }
+    }
+  }
+  if (const DocNode* anchors = top.get("out_of_memory")) {
+    if (!anchors->is_sequence()) {
+      diag.error(anchors->location,
+                 "expected a list of configurations for out_of_memory, got " + describe(*anchors));
+    } else {
+      for (size_t i = 0; i < anchors->items.size(); ++i) {
+        MemoryAnchor a = read_anchor(anchors->items[i], "out_of_memory[" + std::to_string(i) + "]", directory,
+                                     sources, diag);
+        unique(a.id, a.where);
+        m.out_of_memory.push_back(std::move(a));
       }
     }
   }
@@ -262,6 +309,23 @@ std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& c
   return out;
 }
 
+std::vector<AnchorOutcome> evaluate_anchors(const Manifest& manifest, const Catalog& catalog) {
+  SweepFiles files(catalog);
+  std::vector<AnchorOutcome> out;
+  for (const MemoryAnchor& a : manifest.out_of_memory) {
+    Run run;  // the anchor as a run without a figure: its scenario, id and place
+    run.id = a.id;
+    run.source = a.source;
+    run.scenario = a.scenario;
+    run.where = a.where;
+    const auto [scenario, settings] = files.run_scenario(run);
+    const Outcome o = evaluate_loaded(run, scenario, settings);
+    out.push_back({a.id, a.source, o.plan, o.replay, o.report.metrics.peak_memory_gib,
+                   o.report.metrics.memory_capacity_gib, o.report.metrics.fits});
+  }
+  return out;
+}
+
 Stats stats(const std::vector<Outcome>& outcomes, const std::function<bool(const Outcome&)>& keep) {
   std::vector<double> abs_errors;
   double signed_sum = 0;
@@ -281,6 +345,21 @@ Stats stats(const std::vector<Outcome>& outcomes, const std::function<bool(const
   s.p90_abs = abs_errors[size_t(std::ceil(0.9 * s.runs)) - 1];
   s.mean_signed = signed_sum / s.runs;
   return s;
+}
+
+PeakStats peak_stats(const std::vector<Outcome>& outcomes, const std::function<bool(const Outcome&)>& keep) {
+  PeakStats p;
+  double sum = 0;
+  for (const Outcome& o : outcomes) {
+    if (!o.published_peak || (keep && !keep(o))) continue;
+    const double r = o.peak_ratio();
+    p.min = p.runs == 0 ? r : std::min(p.min, r);
+    p.max = p.runs == 0 ? r : std::max(p.max, r);
+    sum += r;
+    ++p.runs;
+  }
+  if (p.runs > 0) p.mean = sum / p.runs;
+  return p;
 }
 
 }  // namespace paratwin::fidelity

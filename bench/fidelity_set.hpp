@@ -27,6 +27,8 @@ struct Figure {
 struct Source {
   std::string name;  // the manifest's key: llm-foundry, torchtitan, ...
   std::string title, where, choices;
+  std::string memory;  // what its published peak memory measures (an allocator's reserve, a device's
+                       // use); empty when it publishes none
 };
 
 struct Run {
@@ -35,6 +37,8 @@ struct Run {
   std::string scenario;  // path of the sweep file holding the run (sweep.list entry `name: id`); empty
                          // for runs that are not expressible
   Figure published;
+  // The peak memory per GPU the source published beside the figure (what it measures: Source::memory).
+  std::optional<Bytes> published_peak;
   std::string not_expressible;  // why; empty for a checked run
   std::string notes;
   Location where;  // of the run in the manifest
@@ -42,10 +46,21 @@ struct Run {
   bool checked() const { return not_expressible.empty(); }
 };
 
+// A configuration its source reports as out of memory: the twin should find that its plan does not fit.
+struct MemoryAnchor {
+  std::string id, source;
+  std::string scenario;  // the sweep file with a sweep.list entry `name: id`
+  std::string notes;
+  Location where;
+};
+
 // The error guard of test_fidelity.
 struct Guard {
   double mean_abs_error = 0;
   double max_abs_error = 0;
+  // The most a predicted peak memory may be of a published one (an allocator's reserve or a device's
+  // use holds every allocation the twin counts, so above 1 the twin counts memory the run never held).
+  double max_peak_over_published = 0;
 };
 
 struct Manifest {
@@ -53,11 +68,13 @@ struct Manifest {
   Guard guard;
   std::vector<Source> sources;
   std::vector<Run> runs;  // in file order
+  std::vector<MemoryAnchor> out_of_memory;
 };
 
 // Reads a manifest. Throws InputError listing every problem with its line and column: unknown keys,
 // a run without a figure or with two, a status other than `checked` or `not expressible: why`, a
-// checked run without a scenario, an unknown source, a repeated id.
+// checked run without a scenario, an unknown source, a repeated id (runs and out_of_memory anchors
+// together), a published peak memory from a source that does not say what it measures.
 Manifest load_manifest(const std::string& path);
 
 // One checked run, evaluated.
@@ -73,12 +90,26 @@ struct Outcome {
   int seq_len = 0;
   double parameters = 0;  // the model's, all experts counted
   bool zero3 = false, h100 = false, moe = false;
-  double measured_s = 0;   // the published figure as an iteration time
-  double predicted_s = 0;  // the analytic evaluator's iteration time
-  Report report;           // the whole prediction (breakdown, memory)
+  double measured_s = 0;                // the published figure as an iteration time
+  double predicted_s = 0;               // the analytic evaluator's iteration time
+  std::optional<Bytes> published_peak;  // the run's, when its source published one
+  Report report;                        // the whole prediction (breakdown, memory)
 
   // predicted / measured - 1: negative when the twin is too fast.
   double error() const { return predicted_s / measured_s - 1; }
+  // The published peak in GiB (the twin reports GiB), and the twin's (its fullest stage's) over it; 0
+  // without a published peak.
+  double published_peak_gib() const { return published_peak ? published_peak->value() / (1 << 30) : 0; }
+  double peak_ratio() const {
+    return published_peak ? report.metrics.peak_memory_gib / published_peak_gib() : 0;
+  }
+};
+
+// An out-of-memory anchor, evaluated: the twin's peak on its fullest stage against the device.
+struct AnchorOutcome {
+  std::string id, source, plan, replay;
+  double peak_gib = 0, capacity_gib = 0;
+  bool fits = false;  // the twin's verdict; the source's is: out of memory
 };
 
 // The published figure of `run` as an iteration time for the scenario that rebuilds it.
@@ -96,6 +127,9 @@ Outcome evaluate_run(const Run& run, const Catalog& catalog);
 std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& catalog,
                                       const std::function<void(const std::string&)>& progress = {});
 
+// Every out-of-memory anchor, in manifest order.
+std::vector<AnchorOutcome> evaluate_anchors(const Manifest& manifest, const Catalog& catalog);
+
 struct Stats {
   int runs = 0;
   double mean_abs = 0;  // mean of |error|
@@ -106,5 +140,13 @@ struct Stats {
 
 // Statistics over the outcomes that `keep` selects (all when empty).
 Stats stats(const std::vector<Outcome>& outcomes, const std::function<bool(const Outcome&)>& keep = {});
+
+// The twin's peak memory over the published one, over the selected outcomes that have one.
+struct PeakStats {
+  int runs = 0;
+  double mean = 0, min = 0, max = 0;  // of peak_ratio()
+};
+PeakStats peak_stats(const std::vector<Outcome>& outcomes,
+                     const std::function<bool(const Outcome&)>& keep = {});
 
 }  // namespace paratwin::fidelity
