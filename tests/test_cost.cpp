@@ -914,6 +914,32 @@ BOOST_AUTO_TEST_CASE(the_gradient_buffer_is_zeroed_once_a_step) {
   BOOST_TEST(gradient_buffer_zeroing(2e9, 0).optimizer_bytes.value() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_copied_gradient_is_upcast_then_added_into_the_buffer) {
+  // DeepSpeed's update_hp_grads, hp_grad.add_(lp.grad.to(fp32)): the upcast reads 2 and writes 4, the add
+  // reads 4 + 4 and writes 4: 18 bytes a parameter a micro-batch, two kernels a tensor.
+  const KernelCost c = gradient_copy(1e9, 2, 4, 12);
+  BOOST_TEST(c.elementwise_bytes.value() == 18e9, tt::tolerance(1e-12));
+  BOOST_TEST(c.launches == 24);
+  // A layer's tensors: GPT (fused QKV, GELU, biases, LayerNorm) 4 linears x 2 + 2 norms x 2; Llama
+  // (separate projections, SwiGLU, no biases, RMSNorm) 7 + 2.
+  BOOST_TEST(parameter_tensors_per_layer(model("gpt3-175b"), Projections::Fused) == 12);
+  BOOST_TEST(parameter_tensors_per_layer(model("llama2-7b"), Projections::Separate) == 9);
+  // The bf16 gradients kept beside a whole fp32 buffer, under ZeRO 0 and 1 only.
+  TrainingSpec t;
+  t.precision = Precision::Bf16;
+  t.grad_reduce = Precision::Fp32;
+  t.grad_accumulation = GradAccumulation::Copy;
+  BOOST_TEST(gradient_copy_bytes(t, 0) == 2);
+  BOOST_TEST(gradient_copy_bytes(t, 1) == 2);
+  BOOST_TEST(gradient_copy_bytes(t, 3) == 0);
+  BOOST_TEST(held_model_state_bytes(1e9, 8, 1, false, OptimizerKind::AdamW, Precision::Bf16, 4,
+                                    gradient_copy_bytes(t, 1))
+                     .gradients.value() == 6e9,
+             tt::tolerance(1e-12));
+  t.grad_accumulation = GradAccumulation::InPlace;
+  BOOST_TEST(gradient_copy_bytes(t, 1) == 0);
+}
+
 // A layer's work at `seq_len` x `micro_batch` under fused kernels, and the same under eager PyTorch.
 static std::pair<LayerWork, LayerWork> fused_and_eager(int seq_len, int micro_batch) {
   LayerWork fused;

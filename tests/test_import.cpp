@@ -289,6 +289,16 @@ BOOST_AUTO_TEST_CASE(deepspeed_keys_the_import_does_not_read_are_reported) {
   BOOST_TEST(all.find("zero_optimization.round_robin_gradients") != std::string::npos);
   BOOST_TEST(all.find("flops_profiler.enabled") != std::string::npos);
   BOOST_TEST(all.find("optimizer") == std::string::npos);
+  BOOST_TEST((l.training.grad_accumulation == GradAccumulation::InPlace));
+  // bf16 with fp32 gradient accumulation under ZeRO 1 is DeepSpeed's BF16_Optimizer.
+  const ImportedLaunch bf16 = import_deepspeed(
+      R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+          "bf16": {"enabled": true}, "data_types": {"grad_accum_dtype": "fp32"},
+          "zero_optimization": {"stage": 1}})",
+      "ds.json", model);
+  BOOST_TEST((bf16.training.grad_accumulation == GradAccumulation::Copy));
+  BOOST_TEST(imported_scenario_yaml(bf16, "dgx-a100-80g", "dgx", 8).find("grad_accumulation: copy") !=
+             std::string::npos);
   BOOST_CHECK_THROW(import_deepspeed(R"({"train_batch_size": 64, "zero_optimization": {"stage": 4}})",
                                      "ds.json", model, std::nullopt, 8),
                     InputError);

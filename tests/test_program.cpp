@@ -303,6 +303,42 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(fp32.eval.iteration_time_s > bf16.eval.iteration_time_s);
 }
 
+BOOST_AUTO_TEST_CASE(deepspeeds_bf16_optimizer_copies_every_gradient_into_its_buffer_each_micro_batch) {
+  // training.grad_accumulation copy (DeepSpeed's BF16_Optimizer): after every micro-batch's backward,
+  // each parameter's bf16 gradient is upcast and added into the fp32 buffer (18 bytes a parameter, in
+  // place of the embedding's main_grad add: 10 bytes a table entry), and the bf16 gradients stay held
+  // beside the buffer (2 bytes a parameter). ZeRO 3 has no whole buffer: nothing changes there.
+  const std::string base = std::string("model: gpt3-1.7b\ncluster: {from: a100-pcie-ethernet, nodes: 4}\n") +
+                           "training: {global_batch: 256, grad_reduce: fp32}\n"
+                           "plan: {tp: 1, pp: 1, dp: 32, micro_batch: 2}\n";
+  const Run in_place = run(base, {"plan.zero=1"}),
+            copy = run(base, {"plan.zero=1", "training.grad_accumulation=copy"});
+  const auto backward_bytes = [](const Run& r) {
+    double b = 0;
+    for (const Task& t : r.program.roles[0].tasks)
+      if (t.kind == TaskKind::Backward) b += t.work.elementwise_bytes.value();
+    return b;
+  };
+  const double params = copy.program.roles[0].parameters;
+  const double table = double(copy.s.model.vocab) * copy.s.model.hidden;
+  const int microbatches = 256 / (32 * 2);
+  BOOST_TEST(backward_bytes(copy) - backward_bytes(in_place) == microbatches * (18 * params - 10 * table),
+             tt::tolerance(1e-9));
+  BOOST_TEST(
+      copy.program.roles[0].state.gradients.value() - in_place.program.roles[0].state.gradients.value() ==
+          2 * params,
+      tt::tolerance(1e-9));
+  BOOST_TEST(copy.eval.iteration_time_s > in_place.eval.iteration_time_s);
+  const Run sharded = run(base, {"plan.zero=3"}),
+            sharded_copy = run(base, {"plan.zero=3", "training.grad_accumulation=copy"});
+  BOOST_TEST(backward_bytes(sharded_copy) == backward_bytes(sharded));
+  BOOST_TEST(sharded_copy.program.roles[0].state.gradients.value() ==
+             sharded.program.roles[0].state.gradients.value());
+  // Nothing to copy without a 16-bit precision and fp32 gradients.
+  BOOST_CHECK_THROW(run(base, {"training.grad_reduce=bf16", "training.grad_accumulation=copy"}), InputError);
+  BOOST_CHECK_THROW(run(base, {"training.grad_accumulation=copied"}), InputError);
+}
+
 BOOST_AUTO_TEST_CASE(launch_blocking_pays_the_host_per_kernel_and_overlaps_nothing) {
   // CUDA_LAUNCH_BLOCKING=1: every kernel costs efficiency.synchronous_launch more, and a rank runs its
   // tasks one after another in issue order (DP buckets, ZeRO 3's prefetched gathers and TP collectives

@@ -527,6 +527,19 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
+KernelCost gradient_copy(double parameters, double element, double buffer, int tensors) {
+  return memory_bound_kernels((element + buffer + 3 * buffer) * parameters, 2 * tensors);
+}
+
+int parameter_tensors_per_layer(const ModelSpec& m, Projections projections) {
+  const bool fused = projections == Projections::Fused;
+  const int attention = (fused ? 1 : 3) + 1;
+  const int mlp = m.mlp == MlpKind::SwiGlu ? (fused ? 2 : 3) : 2;
+  const int linears = attention + mlp;
+  const int norms = 2 * (m.norm == NormKind::LayerNorm ? 2 : 1);
+  return linears * (m.bias ? 2 : 1) + norms;
+}
+
 KernelCost gradient_buffer_zeroing(double parameters, double gradient_buffer_bytes) {
   KernelCost c;
   if (gradient_buffer_bytes <= 0) return c;

@@ -21,6 +21,12 @@ double gradient_buffer_bytes(const TrainingSpec& training, int zero) {
   return zero <= 1 ? gradient_bytes(training) : 0;
 }
 
+double gradient_copy_bytes(const TrainingSpec& training, int zero) {
+  return training.grad_accumulation == GradAccumulation::Copy && gradient_buffer_bytes(training, zero) > 0
+             ? element_bytes(training.precision)
+             : 0;
+}
+
 double gathered_weight_bytes(const TrainingSpec& training) {
   return training.precision == Precision::Fp8 && training.fp8_param_gather
              ? 1
@@ -49,10 +55,11 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
 }
 
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision,
-                                       double gradient_element) {
+                                       OptimizerKind optimizer, Precision precision, double gradient_element,
+                                       double copied_gradient_element) {
   ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision, gradient_element);
   if (!gradients_sharded) m.gradients = Bytes(gradient_element * parameters);
+  m.gradients += Bytes(copied_gradient_element * parameters);
   return m;
 }
 

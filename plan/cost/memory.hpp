@@ -25,6 +25,11 @@ double gradient_bytes(const TrainingSpec& training);
 // 0 where the gradients are sharded (ZeRO 2 and 3: FSDP reduce-scatters them).
 double gradient_buffer_bytes(const TrainingSpec& training, int zero);
 
+// Bytes a parameter of the 16-bit gradients a rank keeps beside that buffer under
+// training.grad_accumulation copy (DeepSpeed's BF16_Optimizer holds autograd's bf16 gradients from one
+// backward to the next): element_bytes of the training precision where there is a buffer, else 0.
+double gradient_copy_bytes(const TrainingSpec& training, int zero);
+
 // Bytes of one weight in the data-parallel weight gathers: 1 under fp8 with training.fp8_param_gather,
 // else element_bytes of the training precision.
 double gathered_weight_bytes(const TrainingSpec& training);
@@ -51,12 +56,14 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
                                   Precision precision, double gradient_element);
 
 // What a rank of the lowered Program holds: model_state_bytes, except that the gradient buffer is
-// whole unless `gradients_sharded`. ZeRO 2 and 3 reduce-scatter every micro-batch's gradients into the
+// whole unless `gradients_sharded`, beside it `copied_gradient_element` bytes a parameter of 16-bit
+// gradients (gradient_copy_bytes). ZeRO 2 and 3 reduce-scatter every micro-batch's gradients into the
 // rank's partition (DeepSpeed, FSDP; gradients_sharded), but with compression they are exchanged once a
 // step, as under ZeRO 1 (Megatron-LM's distributed optimizer), after the last micro-batch's backward,
 // so every backward accumulates into the whole buffer.
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision, double gradient_element);
+                                       OptimizerKind optimizer, Precision precision, double gradient_element,
+                                       double copied_gradient_element = 0);
 
 // Device bytes a rank keeps for gradient compression over `parameters` gradients: top-k with error
 // feedback keeps the residual not sent yet, one fp32 value per gradient; otherwise none.

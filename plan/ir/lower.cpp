@@ -111,11 +111,23 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
     k += (forward ? cost::layer_forward(m_, w, kind.moe) : cost::layer_backward(m_, w, kind.moe)) * layers;
   }
   const auto w = layer_work();
-  if (with_embedding)
-    k += forward ? cost::embedding_forward(m_, w)
-                 : cost::embedding_backward(m_, w, cost::gradient_buffer_bytes(t_, p_.zero));
+  // Under grad_accumulation copy the embedding's gradient is added with every other parameter's
+  // (gradient_copy), not by a main_grad hook.
+  const double hooked =
+      cost::gradient_copy_bytes(t_, p_.zero) > 0 ? 0 : cost::gradient_buffer_bytes(t_, p_.zero);
+  if (with_embedding) k += forward ? cost::embedding_forward(m_, w) : cost::embedding_backward(m_, w, hooked);
   if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
+  if (!forward) k += gradient_copy(begin, end);
   return k;
+}
+
+cost::KernelCost RoleBuilder::gradient_copy(int begin, int end) const {
+  const double element = cost::gradient_copy_bytes(t_, p_.zero);
+  if (element == 0) return {};
+  double parameters = 0;
+  for (int layer = begin; layer < end; ++layer) parameters += unit_params_.at(layer);
+  return cost::gradient_copy(parameters, element, cost::gradient_buffer_bytes(t_, p_.zero),
+                             cost::parameter_tensors_per_layer(m_, t_.projections) * (end - begin));
 }
 
 cost::KernelCost RoleBuilder::fp8_weight_casts() const {
@@ -628,10 +640,12 @@ void RoleBuilder::optimizer() {
 
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
   const bool sharded = reduces_every_microbatch();
-  const cost::ModelStateBytes dense = cost::held_model_state_bytes(
-      role_.parameters - experts_, shards(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
+  const double copied = cost::gradient_copy_bytes(t_, p_.zero);
+  const cost::ModelStateBytes dense =
+      cost::held_model_state_bytes(role_.parameters - experts_, shards(), p_.zero, sharded, t_.optimizer,
+                                   t_.precision, grad_elem_, copied);
   const cost::ModelStateBytes experts = cost::held_model_state_bytes(
-      experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_);
+      experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_, copied);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
                  dense.optimizer + experts.optimizer};
   if (p_.offload_optimizer) {

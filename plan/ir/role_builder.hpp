@@ -160,6 +160,9 @@ class RoleBuilder {
   cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const;
   // The fp8 weight casts of the rank's layers run once a step (cost::fp8_weight_casts_per_step).
   cost::KernelCost fp8_weight_casts() const;
+  // Under training.grad_accumulation copy, the copy of layers [begin, end)'s gradients into the fp32
+  // buffer after each backward through them (cost::gradient_copy); nothing otherwise.
+  cost::KernelCost gradient_copy(int begin, int end) const;
 
   // One micro-batch's activations held by a chunk (worked out once per chunk).
   Bytes activations(int chunk) {

@@ -189,6 +189,11 @@ ImportedLaunch import_deepspeed(const std::string& json_text, const std::string&
         "the twin's even split");
   read_batch(c, out, gpus);
   read_zero(c, out);
+  // DeepSpeed runs bf16 with fp32 gradient accumulation under ZeRO 0 and 1 through its BF16_Optimizer
+  // (DeepSpeedEngine._do_optimizer_sanity_check), which adds each micro-batch's bf16 gradients into its
+  // fp32 buffer and keeps them until the next backward.
+  if (out.training.precision == Precision::Bf16 && out.training.grad_reduce == Precision::Fp32 && p.zero <= 1)
+    out.training.grad_accumulation = GradAccumulation::Copy;
   const Recompute recompute = read_checkpointing(c, out);
   p.stages = even_stages(model.layers, p.chunks(), "", recompute);
   for (const auto& key : c.unread())

@@ -575,6 +575,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  optimizer: " + enum_name(t.optimizer, kOptimizerNames) +
        "\n  attention: " + enum_name(t.attention, kAttentionNames) + "\n";
   if (t.grad_reduce) y += "  grad_reduce: " + enum_name(*t.grad_reduce, kGradReduceNames) + "\n";
+  if (t.grad_accumulation != GradAccumulation::InPlace)
+    y += "  grad_accumulation: " + enum_name(t.grad_accumulation, kGradAccumulationNames) + "\n";
   if (t.fp8_param_gather) y += "  fp8_param_gather: true\n";
   if (t.fp8_recipe != Fp8Recipe::TeDelayed)
     y += "  fp8_recipe: " + enum_name(t.fp8_recipe, kFp8RecipeNames) + "\n";

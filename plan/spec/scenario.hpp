@@ -118,6 +118,17 @@ enum class Fp8Recipe { TeDelayed, TeCurrent, TorchaoTensorwise };
 // fully_shard's per-parameter sharding (torchtitan).
 enum class FsdpCopies { None, Fsdp1, Fsdp2 };
 extern const EnumNames<FsdpCopies> kFsdpNames;
+// How each micro-batch's gradients reach a whole-step fp32 gradient buffer (training.grad_reduce fp32
+// under a 16-bit precision, ZeRO 0 or 1; elsewhere there is no such buffer and this changes nothing).
+// in_place: the backward accumulates into the buffer itself (Megatron-LM's gradient_accumulation_fusion
+// and main_grad hooks; the embedding's add is charged apart, cost::embedding_backward). copy: autograd
+// writes each parameter's gradient in the training precision and the framework adds it, upcast, into
+// the buffer after every micro-batch's backward, keeping the 16-bit gradients until the next backward
+// begins: DeepSpeed's BF16_Optimizer (update_hp_grads(clear_lp_grads=False) after each backward in its
+// pipeline engine, clear_lp_grads before the next), which DeepSpeed runs for bf16 with fp32 gradient
+// accumulation under ZeRO 0 and 1 (cost::gradient_copy).
+enum class GradAccumulation { InPlace, Copy };
+extern const EnumNames<GradAccumulation> kGradAccumulationNames;
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
 extern const EnumNames<LayerKernels> kLayerKernelsNames;
@@ -150,6 +161,7 @@ struct TrainingSpec {
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;
   DpBuckets dp_buckets = DpBuckets::EveryStage;
   FsdpCopies fsdp = FsdpCopies::None;
+  GradAccumulation grad_accumulation = GradAccumulation::InPlace;
   // The precision gradients are accumulated and reduced over data-parallel replicas in: fp32 where the
   // framework keeps fp32 gradient buffers or reduces in fp32 (Megatron-LM's bf16 default, torchtitan's
   // mixed_precision_reduce, Composer's FSDP DEFAULT mode, DeepSpeed's BF16_Optimizer); unset: the
