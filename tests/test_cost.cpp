@@ -932,12 +932,45 @@ BOOST_AUTO_TEST_CASE(a_copied_gradient_is_upcast_then_added_into_the_buffer) {
   BOOST_TEST(gradient_copy_bytes(t, 0) == 2);
   BOOST_TEST(gradient_copy_bytes(t, 1) == 2);
   BOOST_TEST(gradient_copy_bytes(t, 3) == 0);
-  BOOST_TEST(held_model_state_bytes(1e9, 8, 1, false, OptimizerKind::AdamW, Precision::Bf16, 4,
-                                    gradient_copy_bytes(t, 1))
-                     .gradients.value() == 6e9,
-             tt::tolerance(1e-12));
+  BOOST_TEST(held_model_state_bytes(1e9, 8, 1, false, t).gradients.value() == 6e9, tt::tolerance(1e-12));
   t.grad_accumulation = GradAccumulation::InPlace;
   BOOST_TEST(gradient_copy_bytes(t, 1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_losss_backward_holds_two_fp32_gradients_beside_its_saved_output) {
+  // PyTorch's F.cross_entropy over fp32 logits: nll_loss's backward and log_softmax's each write an fp32
+  // tensor of the logits' size beside the saved output, 12 bytes a logit against the 2 + 4 kept.
+  const ModelSpec m = model("llama3-8b");
+  ActivationConfig a;
+  a.micro_batch = 2;
+  a.seq_len = 8192;
+  const double logits = 2.0 * 8192 * m.vocab;
+  BOOST_TEST(head_activation_bytes(m, a).value() == 6 * logits, tt::tolerance(1e-12));
+  BOOST_TEST(head_backward_transient_bytes(m, a).value() == 6 * logits, tt::tolerance(1e-12));
+  a.tp = 8;  // vocabulary-parallel logits
+  BOOST_TEST(head_backward_transient_bytes(m, a).value() == 6 * logits / 8, tt::tolerance(1e-12));
+  a.cross_entropy = CrossEntropy::VocabParallel;  // in place on the saved softmax
+  BOOST_TEST(head_backward_transient_bytes(m, a).value() == 0);
+  a.cross_entropy = CrossEntropy::Fused;
+  BOOST_TEST(head_backward_transient_bytes(m, a).value() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fsdp_keeps_no_16_bit_shard_of_the_weights) {
+  // FSDP's sharded parameters are the fp32 master copy (the optimizer's K); DeepSpeed's ZeRO 3 keeps a
+  // bf16 partition beside it. Under fp32 training the shard is the weights either way.
+  TrainingSpec t;
+  t.precision = Precision::Bf16;
+  t.fsdp = FsdpCopies::Fsdp2;
+  const ModelStateBytes fsdp = held_model_state_bytes(8e9, 8, 3, true, t);
+  BOOST_TEST(fsdp.weights.value() == 0);
+  BOOST_TEST(fsdp.optimizer.value() == 12e9, tt::tolerance(1e-12));
+  t.fsdp = FsdpCopies::None;
+  BOOST_TEST(held_model_state_bytes(8e9, 8, 3, true, t).weights.value() == 2e9, tt::tolerance(1e-12));
+  t.fsdp = FsdpCopies::Fsdp1;
+  t.precision = Precision::Fp32;
+  BOOST_TEST(held_model_state_bytes(8e9, 8, 3, true, t).weights.value() == 4e9, tt::tolerance(1e-12));
+  t.precision = Precision::Bf16;
+  BOOST_TEST(held_model_state_bytes(8e9, 8, 1, false, t).weights.value() == 16e9, tt::tolerance(1e-12));
 }
 
 // A layer's work at `seq_len` x `micro_batch` under fused kernels, and the same under eager PyTorch.

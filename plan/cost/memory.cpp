@@ -55,11 +55,13 @@ ModelStateBytes model_state_bytes(double parameters, int dp, int zero, Optimizer
 }
 
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision, double gradient_element,
-                                       double copied_gradient_element) {
-  ModelStateBytes m = model_state_bytes(parameters, dp, zero, optimizer, precision, gradient_element);
-  if (!gradients_sharded) m.gradients = Bytes(gradient_element * parameters);
-  m.gradients += Bytes(copied_gradient_element * parameters);
+                                       const TrainingSpec& training) {
+  const double g = gradient_bytes(training);
+  ModelStateBytes m = model_state_bytes(parameters, dp, zero, training.optimizer, training.precision, g);
+  if (!gradients_sharded) m.gradients = Bytes(g * parameters);
+  m.gradients += Bytes(gradient_copy_bytes(training, zero) * parameters);
+  if (zero == 3 && training.fsdp != FsdpCopies::None && mixed_precision(training.precision))
+    m.weights = Bytes(0);
   return m;
 }
 
@@ -162,6 +164,12 @@ Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
   const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
   const double softmax = c.cross_entropy == CrossEntropy::Fused ? 0 : 4;
   return Bytes(tokens * model.vocab * (element_bytes(c.precision) + softmax) / c.tp);
+}
+
+Bytes head_backward_transient_bytes(const ModelSpec& model, const ActivationConfig& c) {
+  if (c.cross_entropy != CrossEntropy::Unfused) return Bytes(0);
+  const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
+  return Bytes(tokens * model.vocab * (8 - element_bytes(c.precision)) / c.tp);
 }
 
 }  // namespace paratwin::cost

@@ -55,15 +55,20 @@ double optimizer_bytes_per_parameter(OptimizerKind optimizer, Precision precisio
 ModelStateBytes model_state_bytes(double parameters, int dp, int zero, OptimizerKind optimizer,
                                   Precision precision, double gradient_element);
 
-// What a rank of the lowered Program holds: model_state_bytes, except that the gradient buffer is
-// whole unless `gradients_sharded`, beside it `copied_gradient_element` bytes a parameter of 16-bit
-// gradients (gradient_copy_bytes). ZeRO 2 and 3 reduce-scatter every micro-batch's gradients into the
-// rank's partition (DeepSpeed, FSDP; gradients_sharded), but with compression they are exchanged once a
-// step, as under ZeRO 1 (Megatron-LM's distributed optimizer), after the last micro-batch's backward,
-// so every backward accumulates into the whole buffer.
+// What a rank of the lowered Program holds: model_state_bytes at the training's optimizer, precision and
+// gradient_bytes, except that
+//   - the gradient buffer is whole unless `gradients_sharded`. ZeRO 2 and 3 reduce-scatter every
+//     micro-batch's gradients into the rank's partition (DeepSpeed, FSDP; gradients_sharded), but with
+//     compression they are exchanged once a step, as under ZeRO 1 (Megatron-LM's distributed
+//     optimizer), after the last micro-batch's backward, so every backward accumulates into the whole
+//     buffer;
+//   - beside it, under training.grad_accumulation copy, the 16-bit gradients (gradient_copy_bytes);
+//   - under ZeRO 3 with PyTorch FSDP (training.fsdp) and mixed precision there is no 16-bit shard of the
+//     weights: FSDP's sharded parameters are the fp32 master copy the optimizer's K counts, cast to 16
+//     bits only into a unit's gathered buffer (DeepSpeed's ZeRO 3 keeps a 16-bit partition beside its
+//     fp32 one).
 ModelStateBytes held_model_state_bytes(double parameters, int dp, int zero, bool gradients_sharded,
-                                       OptimizerKind optimizer, Precision precision, double gradient_element,
-                                       double copied_gradient_element = 0);
+                                       const TrainingSpec& training);
 
 // Device bytes a rank keeps for gradient compression over `parameters` gradients: top-k with error
 // feedback keeps the residual not sent yet, one fp32 value per gradient; otherwise none.
@@ -108,5 +113,13 @@ Bytes recompute_working_bytes(const ModelSpec& model, const ActivationConfig& co
 // 16 bits plus fp32 softmax for the loss: s b V (2 + 4) / t.
 Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig& config);
 Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& config);
+
+// What the loss's backward allocates beyond head_activation_bytes while it runs, per micro-batch. unfused
+// (PyTorch's F.cross_entropy over the logits' fp32 upcast): nll_loss's backward writes a dense fp32
+// gradient of the log-softmax output and log_softmax's backward another for its input, both beside the
+// saved output, 12 bytes a logit at once against the e + 4 kept (the 16-bit logits are freed before the
+// backward: torchtitan's `del pred`), so 8 - e more. vocab_parallel turns its saved fp32 softmax into the
+// gradient in place (Megatron-LM's calculate_gradients) and fused keeps no softmax: 0.
+Bytes head_backward_transient_bytes(const ModelSpec& model, const ActivationConfig& config);
 
 }  // namespace paratwin::cost

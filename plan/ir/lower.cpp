@@ -505,6 +505,10 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
     b.work = pass_work(lo, hi, false, embedding, head);
     if (i + 1 == segments.size()) b.free = activations(chunk) + working_set;
     if (every) b.alloc = segment_gradients(chunk, lo, hi);  // until their reduce-scatter
+    if (head) {
+      b.alloc += loss_backward_transient(chunk);
+      b.free += loss_backward_transient(chunk);
+    }
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
     if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();
@@ -640,12 +644,10 @@ void RoleBuilder::optimizer() {
 
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.
   const bool sharded = reduces_every_microbatch();
-  const double copied = cost::gradient_copy_bytes(t_, p_.zero);
   const cost::ModelStateBytes dense =
-      cost::held_model_state_bytes(role_.parameters - experts_, shards(), p_.zero, sharded, t_.optimizer,
-                                   t_.precision, grad_elem_, copied);
-  const cost::ModelStateBytes experts = cost::held_model_state_bytes(
-      experts_, expert_replicas(), p_.zero, sharded, t_.optimizer, t_.precision, grad_elem_, copied);
+      cost::held_model_state_bytes(role_.parameters - experts_, shards(), p_.zero, sharded, t_);
+  const cost::ModelStateBytes experts =
+      cost::held_model_state_bytes(experts_, expert_replicas(), p_.zero, sharded, t_);
   role_.state = {dense.weights + experts.weights, dense.gradients + experts.gradients,
                  dense.optimizer + experts.optimizer};
   if (p_.offload_optimizer) {

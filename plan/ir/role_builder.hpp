@@ -173,6 +173,11 @@ class RoleBuilder {
   // A chunk's activation memory inputs, with layer `layer`'s recompute mode (the stage's with -1).
   cost::ActivationConfig activation_config(int chunk, int layer = -1) const;
   Bytes chunk_activations(int chunk) const;
+  // What the loss's backward holds while it runs on the last chunk (cost::head_backward_transient_bytes),
+  // allocated and freed by the backward task that runs the head; 0 on other chunks.
+  Bytes loss_backward_transient(int chunk) const {
+    return last_chunk(chunk) ? cost::head_backward_transient_bytes(m_, activation_config(chunk)) : Bytes(0);
+  }
 
   // Recomputation (lower_recompute.cpp): the work of recomputing layers [begin, end) of a chunk, each
   // in its mode (StagePlan::layer_recompute), worked out once per range.

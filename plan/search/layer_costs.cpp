@@ -251,9 +251,8 @@ static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
 
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
-  const auto st = cost::held_model_state_bytes(
-      1, layout.shards(), v.zero, sharded_gradients(layout, v), ctx_.s.training.optimizer,
-      ctx_.s.training.precision, ctx_.grad_elem, cost::gradient_copy_bytes(ctx_.s.training, v.zero));
+  const auto st =
+      cost::held_model_state_bytes(1, layout.shards(), v.zero, sharded_gradients(layout, v), ctx_.s.training);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
 
@@ -274,9 +273,8 @@ double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
 // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
 bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
-  auto states = cost::held_model_state_bytes(
-      per_rank, layout.shards(), v.zero, sharded_gradients(layout, v), ctx_.s.training.optimizer,
-      ctx_.s.training.precision, ctx_.grad_elem, cost::gradient_copy_bytes(ctx_.s.training, v.zero));
+  auto states = cost::held_model_state_bytes(per_rank, layout.shards(), v.zero, sharded_gradients(layout, v),
+                                             ctx_.s.training);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
   double largest_capacity = 0;
