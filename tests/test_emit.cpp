@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "emit_cases.hpp"
+#include "plan/cost/memory.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/import_deepspeed.hpp"
 
 using namespace paratwin;
 using namespace paratwin_test;
@@ -216,6 +218,21 @@ BOOST_AUTO_TEST_CASE(deepspeed_configs_hold_the_arithmetic_deepspeed_asserts_or_
       BOOST_TEST(ds.value("tensor_parallel", nlohmann::json::object()).value("autotp_size", 1) == p.tp);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_copied_gradient_accumulation_asks_deepspeed_for_its_bf16_optimizer) {
+  // training.grad_accumulation copy is DeepSpeed's BF16_Optimizer, which ZeRO 1 runs only when the
+  // accumulation is declared fp32: the config says so, and imports back as a copy.
+  const ScenarioSpec s =
+      load(Case{"", "quickstart",
+                with(kLlama, {"plan.zero=1", "plan.tp=1", "plan.pp=1", "plan.dp=32",
+                              "training.grad_reduce=fp32", "training.grad_accumulation=copy"})});
+  const Plan p = complete_plan(s);
+  const auto ds = nlohmann::json::parse(deepspeed_config(p, s).text);
+  BOOST_TEST(ds["data_types"]["grad_accum_dtype"].get<std::string>() == "fp32");
+  const ImportedLaunch back = import_deepspeed(deepspeed_config(p, s).text, "ds.json", s.model);
+  BOOST_TEST((back.training.grad_accumulation == GradAccumulation::Copy));
+  BOOST_TEST(cost::gradient_copy_bytes(back.training, back.plan.zero) == 2);
 }
 
 BOOST_AUTO_TEST_CASE(deepspeed_refusals_name_the_combination_and_where_it_is_written) {

@@ -299,6 +299,12 @@ BOOST_AUTO_TEST_CASE(deepspeed_keys_the_import_does_not_read_are_reported) {
   BOOST_TEST((bf16.training.grad_accumulation == GradAccumulation::Copy));
   BOOST_TEST(imported_scenario_yaml(bf16, "dgx-a100-80g", "dgx", 8).find("grad_accumulation: copy") !=
              std::string::npos);
+  // Reduced in fp32 but accumulated in bf16, ZeRO 1 runs DeepSpeed's ZeRO optimizer: no copy.
+  const ImportedLaunch reduced = import_deepspeed(
+      R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+          "bf16": {"enabled": true}, "communication_data_type": "fp32", "zero_optimization": {"stage": 1}})",
+      "ds.json", model);
+  BOOST_TEST((reduced.training.grad_accumulation == GradAccumulation::InPlace));
   BOOST_CHECK_THROW(import_deepspeed(R"({"train_batch_size": 64, "zero_optimization": {"stage": 4}})",
                                      "ds.json", model, std::nullopt, 8),
                     InputError);

@@ -151,6 +151,10 @@ EmittedConfig deepspeed_config(const Plan& p, const ScenarioSpec& s) {
       {"activation_checkpointing", activation_checkpointing(p, r, out.notes)}};
   if (precision != Precision::Fp32 && cost::gradient_bytes(s.training) == 4)
     config["communication_data_type"] = "fp32";
+  // Under ZeRO 1 DeepSpeed runs the BF16_Optimizer, which copies each micro-batch's gradients into an
+  // fp32 buffer (training.grad_accumulation copy), only when the accumulation is declared fp32.
+  if (p.zero == 1 && cost::gradient_copy_bytes(s.training, p.zero) > 0)
+    config["data_types"] = {{"grad_accum_dtype", "fp32"}};
   if (p.tp > 1) config["tensor_parallel"] = {{"autotp_size", p.tp}};
   if (p.pp > 1)
     config["pipeline"] = {{"stages", p.pp},

@@ -110,15 +110,16 @@ void read_batch(Config& c, ImportedLaunch& out, std::optional<int> gpus) {
 
 // DeepSpeed reduces gradients in `communication_data_type` (default: the training precision) and
 // accumulates them in `data_types.grad_accum_dtype`; the twin keeps one precision for both: fp32 when
-// either is.
-void read_gradient_precision(Config& c, TrainingSpec& t) {
+// either is. Returns whether the accumulation is fp32.
+bool read_gradient_precision(Config& c, TrainingSpec& t) {
   auto fp32 = [&](const std::string& section, const std::string& key) {
     const nlohmann::json* v = c.get(section, key);
     return v && v->is_string() && (*v == "fp32" || *v == "float32" || *v == "float");
   };
-  if (t.precision != Precision::Fp32 &&
-      (fp32("communication_data_type", "") || fp32("data_types", "grad_accum_dtype")))
-    t.grad_reduce = Precision::Fp32;
+  const bool reduce = fp32("communication_data_type", ""),
+             accumulate = fp32("data_types", "grad_accum_dtype");
+  if (t.precision != Precision::Fp32 && (reduce || accumulate)) t.grad_reduce = Precision::Fp32;
+  return accumulate;
 }
 
 void read_zero(Config& c, ImportedLaunch& out) {
@@ -178,7 +179,7 @@ ImportedLaunch import_deepspeed(const std::string& json_text, const std::string&
   out.training.seq_len = seq_len.value_or(model.seq_len);
   const bool bf16 = c.boolean("bf16", "enabled", false), fp16 = c.boolean("fp16", "enabled", false);
   out.training.precision = bf16 ? Precision::Bf16 : fp16 ? Precision::Fp16 : Precision::Fp32;
-  read_gradient_precision(c, out.training);
+  const bool fp32_accumulation = read_gradient_precision(c, out.training);
   Plan& p = out.plan;
   p.tp = static_cast<int>(c.integer("tensor_parallel", "autotp_size", 1, 1024).value_or(1));
   p.pp = static_cast<int>(c.integer("pipeline", "stages", 1, 4096).value_or(1));
@@ -189,10 +190,11 @@ ImportedLaunch import_deepspeed(const std::string& json_text, const std::string&
         "the twin's even split");
   read_batch(c, out, gpus);
   read_zero(c, out);
-  // DeepSpeed runs bf16 with fp32 gradient accumulation under ZeRO 0 and 1 through its BF16_Optimizer
-  // (DeepSpeedEngine._do_optimizer_sanity_check), which adds each micro-batch's bf16 gradients into its
+  // DeepSpeed runs bf16 through its BF16_Optimizer without ZeRO, and under ZeRO 1 when the accumulation is
+  // fp32 (DeepSpeedEngine._do_optimizer_sanity_check); it adds each micro-batch's bf16 gradients into its
   // fp32 buffer and keeps them until the next backward.
-  if (out.training.precision == Precision::Bf16 && out.training.grad_reduce == Precision::Fp32 && p.zero <= 1)
+  if (out.training.precision == Precision::Bf16 && out.training.grad_reduce == Precision::Fp32 &&
+      (p.zero == 0 || (p.zero == 1 && fp32_accumulation)))
     out.training.grad_accumulation = GradAccumulation::Copy;
   const Recompute recompute = read_checkpointing(c, out);
   p.stages = even_stages(model.layers, p.chunks(), "", recompute);
