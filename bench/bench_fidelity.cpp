@@ -255,11 +255,14 @@ int main(int argc, char** argv) {
     if (!json_path.empty())
       write_file_atomically(json_path, to_json(manifest, outcomes, anchors).dump(2) + "\n");
     if (!png_path.empty()) {
-      char headline[160];
-      std::snprintf(headline, sizeof headline,
+      char time[160], memory[96] = "";
+      std::snprintf(time, sizeof time,
                     "ParaTwin (analytic) against %d published runs: mean |error| %.1f%%, max %.1f%%",
                     all.runs, 100 * all.mean_abs, 100 * all.max_abs);
-      write_figure_png(fidelity_figure(outcomes, manifest.sources, headline), png_path);
+      if (peaks.runs > 0)
+        std::snprintf(memory, sizeof memory, "; peak memory %.2f-%.2f of %d published peaks", peaks.min,
+                      peaks.max, peaks.runs);
+      write_figure_png(fidelity_figure(outcomes, manifest.sources, std::string(time) + memory), png_path);
     }
     return 0;
   } catch (const InputError& e) {

@@ -1,5 +1,6 @@
 // The validation set's picture as charts for paratwin_viz: predicted against measured iteration time
-// with the y = x line, and each run's error against its measured time.
+// with the y = x line, each run's error against its measured time, and, where sources published one,
+// the predicted peak memory against the published peak.
 #pragma once
 
 #include <vector>

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "bench/fidelity_figure.hpp"
 #include "bench/fidelity_set.hpp"
 #include "plan/sweep/grid.hpp"
 
@@ -90,6 +91,20 @@ BOOST_AUTO_TEST_CASE(no_predicted_peak_memory_exceeds_a_published_one) {
         BOOST_TEST(o.peak_ratio() <= manifest().guard.max_peak_over_published);
       }
     }
+}
+
+BOOST_AUTO_TEST_CASE(the_picture_draws_time_errors_and_memory) {
+  // Predicted against measured time, each run's error, and predicted against published peak memory: one
+  // point per run with a published peak, every one under y = x.
+  const viz::Figure f = fidelity_figure(outcomes(), manifest().sources, "the set");
+  BOOST_TEST_REQUIRE(f.panels.size() == 3u);
+  size_t points = 0;
+  for (const viz::Series& s : f.panels[2].series) {
+    if (s.label == "y = x") continue;
+    points += s.points.size();
+    for (const viz::XY& p : s.points) BOOST_TEST(p.y <= p.x, s.label << ": " << p.y << " over " << p.x);
+  }
+  BOOST_TEST(points == size_t(peak_stats(outcomes()).runs));
 }
 
 BOOST_AUTO_TEST_CASE(configurations_published_as_out_of_memory_are_evaluated) {
