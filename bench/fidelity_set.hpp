@@ -99,7 +99,7 @@ struct Outcome {
   double error() const { return predicted_s / measured_s - 1; }
   // The published peak in GiB (the twin reports GiB), and the twin's (its fullest stage's) over it; 0
   // without a published peak.
-  double published_peak_gib() const { return published_peak ? published_peak->value() / (1 << 30) : 0; }
+  double published_peak_gib() const { return published_peak ? gib(*published_peak) : 0; }
   double peak_ratio() const {
     return published_peak ? report.metrics.peak_memory_gib / published_peak_gib() : 0;
   }

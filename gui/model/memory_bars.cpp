@@ -12,15 +12,14 @@ QString memory_part_label(MemoryPart part) {
 }
 
 std::vector<StageBar> stage_bars(const Report& report) {
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
   std::vector<StageBar> out;
   for (const StageMemory& s : report.stages) {
     StageBar bar;
     bar.label = QString("stage %1 (%2)").arg(s.stage).arg(QString::fromStdString(s.pool));
     const Bytes parts[kMemoryParts] = {s.weights, s.gradients, s.optimizer, s.activations, s.buffers};
-    for (int i = 0; i < kMemoryParts; ++i) bar.parts_gib[i] = parts[i].value() / kGiB;
-    bar.peak_gib = s.peak.value() / kGiB;
-    bar.capacity_gib = s.capacity.value() / kGiB;
+    for (int i = 0; i < kMemoryParts; ++i) bar.parts_gib[i] = gib(parts[i]);
+    bar.peak_gib = gib(s.peak);
+    bar.capacity_gib = gib(s.capacity);
     bar.fits = s.fits();
     out.push_back(bar);
   }

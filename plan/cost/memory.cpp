@@ -158,18 +158,21 @@ Bytes embedding_activation_bytes(const ModelSpec& model, const ActivationConfig&
   return Bytes(element_bytes(c.precision) * tokens * model.hidden / (c.sequence_parallel ? c.tp : 1));
 }
 
+// The rank's vocabulary-parallel logits of one micro-batch: s b V / t (s / cp under context parallelism).
+static double rank_logits(const ModelSpec& model, const ActivationConfig& c) {
+  return double(c.micro_batch) * c.seq_len / c.cp * model.vocab / c.tp;
+}
+
 Bytes head_activation_bytes(const ModelSpec& model, const ActivationConfig& c) {
-  // Vocabulary-parallel logits (e bytes) and the cross-entropy's fp32 softmax (4 bytes), each s b V / t;
-  // a fused cross-entropy keeps the logits and one log-sum-exp per token only.
-  const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
+  // The logits (e bytes) and the cross-entropy's fp32 softmax (4 bytes); a fused cross-entropy keeps the
+  // logits and one log-sum-exp per token only.
   const double softmax = c.cross_entropy == CrossEntropy::Fused ? 0 : 4;
-  return Bytes(tokens * model.vocab * (element_bytes(c.precision) + softmax) / c.tp);
+  return Bytes(rank_logits(model, c) * (element_bytes(c.precision) + softmax));
 }
 
 Bytes head_backward_transient_bytes(const ModelSpec& model, const ActivationConfig& c) {
   if (c.cross_entropy != CrossEntropy::Unfused) return Bytes(0);
-  const double tokens = double(c.micro_batch) * c.seq_len / c.cp;
-  return Bytes(tokens * model.vocab * (8 - element_bytes(c.precision)) / c.tp);
+  return Bytes(rank_logits(model, c) * (8 - element_bytes(c.precision)));
 }
 
 }  // namespace paratwin::cost

@@ -505,10 +505,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
     b.work = pass_work(lo, hi, false, embedding, head);
     if (i + 1 == segments.size()) b.free = activations(chunk) + working_set;
     if (every) b.alloc = segment_gradients(chunk, lo, hi);  // until their reduce-scatter
-    if (head) {
-      b.alloc += loss_backward_transient(chunk);
-      b.free += loss_backward_transient(chunk);
-    }
+    if (head) hold_loss_transients(b, chunk);
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
     if (final_microbatch) segment_done_[{chunk, lo}] = deps.front();

@@ -197,10 +197,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool fi
     b.alloc = reduces_every_microbatch() && !held ? segment_gradients(chunk, l, l + 1) : Bytes(0);
     if (reduce) accumulating_.erase(l);
     b.free = unit_activations(chunk, l) + working + (reshard ? unit_bytes(l) : Bytes(0));
-    if (last && last_chunk(chunk)) {
-      b.alloc += loss_backward_transient(chunk);
-      b.free += loss_backward_transient(chunk);
-    }
+    if (last && last_chunk(chunk)) hold_loss_transients(b, chunk);
     if (reshard) unsharded_.erase(l);
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, l, l + 1, false, mb, 1);

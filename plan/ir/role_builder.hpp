@@ -173,10 +173,12 @@ class RoleBuilder {
   // A chunk's activation memory inputs, with layer `layer`'s recompute mode (the stage's with -1).
   cost::ActivationConfig activation_config(int chunk, int layer = -1) const;
   Bytes chunk_activations(int chunk) const;
-  // What the loss's backward holds while it runs on the last chunk (cost::head_backward_transient_bytes),
-  // allocated and freed by the backward task that runs the head; 0 on other chunks.
-  Bytes loss_backward_transient(int chunk) const {
-    return last_chunk(chunk) ? cost::head_backward_transient_bytes(m_, activation_config(chunk)) : Bytes(0);
+  // The backward task that runs the head (on the last chunk) also holds the loss's backward transients
+  // while it runs (cost::head_backward_transient_bytes): allocated when it starts, freed when it ends.
+  void hold_loss_transients(Task& head_backward, int chunk) const {
+    const Bytes loss = cost::head_backward_transient_bytes(m_, activation_config(chunk));
+    head_backward.alloc += loss;
+    head_backward.free += loss;
   }
 
   // Recomputation (lower_recompute.cpp): the work of recomputing layers [begin, end) of a chunk, each

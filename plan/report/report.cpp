@@ -7,10 +7,6 @@
 
 namespace paratwin {
 
-static double gib(Bytes b) {
-  return b.value() / (1024.0 * 1024 * 1024);
-}
-
 Report make_report(const std::string& scenario, const Program& program, const Evaluation& ev) {
   Report r;
   r.scenario = scenario;

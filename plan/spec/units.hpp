@@ -43,6 +43,11 @@ constexpr Seconds operator/(Flops f, FlopsPerSecond r) {
   return Seconds(f.value() / r.value());
 }
 
+// Bytes in GiB (2^30), the unit reports and pictures give memory in.
+constexpr double gib(Bytes b) {
+  return b.value() / (1024.0 * 1024 * 1024);
+}
+
 // What a YAML field measures, which decides the unit strings it accepts.
 enum class Dimension { DataSize, Bandwidth, Duration, FlopCount, FlopRate, Power, Money, Count };
 
