@@ -1,10 +1,11 @@
 // bench_fidelity: how accurate the twin is on published training runs (bench/fidelity/manifest.yaml).
 // Per checked run the measured and predicted iteration time and the signed error; mean, P90 and max
-// absolute error per source, per kind of run and overall; the twin's peak memory against the peaks
-// sources published and against the configurations they report as out of memory; the runs that are not
-// expressible apart; and the test_fidelity guard. Markdown on standard output; --json and --png write the
-// data and the picture.
+// absolute error per source, per device, per kind of run and overall; the twin's peak memory against
+// the peaks sources published and against the configurations they report as out of memory; the runs
+// that are not expressible apart; and the test_fidelity guard. Markdown on standard output; --json and
+// --png write the data and the picture.
 //   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -75,6 +76,19 @@ void print_sources(const Manifest& m, const std::vector<Outcome>& outcomes) {
   int left_out = 0;
   for (const Run& r : m.runs) left_out += !r.checked();
   stats_row("**all**", stats(outcomes), " " + std::to_string(left_out) + " |");
+}
+
+// One row per device the runs' plans use, in the order the runs name them: a device file's figures
+// (peak, efficiencies) are shared by every run on it, so a skew common to its rows points there.
+void print_devices(const std::vector<Outcome>& outcomes) {
+  std::vector<std::string> devices;
+  for (const Outcome& o : outcomes)
+    if (std::find(devices.begin(), devices.end(), o.device) == devices.end()) devices.push_back(o.device);
+  std::printf("\n## Per device\n\n");
+  std::printf("| device | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  for (const std::string& d : devices)
+    stats_row(d, stats(outcomes, [&](const Outcome& o) { return o.device == d; }));
 }
 
 void print_kinds(const std::vector<Outcome>& outcomes) {
@@ -237,6 +251,7 @@ int main(int argc, char** argv) {
                 manifest.runs.size(), all.runs);
     print_runs(outcomes);
     print_sources(manifest, outcomes);
+    print_devices(outcomes);
     print_kinds(outcomes);
     print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How accurate the twin is on published training runs (bench/fidelity/, issue 19): per checked run the
 # measured and predicted iteration time and the signed error; mean, P90 and max absolute error per
-# source, per kind of run and overall; the twin's peak memory against published peaks and
+# source, per device, per kind of run and overall; the twin's peak memory against published peaks and
 # out-of-memory configurations; the runs that are not expressible, apart; the test_fidelity guards;
 # and the picture of predicted against measured. The analytic evaluator, well under a minute.
 #   bench/fidelity.sh [BUILD] [OUT]     writes OUT/fidelity.{md,json,png} (OUT: BUILD/fidelity)
