@@ -24,12 +24,6 @@ namespace {
 
 constexpr int kStreams = kStreamKinds;
 
-const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
-  for (const auto& p : c.pools)
-    if (p.name == name) return p;
-  throw std::logic_error("no pool " + name);
-}
-
 struct Collective {
   size_t arrived = 0;
   bool done = false;
@@ -66,7 +60,7 @@ class Interpreter {
     durations_.resize(program.roles.size());
     for (size_t r = 0; r < program.roles.size(); ++r) {
       const Role& role = program.roles[r];
-      const PoolSpec& pool = pool_named(cluster, role.pool);
+      const PoolSpec& pool = cluster.pool_named(role.pool);
       pools_.push_back(&pool);
       sm_shares_.emplace_back();
       for (size_t i = 0; i < role.tasks.size(); ++i) {

@@ -13,12 +13,6 @@
 namespace paratwin {
 namespace {
 
-const PoolSpec& pool_named(const ClusterSpec& c, const std::string& name) {
-  for (const auto& p : c.pools)
-    if (p.name == name) return p;
-  throw std::logic_error("no pool " + name);
-}
-
 // Total length of a union of intervals, and of its part outside another union.
 using Intervals = std::vector<std::pair<double, double>>;
 
@@ -251,7 +245,7 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
   std::vector<std::vector<double>> out(program.roles.size());
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
-    const PoolSpec& pool = pool_named(cluster, role.pool);
+    const PoolSpec& pool = cluster.pool_named(role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
     out[r].reserve(role.tasks.size());
     for (const Task& t : role.tasks)
@@ -342,7 +336,7 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   bool contended = false;
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
-    const PoolSpec& pool = pool_named(cluster, role.pool);
+    const PoolSpec& pool = cluster.pool_named(role.pool);
     for (const Task& t : role.tasks) {
       shares[r].push_back(comm_sm_share(t, pool, cluster.device_of(pool)));
       contended |= shares[r].back() > 0;
@@ -382,7 +376,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
   for (size_t r = 0; r < roles; ++r) {
     const Role& role = program.roles[r];
     RoleEvaluation& re = ev.roles[r];
-    const PoolSpec& pool = pool_named(cluster, role.pool);
+    const PoolSpec& pool = cluster.pool_named(role.pool);
     Intervals compute, tp, pp, dp, copy;
     Flops executed;
     for (size_t i = 0; i < role.tasks.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "plan/analytic/evaluate.hpp"
 #include "plan/calibrate/inter_host_fit.hpp"
 #include "plan/calibrate/two_term_fit.hpp"
+#include "plan/spec/suggest.hpp"
 #include "plan/topology/rank_threads.hpp"
 
 namespace paratwin {
@@ -42,19 +43,12 @@ std::pair<double, double> coefficients(cost::CollectiveKind kind, cost::Algorith
   return {0, 0};
 }
 
-template <class Cluster>
-auto& pool_named(Cluster& c, const std::string& name) {
-  for (auto& p : c.pools)
-    if (p.name == name) return p;
-  throw std::logic_error("no pool " + name);
-}
-
 // Applies the device and fabric figures of `from` to the same device and pool of `to`.
 void copy_figures(const ClusterSpec& from, ClusterSpec& to, const std::string& device,
                   const std::string& pool) {
   to.devices.at(device) = from.devices.at(device);
-  for (PoolSpec& p : to.pools)
-    if (p.name == pool) p.intra_node = pool_named(from, pool).intra_node, p.nic = pool_named(from, pool).nic;
+  to.pool_named(pool).intra_node = from.pool_named(pool).intra_node;
+  to.pool_named(pool).nic = from.pool_named(pool).nic;
 }
 
 // Every run must be of the calibrated pool and precision: one device's figures are fitted at a time.
@@ -89,7 +83,7 @@ Rows rows_of(const std::vector<ProfiledRun>& runs, const std::string& pool_name)
   Rows rows;
   for (const ProfiledRun& run : runs) {
     const Role& role = run.program.roles.front();
-    const PoolSpec& run_pool = pool_named(run.scenario.cluster, pool_name);
+    const PoolSpec& run_pool = run.scenario.cluster.pool_named(pool_name);
     const DeviceSpec& run_device = run.scenario.cluster.device_of(run_pool);
     const Precision precision = run.scenario.training.precision;
     // A rank of T threads is T cores of the cluster's device, each doing 1/T of the work: the figures
@@ -234,20 +228,34 @@ void compare_tasks(const std::vector<ProfiledRun>& runs, Precision precision, Ca
       const ProfiledTask& measured = run.profile.tasks[i];
       const double time = t.stream == StreamKind::Compute ? measured.cpu_s : measured.transfer_s;
       if (!(time > 0)) continue;
-      cal.tasks.push_back({run.profile.path, t.name, time,
-                           task_duration_s(t, pool_named(sized, cal.pool), sized, precision)});
+      cal.tasks.push_back(
+          {run.profile.path, t.name, time, task_duration_s(t, sized.pool_named(cal.pool), sized, precision)});
     }
   }
 }
 
 }  // namespace
 
-Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& cluster) {
-  if (runs.empty()) throw std::logic_error("calibrate without runs");
+Calibration start_calibration(const ClusterSpec& cluster, const std::string& pool) {
+  std::vector<std::string> names;
+  for (const PoolSpec& p : cluster.pools) names.push_back(p.name);
+  if (pool.empty() && names.size() != 1)
+    throw InputError(Location{"--pool"}, "cluster " + cluster.name + " has pools " + join(names) +
+                                             ": say which one the measurements ran on");
+  const std::string name = pool.empty() ? names.front() : pool;
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw InputError(Location{"--pool"}, "cluster " + cluster.name + " has no pool '" + name +
+                                             "': its pools are " + join(names) + did_you_mean(name, names));
   Calibration cal;
   cal.cluster = cluster;
-  cal.pool = runs.front().program.roles.front().pool;
-  cal.device = pool_named(cluster, cal.pool).device;
+  cal.pool = name;
+  cal.device = cluster.pool_named(name).device;
+  return cal;
+}
+
+Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& cluster) {
+  if (runs.empty()) throw std::logic_error("calibrate without runs");
+  Calibration cal = start_calibration(cluster, runs.front().program.roles.front().pool);
   const Precision precision = runs.front().scenario.training.precision;
   check_runs_agree(runs, cal.pool, precision);
   const Rows rows = rows_of(runs, cal.pool);
@@ -257,13 +265,18 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   const std::string dp = "devices." + cal.device;
   fit_gemms(rows, precision, device, dp, cal);
   fit_memory(rows, device, dp, cal);
-  fit_collectives(rows, pool_named(cal.cluster, cal.pool), "pools." + cal.pool, cal);
+  fit_collectives(rows, cal.cluster.pool_named(cal.pool), "pools." + cal.pool, cal);
   std::vector<ClusterSpec> run_clusters;
   for (const ProfiledRun& run : runs) run_clusters.push_back(calibrated_for(run, cal));
-  fit_inter_host(runs, std::move(run_clusters), cal);
+  fit_inter_host(collectives_across_hosts(runs), std::move(run_clusters), cal);
   compare_tasks(runs, precision, cal);
   cal.variability = measure_kernel_variability(runs);
   return cal;
+}
+
+void set_figure(Calibration& cal, FittedFigure figure) {
+  std::erase_if(cal.figures, [&](const FittedFigure& f) { return f.field == figure.field; });
+  cal.figures.push_back(std::move(figure));
 }
 
 std::string to_text(const FittedFigure& f) {
@@ -287,14 +300,19 @@ std::string calibrated_cluster_yaml(const Calibration& cal, const std::vector<Pr
          std::to_string(run.scenario.training.seq_len) + ", " + std::to_string(run.profile.measured_steps) +
          " steps measured\n";
   }
+  for (const std::string& input : cal.inputs) h += "#   " + input + "\n";
   h += "# Fitted on device " + cal.device + " and pool " + cal.pool +
-       " (medians over steps and ranks; compute as thread CPU time, so load from other processes stays "
-       "out):\n";
+       (runs.empty() ? std::string(":\n")
+                     : " (profiles: medians over steps and ranks; compute as thread CPU time, so load from "
+                       "other processes stays out):\n");
   for (const FittedFigure& f : cal.figures) h += "#   " + to_text(f) + "\n";
   for (const std::string& n : cal.notes) h += "#   note: " + n + "\n";
-  h += "# Kernel-time variability (calibrate --variability FILE writes it for --set variability=FILE): " +
-       to_text(cal.variability) + "\n";
-  h += "# Each measured task against the calibrated model (compute: CPU time; collectives: the transfer):\n";
+  if (!runs.empty()) {
+    h += "# Kernel-time variability (calibrate --variability FILE writes it for --set variability=FILE): " +
+         to_text(cal.variability) + "\n";
+    h += "# Each measured task against the calibrated model (compute: CPU time; collectives: the "
+         "transfer):\n";
+  }
   std::string profile;
   for (const TaskResidual& t : cal.tasks) {
     if (runs.size() > 1 && t.profile != profile) h += "#   " + (profile = t.profile) + ":\n";

@@ -49,8 +49,20 @@ struct Calibration {
   std::vector<FittedFigure> figures;
   std::vector<TaskResidual> tasks;
   std::vector<std::string> notes;  // peaks raised to what was measured, and the like
-  KernelVariability variability;   // the spread of kernel times from step to step
+  KernelVariability variability;   // the spread of kernel times from step to step (profiles only)
+  // The microbenchmark files it was fitted to besides profiles, one line each ("all_gather.out:
+  // nccl-tests all_gather, 8 ranks on 1 host (NVIDIA H100 80GB HBM3), 33 sizes").
+  std::vector<std::string> inputs;
 };
+
+// A calibration of `cluster` with nothing fitted yet, for microbenchmarks alone: of pool `pool`, or of
+// the cluster's only pool when `pool` is empty. Throws InputError naming the pools when `pool` is not
+// one of them or is needed to choose.
+Calibration start_calibration(const ClusterSpec& cluster, const std::string& pool);
+
+// Adds `figure` to `calibration.figures`, replacing an earlier one of the same field: a figure fitted
+// from microbenchmarks replaces the same figure fitted from profiles.
+void set_figure(Calibration& calibration, FittedFigure figure);
 
 // Fits `cluster` (the cluster as given, not resized) to the runs, which must have run on one device
 // type of it. Throws InputError when they ran on different device types or pools, or measured no

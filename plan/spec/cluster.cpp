@@ -1,6 +1,8 @@
 // Cluster file parsing.
 #include "plan/spec/cluster.hpp"
 
+#include <utility>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -22,6 +24,16 @@ const EnumNames<NicKind> kNicKindNames = {
 const EnumNames<NetworkTopology> kNetworkTopologyNames = {{"star", NetworkTopology::Star},
                                                           {"fat_tree", NetworkTopology::FatTree},
                                                           {"rail_optimized", NetworkTopology::RailOptimized}};
+
+const PoolSpec& ClusterSpec::pool_named(const std::string& name) const {
+  for (const PoolSpec& p : pools)
+    if (p.name == name) return p;
+  throw std::logic_error("no pool " + name);
+}
+
+PoolSpec& ClusterSpec::pool_named(const std::string& name) {
+  return const_cast<PoolSpec&>(std::as_const(*this).pool_named(name));
+}
 
 int ClusterSpec::gpus() const {
   int n = 0;

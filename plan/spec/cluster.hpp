@@ -182,6 +182,9 @@ struct ClusterSpec {
 
   int gpus() const;
   const DeviceSpec& device_of(const PoolSpec& pool) const { return devices.at(pool.device); }
+  // The pool of that name; asking for one the cluster lacks is a programming error (std::logic_error).
+  const PoolSpec& pool_named(const std::string& name) const;
+  PoolSpec& pool_named(const std::string& name);
   bool homogeneous() const { return pools.size() == 1; }
   // Sum of the pools' dense peaks at `precision` (0 for devices without it).
   FlopsPerSecond peak(Precision precision) const;

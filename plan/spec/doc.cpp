@@ -242,7 +242,7 @@ DocNode parse_yaml(std::string_view text, const std::string& file_name) {
   return root;
 }
 
-DocNode load_yaml_file(const std::string& path) {
+std::string read_input_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(Location{path}, "cannot read file: it is a directory");
@@ -257,7 +257,11 @@ DocNode load_yaml_file(const std::string& path) {
     if (text.size() > most)
       throw InputError(Location{path}, "the file is too large" + limit_note(kInputBytesLimit));
   }
-  return parse_yaml(text, path);
+  return text;
+}
+
+DocNode load_yaml_file(const std::string& path) {
+  return parse_yaml(read_input_file(path), path);
 }
 
 DocNode load_yaml_file_cached(const std::string& path) {

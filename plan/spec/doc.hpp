@@ -53,6 +53,9 @@ std::string to_flow_yaml(const DocNode& node);
 
 // Parses YAML text; syntax errors and duplicate keys throw InputError at their position.
 DocNode parse_yaml(std::string_view text, const std::string& file_name);
+// A whole input file's text, read no further than the input size limit (limits.hpp); a missing,
+// unreadable or oversized file throws InputError naming it.
+std::string read_input_file(const std::string& path);
 // Reads and parses a file; a missing or unreadable file throws InputError naming it.
 DocNode load_yaml_file(const std::string& path);
 // The same, reusing the tree of an earlier read while the file's size and modification time are

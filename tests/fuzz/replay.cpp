@@ -26,7 +26,9 @@
   X(sweep_results)               \
   X(checkpoint)                  \
   X(token_file)                  \
-  X(control)
+  X(control)                     \
+  X(nccl_tests)                  \
+  X(gemm_sweep)
 
 #define PARATWIN_DECLARE(name) \
   extern "C" int paratwin_fuzz_##name(const std::uint8_t* data, std::size_t size);

@@ -1,0 +1,213 @@
+// Calibration from microbenchmarks: nccl-tests output and GEMM sweeps read as their tools write them,
+// refused with file:line:col when they are not, and the fits recovering the figures that produced
+// synthetic measurements; `paratwin calibrate` writing a cluster file from them alone.
+#define BOOST_TEST_MODULE microbenchmarks
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "paratwin_process.hpp"
+#include "plan/calibrate/gemm_sweep.hpp"
+#include "plan/calibrate/nccl_tests.hpp"
+#include "plan/spec/cluster.hpp"
+
+using namespace paratwin;
+using paratwin_test::run_paratwin;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDgxH100 = PARATWIN_SOURCE_DIR "/topologies/dgx-h100.yaml";
+
+// nccl-tests' header for `ranks` ranks, `per_host` to a host; `group` writes the "Group" field of
+// nccl-tests 2.10 and later.
+std::string header(const std::string& test, int ranks, int per_host, bool group = true) {
+  std::string h = "# nccl-tests version 2.17.9 nccl-headers=22602 nccl-library=22602\n";
+  if (!test.empty()) h += "# Collective test starting: " + test + "\n";
+  h += "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5\n#\n";
+  h += "# Using devices\n";
+  for (int r = 0; r < ranks; ++r)
+    h += "#  Rank " + std::to_string(r) + (group ? " Group  0" : "") + " Pid 4242 on node" +
+         std::to_string(r / per_host) + " device  " + std::to_string(r % per_host) +
+         " [0x07] NVIDIA H100 80GB HBM3\n";
+  h += "#\n#       size         count      type   redop    root     time   algbw   busbw  #wrong     time  "
+       " algbw   busbw  #wrong\n";
+  return h;
+}
+
+// A result row as nccl-tests prints it (the algbw and busbw columns are not read).
+std::string row(double size, double time_s) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%12.0f %13.0f     float     sum      -1 %8.2f    0.00    0.00       0 %8.2f"
+                "    0.00    0.00       0\n",
+                size, size / 4, time_s * 1e6, time_s * 1e6);
+  return line;
+}
+
+PoolSpec& only_pool(ClusterSpec& c) {
+  return c.pools.front();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(nccl_tests_output_is_read_as_the_tool_writes_it) {
+  const std::string text = header("all_gather_perf", 8, 8) +
+                           "node0:4242:4242 [0] NCCL INFO Bootstrap : Using eth0\n" + row(0, 1e-6) +
+                           row(1 << 20, 40e-6) + row(1 << 30, 2.7e-3) + "# Avg bus bandwidth    : 110.98\n";
+  const NcclTestsRun run = parse_nccl_tests(text, "ag.out");
+  BOOST_TEST((run.kind == cost::CollectiveKind::AllGather));
+  BOOST_TEST(run.ranks == 8);
+  BOOST_TEST(run.hosts == 1);
+  BOOST_TEST(run.device == "NVIDIA H100 80GB HBM3");
+  BOOST_TEST_REQUIRE(run.rows.size() == 2u);  // size 0 left out, NCCL's log line skipped
+  BOOST_TEST(run.rows[1].size.value() == double(1 << 30));
+  BOOST_TEST(run.rows[1].time.value() == 2.7e-3, boost::test_tools::tolerance(1e-9));
+  // nccl-tests' busbw: algbw x (n - 1) / n for an all-gather.
+  BOOST_TEST(bus_bandwidth(run, run.rows[1]).value() == double(1 << 30) / 2.7e-3 * 7 / 8,
+             boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(older_nccl_tests_output_names_its_collective_by_file_name) {
+  const NcclTestsRun run =
+      parse_nccl_tests(header("", 16, 8, /*group=*/false) + row(1 << 20, 1e-4), "/logs/all_reduce_perf.log");
+  BOOST_TEST((run.kind == cost::CollectiveKind::AllReduce));
+  BOOST_TEST(run.ranks == 16);
+  BOOST_TEST(run.hosts == 2);
+}
+
+BOOST_AUTO_TEST_CASE(what_is_not_nccl_tests_output_is_refused_where_it_goes_wrong) {
+  auto message = [](const std::string& text, const std::string& path) {
+    try {
+      parse_nccl_tests(text, path);
+    } catch (const InputError& e) {
+      return e.diagnostics().front().where.str() + ": " + e.diagnostics().front().message;
+    }
+    return std::string("accepted");
+  };
+  // A row whose time is not a number: its line and the time's column.
+  const std::string head = header("all_reduce_perf", 8, 8);
+  const std::string bad = head + "     1048576        262144     float     sum      -1    fast\n";
+  const int line = int(std::count(head.begin(), head.end(), '\n')) + 1;
+  BOOST_TEST(
+      message(bad, "ar.out").starts_with("ar.out:" + std::to_string(line) + ":57: expected a result row"));
+  const std::string other = message(header("alltoall_perf", 8, 8) + row(1 << 20, 1e-4), "a.out");
+  BOOST_TEST(other.find("nccl-tests of alltoall_perf: calibrate reads all_reduce_perf") != std::string::npos);
+  BOOST_TEST(message(row(1 << 20, 1e-4), "results.txt").find("which collective") != std::string::npos);
+  BOOST_TEST(message("# Collective test starting: all_gather_perf\n" + row(1 << 20, 1e-4), "x")
+                 .find("no '#  Rank") != std::string::npos);
+  BOOST_TEST(message(header("all_gather_perf", 8, 8), "x").find("no result rows") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(one_hosts_run_becomes_the_nodes_curve_of_that_collective) {
+  Calibration cal = start_calibration(load_cluster_file(kDgxH100), "");
+  std::string text = header("reduce_scatter_perf", 8, 8);
+  for (double size : {1 << 20, 1 << 24, 1 << 28}) text += row(size, 5e-6 + size / 300e9);
+  apply_nccl_tests({parse_nccl_tests(text, "rs.out")}, cal);
+  const PoolSpec& pool = only_pool(cal.cluster);
+  BOOST_TEST_REQUIRE(pool.intra_node.reduce_scatter_curve.has_value());
+  BOOST_TEST(pool.intra_node.reduce_scatter_curve->points.size() == 3u);
+  // The cost model now times each measured size as measured.
+  for (double size : {1 << 20, 1 << 24, 1 << 28}) {
+    const double model =
+        cost::collective_time(cost::CollectiveKind::ReduceScatter, Bytes(size), {8, 8}, pool, cal.cluster)
+            .time.value();
+    // nccl-tests prints times to 10 ns.
+    BOOST_TEST(model == 5e-6 + size / 300e9, boost::test_tools::tolerance(1e-3));
+  }
+  BOOST_TEST(cal.figures.back().field == "pools.dgx.intra_node.busbw.reduce_scatter");
+  BOOST_TEST(cal.figures.back().fitted);
+  // A run on half a node is not the node's curve: kept, and said so.
+  Calibration half = start_calibration(load_cluster_file(kDgxH100), "dgx");
+  apply_nccl_tests({parse_nccl_tests(header("all_reduce_perf", 4, 4) + row(1 << 20, 1e-4), "ar4.out")}, half);
+  BOOST_TEST(!half.figures.back().fitted);
+  BOOST_TEST(half.figures.back().measured.find("ran on 4 of a node's 8 GPUs") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(runs_across_hosts_recover_the_nics_bandwidth_and_latency) {
+  // The truth: NICs at 37 GB/s with 7 us; the catalog's figures are the fit's starting point.
+  ClusterSpec truth = load_cluster_file(kDgxH100);
+  only_pool(truth).nic.achievable = BytesPerSecond(37e9);
+  only_pool(truth).nic.latency = Seconds(7e-6);
+  std::string text = header("all_reduce_perf", 32, 8);
+  for (double size = 1 << 16; size <= double(1 << 30); size *= 4)
+    text += row(size, cost::collective_time(cost::CollectiveKind::AllReduce, Bytes(size), {32, 8},
+                                            only_pool(truth), truth)
+                          .time.value());
+  Calibration cal = start_calibration(load_cluster_file(kDgxH100), "");
+  apply_nccl_tests({parse_nccl_tests(text, "ar32.out")}, cal);
+  BOOST_TEST(only_pool(cal.cluster).nic.achievable->value() == 37e9, boost::test_tools::tolerance(0.01));
+  BOOST_TEST(only_pool(cal.cluster).nic.latency.value() == 7e-6, boost::test_tools::tolerance(0.05));
+}
+
+BOOST_AUTO_TEST_CASE(a_gemm_sweep_recovers_the_shares_and_the_tiles_fixed_cost) {
+  ClusterSpec truth = load_cluster_file(kDgxH100);
+  DeviceSpec& d = truth.devices.at("h100-sxm-80g");
+  d.efficiency.gemm = 0.70, d.efficiency.gemm_fp8 = 0.65, d.efficiency.gemm_tile_k_steps = 3;
+  std::string csv = "# synthetic: the cost model's own times\ntflops,dtype,m,n,k\n";
+  for (const char* dtype : {"bf16", "fp8"})
+    for (double k : {512, 1024, 4096, 8192})
+      for (double mn : {2048, 6144}) {
+        GemmSweepRow r;
+        r.shape.m = r.shape.n = mn, r.shape.k = k;
+        r.dtype = std::string(dtype) == "fp8" ? Precision::Fp8 : Precision::Bf16;
+        r.shape.fp8 = r.dtype == Precision::Fp8;
+        const double s = cost::gemm_time(r.shape, d, r.dtype).value() + d.efficiency.kernel_launch.value();
+        char line[128];
+        std::snprintf(line, sizeof line, "%.6f,%s,%.0f,%.0f,%.0f\n", r.shape.flops() / s / 1e12, dtype, mn,
+                      mn, k);
+        csv += line;
+      }
+  Calibration cal = start_calibration(load_cluster_file(kDgxH100), "");
+  apply_gemm_sweeps({parse_gemm_sweep(csv, "sweep.csv")}, cal);
+  const EfficiencySpec& e = cal.cluster.devices.at("h100-sxm-80g").efficiency;
+  BOOST_TEST(e.gemm == 0.70, boost::test_tools::tolerance(0.002));
+  BOOST_TEST(*e.gemm_fp8 == 0.65, boost::test_tools::tolerance(0.002));
+  BOOST_TEST(e.gemm_tile_k_steps == 3.0);
+  // One K cannot tell the fixed cost from the share: kept, and said so.
+  Calibration one_k = start_calibration(load_cluster_file(kDgxH100), "");
+  apply_gemm_sweeps({parse_gemm_sweep("m,n,k,dtype,tflops\n8192,8192,8192,bf16,700\n", "one.csv")}, one_k);
+  BOOST_TEST(one_k.cluster.devices.at("h100-sxm-80g").efficiency.gemm_tile_k_steps == 2.0);
+  BOOST_TEST(one_k.figures.back().measured.starts_with("kept"));
+}
+
+BOOST_AUTO_TEST_CASE(a_gemm_sweep_that_is_not_one_is_refused_cell_by_cell) {
+  try {
+    parse_gemm_sweep("m,n,k,dtype,tflops\n8192,8192,-1,bf17,700\n", "s.csv");
+    BOOST_FAIL("accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST_REQUIRE(e.diagnostics().size() == 2u);
+    BOOST_TEST(e.diagnostics()[0].where.str() == "s.csv:2:11");
+    BOOST_TEST(e.diagnostics()[1].message.find("did you mean 'bf16'") != std::string::npos);
+  }
+  try {
+    parse_gemm_sweep("m,n,kk,dtype,tflops\n", "s.csv");
+    BOOST_FAIL("accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(e.diagnostics().front().message.find("did you mean 'k'") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(calibrate_writes_a_cluster_from_microbenchmarks_alone) {
+  const fs::path dir = paratwin_test::test_dir("paratwin-microbench-");
+  const fs::path ag = dir / "all_gather.out", out = dir / "calibrated.yaml";
+  std::ofstream(ag) << header("all_gather_perf", 8, 8) << row(1 << 20, 45e-6) << row(1 << 30, 2.9e-3);
+  const auto written =
+      run_paratwin("calibrate --cluster dgx-h100 --nccl-tests " + ag.string() + " -o " + out.string());
+  BOOST_TEST_INFO(written.text);
+  BOOST_TEST_REQUIRE(written.status == 0);
+  BOOST_TEST(written.text.find("all_gather inside a node") != std::string::npos);
+  const auto valid = run_paratwin("validate " + out.string());
+  BOOST_TEST_INFO(valid.text);
+  BOOST_TEST(valid.status == 0);
+  // Nothing to calibrate from: refused before anything is written.
+  const fs::path none = dir / "none.yaml";
+  const auto refused = run_paratwin("calibrate --cluster dgx-h100 -o " + none.string());
+  BOOST_TEST(refused.status == 2);
+  BOOST_TEST(refused.text.find("nothing to calibrate from") != std::string::npos);
+  BOOST_TEST(!fs::exists(none));
+  fs::remove_all(dir);
+}
