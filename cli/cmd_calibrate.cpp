@@ -41,8 +41,9 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
   cmd->add_option("profiles", opts->profiles, "profiles written by paratwin run --profile")
       ->type_name("PROFILE...");
   cmd->add_option("--nccl-tests", opts->nccl_tests,
-                  "nccl-tests output (all_reduce_perf, all_gather_perf, reduce_scatter_perf): one host's "
-                  "run sets the node's curve of that collective, runs across hosts the NIC's figures")
+                  "nccl-tests output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+                  "alltoall_perf): one host's run sets the node's curve of that collective, runs across "
+                  "hosts the NIC's figures")
       ->type_name("FILE...");
   cmd->add_option("--gemm-sweep", opts->gemm_sweeps,
                   "GEMM rates by shape, CSV m,n,k,dtype,tflops: fits the device's GEMM shares and tile cost")

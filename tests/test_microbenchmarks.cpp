@@ -94,8 +94,9 @@ BOOST_AUTO_TEST_CASE(what_is_not_nccl_tests_output_is_refused_where_it_goes_wron
   const int line = int(std::count(head.begin(), head.end(), '\n')) + 1;
   BOOST_TEST(
       message(bad, "ar.out").starts_with("ar.out:" + std::to_string(line) + ":57: expected a result row"));
-  const std::string other = message(header("alltoall_perf", 8, 8) + row(1 << 20, 1e-4), "a.out");
-  BOOST_TEST(other.find("nccl-tests of alltoall_perf: calibrate reads all_reduce_perf") != std::string::npos);
+  const std::string other = message(header("broadcast_perf", 8, 8) + row(1 << 20, 1e-4), "b.out");
+  BOOST_TEST(other.find("nccl-tests of broadcast_perf: calibrate reads all_reduce_perf") !=
+             std::string::npos);
   BOOST_TEST(message(row(1 << 20, 1e-4), "results.txt").find("which collective") != std::string::npos);
   BOOST_TEST(message("# Collective test starting: all_gather_perf\n" + row(1 << 20, 1e-4), "x")
                  .find("no '#  Rank") != std::string::npos);
@@ -141,6 +142,15 @@ BOOST_AUTO_TEST_CASE(runs_across_hosts_recover_the_nics_bandwidth_and_latency) {
   apply_nccl_tests({parse_nccl_tests(text, "ar32.out")}, cal);
   BOOST_TEST(only_pool(cal.cluster).nic.achievable->value() == 37e9, boost::test_tools::tolerance(0.01));
   BOOST_TEST(only_pool(cal.cluster).nic.latency.value() == 7e-6, boost::test_tools::tolerance(0.05));
+  // All-to-alls across hosts (MoE's expert parallelism) time the same NICs.
+  std::string a2a = header("alltoall_perf", 16, 8);
+  for (double size = 1 << 16; size <= double(1 << 30); size *= 4)
+    a2a += row(size, cost::collective_time(cost::CollectiveKind::AllToAll, Bytes(size), {16, 8},
+                                           only_pool(truth), truth)
+                         .time.value());
+  Calibration by_a2a = start_calibration(load_cluster_file(kDgxH100), "");
+  apply_nccl_tests({parse_nccl_tests(a2a, "a2a16.out")}, by_a2a);
+  BOOST_TEST(only_pool(by_a2a.cluster).nic.achievable->value() == 37e9, boost::test_tools::tolerance(0.01));
 }
 
 BOOST_AUTO_TEST_CASE(a_gemm_sweep_recovers_the_shares_and_the_tiles_fixed_cost) {

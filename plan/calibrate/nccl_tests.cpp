@@ -18,10 +18,12 @@ namespace {
 
 using cost::CollectiveKind;
 
-// The collectives whose curves a node's fabric holds (IntraNodeSpec), by nccl-tests' binary names.
+// The collectives calibrate reads, by nccl-tests' binary names: those whose curves a node's fabric
+// holds (IntraNodeSpec), and the all-to-all, whose runs across hosts time the NIC too.
 const EnumNames<CollectiveKind> kTestedCollectives = {{"all_reduce", CollectiveKind::AllReduce},
                                                       {"all_gather", CollectiveKind::AllGather},
-                                                      {"reduce_scatter", CollectiveKind::ReduceScatter}};
+                                                      {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                      {"alltoall", CollectiveKind::AllToAll}};
 
 // Beyond any collective a run measures; keeps the rates the curve derives finite.
 constexpr long long kMostBytes = 1LL << 50;
@@ -179,6 +181,13 @@ void apply_nccl_tests(const std::vector<NcclTestsRun>& runs, Calibration& cal) {
     }
     const std::string key = enum_name(run.kind, kTestedCollectives);
     const std::string field = pp + ".intra_node.busbw." + key, what = key + " inside a node";
+    if (run.kind == CollectiveKind::AllToAll) {
+      set_figure(cal, {field, what,
+                       "kept: a node's fabric holds no all-to-all curve (the cost model times an all-to-all "
+                       "inside a node by the all-gather and reduce-scatter curves, the same volume)",
+                       false, int(run.rows.size()), 0});
+      continue;
+    }
     if (per_host < pool.gpus_per_node) {
       set_figure(cal, {field, what,
                        "kept: " + run.path + " ran on " + std::to_string(per_host) + " of a node's " +

@@ -1,9 +1,10 @@
-// nccl-tests output (NVIDIA/nccl-tests: all_reduce_perf, all_gather_perf, reduce_scatter_perf) as
-// `paratwin calibrate --nccl-tests` reads it, and what it sets in the calibrated cluster: a run inside
-// one host of all the node's GPUs gives the node's measured curve of that collective
-// (pools.<pool>.intra_node.busbw.<kind>), which the cost model then times that collective inside a
-// node by at every size; runs across hosts give the NIC's achievable bandwidth and latency, fitted as
-// the cost model times such a collective (plan/calibrate/inter_host_fit.hpp).
+// nccl-tests output (NVIDIA/nccl-tests: all_reduce_perf, all_gather_perf, reduce_scatter_perf,
+// alltoall_perf) as `paratwin calibrate --nccl-tests` reads it, and what it sets in the calibrated
+// cluster: a run inside one host of all the node's GPUs gives the node's measured curve of that
+// collective (pools.<pool>.intra_node.busbw.<kind>), which the cost model then times that collective
+// inside a node by at every size (an all-to-all has no curve of its own: it moves an all-gather's
+// volume); runs across hosts give the NIC's achievable bandwidth and latency, fitted as the cost model
+// times such a collective (plan/calibrate/inter_host_fit.hpp).
 #pragma once
 
 #include <string>
@@ -33,14 +34,14 @@ struct NcclTestsRun {
 };
 
 // Parses nccl-tests' standard output. The collective comes from its "# Collective test starting:"
-// line, else from a file name that contains all_reduce, all_gather or reduce_scatter. Throws
+// line, else from a file name that contains all_reduce, all_gather, reduce_scatter or alltoall. Throws
 // InputError (file:line:col, what was expected) when the text is not such an output: no rank lines,
 // no result rows, a row whose size or time is not a number, another collective.
 NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path);
 NcclTestsRun load_nccl_tests(const std::string& path);
 
 // nccl-tests' bus bandwidth of a row: size / time x 2 (n - 1) / n for an all-reduce, x (n - 1) / n
-// for an all-gather or a reduce-scatter (n ranks).
+// for the others (n ranks).
 BytesPerSecond bus_bandwidth(const NcclTestsRun& run, const NcclTestsRow& row);
 
 // Sets in `cal.cluster`'s pool `cal.pool` what the runs measured, and lists each figure in
