@@ -101,6 +101,11 @@ BOOST_AUTO_TEST_CASE(what_is_not_nccl_tests_output_is_refused_where_it_goes_wron
   BOOST_TEST(message("# Collective test starting: all_gather_perf\n" + row(1 << 20, 1e-4), "x")
                  .find("no '#  Rank") != std::string::npos);
   BOOST_TEST(message(header("all_gather_perf", 8, 8), "x").find("no result rows") != std::string::npos);
+  // Ranks spread unevenly over hosts: not a placement the cost model has.
+  const std::string uneven =
+      header("all_reduce_perf", 8, 8) +
+      "#  Rank  8 Group  0 Pid 4242 on node1 device  0 [0x07] NVIDIA H100 80GB HBM3\n" + row(1 << 20, 1e-4);
+  BOOST_TEST(message(uneven, "x").find("1 ranks on node1, 8 on node0") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(one_hosts_run_becomes_the_nodes_curve_of_that_collective) {
@@ -148,7 +153,10 @@ BOOST_AUTO_TEST_CASE(runs_across_hosts_recover_the_nics_bandwidth_and_latency) {
     a2a += row(size, cost::collective_time(cost::CollectiveKind::AllToAll, Bytes(size), {16, 8},
                                            only_pool(truth), truth)
                          .time.value());
-  Calibration by_a2a = start_calibration(load_cluster_file(kDgxH100), "");
+  // Calibrating a cluster file of fewer nodes than the run had hosts: the run's own size is fitted.
+  ClusterSpec one_node = load_cluster_file(kDgxH100);
+  only_pool(one_node).nodes = 1;
+  Calibration by_a2a = start_calibration(one_node, "");
   apply_nccl_tests({parse_nccl_tests(a2a, "a2a16.out")}, by_a2a);
   BOOST_TEST(only_pool(by_a2a.cluster).nic.achievable->value() == 37e9, boost::test_tools::tolerance(0.01));
 }
@@ -198,6 +206,13 @@ BOOST_AUTO_TEST_CASE(a_gemm_sweep_that_is_not_one_is_refused_cell_by_cell) {
     BOOST_FAIL("accepted");
   } catch (const InputError& e) {
     BOOST_TEST(e.diagnostics().front().message.find("did you mean 'k'") != std::string::npos);
+  }
+  try {
+    parse_gemm_sweep("m,n,n,k,dtype,tflops\n8192,8192,8192,fp8,1300\n", "s.csv");
+    BOOST_FAIL("accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(e.diagnostics().front().where.str() == "s.csv:1:5");
+    BOOST_TEST(e.diagnostics().front().message == "column 'n' a second time");
   }
 }
 

@@ -81,18 +81,20 @@ GemmSweep parse_gemm_sweep(std::string_view text, const std::string& path) {
   sweep.path = path;
   Diagnostics diag;
   std::map<std::string, size_t> index;  // header column -> position
+  size_t header_columns = 0;
   for_each_line(text, [&](std::string_view line, int line_number) {
     if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) return;
     const std::vector<LineField> cells = comma_fields(line);
     if (index.empty()) {
+      header_columns = cells.size();
       for (size_t i = 0; i < cells.size(); ++i) {
         const std::string name(cells[i].text);
         if (std::find(kColumns.begin(), kColumns.end(), name) == kColumns.end())
           diag.error({path, line_number, cells[i].column},
                      "unknown column '" + name + "': expected the header " + join(kColumns, ",") +
                          did_you_mean(name, kColumns));
-        else
-          index[name] = i;
+        else if (!index.emplace(name, i).second)
+          diag.error({path, line_number, cells[i].column}, "column '" + name + "' a second time");
       }
       for (const std::string& column : kColumns)
         if (!index.contains(column))
@@ -101,8 +103,8 @@ GemmSweep parse_gemm_sweep(std::string_view text, const std::string& path) {
       diag.throw_if_errors();
       return;
     }
-    if (cells.size() != index.size()) {
-      diag.error({path, line_number, 1}, "expected " + std::to_string(index.size()) +
+    if (cells.size() != header_columns) {
+      diag.error({path, line_number, 1}, "expected " + std::to_string(header_columns) +
                                              " comma-separated values (" + join(kColumns, ",") + "), got " +
                                              std::to_string(cells.size()));
       return;

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <set>
+#include <map>
 
 #include "plan/calibrate/inter_host_fit.hpp"
 #include "plan/spec/doc.hpp"
@@ -69,7 +69,7 @@ std::string curve_summary(const BusbwCurve& curve) {
 NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path) {
   NcclTestsRun run;
   run.path = path;
-  std::set<std::string> hosts;
+  std::map<std::string, int> per_host;  // ranks on each host
   std::optional<CollectiveKind> kind;
   Diagnostics diag;
   for_each_line(text, [&](std::string_view line, int line_number) {
@@ -99,7 +99,7 @@ NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path) {
       const auto on = std::find_if(t.begin(), t.end(), [](const LineField& k) { return k.text == "on"; });
       if (t.size() > 1 && t[1].text == "Rank" && on != t.end() && on + 1 != t.end()) {
         ++run.ranks;
-        hosts.insert(std::string((on + 1)->text));
+        ++per_host[std::string((on + 1)->text)];
         const auto bus =
             std::find_if(on, t.end(), [](const LineField& k) { return k.text.starts_with('['); });
         if (run.device.empty() && bus != t.end() && bus + 1 != t.end())
@@ -141,7 +141,16 @@ NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path) {
     throw InputError(Location{path},
                      "no result rows: expected nccl-tests' table (size, count, type, redop, root, time, "
                      "algbw, busbw, ...) with sizes above 0");
-  run.hosts = int(hosts.size());
+  run.hosts = int(per_host.size());
+  for (const auto& [host, ranks] : per_host)
+    if (ranks != per_host.begin()->second)
+      throw InputError(Location{path}, std::to_string(ranks) + " ranks on " + host + ", " +
+                                           std::to_string(per_host.begin()->second) + " on " +
+                                           per_host.begin()->first +
+                                           ": calibrate reads runs with as many ranks on each host");
+  if (run.ranks > kMaxClusterGpus)
+    throw InputError(Location{path}, std::to_string(run.ranks) + " ranks: at most " +
+                                         std::to_string(kMaxClusterGpus) + " GPUs in a cluster");
   return run;
 }
 
@@ -158,25 +167,28 @@ void apply_nccl_tests(const std::vector<NcclTestsRun>& runs, Calibration& cal) {
   PoolSpec& pool = cal.cluster.pool_named(cal.pool);
   const std::string pp = "pools." + cal.pool;
   std::vector<TimedCollective> across;
+  std::vector<ClusterSpec> clusters;  // the cluster each run across hosts ran on
   for (const NcclTestsRun& run : runs) {
     cal.inputs.push_back(run.path + ": nccl-tests " + enum_name(run.kind, kTestedCollectives) + ", " +
                          std::to_string(run.ranks) + " ranks on " + std::to_string(run.hosts) +
                          (run.hosts == 1 ? " host" : " hosts") +
                          (run.device.empty() ? "" : " (" + run.device + ")") + ", " +
                          std::to_string(run.rows.size()) + " sizes");
-    const int per_host = run.ranks / run.hosts;
-    if (run.ranks % run.hosts != 0)
-      throw InputError(Location{run.path},
-                       std::to_string(run.ranks) + " ranks on " + std::to_string(run.hosts) +
-                           " hosts: calibrate reads runs with as many ranks on each host");
+    const int per_host = run.ranks / run.hosts;  // parse_nccl_tests checked they are spread evenly
     if (per_host > pool.gpus_per_node)
       throw InputError(Location{run.path},
                        std::to_string(per_host) + " ranks on a host, but pool " + cal.pool +
                            "'s nodes have " + std::to_string(pool.gpus_per_node) +
                            " GPUs: calibrate the pool this run's GPUs belong to (--pool)");
     if (run.hosts > 1) {
+      // On the cluster as sized for the run, as a profile's: at least as many nodes as it had hosts.
+      ClusterSpec sized = cal.cluster;
+      PoolSpec& sized_pool = sized.pool_named(cal.pool);
+      sized_pool.nodes = std::max(sized_pool.nodes, run.hosts);
       for (const NcclTestsRow& row : run.rows)
-        across.push_back({run.kind, row.size, {run.ranks, per_host, false}, 1, row.time.value(), 0});
+        across.push_back(
+            {run.kind, row.size, {run.ranks, per_host, false}, 1, row.time.value(), clusters.size()});
+      clusters.push_back(std::move(sized));
       continue;
     }
     const std::string key = enum_name(run.kind, kTestedCollectives);
@@ -218,7 +230,7 @@ void apply_nccl_tests(const std::vector<NcclTestsRun>& runs, Calibration& cal) {
     set_figure(cal, {field, what, curve_summary(curve) + " (" + run.path + ")", true, int(run.rows.size()),
                      std::sqrt(sum / double(run.rows.size()))});
   }
-  if (!across.empty()) fit_inter_host(across, {cal.cluster}, cal);
+  if (!across.empty()) fit_inter_host(across, std::move(clusters), cal);
 }
 
 }  // namespace paratwin
