@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA backend's check on a GPU machine (one H200, 16 cores; under 8 minutes). It has NOT yet run
+# The CUDA backend's check on a GPU machine (one H200, 16 cores; about 10 minutes). It has NOT yet run
 # on a GPU: it was written on a machine without one, so this is its first trial.
 #   bash bench/gpu_check.sh [BUILD_DIR]        (default build-gpu; writes BUILD_DIR/gpu-check/)
 # 1. builds paratwin, paratwin-rank and the GPU tests for sm_90 (the H200);
@@ -7,7 +7,10 @@
 #    against the CPU model, with explicit tolerances (max differences printed);
 # 3. trains a 355M GPT and gpt2-124m on the GPU (`paratwin run --backend cuda`): tokens/s and MFU;
 # 4. calibrates dgx-h200 on the 355M profiles and checks the twin's prediction of gpt2-124m's
-#    iteration time against the measured one.
+#    iteration time against the measured one;
+# 5. measures sustained bf16 and fp8 GEMM rates by shape (bench_gemm_sweep, about 2 minutes) and fits
+#    the GPU's catalog device to them (paratwin calibrate --gemm-sweep): the component measurement the
+#    catalog's H100 GEMM shares lack (docs/fidelity.md); keep OUT/gemm-sweep.csv.
 # Targets: MFU >= 35% for the 355M model; prediction within 10%. Exit status 1 when a test fails or
 # a target is missed. Paste the output into bench/RESULTS.md.
 set -uo pipefail
@@ -27,6 +30,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
   -DPARATWIN_GUI=OFF -DPARATWIN_FUZZERS=OFF >"$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; exit 1; }
 grep -q "CUDA+cuBLAS+NCCL: found" "$BUILD.configure.log" || { echo "the CUDA toolkit, cuBLASLt or NCCL was not found"; grep CUDA "$BUILD.configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" --target paratwin paratwin-rank test_cuda_host test_cuda_kernels test_cuda_gpt \
+  bench_gemm_sweep \
   >"$BUILD.build.log" 2>&1 || { grep -B2 -A12 -m3 "error" "$BUILD.build.log"; exit 1; }
 mkdir -p "$OUT"
 BIN=$BUILD/bin
@@ -88,5 +92,16 @@ print(f"target MFU >= 35% on the 355M model: {m_mfu*100:.1f}% {'PASS' if ok_mfu 
 print(f"target calibrated prediction within 10% (gpt2-124m): {error*100:.1f}% {'PASS' if ok_pred else 'MISS'}")
 sys.exit(0 if ok_mfu and ok_pred else 1)
 PY
+say "sustained GEMM rates by shape (bench_gemm_sweep), fitted to the catalog's device"
+nvidia-smi --query-gpu=name,power.limit,power.default_limit,clocks.max.sm --format=csv,noheader
+"$BIN/bench_gemm_sweep" -o "$OUT/gemm-sweep.csv" || { echo "FAILED: bench_gemm_sweep"; status=1; }
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+  *H200*) catalog=dgx-h200 ;; *H100*) catalog=dgx-h100 ;; *A100*) catalog=dgx-a100-80g ;; *) catalog= ;;
+esac
+if [ -n "$catalog" ] && [ -f "$OUT/gemm-sweep.csv" ]; then
+  "$BIN/paratwin" calibrate --cluster "$catalog" --gemm-sweep "$OUT/gemm-sweep.csv" -o "$OUT/gemm-calibrated.yaml" \
+    || { echo "FAILED: paratwin calibrate --gemm-sweep"; status=1; }
+fi
+
 say "done (status $status)"
 exit $status
