@@ -4,7 +4,6 @@
 // or from nccl-tests runs across hosts (plan/calibrate/nccl_tests.hpp).
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "plan/calibrate/fit.hpp"
@@ -28,8 +27,9 @@ std::vector<TimedCollective> collectives_across_hosts(const std::vector<Profiled
 // Fits the NIC of pool `cal.pool` in `cal.cluster` to `timed`. `clusters[i]` is the cluster collective
 // i names, with the figures already calibrated (device, intra-node); its NIC figures are replaced
 // while fitting. The cost model's time of such a collective is piecewise linear in 1 / bandwidth and
-// the latency (each algorithm's alpha-beta form; the fastest chosen), so it is linearized at the
-// current figures, fitted, and linearized again until the figures settle. Adds the two figures to
+// the latency (each algorithm's alpha-beta form; the fastest chosen), so it is linearized (first at a
+// quarter of the NIC's figure, where the NIC rather than another link bounds the collectives), fitted,
+// and linearized again at the fit until the figures settle. Adds the two figures to
 // `cal.figures`, replacing any earlier fit of them (kept, and saying why, when nothing crossed hosts
 // or all had one size).
 void fit_inter_host(const std::vector<TimedCollective>& timed, std::vector<ClusterSpec> clusters,
