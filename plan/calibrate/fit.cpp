@@ -10,18 +10,13 @@
 #include "plan/calibrate/two_term_fit.hpp"
 #include "plan/spec/suggest.hpp"
 #include "plan/topology/rank_threads.hpp"
+#include "plan/util/number_text.hpp"
 
 namespace paratwin {
 namespace {
 
-std::string fixed(double v, const char* format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string percent(double v) {
-  return fixed(100 * v, "%.1f%%");
+  return format_number("%.1f%%", 100 * v);
 }
 
 // (latency steps, byte factor) of a collective inside one node: time = steps x latency + factor x n / busbw

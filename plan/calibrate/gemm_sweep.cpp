@@ -1,14 +1,13 @@
 // Reading a GEMM sweep, and the device figures it fits.
 #include "plan/calibrate/gemm_sweep.hpp"
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 
 #include "plan/spec/doc.hpp"
 #include "plan/spec/reader.hpp"
+#include "plan/util/number_text.hpp"
 #include "plan/util/text_lines.hpp"
 
 namespace paratwin {
@@ -18,15 +17,11 @@ const std::vector<std::string> kColumns = {"m", "n", "k", "dtype", "tflops"};
 const EnumNames<Precision> kSweepTypes = {
     {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}, {"fp8", Precision::Fp8}};
 
-// One fit: the rows of a share (16-bit or fp8), and the field that holds it.
+// The rows of one share (16-bit or fp8), and its fit.
 struct Group {
   std::vector<const GemmSweepRow*> rows;
   double share = 0, rms = 0;
 };
-
-bool is_fp8(const GemmSweepRow& r) {
-  return r.dtype == Precision::Fp8;
-}
 
 // The cost model's time of one launch of the row's GEMM on `device`.
 double model_s(const GemmSweepRow& r, const DeviceSpec& device) {
@@ -66,12 +61,6 @@ void fit_share(Group& g, DeviceSpec& device, bool fp8) {
   }
   g.share = (a + b) / 2;
   g.rms = cost(g.share);
-}
-
-std::string fixed(double v, const char* format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 }  // namespace
@@ -114,11 +103,10 @@ GemmSweep parse_gemm_sweep(std::string_view text, const std::string& path) {
     bool ok = true;
     auto positive = [&](const std::string& column, double most, double& value) {
       const LineField& c = cells[index.at(column)];
-      const auto [p, ec] = std::from_chars(c.text.data(), c.text.data() + c.text.size(), value);
-      if (ec != std::errc() || p != c.text.data() + c.text.size() || !(value > 0) || !(value <= most)) {
+      if (!parse_field(c.text, value) || !(value > 0) || !(value <= most)) {
         diag.error({path, line_number, c.column}, column + ": expected a positive number up to " +
-                                                      fixed(most, "%.0f") + ", got '" + std::string(c.text) +
-                                                      "'");
+                                                      format_number("%.0f", most) + ", got '" +
+                                                      std::string(c.text) + "'");
         ok = false;
       }
     };
@@ -165,30 +153,33 @@ void apply_gemm_sweeps(const std::vector<GemmSweep>& sweeps, Calibration& cal) {
                          "device " + cal.device + " has no " + enum_name(r.dtype, kPrecisionNames) +
                              " peak to measure a share of (its file's peak." +
                              enum_name(r.dtype, kPrecisionNames) + ")");
-      (is_fp8(r) ? eight : sixteen).rows.push_back(&r);
+      (r.shape.fp8 ? eight : sixteen).rows.push_back(&r);
       ks.insert(r.shape.k);
     }
   }
-  // The tiles' fixed cost is told apart from the shares only by GEMMs of several K: over a grid of
-  // k-steps (0 to 8 by 1/8), each share fitted at each, the one with the least residual over all rows.
-  const bool fit_steps = ks.size() > 1;
-  double best_steps = device.efficiency.gemm_tile_k_steps, best = INFINITY;
-  for (int i = 0; i <= (fit_steps ? 64 : 0); ++i) {
-    device.efficiency.gemm_tile_k_steps = fit_steps ? i / 8.0 : best_steps;
+  // Both shares fitted at the device's current k-steps; their rms residual over all rows.
+  auto fit_shares = [&] {
     fit_share(sixteen, device, false);
     fit_share(eight, device, true);
     const double n16 = double(sixteen.rows.size()), n8 = double(eight.rows.size());
-    const double total =
-        std::sqrt((n16 * sixteen.rms * sixteen.rms + n8 * eight.rms * eight.rms) / (n16 + n8));
-    if (total < best) best = total, best_steps = device.efficiency.gemm_tile_k_steps;
+    return std::sqrt((n16 * sixteen.rms * sixteen.rms + n8 * eight.rms * eight.rms) / (n16 + n8));
+  };
+  // The tiles' fixed cost is told apart from the shares only by GEMMs of several K: over a grid of
+  // k-steps (0 to 8 by 1/8), each share fitted at each, the one with the least residual over all rows.
+  const bool fit_steps = ks.size() > 1;
+  if (fit_steps) {
+    double best_steps = 0, best = INFINITY;
+    for (int i = 0; i <= 64; ++i) {
+      device.efficiency.gemm_tile_k_steps = i / 8.0;
+      if (const double rms = fit_shares(); rms < best) best = rms, best_steps = i / 8.0;
+    }
+    device.efficiency.gemm_tile_k_steps = best_steps;
   }
-  device.efficiency.gemm_tile_k_steps = best_steps;
-  fit_share(sixteen, device, false);
-  fit_share(eight, device, true);
+  const double rms = fit_shares();
   for (auto [group, fp8] : {std::pair{&sixteen, false}, std::pair{&eight, true}}) {
     if (group->rows.empty()) continue;
     const Precision p = group->rows.front()->dtype;
-    const std::string at = fixed(group->share, "%.3f") + " of the " + enum_name(p, kPrecisionNames) +
+    const std::string at = format_number("%.3f", group->share) + " of the " + enum_name(p, kPrecisionNames) +
                            " peak, " + to_string(FlopsPerSecond(group->share * device.peak.at(p).value())) +
                            " in the main loop";
     set_figure(cal, {dp + (fp8 ? "gemm_fp8" : "gemm"), fp8 ? "fp8 GEMMs" : "16-bit GEMMs", at, true,
@@ -198,9 +189,9 @@ void apply_gemm_sweeps(const std::vector<GemmSweep>& sweeps, Calibration& cal) {
                           " GEMMs ran at the device's peak: its file's peak may be below what it does");
   }
   set_figure(cal, {dp + "gemm_tile_k_steps", "GEMM tiles' fixed cost",
-                   fit_steps ? fixed(best_steps, "%.3g") + " k-steps"
+                   fit_steps ? format_number("%.3g", device.efficiency.gemm_tile_k_steps) + " k-steps"
                              : "kept: every GEMM measured had one K (sweep K to fit it)",
-                   fit_steps, int(sixteen.rows.size() + eight.rows.size()), best});
+                   fit_steps, int(sixteen.rows.size() + eight.rows.size()), rms});
 }
 
 }  // namespace paratwin

@@ -2,7 +2,6 @@
 #include "plan/calibrate/nccl_tests.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -27,12 +26,6 @@ const EnumNames<CollectiveKind> kTestedCollectives = {{"all_reduce", CollectiveK
 
 // Beyond any collective a run measures; keeps the rates the curve derives finite.
 constexpr long long kMostBytes = 1LL << 50;
-
-template <class T>
-bool number(std::string_view text, T& value) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 std::optional<CollectiveKind> kind_in_name(const std::string& path) {
   std::string name = std::filesystem::path(path).filename().string();
@@ -111,12 +104,12 @@ NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path) {
     long long size = 0;
     const bool digits = t[0].text.find_first_not_of("0123456789") == std::string_view::npos;
     if (!digits) return;
-    if (!number(t[0].text, size) || size > kMostBytes) {
+    if (!parse_field(t[0].text, size) || size > kMostBytes) {
       diag.error({path, line_number, t[0].column}, "size: expected at most 2^50 bytes");
       return;
     }
     double time_us = 0;
-    if (t.size() < 6 || !number(t[5].text, time_us) || !(time_us >= 1e-3 && time_us <= 1e12)) {
+    if (t.size() < 6 || !parse_field(t[5].text, time_us) || !(time_us >= 1e-3 && time_us <= 1e12)) {
       const int column = t.size() < 6 ? int(line.size()) + 1 : t[5].column;
       diag.error({path, line_number, column},
                  "expected a result row: size, count, type, redop, root, then the out-of-place time in "
@@ -207,17 +200,11 @@ void apply_nccl_tests(const std::vector<NcclTestsRun>& runs, Calibration& cal) {
                        false, int(run.rows.size()), 0});
       continue;
     }
-    BusbwCurve curve;
-    for (const NcclTestsRow& row : run.rows) curve.points.push_back({row.size, bus_bandwidth(run, row)});
     // One point a size (the last row of a size wins), in size order as the curve requires.
-    std::stable_sort(curve.points.begin(), curve.points.end(),
-                     [](const auto& a, const auto& b) { return a.first.value() < b.first.value(); });
-    std::vector<std::pair<Bytes, BytesPerSecond>> unique;
-    for (const auto& point : curve.points) {
-      if (!unique.empty() && unique.back().first.value() == point.first.value()) unique.pop_back();
-      unique.push_back(point);
-    }
-    curve.points = std::move(unique);
+    std::map<double, BytesPerSecond> by_size;
+    for (const NcclTestsRow& row : run.rows) by_size[row.size.value()] = bus_bandwidth(run, row);
+    BusbwCurve curve;
+    for (const auto& [size, busbw] : by_size) curve.points.push_back({Bytes(size), busbw});
     curve_of(pool.intra_node, run.kind) = curve;
     // The calibrated model against every row: what the curve leaves between its points.
     double sum = 0;

@@ -36,7 +36,8 @@ struct NcclTestsRun {
 // Parses nccl-tests' standard output. The collective comes from its "# Collective test starting:"
 // line, else from a file name that contains all_reduce, all_gather, reduce_scatter or alltoall. Throws
 // InputError (file:line:col, what was expected) when the text is not such an output: no rank lines,
-// no result rows, a row whose size or time is not a number, another collective.
+// no result rows, a row whose size or time is not a number, another collective, ranks spread unevenly
+// over the hosts.
 NcclTestsRun parse_nccl_tests(std::string_view text, const std::string& path);
 NcclTestsRun load_nccl_tests(const std::string& path);
 
@@ -46,7 +47,7 @@ BytesPerSecond bus_bandwidth(const NcclTestsRun& run, const NcclTestsRow& row);
 
 // Sets in `cal.cluster`'s pool `cal.pool` what the runs measured, and lists each figure in
 // `cal.figures` (replacing a fit of the same figure from profiles). Throws InputError when a run does
-// not fit the pool: more ranks on a host than the pool's nodes have GPUs, ranks not spread evenly.
+// not fit the pool: more ranks on a host than the pool's nodes have GPUs.
 void apply_nccl_tests(const std::vector<NcclTestsRun>& runs, Calibration& cal);
 
 }  // namespace paratwin

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "plan/spec/sweep_size.hpp"
+#include "plan/util/number_text.hpp"
 
 namespace paratwin {
 namespace {
@@ -18,12 +19,6 @@ std::string fnv1a_hex(const std::string& text) {
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
-  return buf;
-}
-
-std::string fixed(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
 
@@ -42,9 +37,9 @@ std::string plan_text(const nlohmann::json& p) {
 }
 
 std::string energy_text(double mwh) {
-  return mwh >= 1000 ? fixed("%.2f GWh", mwh / 1000)
-         : mwh >= 1  ? fixed("%.1f MWh", mwh)
-                     : fixed("%.0f kWh", mwh * 1000);
+  return mwh >= 1000 ? format_number("%.2f GWh", mwh / 1000)
+         : mwh >= 1  ? format_number("%.1f MWh", mwh)
+                     : format_number("%.0f kWh", mwh * 1000);
 }
 
 std::string csv_cell(const std::string& text) {
@@ -79,10 +74,11 @@ std::vector<std::string> table_row(const SweepHeader& h, const PointResult& p, c
   for (const auto& f : h.fields) row.push_back(value_of(p, f));
   if (p.ok()) {
     const Metrics& m = p.metrics;
-    row.insert(row.end(), {std::to_string(p.gpus), plan_text(p.plan), fixed("%.3f", m.iteration_time_s),
-                           format_count(m.tokens_per_s), fixed("%.1f%%", 100 * m.mfu),
-                           fixed("%.1f", m.peak_memory_gib), to_string(Seconds(p.time_to_train_s)),
-                           p.cost_usd ? to_string(Dollars(*p.cost_usd)) : "-", energy_text(p.energy_mwh)});
+    row.insert(row.end(),
+               {std::to_string(p.gpus), plan_text(p.plan), format_number("%.3f", m.iteration_time_s),
+                format_count(m.tokens_per_s), format_number("%.1f%%", 100 * m.mfu),
+                format_number("%.1f", m.peak_memory_gib), to_string(Seconds(p.time_to_train_s)),
+                p.cost_usd ? to_string(Dollars(*p.cost_usd)) : "-", energy_text(p.energy_mwh)});
   } else {
     row.push_back("");
     row.push_back(enum_name(p.status, kPointStatusNames));
@@ -91,7 +87,7 @@ std::vector<std::string> table_row(const SweepHeader& h, const PointResult& p, c
 }
 
 std::string csv_row(const SweepHeader& h, const PointResult& p, bool on_front) {
-  auto number = [](double v) { return fixed("%.10g", v); };
+  auto number = [](double v) { return format_number("%.10g", v); };
   std::string out = std::to_string(p.index);
   for (const auto& f : h.fields) out += "," + csv_cell(value_of(p, f));
   out += "," + enum_name(p.status, kPointStatusNames);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,14 @@ inline std::vector<LineField> comma_fields(std::string_view line) {
     if (end == line.size()) return out;
     start = end + 1;
   }
+}
+
+// Parses the whole field as a number of type T (an integer or a floating-point type); false when it is
+// not one, has anything after it or is out of T's range.
+template <class T>
+bool parse_field(std::string_view text, T& value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace paratwin
