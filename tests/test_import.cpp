@@ -211,6 +211,37 @@ BOOST_AUTO_TEST_CASE(uneven_first_and_last_stages_become_the_plans_stages) {
   BOOST_TEST(l.warnings.empty());
 }
 
+// Megatron-Bridge's Llama 3.1 405B recipe: 126 layers over pp 8 x vp 8 with the embedding and the loss
+// counted as layers, 2 a chunk, so the first and last chunks hold one transformer layer.
+BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_as_layers_split_as_megatron_core_does) {
+  const std::vector<std::string> base = {
+      "--num-layers", "126", "--hidden-size", "64",  "--num-attention-heads",          "4",
+      "--seq-length", "128", "--vocab-size",  "256", "--pipeline-model-parallel-size", "8"};
+  auto chunks = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), base.begin(), base.end());
+    return emit_detail::chunk_layers(import_megatron(more, 64).plan);
+  };
+  std::vector<int> expected(64, 2);
+  expected.front() = expected.back() = 1;
+  const auto both =
+      chunks({"--num-virtual-stages-per-pipeline-rank", "8", "--account-for-embedding-in-pipeline-split",
+              "--account-for-loss-in-pipeline-split"});
+  BOOST_TEST(both == expected, boost::test_tools::per_element());
+  // The per-chunk count reads the layers with what they count: 128 / (2 x 8) = 8 virtual stages.
+  BOOST_TEST(
+      chunks({"--num-layers-per-virtual-pipeline-stage", "2", "--account-for-embedding-in-pipeline-split",
+              "--account-for-loss-in-pipeline-split"}) == expected,
+      boost::test_tools::per_element());
+  // The embedding alone: 127 over 8 chunks does not divide, as Megatron-Core asserts it must.
+  try {
+    chunks({"--account-for-embedding-in-pipeline-split"});
+    BOOST_FAIL("an uneven count was accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("--account-for-embedding-in-pipeline-split") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("127") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   const std::vector<std::string> base = {"--num-layers",          "4",  "--hidden-size", "64",
                                          "--num-attention-heads", "4",  "--seq-length",  "128",

@@ -2,6 +2,10 @@
 #define BOOST_TEST_MODULE scenario
 #include <boost/test/unit_test.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include "plan/ir/plan.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/spec/summary.hpp"
 
@@ -156,6 +160,47 @@ BOOST_AUTO_TEST_CASE(reshard_is_one_of_fsdps_three_and_belongs_to_zero_3) {
   BOOST_TEST(stage.find("s.yaml:4:") != std::string::npos);
   BOOST_TEST(stage.find("plan.reshard: after_backward says when ZeRO 3 frees the parameters it gathers, and "
                         "plan.zero is 1: give plan.zero 3, or reshard after_forward") != std::string::npos);
+}
+
+// Megatron-Core's account_for_{embedding,loss}_in_pipeline_split: 22 layers and the two counted as
+// layers over 2 x 2 chunks give 6 a chunk, the first and last chunk a transformer layer less.
+BOOST_AUTO_TEST_CASE(pipeline_split_counts_the_embedding_and_the_loss_as_layers) {
+  const std::string yaml = R"(
+model: {from: gpt3-1.7b, layers: 22}
+cluster: {from: dgx-a100-80g, nodes: 1}
+training: {global_batch: 64}
+plan: {tp: 2, pp: 2, micro_batch: 1, schedule: interleaved, virtual_stages: 2,
+       pipeline_split: {embedding: true, loss: true}}
+)";
+  const Plan p = complete_plan(load(yaml));
+  std::vector<int> sizes;
+  for (const auto& st : p.stages) sizes.push_back(st.layer_end - st.layer_begin);
+  BOOST_TEST(sizes == std::vector<int>({5, 6, 6, 5}), boost::test_tools::per_element());
+  BOOST_TEST(p.stages.back().layer_end == 22);
+  // Without it the same plan splits the 22 layers evenly.
+  const Plan even =
+      complete_plan(load(yaml, {"plan.pipeline_split.loss=false", "plan.pipeline_split.embedding=false"}));
+  BOOST_TEST(even.stages.front().layer_end == 6);
+  // The loss alone makes 23, which 4 chunks do not divide: Megatron-Core asserts; so does the check.
+  const std::string uneven = error_of(yaml, {"plan.pipeline_split.embedding=false"});
+  BOOST_TEST_INFO(uneven);
+  BOOST_TEST(uneven.find("s.yaml:6:") != std::string::npos);
+  BOOST_TEST(uneven.find("22 layers with the loss counted as layers make 23, which do not divide evenly over "
+                         "the 4 chunks") != std::string::npos);
+  // The optimizer partitions layers itself.
+  BOOST_TEST(error_of(yaml, {"plan.micro_batch=auto"})
+                 .find("plan.pipeline_split needs plan.tp, plan.pp and "
+                       "plan.micro_batch") != std::string::npos);
+  // A plan file is not checked as a scenario is: completing it refuses the same split, at the file's line.
+  const std::string path = (std::filesystem::temp_directory_path() / "paratwin_pipeline_split.yaml").string();
+  std::ofstream(path) << "dp: 2\ntp: 2\npp: 2\nmicro_batch: 1\nschedule: interleaved\nvirtual_stages: 2\n"
+                         "pipeline_split: {loss: true}\n";
+  try {
+    load_plan_file(path, load(yaml));
+    BOOST_FAIL("the plan file's uneven split was accepted");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find(path + ":7:") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(sweep_values_are_validated_one_by_one) {

@@ -12,11 +12,14 @@
 namespace paratwin {
 
 std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute,
-                                   int recompute_every) {
+                                   int recompute_every, PipelineSplit split) {
+  const int counted = layers + split.extra_layers();
   std::vector<StagePlan> out;
   int begin = 0;
   for (int c = 0; c < chunks; ++c) {
-    const int n = layers / chunks + (c < layers % chunks ? 1 : 0);
+    int n = counted / chunks + (c < counted % chunks ? 1 : 0);
+    if (c == 0 && split.embedding) --n;
+    if (c == chunks - 1 && split.loss) --n;
     out.push_back({begin, begin + n, pool, recompute, recompute_every});
     begin += n;
   }
@@ -73,8 +76,15 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
     if (s.cluster.pools.size() > 1)
       throw InputError(s.document.location,
                        "plan.stages is required on a heterogeneous cluster: say which pool runs each stage");
+    const PipelineSplit split = r.pipeline_split.value_or(PipelineSplit{});
+    // Scenarios were checked; a plan file was not.
+    if (const std::string problem = split.problem(s.model.layers, p.chunks()); !problem.empty()) {
+      const auto it = s.locations.find("plan.pipeline_split");
+      throw InputError(it != s.locations.end() ? it->second : s.document.location,
+                       "plan.pipeline_split: " + problem);
+    }
     p.stages = even_stages(s.model.layers, p.chunks(), s.cluster.pools.front().name,
-                           r.recompute.value_or(Recompute::None), r.recompute_every.value_or(1));
+                           r.recompute.value_or(Recompute::None), r.recompute_every.value_or(1), split);
   }
   return p;
 }
@@ -238,7 +248,8 @@ Plan load_plan_file(const std::string& path, const ScenarioSpec& scenario) {
   PlanRequest request = parse_plan_request(load_yaml_file(path), diag, &locations);
   diag.throw_if_errors();
   ScenarioSpec with_plan = scenario;
-  with_plan.locations.insert(locations.begin(), locations.end());
+  // The plan file's fields are where its errors are, not the scenario's plan section.
+  for (const auto& [field, where] : locations) with_plan.locations.insert_or_assign(field, where);
   return complete_plan(request, with_plan);
 }
 

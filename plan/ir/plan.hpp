@@ -64,9 +64,11 @@ struct Plan {
 Plan complete_plan(const ScenarioSpec& scenario);
 Plan complete_plan(const PlanRequest& request, const ScenarioSpec& scenario);
 
-// Layers split into `chunks` contiguous ranges as evenly as possible (the first ones get the extra).
+// Layers split into `chunks` contiguous ranges as evenly as possible (the first ones get the extra). With a
+// PipelineSplit the embedding and the loss count as a layer each, of the first and the last chunk
+// (PipelineSplit::problem says when that split is not Megatron-Core's).
 std::vector<StagePlan> even_stages(int layers, int chunks, const std::string& pool, Recompute recompute,
-                                   int recompute_every = 1);
+                                   int recompute_every = 1, PipelineSplit split = {});
 
 // Every problem with a plan for this model, cluster and job, in words a user understands; empty
 // when the plan can run.

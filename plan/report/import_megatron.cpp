@@ -333,6 +333,19 @@ std::vector<StagePlan> first_and_last_stages(Arguments& a, const Plan& p, int la
 void read_pipeline(Arguments& a, ImportedLaunch& out) {
   Plan& p = out.plan;
   const int layers = out.model.layers;
+  // Megatron-Core's account_for_*_in_pipeline_split: the embedding and the loss count as layers when the
+  // layers are split evenly, so the first and last chunks hold one transformer layer less.
+  const PipelineSplit split{a.flag("account-for-embedding-in-pipeline-split"),
+                            a.flag("account-for-loss-in-pipeline-split")};
+  const std::string split_flag =
+      split.embedding ? "account-for-embedding-in-pipeline-split" : "account-for-loss-in-pipeline-split";
+  if (split.extra_layers() &&
+      (a.flag("decoder-first-pipeline-num-layers") || a.flag("decoder-last-pipeline-num-layers") ||
+       a.flag("pipeline-model-parallel-layout")))
+    throw InputError(Arguments::where(split_flag, ""),
+                     "--" + split_flag +
+                         " splits the layers evenly; the import reads it without an uneven first or last "
+                         "stage or a layout");
   if (auto stages = first_and_last_stages(a, p, layers); !stages.empty()) {
     if (a.flag("num-layers-per-virtual-pipeline-stage") || a.flag("pipeline-model-parallel-layout"))
       throw InputError(Arguments::where("decoder-first-pipeline-num-layers", ""),
@@ -352,14 +365,22 @@ void read_pipeline(Arguments& a, ImportedLaunch& out) {
                            std::to_string(p.pp));
     p.virtual_stages = chunks / p.pp;
   } else if (const auto per_chunk = a.integer("num-layers-per-virtual-pipeline-stage", 1, layers)) {
-    if (layers % (*per_chunk * p.pp))
+    const int counted = layers + split.extra_layers();
+    if (counted % (*per_chunk * p.pp))
       throw InputError(Arguments::where("num-layers-per-virtual-pipeline-stage", std::to_string(*per_chunk)),
                        "--num-layers-per-virtual-pipeline-stage x --pipeline-model-parallel-size must divide "
                        "--num-layers (" +
-                           std::to_string(layers) + ")");
-    p.virtual_stages = static_cast<int>(layers / (*per_chunk * p.pp));
+                           std::to_string(counted) +
+                           (split.extra_layers() ? " with the embedding and loss it counts)" : ")"));
+    p.virtual_stages = static_cast<int>(counted / (*per_chunk * p.pp));
   } else {
     p.virtual_stages = a.integer("num-virtual-stages-per-pipeline-rank", 1, layers, 1);
+  }
+  if (split.extra_layers()) {
+    if (const std::string problem = split.problem(layers, p.chunks()); !problem.empty())
+      throw InputError(Arguments::where(split_flag, ""), "--" + split_flag + ": " + problem);
+    p.stages = even_stages(layers, p.chunks(), "", Recompute::None, 1, split);
+    out.uneven_stages = true;
   }
   p.schedule = p.virtual_stages > 1 ? Schedule::Interleaved : Schedule::OneFOneB;
   p.overlap_pp = !a.flag("no-overlap-p2p-communication");

@@ -158,6 +158,19 @@ class Checker {
         error("plan.virtual_stages", "schedule: interleaved needs plan.virtual_stages of at least 2, got " +
                                          std::to_string(*p.virtual_stages));
     }
+    if (p.pipeline_split) {
+      if (p.stages)
+        error("plan.pipeline_split",
+              "plan.pipeline_split splits the layers when plan.stages does not; give one of them");
+      else if (!p.tp || !p.pp || !p.micro_batch)
+        error("plan.pipeline_split",
+              "plan.pipeline_split needs plan.tp, plan.pp and plan.micro_batch: with any of them auto "
+              "the optimizer partitions the layers itself");
+      else if (const std::string problem =
+                   p.pipeline_split->problem(s_.model.layers, *p.pp * p.virtual_stages.value_or(1));
+               !problem.empty())
+        error("plan.pipeline_split", "plan.pipeline_split: " + problem);
+    }
   }
 
   void plan_batch() {

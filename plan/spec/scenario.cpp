@@ -84,7 +84,23 @@ bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !reshard && !dp_replicate && !offload_optimizer &&
          !offload_activations && !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp &&
-         !overlap_param_gather && !order && !num_microbatches && !stages && !checkpoint_interval;
+         !overlap_param_gather && !order && !num_microbatches && !stages && !pipeline_split &&
+         !checkpoint_interval;
+}
+
+std::string PipelineSplit::problem(int layers, int chunks) const {
+  const int counted = layers + extra_layers();
+  if (extra_layers() == 0 || (chunks > 0 && counted % chunks == 0 && counted / chunks >= 2)) return "";
+  const std::string what = embedding && loss ? "the embedding and the loss"
+                           : embedding       ? "the embedding"
+                                             : "the loss";
+  if (chunks > 0 && counted % chunks == 0)
+    return "with " + what +
+           " counted as layers each chunk holds one, leaving no transformer layer for the "
+           "first or last chunk";
+  return std::to_string(layers) + " layers with " + what + " counted as layers make " +
+         std::to_string(counted) + ", which do not divide evenly over the " + std::to_string(chunks) +
+         " chunks (pp x virtual_stages), as Megatron-Core asserts they do";
 }
 
 bool PlanRequest::fully_fixed() const {
@@ -275,6 +291,14 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
   if (const DocNode* interval = r.get("checkpoint_interval"); interval && !is_auto(interval))
     if (auto v = read_quantity(*interval, r.field("checkpoint_interval"), Dimension::Duration, diag))
       p.checkpoint_interval = Seconds(*v);
+  if (const DocNode* split = r.get("pipeline_split"); split && !is_auto(split)) {
+    PipelineSplit ps;
+    MapReader sr(*split, r.field("pipeline_split"), diag, locations);
+    sr.read("embedding", ps.embedding);
+    sr.read("loss", ps.loss);
+    sr.finish();
+    p.pipeline_split = ps;
+  }
   if (const DocNode* stages = r.get("stages"); stages && !is_auto(stages)) {
     if (!stages->is_sequence() || stages->items.empty()) {
       diag.error(stages->location, "expected a list of stages for plan.stages, got " + describe(*stages));

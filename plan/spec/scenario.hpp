@@ -216,6 +216,21 @@ struct CompressionSpec {
   bool operator==(const CompressionSpec&) const = default;
 };
 
+// How a fixed plan splits the layers over its chunks when it gives no plan.stages: evenly, or as
+// Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split do,
+// counting the embedding as one more layer of the first chunk and the loss (with the head) as one more
+// of the last, so that those chunks hold a transformer layer less.
+struct PipelineSplit {
+  bool embedding = false;
+  bool loss = false;
+
+  int extra_layers() const { return (embedding ? 1 : 0) + (loss ? 1 : 0); }
+  // Why this split cannot spread `layers` over `chunks` as Megatron-Core does (it asserts that the
+  // layers, with the embedding and loss it counts, divide evenly over the chunks); empty when it can.
+  std::string problem(int layers, int chunks) const;
+  bool operator==(const PipelineSplit&) const = default;
+};
+
 // One model chunk of a pipeline: transformer layers [layer_begin, layer_end), the node pool that runs
 // it and its recompute mode. Chunk c runs on pipeline rank c % pp; the embedding belongs to chunk 0
 // and the head and loss to the last chunk.
@@ -263,6 +278,7 @@ struct PlanRequest {
   std::optional<std::string> order;
   std::optional<int> num_microbatches;
   std::optional<std::vector<StagePlan>> stages;
+  std::optional<PipelineSplit> pipeline_split;  // without stages, in a plan with tp, pp and micro_batch
   std::optional<Seconds> checkpoint_interval;
 
   bool fully_automatic() const;
