@@ -2,7 +2,8 @@
 // Per checked run the measured and predicted iteration time and the signed error; mean, P90 and max
 // absolute error per source, per device, per kind of run and overall; the twin's peak memory against
 // the peaks sources published and against the configurations they report as out of memory; the runs
-// that are not expressible apart; and the test_fidelity guard. Markdown on standard output; --json and
+// that are not expressible apart; the held-out runs, evaluated and reported apart; and the
+// test_fidelity guards. Markdown on standard output; --json and
 // --png write the data and the picture.
 //   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
 #include <algorithm>
@@ -40,16 +41,18 @@ std::string published(const Figure& f) {
   return buf;
 }
 
-void print_runs(const std::vector<Outcome>& outcomes) {
-  std::printf("## Checked runs\n\n");
+// `column` heads the id column ("id" for the set; the held-out tables say "held-out id", so that each
+// table of the report has a header of its own for docs/fidelity.md's copies).
+void print_runs(const std::string& column, const std::vector<Outcome>& outcomes) {
   std::printf(
-      "| id | source | model | GPUs | device | precision | plan | measured s | predicted s | error | fits "
-      "|\n");
-  std::printf("|---|---|---|---:|---|---|---|---:|---:|---:|---|\n");
+      "| %s | source | model | GPUs | seq | device | precision | plan | measured s | predicted s | error | "
+      "fits |\n",
+      column.c_str());
+  std::printf("|---|---|---|---:|---:|---|---|---|---:|---:|---:|---|\n");
   for (const Outcome& o : outcomes)
-    std::printf("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", o.id.c_str(), o.source.c_str(),
-                o.model.c_str(), o.gpus, o.device.c_str(), o.precision.c_str(), o.plan.c_str(),
-                seconds(o.measured_s).c_str(), seconds(o.predicted_s).c_str(),
+    std::printf("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", o.id.c_str(),
+                o.source.c_str(), o.model.c_str(), o.gpus, o.seq_len, o.device.c_str(), o.precision.c_str(),
+                o.plan.c_str(), seconds(o.measured_s).c_str(), seconds(o.predicted_s).c_str(),
                 percent(o.error(), true).c_str(), o.report.metrics.fits ? "yes" : "no");
 }
 
@@ -66,7 +69,7 @@ void print_sources(const Manifest& m, const std::vector<Outcome>& outcomes) {
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
   for (const Source& source : m.sources) {
     int left_out = 0;
-    for (const Run& r : m.runs) left_out += r.source == source.name && !r.checked();
+    for (const Run& r : m.runs) left_out += r.source == source.name && !r.evaluated();
     const Stats s = stats(outcomes, [&](const Outcome& o) { return o.source == source.name; });
     if (s.runs == 0)
       std::printf("| %s | 0 | | | | | %d |\n", source.name.c_str(), left_out);
@@ -74,24 +77,23 @@ void print_sources(const Manifest& m, const std::vector<Outcome>& outcomes) {
       stats_row(source.name, s, " " + std::to_string(left_out) + " |");
   }
   int left_out = 0;
-  for (const Run& r : m.runs) left_out += !r.checked();
+  for (const Run& r : m.runs) left_out += !r.evaluated();
   stats_row("**all**", stats(outcomes), " " + std::to_string(left_out) + " |");
 }
 
 // One row per device the runs' plans use, in the order the runs name them: a device file's figures
 // (peak, efficiencies) are shared by every run on it, so a skew common to its rows points there.
-void print_devices(const std::vector<Outcome>& outcomes) {
+void print_devices(const std::string& column, const std::vector<Outcome>& outcomes) {
   std::vector<std::string> devices;
   for (const Outcome& o : outcomes)
     if (std::find(devices.begin(), devices.end(), o.device) == devices.end()) devices.push_back(o.device);
-  std::printf("\n## Per device\n\n");
-  std::printf("| device | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("| %s | runs | mean abs | P90 abs | max abs | mean signed |\n", column.c_str());
   std::printf("|---|---:|---:|---:|---:|---:|\n");
   for (const std::string& d : devices)
     stats_row(d, stats(outcomes, [&](const Outcome& o) { return o.device == d; }));
 }
 
-void print_kinds(const std::vector<Outcome>& outcomes) {
+void print_kinds(const std::string& column, const std::vector<Outcome>& outcomes) {
   struct Kind {
     const char* label;
     std::function<bool(const Outcome&)> keep;
@@ -114,10 +116,10 @@ void print_kinds(const std::vector<Outcome>& outcomes) {
       {"recompute none", [](const Outcome& o) { return o.plan.find("none") != std::string::npos; }},
       {"under 5B parameters", [](const Outcome& o) { return o.parameters < 5e9; }},
       {"100B parameters and more", [](const Outcome& o) { return o.parameters >= 100e9; }},
+      {"sequence of 1K and less", [](const Outcome& o) { return o.seq_len <= 1024; }},
       {"sequence of 16K and more", [](const Outcome& o) { return o.seq_len >= 16384; }},
   };
-  std::printf("\n## By kind of run (a run counts in every row it matches)\n\n");
-  std::printf("| kind | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("| %s | runs | mean abs | P90 abs | max abs | mean signed |\n", column.c_str());
   std::printf("|---|---:|---:|---:|---:|---:|\n");
   for (const Kind& k : kinds) stats_row(k.label, stats(outcomes, k.keep));
 }
@@ -164,15 +166,37 @@ void print_not_expressible(const Manifest& m) {
   std::printf("\n## Not expressible (out of the statistics)\n\n");
   std::printf("| id | source | published | why |\n|---|---|---|---|\n");
   for (const Run& r : m.runs)
-    if (!r.checked())
+    if (!r.evaluated())
       std::printf("| %s | %s | %s | %s |\n", r.id.c_str(), r.source.c_str(), published(r.published).c_str(),
                   r.not_expressible.c_str());
 }
 
-nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
-                       const std::vector<AnchorOutcome>& anchors) {
-  nlohmann::json runs = nlohmann::json::array(), left_out = nlohmann::json::array(),
-                 out_of_memory = nlohmann::json::array();
+void print_held_out(const std::vector<Outcome>& held_out) {
+  if (held_out.empty()) return;
+  const Stats all = stats(held_out);
+  std::printf("\n## Held out (out of the statistics above)\n\n");
+  std::printf(
+      "Published runs that no mechanism was developed against (manifest status `held out`), evaluated as "
+      "the set is: %d runs, mean abs %s, P90 abs %s, max abs %s, mean signed %s.\n\n",
+      all.runs, percent(all.mean_abs).c_str(), percent(all.p90_abs).c_str(), percent(all.max_abs).c_str(),
+      percent(all.mean_signed, true).c_str());
+  print_devices("held-out device", held_out);
+  std::printf("\n");
+  print_kinds("held-out kind", held_out);
+  std::printf("\n");
+  print_runs("held-out id", held_out);
+}
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"runs", s.runs},
+          {"mean_abs", s.mean_abs},
+          {"p90_abs", s.p90_abs},
+          {"max_abs", s.max_abs},
+          {"mean_signed", s.mean_signed}};
+}
+
+nlohmann::json runs_json(const std::vector<Outcome>& outcomes) {
+  nlohmann::json runs = nlohmann::json::array();
   for (const Outcome& o : outcomes)
     runs.push_back(
         {{"id", o.id},
@@ -193,6 +217,12 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
          {"error", o.error()},
          {"published_peak_gib", o.published_peak ? nlohmann::json(o.published_peak_gib()) : nlohmann::json()},
          {"report", paratwin::to_json(o.report)}});
+  return runs;
+}
+
+nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
+                       const std::vector<Outcome>& held_out, const std::vector<AnchorOutcome>& anchors) {
+  nlohmann::json left_out = nlohmann::json::array(), out_of_memory = nlohmann::json::array();
   for (const AnchorOutcome& a : anchors)
     out_of_memory.push_back({{"id", a.id},
                              {"source", a.source},
@@ -202,7 +232,7 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
                              {"capacity_gib", a.capacity_gib},
                              {"fits", a.fits}});
   for (const Run& r : m.runs)
-    if (!r.checked())
+    if (!r.evaluated())
       left_out.push_back({{"id", r.id},
                           {"source", r.source},
                           {"published", {{enum_name(r.published.kind, kFigureKindNames), r.published.value}}},
@@ -213,19 +243,17 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
           {"guard",
            {{"mean_abs_error", m.guard.mean_abs_error},
             {"max_abs_error", m.guard.max_abs_error},
-            {"max_peak_over_published", m.guard.max_peak_over_published}}},
-          {"overall",
-           {{"runs", all.runs},
-            {"mean_abs", all.mean_abs},
-            {"p90_abs", all.p90_abs},
-            {"max_abs", all.max_abs},
-            {"mean_signed", all.mean_signed}}},
+            {"max_peak_over_published", m.guard.max_peak_over_published},
+            {"held_out_mean_abs_error", m.guard.held_out_mean_abs_error},
+            {"held_out_max_abs_error", m.guard.held_out_max_abs_error}}},
+          {"overall", stats_json(all)},
           {"memory",
            {{"runs", peaks.runs},
             {"mean_ratio", peaks.mean},
             {"min_ratio", peaks.min},
             {"max_ratio", peaks.max}}},
-          {"runs", runs},
+          {"runs", runs_json(outcomes)},
+          {"held_out", {{"overall", stats_json(stats(held_out))}, {"runs", runs_json(held_out)}}},
           {"not_expressible", left_out},
           {"out_of_memory", out_of_memory}};
 }
@@ -245,16 +273,21 @@ int main(int argc, char** argv) {
     const Catalog catalog(PARATWIN_SOURCE_DIR);
     const Manifest manifest = load_manifest(manifest_path);
     const std::vector<Outcome> outcomes = evaluate_checked(manifest, catalog);
+    const std::vector<Outcome> held_out = evaluate_held_out(manifest, catalog);
     const std::vector<AnchorOutcome> anchors = evaluate_anchors(manifest, catalog);
     const Stats all = stats(outcomes);
-    std::printf("# The twin against %zu published runs (%d checked), analytic evaluator\n\n",
-                manifest.runs.size(), all.runs);
-    print_runs(outcomes);
+    std::printf("# The twin against %zu published runs (%d checked, %zu held out), analytic evaluator\n\n",
+                manifest.runs.size(), all.runs, held_out.size());
+    std::printf("## Checked runs\n\n");
+    print_runs("id", outcomes);
     print_sources(manifest, outcomes);
-    print_devices(outcomes);
-    print_kinds(outcomes);
+    std::printf("\n## Per device\n\n");
+    print_devices("device", outcomes);
+    std::printf("\n## By kind of run (a run counts in every row it matches)\n\n");
+    print_kinds("kind", outcomes);
     print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);
+    print_held_out(held_out);
     const bool within =
         all.mean_abs <= manifest.guard.mean_abs_error && all.max_abs <= manifest.guard.max_abs_error;
     std::printf(
@@ -263,12 +296,22 @@ int main(int argc, char** argv) {
         percent(all.mean_abs).c_str(), percent(manifest.guard.mean_abs_error).c_str(),
         percent(all.max_abs).c_str(), percent(manifest.guard.max_abs_error).c_str(),
         within ? "within" : "EXCEEDED");
+    if (!held_out.empty()) {
+      const Stats h = stats(held_out);
+      std::printf("test_fidelity guard on the held-out runs: mean abs %s <= %s, max abs %s <= %s: %s\n",
+                  percent(h.mean_abs).c_str(), percent(manifest.guard.held_out_mean_abs_error).c_str(),
+                  percent(h.max_abs).c_str(), percent(manifest.guard.held_out_max_abs_error).c_str(),
+                  h.mean_abs <= manifest.guard.held_out_mean_abs_error &&
+                          h.max_abs <= manifest.guard.held_out_max_abs_error
+                      ? "within"
+                      : "EXCEEDED");
+    }
     const PeakStats peaks = peak_stats(outcomes);
     std::printf("test_fidelity guard on peak memory: largest twin / published %.2f <= %.2f: %s\n", peaks.max,
                 manifest.guard.max_peak_over_published,
                 peaks.max <= manifest.guard.max_peak_over_published ? "within" : "EXCEEDED");
     if (!json_path.empty())
-      write_file_atomically(json_path, to_json(manifest, outcomes, anchors).dump(2) + "\n");
+      write_file_atomically(json_path, to_json(manifest, outcomes, held_out, anchors).dump(2) + "\n");
     if (!png_path.empty()) {
       char time[160], memory[96] = "";
       std::snprintf(time, sizeof time,

@@ -34,6 +34,8 @@ Guard read_guard(MapReader& top) {
     r.read("mean_abs_error", g.mean_abs_error, 0.0, 10.0, true);
     r.read("max_abs_error", g.max_abs_error, 0.0, 10.0, true);
     r.read("max_peak_over_published", g.max_peak_over_published, 0.0, 10.0, true);
+    r.read("held_out_mean_abs_error", g.held_out_mean_abs_error, 0.0, 10.0);
+    r.read("held_out_max_abs_error", g.held_out_max_abs_error, 0.0, 10.0);
     r.finish();
   }
   return g;
@@ -98,13 +100,16 @@ Run read_run(const DocNode& node, const std::string& path, const std::string& di
   if (r.read("status", status, true)) {
     if (status.rfind(kNotExpressible, 0) == 0 && status.size() > kNotExpressible.size())
       run.not_expressible = status.substr(kNotExpressible.size());
+    else if (status == "held out")
+      run.held_out = true;
     else if (status != "checked")
-      diag.error(node.find("status")->location,
-                 path + ".status must be `checked` or `not expressible: WHY`, got '" + status + "'");
+      diag.error(
+          node.find("status")->location,
+          path + ".status must be `checked`, `held out` or `not expressible: WHY`, got '" + status + "'");
   }
-  if (status == "checked" && run.scenario.empty())
-    diag.error(node.location, path + " (" + run.id + ") is checked but names no scenario");
-  if (!run.checked() && !run.scenario.empty())
+  if ((status == "checked" || run.held_out) && run.scenario.empty())
+    diag.error(node.location, path + " (" + run.id + ") is " + status + " but names no scenario");
+  if (!run.evaluated() && !run.scenario.empty())
     diag.error(node.find("scenario")->location,
                path + " (" + run.id + ") is not expressible, so it has no scenario to evaluate");
   if (r.read_quantity("peak_memory", run.published_peak) && sources.contains(run.source) &&
@@ -296,17 +301,30 @@ Outcome evaluate_run(const Run& run, const Catalog& catalog) {
   return evaluate_loaded(run, scenario, settings);
 }
 
-std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& catalog,
-                                      const std::function<void(const std::string&)>& progress) {
+namespace {
+
+std::vector<Outcome> evaluate_runs(const Manifest& manifest, const Catalog& catalog, bool held_out,
+                                   const std::function<void(const std::string&)>& progress) {
   SweepFiles files(catalog);
   std::vector<Outcome> out;
   for (const Run& run : manifest.runs) {
-    if (!run.checked()) continue;
+    if (!run.evaluated() || run.held_out != held_out) continue;
     if (progress) progress(run.id);
     const auto [scenario, settings] = files.run_scenario(run);
     out.push_back(evaluate_loaded(run, scenario, settings));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Outcome> evaluate_checked(const Manifest& manifest, const Catalog& catalog,
+                                      const std::function<void(const std::string&)>& progress) {
+  return evaluate_runs(manifest, catalog, false, progress);
+}
+
+std::vector<Outcome> evaluate_held_out(const Manifest& manifest, const Catalog& catalog) {
+  return evaluate_runs(manifest, catalog, true, {});
 }
 
 std::vector<AnchorOutcome> evaluate_anchors(const Manifest& manifest, const Catalog& catalog) {

@@ -45,7 +45,8 @@ BOOST_AUTO_TEST_CASE(mpt_models_match_the_benchmark_readmes_parameter_counts) {
       {"mpt-13b", 2048, 12853954560.0}, {"mpt-13b", 4096, 12864440320.0}, {"mpt-13b", 8192, 12885411840.0},
       {"mpt-7b", 2048, 6658859008.0},   {"mpt-7b", 8192, 6684024832.0},   {"mpt-3b", 2048, 2651837440.0},
       {"mpt-3b", 8192, 2667566080.0},   {"mpt-1b", 2048, 1315950592.0},   {"mpt-1b", 8192, 1328533504.0},
-      {"mpt-760m", 2048, 760470528.0},  {"mpt-125m", 2048, 125311488.0}};
+      {"mpt-760m", 2048, 760470528.0},  {"mpt-350m", 2048, 355985408.0},  {"mpt-350m", 65536, 420997120.0},
+      {"mpt-125m", 2048, 125311488.0}};
   for (const Row& r : rows) {
     ModelSpec m = catalog_model(r.model);
     m.seq_len = r.seq;  // what the scenarios' model.seq_len does for the longer rows
