@@ -320,7 +320,8 @@ int main(int argc, char** argv) {
       if (peaks.runs > 0)
         std::snprintf(memory, sizeof memory, "; peak memory %.2f-%.2f of %d published peaks", peaks.min,
                       peaks.max, peaks.runs);
-      write_figure_png(fidelity_figure(outcomes, manifest.sources, std::string(time) + memory), png_path);
+      write_figure_png(fidelity_figure(outcomes, manifest.sources, std::string(time) + memory, held_out),
+                       png_path);
     }
     return 0;
   } catch (const InputError& e) {

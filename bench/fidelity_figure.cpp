@@ -6,7 +6,7 @@
 namespace paratwin::fidelity {
 
 viz::Figure fidelity_figure(const std::vector<Outcome>& outcomes, const std::vector<Source>& sources,
-                            const std::string& headline) {
+                            const std::string& headline, const std::vector<Outcome>& held_out) {
   const viz::Marker markers[] = {viz::Marker::Circle, viz::Marker::Square, viz::Marker::Triangle,
                                  viz::Marker::Diamond};
   viz::Chart scatter{"predicted against measured",
@@ -28,6 +28,21 @@ viz::Figure fidelity_figure(const std::vector<Outcome>& outcomes, const std::vec
                     {},
                     {}};
   double lo = 0, hi = 0, most_memory = 0;
+  auto widen = [&](const Outcome& o) {
+    lo = lo == 0 ? o.measured_s : std::min({lo, o.measured_s, o.predicted_s});
+    hi = std::max({hi, o.measured_s, o.predicted_s});
+  };
+  if (!held_out.empty()) {
+    viz::Series s{"held out", {}, 9, false, viz::Marker::Diamond, false};
+    viz::Series e = s;
+    for (const Outcome& o : held_out) {
+      s.points.push_back({o.measured_s, o.predicted_s});
+      e.points.push_back({o.measured_s, 100 * o.error()});
+      widen(o);
+    }
+    scatter.series.push_back(std::move(s));
+    errors.series.push_back(std::move(e));
+  }
   int shown = 0;
   for (const Source& source : sources) {
     viz::Series s{source.name, {}, shown, false, markers[shown % 4], false};
@@ -36,8 +51,7 @@ viz::Figure fidelity_figure(const std::vector<Outcome>& outcomes, const std::vec
       if (o.source != source.name) continue;
       s.points.push_back({o.measured_s, o.predicted_s});
       e.points.push_back({o.measured_s, 100 * o.error()});
-      lo = lo == 0 ? o.measured_s : std::min({lo, o.measured_s, o.predicted_s});
-      hi = std::max({hi, o.measured_s, o.predicted_s});
+      widen(o);
       if (!o.published_peak) continue;
       m.points.push_back({o.published_peak_gib(), o.report.metrics.peak_memory_gib});
       most_memory = std::max({most_memory, o.published_peak_gib(), o.report.metrics.peak_memory_gib});

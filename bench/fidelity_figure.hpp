@@ -10,8 +10,9 @@
 
 namespace paratwin::fidelity {
 
-// One colour and marker per source, in the order of `sources`; `headline` is the figure's title.
+// One colour and marker per source, in the order of `sources`; `headline` is the figure's title. The
+// held-out runs (optional) join the time panels as one series of their own, drawn under the set's.
 viz::Figure fidelity_figure(const std::vector<Outcome>& outcomes, const std::vector<Source>& sources,
-                            const std::string& headline);
+                            const std::string& headline, const std::vector<Outcome>& held_out = {});
 
 }  // namespace paratwin::fidelity

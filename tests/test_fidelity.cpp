@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE fidelity
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -35,6 +36,11 @@ const Manifest& manifest() {
 // Evaluated once for every case.
 const std::vector<Outcome>& outcomes() {
   static const std::vector<Outcome> o = evaluate_checked(manifest(), catalog());
+  return o;
+}
+
+const std::vector<Outcome>& held_out() {
+  static const std::vector<Outcome> o = evaluate_held_out(manifest(), catalog());
   return o;
 }
 
@@ -81,7 +87,7 @@ BOOST_AUTO_TEST_CASE(no_run_errs_more_than_the_guard) {
 BOOST_AUTO_TEST_CASE(held_out_runs_stay_within_their_own_guard) {
   // Published runs no mechanism was developed against, out of the set's statistics: a regression guard
   // of their own, and none of them counted in the set.
-  const std::vector<Outcome> held = evaluate_held_out(manifest(), catalog());
+  const std::vector<Outcome>& held = held_out();
   BOOST_TEST_REQUIRE(!held.empty());
   const Stats h = stats(held);
   BOOST_TEST_MESSAGE("held out: mean |error| " << h.mean_abs << ", max " << h.max_abs << " over " << h.runs
@@ -120,6 +126,18 @@ BOOST_AUTO_TEST_CASE(the_picture_draws_time_errors_and_memory) {
     for (const viz::XY& p : s.points) BOOST_TEST(p.y <= p.x, s.label << ": " << p.y << " over " << p.x);
   }
   BOOST_TEST(points == size_t(peak_stats(outcomes()).runs));
+  // The held-out runs join the time panels as one series, none in the memory panel.
+  const std::vector<Outcome>& held = held_out();
+  const viz::Figure with = fidelity_figure(outcomes(), manifest().sources, "the set", held);
+  BOOST_TEST_REQUIRE(with.panels.size() == 3u);
+  for (int panel : {0, 1}) {
+    const auto& series = with.panels[panel].series;
+    const auto it = std::find_if(series.begin(), series.end(),
+                                 [](const viz::Series& s) { return s.label == "held out"; });
+    BOOST_TEST_REQUIRE((it != series.end()));
+    BOOST_TEST(it->points.size() == held.size());
+  }
+  BOOST_TEST(with.panels[2].series.size() == f.panels[2].series.size());
 }
 
 BOOST_AUTO_TEST_CASE(configurations_published_as_out_of_memory_are_evaluated) {
