@@ -3,8 +3,7 @@
 // absolute error per source, per device, per kind of run and overall; the twin's peak memory against
 // the peaks sources published and against the configurations they report as out of memory; the runs
 // that are not expressible apart; the held-out runs, evaluated and reported apart; and the
-// test_fidelity guards. Markdown on standard output; --json and
-// --png write the data and the picture.
+// test_fidelity guards. Markdown on standard output; --json and --png write the data and the picture.
 //   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
 #include <algorithm>
 #include <cstdio>
