@@ -170,7 +170,7 @@ void print_not_expressible(const Manifest& m) {
                   r.not_expressible.c_str());
 }
 
-void print_held_out(const std::vector<Outcome>& held_out) {
+void print_held_out(const Manifest& m, const std::vector<Outcome>& held_out) {
   if (held_out.empty()) return;
   const Stats all = stats(held_out);
   std::printf("\n## Held out (out of the statistics above)\n\n");
@@ -179,6 +179,11 @@ void print_held_out(const std::vector<Outcome>& held_out) {
       "the set is: %d runs, mean abs %s, P90 abs %s, max abs %s, mean signed %s.\n\n",
       all.runs, percent(all.mean_abs).c_str(), percent(all.p90_abs).c_str(), percent(all.max_abs).c_str(),
       percent(all.mean_signed, true).c_str());
+  std::printf("| held-out source | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  for (const Source& source : m.sources)
+    stats_row(source.name, stats(held_out, [&](const Outcome& o) { return o.source == source.name; }));
+  std::printf("\n");
   print_devices("held-out device", held_out);
   std::printf("\n");
   print_kinds("held-out kind", held_out);
@@ -286,7 +291,7 @@ int main(int argc, char** argv) {
     print_kinds("kind", outcomes);
     print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);
-    print_held_out(held_out);
+    print_held_out(manifest, held_out);
     const bool within =
         all.mean_abs <= manifest.guard.mean_abs_error && all.max_abs <= manifest.guard.max_abs_error;
     std::printf(
