@@ -140,7 +140,8 @@ MemoryAnchor read_anchor(const DocNode& node, const std::string& path, const std
   return a;
 }
 
-// "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every;
+// "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every,
+// "selective (layernorm, moe_act)" with recompute_modules;
 // "zero 3 after_step" with a reshard other than after_forward, "zero 3 HSDP 16 x 8": 16 replicas of an 8-way
 // shard group)
 std::string describe_plan(const Plan& p) {
@@ -152,6 +153,8 @@ std::string describe_plan(const Plan& p) {
   for (const auto& [m, every] : modes)
     recompute += (recompute.empty() ? "" : "/") + enum_name(m, kRecomputeNames) +
                  (every > 1 ? " every " + n(every) : "");
+  if (const RecomputeModules& modules = p.stages.front().recompute_modules; modules != RecomputeModules{})
+    recompute += " (" + modules.names() + ")";
   return "tp " + n(p.tp) + ", pp " + n(p.pp) +
          (p.virtual_stages > 1 ? " (v " + n(p.virtual_stages) + ")" : "") + ", cp " + n(p.cp) + ", dp " +
          n(p.dp) + ", ep " + n(p.ep) + ", mb " + n(p.micro_batch) + ", " +

@@ -242,6 +242,34 @@ BOOST_AUTO_TEST_CASE(embedding_and_loss_counted_as_layers_split_as_megatron_core
   }
 }
 
+BOOST_AUTO_TEST_CASE(recompute_modules_import_with_the_unmodelled_ones_left_out) {
+  // A list-valued argument: every word up to the next --name.
+  const std::vector<std::string> base = {
+      "--num-layers",       "2",   "--hidden-size", "64",  "--num-attention-heads",   "4",
+      "--seq-length",       "128", "--vocab-size",  "256", "--recompute-granularity", "selective",
+      "--recompute-modules"};
+  std::vector<std::string> words = base;
+  words.insert(words.end(), {"layernorm", "mla_up_proj", "moe_act", "--bf16"});
+  const ImportedLaunch l = import_megatron(words, 8);
+  BOOST_TEST((l.plan.stages.front().recompute == Recompute::Selective));
+  BOOST_TEST((l.plan.stages.front().recompute_modules ==
+              RecomputeModules{.core_attn = false, .layernorm = true, .moe_act = true}));
+  BOOST_TEST((l.training.precision == Precision::Bf16));
+  BOOST_REQUIRE(l.warnings.size() == 1u);
+  BOOST_TEST(l.warnings.front().find("mla_up_proj") != std::string::npos, l.warnings.front());
+  BOOST_TEST(
+      imported_scenario_yaml(l, "dgx-h100", "dgx", 8).find("recompute_modules: [layernorm, moe_act]") !=
+      std::string::npos);
+  words = base;
+  words.push_back("moe_acts");
+  try {
+    import_megatron(words, 8);
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("'moe_act'") != std::string::npos, e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   const std::vector<std::string> base = {"--num-layers",          "4",  "--hidden-size", "64",
                                          "--num-attention-heads", "4",  "--seq-length",  "128",

@@ -1,6 +1,7 @@
-// Activation recomputation per operator (recompute: op, torchtitan's selective_ac_option "op") and
-// every n-th layer (recompute_every): parsing, the bytes a layer keeps, the FLOPs it recomputes, and
-// the Program and analytic evaluator that carry them.
+// Activation recomputation per operator (recompute: op, torchtitan's selective_ac_option "op"), every
+// n-th layer (recompute_every) and by Megatron-Core's modules (recompute_modules): parsing, the bytes a
+// layer keeps, the FLOPs and kernels it recomputes, and the Program and analytic evaluator that carry
+// them.
 #define BOOST_TEST_MODULE recompute
 #include <boost/test/unit_test.hpp>
 
@@ -42,6 +43,14 @@ model: {name: small, layers: 8, hidden: 1024, heads: 16, kv_heads: 4, ffn_hidden
         seq_len: 2048, mlp: swiglu, norm: rmsnorm, position: rope}
 training: {global_batch: 16, seq_len: 2048, precision: bf16}
 plan: {tp: 2, pp: 1, dp: 4, micro_batch: 2, sequence_parallel: true, zero: 1}
+)";
+
+// A small MoE model (SwiGLU experts, top 2 of 8) on the same cluster, tp 2 with SP and ep 2.
+const std::string kMoeScenario = paratwin_test::fast_cluster(4) + R"(
+model: {name: small-moe, layers: 4, hidden: 512, heads: 8, kv_heads: 2, ffn_hidden: 768, vocab: 1024,
+        seq_len: 1024, mlp: swiglu, norm: rmsnorm, position: rope, moe: {experts: 8, top_k: 2}}
+training: {global_batch: 16, seq_len: 1024, precision: bf16}
+plan: {tp: 2, pp: 1, dp: 4, ep: 2, micro_batch: 2, sequence_parallel: true, zero: 1}
 )";
 
 double layer_bytes(const ModelSpec& m, Recompute r, int tp, bool sp, AttentionKind attention) {
@@ -261,4 +270,119 @@ BOOST_AUTO_TEST_CASE(megatron_gets_full_recomputation_for_op_and_every_nth_layer
     BOOST_TEST(notes.find(sets.size() == 1 ? "recompute op" : "recompute_every 2") != std::string::npos,
                notes);
   }
+}
+
+// ---- Megatron-Core's recompute_modules ----
+
+BOOST_AUTO_TEST_CASE(recompute_modules_parse_round_trip_and_refuse_what_is_not_modelled) {
+  const ScenarioSpec s =
+      scenario(kMoeScenario, {"plan.recompute=selective", "plan.recompute_modules=[layernorm, moe_act]"});
+  const Plan plan = complete_plan(s);
+  for (const StagePlan& st : plan.stages)
+    BOOST_TEST(
+        (st.recompute_modules == RecomputeModules{.core_attn = false, .layernorm = true, .moe_act = true}));
+  BOOST_TEST(recompute_name(plan) == "selective (layernorm, moe_act)");
+  // The plan file says it once, and reads back the same.
+  const std::string yaml = to_yaml(plan);
+  BOOST_TEST(yaml.find("recompute_modules: [layernorm, moe_act]") != std::string::npos, yaml);
+  Diagnostics diag;
+  const PlanRequest back = parse_plan_request(parse_yaml(yaml, "plan.yaml"), diag);
+  diag.throw_if_errors();
+  BOOST_TEST((*back.recompute_modules == plan.stages.front().recompute_modules));
+  // Megatron's default writes nothing: every other plan file reads as before.
+  BOOST_TEST(to_yaml(complete_plan(scenario(kMoeScenario, {"plan.recompute=selective"})))
+                 .find("recompute_modules") == std::string::npos);
+
+  // Each bad setting and what its message must say.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"full", "[moe_act]"},   // only selective has modules
+      {"selective", "[mlp]"},  // Megatron's, not modelled
+      {"selective", "[layernorm, moe_acts]"},
+      {"selective", "[moe_act, moe_act]"},
+      {"selective", "[]"}};
+  const std::vector<std::string> says = {"give plan.recompute selective", "does not model", "'moe_act'",
+                                         "twice", "expected a list of modules"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const std::string e =
+        error_of(kMoeScenario, {"plan.recompute=" + bad[i].first, "plan.recompute_modules=" + bad[i].second});
+    BOOST_TEST(e.find(says[i]) != std::string::npos, e);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(layernorm_and_moe_act_drop_an_moe_layers_norm_and_activation_outputs) {
+  const ScenarioSpec s = scenario(kMoeScenario);
+  const ModelSpec& m = s.model;
+  ActivationConfig c;
+  c.micro_batch = 2;
+  c.seq_len = 1024;
+  c.tp = 2;
+  c.sequence_parallel = true;
+  c.recompute = Recompute::Selective;
+  const auto bytes = [&](RecomputeModules modules, bool moe) {
+    c.recompute_modules = modules;
+    return layer_activation_bytes(m, c, moe).value();
+  };
+  const double tokens = 2 * 1024, e = 2;
+  const double core = bytes({}, true);
+  // The pre-MLP norm's output: e h a token, sequence-parallel over tp.
+  BOOST_TEST(core - bytes({.layernorm = true}, true) == tokens * e * m.hidden / 2, tt::tolerance(1e-12));
+  // The activation's output: e f a routed row (top_k a token), tensor-parallel.
+  BOOST_TEST(core - bytes({.moe_act = true}, true) == 2 * tokens * e * m.ffn_hidden / 2,
+             tt::tolerance(1e-12));
+  // Dense layers have neither: Transformer Engine fuses their norms into the next linear.
+  BOOST_TEST(bytes({.layernorm = true, .moe_act = true}, false) == bytes({}, false));
+}
+
+BOOST_AUTO_TEST_CASE(the_modules_recompute_their_own_kernels_and_nothing_else) {
+  const ScenarioSpec s = scenario(kMoeScenario);
+  const LayerWork w = layer_work(s.training, 2, 2, 1, true, 2, false);
+  const auto work = [&](RecomputeModules modules, bool moe) {
+    return recompute_forward(s.model, w, Recompute::Selective, moe, modules);
+  };
+  const KernelCost norm = work({.core_attn = false, .layernorm = true}, true);
+  const KernelCost act = work({.core_attn = false, .moe_act = true}, true);
+  const KernelCost attn = work({}, true);
+  const KernelCost all = work({.layernorm = true, .moe_act = true}, true);
+  // Memory-bound kernels only: no GEMM, no attention.
+  for (const KernelCost* k : {&norm, &act}) {
+    BOOST_TEST(k->gemm_flops.value() == 0);
+    BOOST_TEST(k->fused_attention_flops().value() == 0);
+    BOOST_TEST(k->launches > 0);
+  }
+  BOOST_TEST(all.launches == attn.launches + norm.launches + act.launches);
+  BOOST_TEST(all.fused_attention_flops().value() == attn.fused_attention_flops().value());
+  // A dense layer has no module of its own for either.
+  BOOST_TEST(work({.core_attn = false, .layernorm = true, .moe_act = true}, false).launches == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_program_trades_memory_for_time_by_the_modules) {
+  const Run none = run({"plan.recompute=none"}, kMoeScenario);
+  const Run modules =
+      run({"plan.recompute=selective", "plan.recompute_modules=[layernorm, moe_act]"}, kMoeScenario);
+  const auto peak = [](const Run& r) { return r.eval.roles.front().peak_memory.value(); };
+  BOOST_TEST(peak(modules) < peak(none));
+  BOOST_TEST(none.eval.iteration_time_s < modules.eval.iteration_time_s);
+  BOOST_TEST(recompute_flops(modules.program) == 0);  // memory-bound kernels only
+  // The optimizer keeps the modules of a fixed selective plan (its bounds checked exhaustively).
+  const ScenarioSpec s =
+      scenario(kMoeScenario, {"plan.recompute=selective", "plan.recompute_modules=[moe_act]", "plan.tp=auto",
+                              "plan.dp=auto", "plan.micro_batch=auto"});
+  const SearchResult r = search_plans(s, {.top = 2, .exhaustive = true});
+  BOOST_REQUIRE(!r.top.empty());
+  for (const Candidate& cand : r.top)
+    BOOST_TEST((cand.plan.stages.front().recompute_modules ==
+                RecomputeModules{.core_attn = false, .moe_act = true}));
+}
+
+BOOST_AUTO_TEST_CASE(megatron_launches_carry_the_modules_and_fp8_delayed_scaling_refuses_them) {
+  const ScenarioSpec s =
+      scenario(kMoeScenario, {"plan.recompute=selective", "plan.recompute_modules=[layernorm, moe_act]"});
+  const EmittedConfig e = megatron_launch(complete_plan(s), s);
+  BOOST_TEST(e.text.find("--recompute-modules layernorm moe_act") != std::string::npos, e.text);
+  TrainingSpec fp8 = s.training;  // the test cluster has no fp8 peak; verify() reads the recipe only
+  fp8.precision = Precision::Fp8;
+  BOOST_TEST(verify(complete_plan(s), s.model, s.cluster, s.training).empty());
+  const auto problems = verify(complete_plan(s), s.model, s.cluster, fp8);
+  BOOST_REQUIRE(!problems.empty());
+  BOOST_TEST(problems.front().find("delayed scaling") != std::string::npos, problems.front());
 }

@@ -17,6 +17,12 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
           "recomputes whole layers (full) or the attention core (selective); use one of those or none");
       break;
     }
+    if (st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{}) {
+      out.push_back("recompute_modules [" + st.recompute_modules.names() +
+                    "] is planned and simulated only: the live engine's selective recompute runs the "
+                    "attention core again (core_attn); leave recompute_modules out");
+      break;
+    }
     if (st.recompute != Recompute::None && st.recompute_every > 1) {
       out.push_back("recompute_every " + std::to_string(st.recompute_every) +
                     " is planned and simulated only: the live engine recomputes every layer of a stage; "

@@ -275,16 +275,32 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   return c;
 }
 
+// Megatron-Core's selective recomputation of `modules`: the attention core (its CheckpointFunction),
+// and in an MoE layer the pre-MLP norm, a module of its own beside the router (Transformer Engine fuses
+// every other norm into the next linear, which keeps its output), and the experts' activation over
+// their rows (CheckpointWithoutOutput).
+KernelCost selective_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer,
+                                       const RecomputeModules& modules) {
+  KernelCost c;
+  if (modules.core_attn) c += attention_core_forward(m, w);
+  if (!moe_layer) return c;
+  const Shape s = shape_of(w);
+  if (modules.layernorm) c += norm(m, w, s);
+  if (modules.moe_act) c += activation(m, w, s, mlp_rows(m, w, s, true).first);
+  return c;
+}
+
 }  // namespace
 
-KernelCost recompute_forward(const ModelSpec& m, const LayerWork& w, Recompute mode, bool moe_layer) {
+KernelCost recompute_forward(const ModelSpec& m, const LayerWork& w, Recompute mode, bool moe_layer,
+                             const RecomputeModules& modules) {
   switch (mode) {
     case Recompute::Full:
       return layer_forward(m, w, moe_layer);
     case Recompute::Op:
       return op_recompute_forward(m, w, moe_layer);
     case Recompute::Selective:
-      return attention_core_forward(m, w);
+      return selective_recompute_forward(m, w, moe_layer, modules);
     default:
       return {};
   }

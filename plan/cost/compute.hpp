@@ -300,10 +300,12 @@ KernelCost attention_core_forward(const ModelSpec& model, const LayerWork& work)
 double windowed_keys(double queries, double keys, double window);
 
 // What recomputing one layer in `mode` runs before its backward: full, the layer's forward; selective,
-// its attention core; op (torchtitan's per-operator policy), the linears it does not keep (every
-// second in forward order) and the memory-bound kernels; none, nothing. The one home of recompute
-// work for lowering and the optimizer.
-KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Recompute mode, bool moe_layer);
+// its `modules` (the attention core; an MoE layer's pre-MLP norm and its experts' activation); op
+// (torchtitan's per-operator policy), the linears it does not keep (every second in forward order)
+// and the memory-bound kernels; none, nothing. The one home of recompute work for lowering and the
+// optimizer.
+KernelCost recompute_forward(const ModelSpec& model, const LayerWork& work, Recompute mode, bool moe_layer,
+                             const RecomputeModules& modules = {});
 
 // `whole` less `part`, where `part` is attention, GEMMs `whole` lists and memory-bound work (no
 // optimizer step): the share of a pass lowering runs as a task of its own (the CP ring's blocks beside

@@ -80,7 +80,8 @@ Bytes compression_buffer_bytes(const CompressionSpec& compression, double parame
 //     MLP: GELU input and output 2 e f, or SwiGLU gate, up and product 3 e f      (GPT: 24 h)
 //   attention core (split by t), per query and key: softmax output e a, and with dropout its
 //     mask a and output e a                                                        (GPT: 5 a s)
-// Selective recompute drops the attention core; full recompute keeps the layer input only.
+// Selective recompute drops the attention core (and what else its modules say: an MoE layer's norm
+// output and activation output); full recompute keeps the layer input only.
 // Context parallelism: a rank holds s/cp tokens, and its queries score all s keys.
 // MoE: the router's input is the MLP input above; add its fp32 probabilities 4 E, top_k permuted copies
 // of the token e h each (outside TP), and top_k expert MLPs' intermediates (inside TP).
@@ -131,16 +132,21 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
     outside -= 2 * e * h;
     inside += 2 * e * h * t;
   }
+  const bool selective = c.recompute == Recompute::Selective;
   if (moe_layer) {
     assert(model.moe && "an MoE layer in a model without moe");
     const double k = model.moe->top_k;
     outside += 4.0 * model.moe->experts + k * e * h;
     inside += (k - 1) * mlp_inner;
+    // Selective recompute of the pre-MLP norm drops its output (the router's input), of the experts'
+    // activation its output (the last linear's input) for each of the top_k rows.
+    if (selective && c.recompute_modules.layernorm) outside -= e * h;
+    if (selective && c.recompute_modules.moe_act) inside -= k * e * f;
   }
   double bytes = tokens * (outside / sp + inside / t);
   if (c.attention != AttentionKind::Unfused) {
     bytes += 4.0 * model.heads * tokens / t;  // log-sum-exp
-  } else if (c.recompute == Recompute::None) {
+  } else if (c.recompute == Recompute::None || (selective && !c.recompute_modules.core_attn)) {
     const double per_score = e + (model.dropout ? 1 + e : 0);
     bytes += model.heads * tokens * c.seq_len * per_score / t;
   }

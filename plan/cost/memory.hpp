@@ -86,6 +86,7 @@ struct ActivationConfig {
   CrossEntropy cross_entropy = CrossEntropy::Unfused;  // training.cross_entropy (the head's softmax)
   // dtensor: the QKV and MLP inputs are kept as gathered, whole, under sequence parallelism.
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
+  RecomputeModules recompute_modules{};  // what selective recompute drops (StagePlan::recompute_modules)
 };
 
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h

@@ -18,7 +18,8 @@ cost::ActivationConfig RoleBuilder::activation_config(int chunk, int layer) cons
           t_.precision,
           t_.attention,
           t_.cross_entropy,
-          t_.tensor_parallel};
+          t_.tensor_parallel,
+          stage(chunk).recompute_modules};
 }
 
 cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {
@@ -29,7 +30,9 @@ cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {
   cost::KernelCost k;
   const auto recomputed = [&st](int l) { return st.layer_recompute(l) != Recompute::None; };
   for (const auto& [kind, layers] : layers_by_kind(begin, end, recomputed))
-    k += cost::recompute_forward(m_, work_of(layer_work(), kind), st.recompute, kind.moe) * layers;
+    k += cost::recompute_forward(m_, work_of(layer_work(), kind), st.recompute, kind.moe,
+                                 st.recompute_modules) *
+         layers;
   return recompute_work_.emplace(key, k).first->second;
 }
 

@@ -86,6 +86,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
     p.stages = even_stages(s.model.layers, p.chunks(), s.cluster.pools.front().name,
                            r.recompute.value_or(Recompute::None), r.recompute_every.value_or(1), split);
   }
+  for (auto& st : p.stages) st.recompute_modules = r.recompute_modules.value_or(RecomputeModules{});
   return p;
 }
 
@@ -182,6 +183,18 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
           " holds its other chunks on pool " + rank_pool + "; a pipeline rank runs on one pool");
   }
   if (next != m.layers) add("stages cover " + num(next) + " layers; the model has " + num(m.layers));
+  if (const RecomputeModules& modules = p.stages.front().recompute_modules; modules != RecomputeModules{}) {
+    if (std::ranges::none_of(p.stages,
+                             [](const StagePlan& st) { return st.recompute == Recompute::Selective; }))
+      add("recompute_modules [" + modules.names() +
+          "] says what selective recomputation runs again, and no stage recomputes selectively: give "
+          "recompute selective, or leave recompute_modules out");
+    // Megatron-Core's TransformerConfig refuses it.
+    if ((modules.layernorm || modules.moe_act) && t.precision == Precision::Fp8 &&
+        t.fp8_recipe == Fp8Recipe::TeDelayed)
+      add("recompute_modules layernorm and moe_act do not run under fp8 delayed scaling (Megatron-Core "
+          "refuses them): give training.fp8_recipe te_current, or recompute core_attn only");
+  }
   // GPUs per pool: each pipeline rank uses dp x tp x cp GPUs of its pool.
   for (const auto& pool : c.pools) {
     long long used = 0;
@@ -232,6 +245,9 @@ std::string to_yaml(const Plan& p) {
        ", pp: " + b(p.overlap_pp) +
        // Written when on, so that the plan files of every other plan read as they did before it existed.
        (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
+  // Written when not Megatron's default, so that every other plan file reads as it did before.
+  if (!p.stages.empty() && p.stages.front().recompute_modules != RecomputeModules{})
+    y += "recompute_modules: [" + p.stages.front().recompute_modules.names() + "]\n";
   y += "checkpoint_interval: " +
        (p.checkpoint_interval ? number(p.checkpoint_interval->value()) + "s" : "auto") + "\n";
   y += "stages:\n";
@@ -240,6 +256,15 @@ std::string to_yaml(const Plan& p) {
          "], pool: " + st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) +
          (st.recompute_every > 1 ? ", recompute_every: " + std::to_string(st.recompute_every) : "") + "}\n";
   return y;
+}
+
+std::string recompute_name(const Plan& p) {
+  if (p.stages.empty()) return "none";
+  const StagePlan& st = p.stages.front();
+  const std::string mode = enum_name(st.recompute, kRecomputeNames);
+  return st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{}
+             ? mode + " (" + st.recompute_modules.names() + ")"
+             : mode;
 }
 
 Plan load_plan_file(const std::string& path, const ScenarioSpec& scenario) {

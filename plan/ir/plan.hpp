@@ -77,6 +77,9 @@ std::vector<std::string> verify(const Plan& plan, const ModelSpec& model, const 
 
 // The plan file: the keys of a scenario's `plan:` section, all of them given.
 std::string to_yaml(const Plan& plan);
+// The plan's recompute as reports name it: the first stage's mode, with selective's modules when they
+// are not Megatron's default ("selective (layernorm, moe_act)").
+std::string recompute_name(const Plan& plan);
 // Reads a plan file; with a scenario, fills what the file leaves out as complete_plan does.
 Plan load_plan_file(const std::string& path, const ScenarioSpec& scenario);
 

@@ -40,7 +40,11 @@ nlohmann::json activation_checkpointing(const Plan& p, Recompute r, std::vector<
     if (r == Recompute::Selective)
       notes.push_back(
           "recompute selective: DeepSpeed's configuration has no switch for it; the model "
-          "checkpoints its attention core with deepspeed.checkpointing.checkpoint");
+          "checkpoints its " +
+          (p.stages.front().recompute_modules == RecomputeModules{}
+               ? std::string("attention core")
+               : "modules (" + p.stages.front().recompute_modules.names() + ")") +
+          " with deepspeed.checkpointing.checkpoint");
   }
   if (p.offload_activations) {
     if (partition && r != Recompute::None)

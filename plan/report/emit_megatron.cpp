@@ -137,7 +137,11 @@ void cp_comm_type(Arguments& a, const TrainingSpec& t, std::vector<std::string>&
 
 void recompute(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std::string>& notes) {
   const Recompute r = emit_detail::uniform_recompute(p, notes);
-  if (r == Recompute::Selective) a.add("recompute-granularity", "selective");
+  if (r == Recompute::Selective) {
+    a.add("recompute-granularity", "selective");
+    if (const RecomputeModules& modules = p.stages.front().recompute_modules; modules != RecomputeModules{})
+      a.add("recompute-modules", join(modules.list(), " "));
+  }
   if (r == Recompute::Full) {
     a.add("recompute-granularity", "full");
     a.add("recompute-method", "uniform");

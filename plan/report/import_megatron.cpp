@@ -66,8 +66,11 @@ class Arguments {
       bool has_value = false;
       if (const auto eq = name.find('='); eq != std::string::npos) {
         value = name.substr(eq + 1), name = name.substr(0, eq), has_value = true;
-      } else if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
-        value = words[++i], has_value = true;
+      } else {
+        // Every word up to the next argument: list-valued arguments (--recompute-modules a b) take
+        // several; a single-valued one with more says so when it is read.
+        for (; i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0; has_value = true)
+          value += (has_value ? " " : "") + words[++i];
       }
       if (!values_.count(name)) order_.push_back(name);
       values_[name] = has_value ? std::optional<std::string>(value) : std::nullopt;
@@ -402,6 +405,26 @@ Recompute read_recompute(Arguments& a, const Plan& p, int layers) {
   return granularity == "selective" || activations ? Recompute::Selective : Recompute::None;
 }
 
+// Megatron-Core's --recompute-modules (default core_attn) under selective granularity; the modules the
+// twin does not model are left out with a warning.
+RecomputeModules recompute_modules_of(Arguments& a, std::vector<std::string>& warnings) {
+  const auto text = a.text("recompute-modules");
+  if (!text) return {};
+  RecomputeModules m{.core_attn = false};
+  std::istringstream words(*text);
+  for (std::string word; words >> word;) {
+    if (add_recompute_module(m, word)) continue;
+    if (std::ranges::find(kUnmodelledRecomputeModules, word) == kUnmodelledRecomputeModules.end())
+      throw InputError(Arguments::where("recompute-modules", *text),
+                       "--recompute-modules: Megatron-Core takes " + join(kRecomputeModuleNames) + ", " +
+                           join(kUnmodelledRecomputeModules) + "; got '" + word + "'" +
+                           did_you_mean(word, kRecomputeModuleNames));
+    warnings.push_back("--recompute-modules " + word + ": not modelled, left out (the twin recomputes " +
+                       join(kRecomputeModuleNames) + ")");
+  }
+  return m;
+}
+
 // ZeRO from the distributed optimizer (1) and Megatron-FSDP's sharding strategy (2: gradients, 3: params).
 int read_zero(Arguments& a) {
   int zero = a.flag("use-distributed-optimizer") ? 1 : 0;
@@ -486,8 +509,10 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   p.num_microbatches = static_cast<int>(out.training.global_batch / per_step);
   read_pipeline(a, out);
   const Recompute recompute = read_recompute(a, p, out.model.layers);
+  const RecomputeModules modules =
+      recompute == Recompute::Selective ? recompute_modules_of(a, out.warnings) : RecomputeModules{};
   if (p.stages.empty()) p.stages = even_stages(out.model.layers, p.chunks(), "", recompute);
-  for (auto& st : p.stages) st.recompute = recompute;
+  for (auto& st : p.stages) st.recompute = recompute, st.recompute_modules = modules;
   p.zero = read_zero(a);
   p.offload_optimizer = a.flag("optimizer-cpu-offload");
   p.offload_activations = a.integer("cpu-offloading-num-layers", 0, out.model.layers, 0) > 0;
@@ -617,6 +642,9 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
        "\n  schedule: " + enum_name(p.schedule, kScheduleNames) +
        "\n  virtual_stages: " + n(p.virtual_stages) +
        "\n  recompute: " + enum_name(p.stages.front().recompute, kRecomputeNames) +
+       (p.stages.front().recompute_modules != RecomputeModules{}
+            ? "\n  recompute_modules: [" + p.stages.front().recompute_modules.names() + "]"
+            : std::string()) +
        "\n  sequence_parallel: " + b(p.sequence_parallel) + "\n  zero: " + n(p.zero) +
        (p.dp_replicate > 1 ? "\n  dp_replicate: " + n(p.dp_replicate) : std::string()) +
        "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +

@@ -60,6 +60,8 @@ nlohmann::json plan_json(const Plan& p) {
           {"virtual_stages", p.virtual_stages},
           {"recompute", p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames)},
           {"recompute_every", p.stages.empty() ? 1 : p.stages.front().recompute_every},
+          {"recompute_modules",
+           (p.stages.empty() ? RecomputeModules{} : p.stages.front().recompute_modules).list()},
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
           {"reshard", enum_name(p.reshard, kReshardNames)},
@@ -143,7 +145,7 @@ std::string to_text(const Report& r) {
       p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, p.num_microbatches,
       enum_name(p.schedule, kScheduleNames).c_str(),
       p.virtual_stages > 1 ? (" v=" + std::to_string(p.virtual_stages)).c_str() : "",
-      p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
+      recompute_name(p).c_str(), p.zero,
       p.zero == 3 && p.reshard != Reshard::AfterForward
           ? (" reshard " + enum_name(p.reshard, kReshardNames)).c_str()
           : "",

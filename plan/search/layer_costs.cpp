@@ -89,8 +89,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
     t.moe_recompute = t.moe_forward;
   } else if (layout.recompute != Recompute::None) {
     // Selective and op: compute alone (op's repeated TP gathers are left out of the bound).
-    t.recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, false));
-    t.moe_recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, true));
+    const RecomputeModules modules = ctx_.req.recompute_modules.value_or(RecomputeModules{});
+    t.recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, false, modules));
+    t.moe_recompute = compute(cost::recompute_forward(ctx_.s.model, w, layout.recompute, true, modules));
   }
   const bool collectives = tp_pass + cp_f + cp_b + ep > 0;
   // Lowering lets selective and op recomputation start after the previous pass's compute, beside its
@@ -194,7 +195,8 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    ctx_.s.training.precision,
                                    ctx_.s.training.attention,
                                    ctx_.s.training.cross_entropy,
-                                   ctx_.s.training.tensor_parallel};
+                                   ctx_.s.training.tensor_parallel,
+                                   ctx_.req.recompute_modules.value_or(RecomputeModules{})};
   cost::ActivationConfig kept_all = act;
   kept_all.recompute = Recompute::None;
   auto activations = [&](const cost::ActivationConfig& a, bool moe) {

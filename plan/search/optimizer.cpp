@@ -267,9 +267,11 @@ class Search {
     plan.checkpoint_interval = s_.checkpoint.interval;
     const auto& ranges = partitioner_.ranges(e.partition);
     for (int c = 0; c < plan.chunks(); ++c)
-      plan.stages.push_back({ranges[c].first, ranges[c].second,
-                             s_.cluster.pools[layout.rank_pool[c % layout.pp]].name, layout.recompute,
-                             layout.recompute == Recompute::None ? 1 : req.recompute_every.value_or(1)});
+      plan.stages.push_back(
+          {ranges[c].first, ranges[c].second, s_.cluster.pools[layout.rank_pool[c % layout.pp]].name,
+           layout.recompute, layout.recompute == Recompute::None ? 1 : req.recompute_every.value_or(1),
+           layout.recompute == Recompute::Selective ? req.recompute_modules.value_or(RecomputeModules{})
+                                                    : RecomputeModules{}});
     return plan;
   }
 

@@ -6,13 +6,13 @@
 namespace paratwin {
 
 static std::string degrees(const Plan& p) {
-  char buf[160];
+  char buf[200];
   std::snprintf(buf, sizeof buf, "tp %d pp %d dp %d%s%s mb %d %s%s %s ZeRO %d%s%s%s%s", p.tp, p.pp, p.dp,
                 p.cp > 1 ? (" cp " + std::to_string(p.cp)).c_str() : "",
                 p.ep > 1 ? (" ep " + std::to_string(p.ep)).c_str() : "", p.micro_batch,
                 enum_name(p.schedule, kScheduleNames).c_str(),
                 p.virtual_stages > 1 ? (" v" + std::to_string(p.virtual_stages)).c_str() : "",
-                enum_name(p.stages.front().recompute, kRecomputeNames).c_str(), p.zero,
+                recompute_name(p).c_str(), p.zero,
                 p.dp_replicate > 1 ? (" hsdp " + std::to_string(p.dp_replicate)).c_str() : "",
                 p.sequence_parallel ? " sp" : "", p.offload_optimizer ? " offload" : "",
                 p.compression.kind == CompressionKind::TopK ? " topk" : "");

@@ -227,6 +227,15 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
                "plan.recompute_every: " + std::to_string(*p.recompute_every) +
                    " recomputes every n-th layer in a recompute mode, and plan.recompute is none: give "
                    "plan.recompute full, selective or op, or recompute_every 1");
+  if (const DocNode* modules = r.get("recompute_modules"); modules && !is_auto(modules)) {
+    p.recompute_modules = read_recompute_modules(*modules, r.field("recompute_modules"), diag);
+    if (p.recompute && *p.recompute != Recompute::Selective)
+      diag.error(modules->location,
+                 "plan.recompute_modules lists what selective recomputation runs again, and "
+                 "plan.recompute is " +
+                     enum_name(*p.recompute, kRecomputeNames) +
+                     ": give plan.recompute selective, or leave recompute_modules out");
+  }
   read_auto(r, "sequence_parallel", p.sequence_parallel);
   read_auto(r, "zero", p.zero, 0, 3);
   read_auto(r, "reshard", p.reshard, kReshardNames);

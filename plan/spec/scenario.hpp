@@ -13,6 +13,7 @@
 #include "plan/spec/diagnostics.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/model.hpp"
+#include "plan/spec/recompute_modules.hpp"
 #include "plan/spec/variability.hpp"
 
 namespace paratwin {
@@ -243,6 +244,7 @@ struct StagePlan {
   // multiple of n; the others keep everything (torchtitan's selective_ac_option = "n" and fms-fsdp's
   // every_xth_item wrap every n-th block they build). 1: every layer.
   int recompute_every = 1;
+  RecomputeModules recompute_modules{};  // what `selective` recomputes: the plan's, the same in every stage
 
   // The recompute mode of layer `layer` (of this stage): `recompute` on every recompute_every-th
   // layer, none on the others. The one rule every consumer asks.
@@ -264,7 +266,8 @@ struct PlanRequest {
   std::optional<Schedule> schedule;
   std::optional<int> virtual_stages;
   std::optional<Recompute> recompute;
-  std::optional<int> recompute_every;  // StagePlan::recompute_every
+  std::optional<int> recompute_every;                 // StagePlan::recompute_every
+  std::optional<RecomputeModules> recompute_modules;  // StagePlan::recompute_modules, every stage's
   std::optional<bool> sequence_parallel;
   std::optional<int> zero;
   std::optional<Reshard> reshard;
