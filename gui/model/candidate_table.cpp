@@ -10,8 +10,7 @@ namespace paratwin::gui {
 namespace {
 
 QString recompute_of(const Plan& p) {
-  return QString::fromStdString(
-      enum_name(p.stages.empty() ? Recompute::None : p.stages.front().recompute, kRecomputeNames));
+  return QString::fromStdString(recompute_name(p));
 }
 
 QString schedule_of(const Plan& p) {
