@@ -9,7 +9,7 @@
 namespace paratwin {
 
 const std::vector<std::string> kRecomputeModuleNames = {"core_attn", "layernorm", "moe_act"};
-// Megatron-Core core_v0.17's other choices (TransformerConfig.recompute_modules).
+// Megatron-Core's other choices (TransformerConfig.recompute_modules, Megatron-LM d98e8a64dd).
 const std::vector<std::string> kUnmodelledRecomputeModules = {
     "mla_up_proj", "mlp", "moe", "shared_experts", "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc"};
 
