@@ -300,6 +300,13 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   BOOST_TEST(message({"--num-experts", "4", "--moe-layer-freq", "[1,0,0,1]"}).find("--moe-layer-freq") !=
              std::string::npos);
   BOOST_TEST(message({}, std::nullopt).find("--gpus") != std::string::npos);
+  // MoE parallel folding: experts not sharded over the TP group.
+  BOOST_TEST(message({"--tensor-model-parallel-size", "2", "--num-experts", "4",
+                      "--expert-model-parallel-size", "4", "--expert-tensor-parallel-size", "1"})
+                 .find("--expert-tensor-parallel-size 1 differs") != std::string::npos);
+  BOOST_TEST(message({"--tensor-model-parallel-size", "2", "--num-experts", "4",
+                      "--expert-model-parallel-size", "2", "--expert-tensor-parallel-size", "2"}) ==
+             "no error");
   BOOST_TEST(message({"--pipeline-model-parallel-size", "2", "--decoder-first-pipeline-num-layers", "1",
                       "--decoder-last-pipeline-num-layers", "1"})
                  .find("--decoder-first-pipeline-num-layers") != std::string::npos);

@@ -486,6 +486,16 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   p.pp = a.integer("pipeline-model-parallel-size", 1, 4096, 1);
   p.cp = a.integer("context-parallel-size", 1, 1024, 1);
   p.ep = a.integer("expert-model-parallel-size", 1, 4096, 1);
+  // The twin shards every expert over the TP group, as Megatron-Core does by default; another width
+  // (MoE parallel folding, experts grouped over tp x dp) is a plan a scenario cannot say.
+  if (const int etp = a.integer("expert-tensor-parallel-size", 1, 1024, p.tp); etp != p.tp)
+    throw InputError(Arguments::where("expert-tensor-parallel-size", std::to_string(etp)),
+                     "--expert-tensor-parallel-size " + std::to_string(etp) +
+                         " differs from "
+                         "--tensor-model-parallel-size " +
+                         std::to_string(p.tp) +
+                         ": the twin shards each expert over the TP group (Megatron-Core's default); MoE "
+                         "parallel folding is not expressible yet");
   if (!gpus)
     throw InputError(argument_location("--gpus", ""),
                      "the world size is unknown: give torchrun's --nnodes and --nproc-per-node before the "
