@@ -69,8 +69,10 @@ class Arguments {
       } else {
         // Every word up to the next argument: list-valued arguments (--recompute-modules a b) take
         // several; a single-valued one with more says so when it is read.
-        for (; i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0; has_value = true)
+        while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
           value += (has_value ? " " : "") + words[++i];
+          has_value = true;
+        }
       }
       if (!values_.count(name)) order_.push_back(name);
       values_[name] = has_value ? std::optional<std::string>(value) : std::nullopt;
@@ -491,9 +493,7 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   if (const int etp = a.integer("expert-tensor-parallel-size", 1, 1024, p.tp); etp != p.tp)
     throw InputError(Arguments::where("expert-tensor-parallel-size", std::to_string(etp)),
                      "--expert-tensor-parallel-size " + std::to_string(etp) +
-                         " differs from "
-                         "--tensor-model-parallel-size " +
-                         std::to_string(p.tp) +
+                         " differs from --tensor-model-parallel-size " + std::to_string(p.tp) +
                          ": the twin shards each expert over the TP group (Megatron-Core's default); MoE "
                          "parallel folding is not expressible yet");
   if (!gpus)
