@@ -19,6 +19,7 @@
 #include "plan/ir/program.hpp"
 #include "plan/ir/schedule.hpp"
 #include "plan/report/report.hpp"
+#include "plan/topology/rank_groups.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;
@@ -397,6 +398,60 @@ BOOST_AUTO_TEST_CASE(fp32_gradient_reduction_doubles_a_bf16_runs_dp_gradient_byt
         tt::tolerance(1e-9));
     BOOST_TEST(fp32.eval.iteration_time_s >= bf16.eval.iteration_time_s);
   }
+}
+
+BOOST_AUTO_TEST_CASE(experts_are_reduced_and_gathered_over_their_replicas_only) {
+  // dp 16 with ep 4 on 2 nodes: each expert has 4 replicas, every 4th DP rank, which alone reduce its
+  // gradients and gather its ZeRO shards, each bucket's experts' part after its dense part on the DP stream.
+  // With ep 16 each expert has one holder: its gradients and weights never travel.
+  const std::string base =
+      "model: {name: moe, layers: 4, hidden: 256, heads: 8, ffn_hidden: 512, vocab: 2048, seq_len: 512,\n"
+      "        tied_embeddings: false, moe: {experts: 16, top_k: 2}}\n"
+      "cluster: {from: dgx-a100-80g, nodes: 2}\ntraining: {global_batch: 32, seq_len: 512}\n"
+      "plan: {tp: 1, pp: 1, dp: 16, micro_batch: 1}\n";
+  for (const char* zero : {"plan.zero=0", "plan.zero=1", "plan.zero=3"})
+    for (const char* ep : {"plan.ep=4", "plan.ep=16"}) {
+      BOOST_TEST_CONTEXT(zero << ", " << ep) {
+        const Run r = run(base, {zero, ep});
+        BOOST_TEST(verify(r.program).empty());
+        const RankParameters held = plan_rank_parameters(r.plan, r.s.model, r.s.training, 0);
+        BOOST_TEST_REQUIRE(held.experts > 0);
+        const bool replicated = r.plan.ep == 4;
+        // Per purpose, the bytes over each group, in elements of the gradient or gathered weight.
+        std::map<std::pair<Purpose, GroupKind>, double> moved;
+        const std::vector<Task>& tasks = r.program.roles[0].tasks;
+        for (size_t i = 0; i < tasks.size(); ++i) {
+          const Task& t = tasks[i];
+          if (t.purpose == Purpose::None || t.purpose == Purpose::GradientNorm) continue;
+          const double elem = t.purpose == Purpose::GradientReduce
+                                  ? cost::gradient_bytes(r.s.training)
+                                  : cost::gathered_weight_bytes(r.s.training);
+          moved[{t.purpose, t.group}] += t.bytes.value() / elem;
+          if (t.group != GroupKind::ExpertDp) continue;
+          BOOST_TEST(t.placement.size == 4);
+          BOOST_TEST(t.placement.per_node == 2);  // every 4th of a node's 8 GPUs
+          // Issued right after the dense part of the same span, on the same dependencies.
+          const Task& dense = tasks[i - 1];
+          BOOST_TEST((dense.group == GroupKind::Dp && dense.purpose == t.purpose && dense.deps == t.deps));
+          BOOST_TEST((dense.layer_begin == t.layer_begin && dense.microbatch == t.microbatch));
+        }
+        const double step_gathers = r.plan.zero == 1 ? 1 : 0;
+        const double reduces = r.plan.zero == 3 ? r.plan.num_microbatches : 1;
+        const double gathers = r.plan.zero == 3 ? 2 * r.plan.num_microbatches : step_gathers;
+        const double dense = held.total - held.experts, experts = replicated ? held.experts : 0;
+        const auto over = [&](Purpose p, GroupKind g) { return moved[std::pair(p, g)]; };
+        BOOST_TEST(over(Purpose::GradientReduce, GroupKind::Dp) == reduces * dense, tt::tolerance(1e-9));
+        BOOST_TEST(over(Purpose::GradientReduce, GroupKind::ExpertDp) == reduces * experts,
+                   tt::tolerance(1e-9));
+        const Purpose gather = r.plan.zero == 3 ? Purpose::PassGather : Purpose::ParameterGather;
+        BOOST_TEST(over(gather, GroupKind::Dp) == gathers * dense, tt::tolerance(1e-9));
+        BOOST_TEST(over(gather, GroupKind::ExpertDp) == gathers * experts, tt::tolerance(1e-9));
+      }
+    }
+  // The replicas of rank 5's experts: the DP ranks at its place in their EP groups.
+  Plan p;
+  p.dp = 16, p.ep = 4;
+  BOOST_TEST(group_members(p, 5, GroupKind::ExpertDp) == (std::vector<int>{1, 5, 9, 13}), tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(fp8_weight_gathers_carry_one_byte_a_weight) {

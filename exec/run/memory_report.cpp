@@ -32,7 +32,8 @@ nlohmann::json measured_memory_json(Communicator& comm, const ScenarioSpec& scen
   const RoleEvaluation& e = twin.roles.front();
   double predicted_dp = 0;
   for (const Task& t : role.tasks)
-    if (t.kind == TaskKind::Collective && (t.group == GroupKind::Dp || t.group == GroupKind::DpReplicate))
+    if (t.kind == TaskKind::Collective &&
+        (t.group == GroupKind::Dp || t.group == GroupKind::ExpertDp || t.group == GroupKind::DpReplicate))
       predicted_dp += t.bytes.value() * t.count;
   return {{"memory_measured",
            {{"ranks", ranks},

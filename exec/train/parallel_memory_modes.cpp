@@ -68,18 +68,22 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
     for (const auto& [range, comm] : parts) {
       float* g = grads + range.first;
       const size_t n = range.second - range.first;
+      const bool sent = comm->size() > 1;  // not an expert's with a single holder
       if (compressor_->dense(step_)) {
-        dp_bytes_ += double(n) * sizeof(float);
-        if (comm->size() > 1) requests.add(comm, comm->start_allreduce_sum(g, n));
+        if (sent) {
+          dp_bytes_ += double(n) * sizeof(float);
+          requests.add(comm, comm->start_allreduce_sum(g, n));
+        }
         continue;
       }
       Buffer<float>& pairs =
           packed->emplace_back(compressor_->compress(int(range.first), g, n, comm->rank(), comm->size()));
-      dp_bytes_ += double(pairs.size()) * sizeof(float);
-      if (comm->size() > 1)
+      if (sent) {
+        dp_bytes_ += double(pairs.size()) * sizeof(float);
         requests.add(comm,
                      comm->start_allgather(
                          pairs.data(), std::vector<size_t>(size_t(comm->size()), 2 * compressor_->pairs(n))));
+      }
     }
     if (!packed->empty())
       on_done_[handle] = [this, packed, grads, &parts] {

@@ -91,7 +91,7 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
   if (p.ep > 1) {
     experts_ = group(setup.world, p, GroupKind::Ep);
     // An expert's replicas: the ranks holding the same experts (the same place in their EP groups).
-    expert_replicas_ = split(setup.world, (at_.pp * p.tp + at_.tp) * p.ep + at_.dp % p.ep);
+    expert_replicas_ = group(setup.world, p, GroupKind::ExpertDp);
     model_.use_expert_group(experts_.get());
     for (const ShardTensor& t : model_.tensors())
       if (t.expert) {
@@ -122,9 +122,9 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
   }
 
   // DP buckets: each reduces the gradients of the layers its task names (the Program's bucket plan,
-  // plan/ir/buckets.hpp). Under EP its experts' gradients are summed over the ranks that hold the same
-  // experts. The tied embedding is a part of its own, so that its blocks under ZeRO line up on the two
-  // stages.
+  // plan/ir/buckets.hpp). Under EP a bucket's experts' gradients are summed over the ranks that hold the
+  // same experts, by the bucket's task over them (moves()). The tied embedding is a part of its own, so
+  // that its blocks under ZeRO line up on the two stages.
   // A tied embedding reduced early: wte is the first bucket's part (the head's gradient), and the last
   // bucket gathers the lookup's rows instead.
   if (tied_head_reduced_early(p, setup.scenario.model)) {
@@ -137,12 +137,15 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
     if (task.purpose != Purpose::GradientReduce && task.purpose != Purpose::GradientTopK) continue;
     const auto [begin, end] = parameter_range(task);
     std::vector<ShardedRange>& parts = buckets_[int(i)];
-    if (early_head_.second > 0 && task.layer_end == c.layers) parts.push_back({early_head_, dp_.get()});
-    if (early_head_.second > 0 && task.layer_begin == 0) lookup_bucket_ = int(i);
+    const bool dense = task.group == GroupKind::Dp;
+    if (dense && early_head_.second > 0 && task.layer_end == c.layers)
+      parts.push_back({early_head_, dp_.get()});
+    if (dense && early_head_.second > 0 && task.layer_begin == 0) lookup_bucket_ = int(i);
     for (const auto& [piece, expert] : cut(expert_ranges_, begin, end))
-      for (const auto& sub : cut({tied_, early_head_}, piece.first, piece.second))
-        if (!(sub.first == early_head_))
-          parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
+      if (moves(task, expert))
+        for (const auto& sub : cut({tied_, early_head_}, piece.first, piece.second))
+          if (!(sub.first == early_head_))
+            parts.push_back({sub.first, expert ? expert_replicas_.get() : dp_.get()});
   }
   for (const auto& [index, bucket] : buckets_) parts_.insert(parts_.end(), bucket.begin(), bucket.end());
   parts_ = distinct_ranges(std::move(parts_));
@@ -155,6 +158,20 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
                                    p.zero == 0 ? ParameterRanges{} : owned_);
   set_up_sharding();
   set_up_memory_modes();
+}
+
+bool ParallelRunner::moves(const Task& task, bool expert) const {
+  if (task.group == GroupKind::ExpertDp) return expert;
+  return !expert || expert_replicas_->size() == 1;  // lowering's dp_experts
+}
+
+std::vector<std::pair<size_t, size_t>> ParallelRunner::moved_ranges(
+    const Task& task, const std::vector<std::pair<size_t, size_t>>& ranges) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto& [begin, end] : ranges)
+    for (const auto& [piece, expert] : cut(expert_ranges_, begin, end))
+      if (moves(task, expert)) out.push_back(piece);
+  return out;
 }
 
 std::pair<size_t, size_t> ParallelRunner::parameter_range(const Task& task) const {
@@ -330,23 +347,25 @@ int ParallelRunner::gather_parameters(const Task& task) {
   // them.
   const auto [begin, end] = parameter_range(task);
   for (const auto& [range, comm] : parts_)
-    if (range.first >= begin && range.second <= end)
+    if (range.first >= begin && range.second <= end && comm->size() > 1 &&
+        moves(task, comm == expert_replicas_.get()))
       dp_bytes_ += double(range.second - range.first) * sizeof(float);
-  return launched(start_parameter_gathers(begin, end));
+  return launched(start_parameter_gathers(begin, end, &task));
 }
 
-ParallelRunner::Requests ParallelRunner::start_parameter_gathers(size_t begin, size_t end) {
+ParallelRunner::Requests ParallelRunner::start_parameter_gathers(size_t begin, size_t end, const Task* task) {
   Requests requests;
   float* w = model_.parameters().data();
   for (const auto& [range, comm] : parts_)
-    if (range.first >= begin && range.second <= end && comm->size() > 1)
+    if (range.first >= begin && range.second <= end && comm->size() > 1 &&
+        (!task || moves(*task, comm == expert_replicas_.get())))
       requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
   return requests;
 }
 
 void ParallelRunner::gather_updated_parameters() {
   if (!setup_.plan.overlap_param_gather || setup_.plan.zero != 1) return;
-  const Requests requests = start_parameter_gathers(0, model_.size());
+  const Requests requests = start_parameter_gathers(0, model_.size(), nullptr);
   for (size_t i = 0; i < requests.handles.size(); ++i) requests.comms[i]->wait(requests.handles[i]);
 }
 
@@ -358,12 +377,12 @@ int ParallelRunner::reduce_gradients(int index, const Task& task) {
   Requests requests;
   float* grads = model_.gradients().data();
   for (const auto& [range, comm] : buckets_.at(index)) {
+    if (comm->size() == 1) continue;  // an expert with a single holder
     float* g = grads + range.first;
     const size_t n = range.second - range.first;
     dp_bytes_ += double(n) * sizeof(float);
-    if (comm->size() > 1)
-      requests.add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
-                                    : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
+    requests.add(comm, all_reduce ? comm->start_allreduce_sum(g, n)
+                                  : comm->start_reduce_scatter_sum(g, dp_blocks(range, comm->size())));
   }
   if (index == lookup_bucket_) gather_lookup_rows(requests);
   return launched(std::move(requests));

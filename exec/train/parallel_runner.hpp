@@ -135,8 +135,9 @@ class ParallelRunner final : public StepRunner {
   int transfer(int index, const Task& task);
   int reduce_gradients(int index, const Task& task);
   int gather_parameters(const Task& task);
-  // The all-gathers of the bucket parts inside parameters [begin, end) (ZeRO 1/2).
-  Requests start_parameter_gathers(size_t begin, size_t end);
+  // The all-gathers of the bucket parts inside parameters [begin, end) (ZeRO 1/2) that `task` moves
+  // (none: all of them).
+  Requests start_parameter_gathers(size_t begin, size_t end, const Task* task);
   // Under overlap.param_gather a step's update reaches the other replicas during the next step's
   // forward (plan/ir/lower_param_gather.cpp): between steps, whoever reads the whole weights (a
   // checkpoint, the end of the run) gathers them first. Collective over the DP group.
@@ -184,6 +185,13 @@ class ParallelRunner final : public StepRunner {
   // The local parameters a task's span names (plan/ir/program.hpp): its layers, else its chunk's, else
   // the whole shard.
   std::pair<size_t, size_t> parameter_range(const Task& task) const;
+  // Whether a data-parallel task moves the experts' parameters of its span (`expert`) or the others:
+  // under EP the Program moves the experts' in a task over their replicas (GroupKind::ExpertDp), where
+  // they have more than one holder, and the rest in a task over the DP group.
+  bool moves(const Task& task, bool expert) const;
+  // The pieces of `ranges` that the task moves.
+  std::vector<std::pair<size_t, size_t>> moved_ranges(
+      const Task& task, const std::vector<std::pair<size_t, size_t>>& ranges) const;
   ActivationPolicy activation_policy(int chunk) const;
   // Of the ranks whose copies of a tensor are summed (its DP replicas, dp x cp ranks; for an expert,
   // the replicas of its EP rank), this rank's index: 0 counts the tensor once.

@@ -106,7 +106,8 @@ int ParallelRunner::reduce_sharded(int index, const Task& task) {
   // This micro-batch's gradients of the span, summed into the partition (see sharded_gradients.hpp).
   return each_sharded_part(index, &ShardedGradients::reduced,
                            [this](Range range, Communicator* comm, auto& started) {
-                             dp_bytes_ += double(range.second - range.first) * sizeof(float);
+                             if (comm->size() > 1)
+                               dp_bytes_ += double(range.second - range.first) * sizeof(float);
                              return sharded_->reduce(range, comm, started);
                            });
 }
@@ -154,7 +155,7 @@ void ParallelRunner::request_pass_gather(int handle, const Task& task) {
     throw std::invalid_argument("task '" + task.name + "' is a ZeRO-3 gather in a plan without ZeRO 3");
   settle_reductions(true);
   const double before = zero3_->bytes();
-  const int ticket = zero3_->request(pass_ranges(task));
+  const int ticket = zero3_->request(moved_ranges(task, pass_ranges(task)));
   dp_bytes_ += zero3_->bytes() - before;
   tickets_[handle] = ticket;
   pass_tickets_.push_back(

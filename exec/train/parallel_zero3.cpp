@@ -75,7 +75,7 @@ int Zero3Gathers::request(std::vector<Range> ranges) {
   for (const Range& range : g.ranges)
     for (const auto& [whole, comm] : parts_) {
       const Range part = intersect(whole, range);
-      bytes_ += double(part.second - part.first) * sizeof(float);
+      if (comm->size() > 1) bytes_ += double(part.second - part.first) * sizeof(float);
     }
   gathers_.push_back(std::move(g));
   issue();

@@ -58,6 +58,9 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
       return place(p.dp_replicate, stride.dp * (p.dp / p.dp_replicate), pool, c);  // one per shard group
     case GroupKind::World:
       return place(p.gpus(), 1, pool, c);
+    case GroupKind::ExpertDp:  // every ep-th DP rank, over cp
+      return place(p.zero_group() / p.ep, p.cp > 1 ? std::min(stride.dp * p.ep, stride.cp) : stride.dp * p.ep,
+                   pool, c);
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens (under HSDP within a shard group).
@@ -504,7 +507,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
     const bool head = last_chunk(chunk) && i == 0, embedding = chunk == 0 && i + 1 == segments.size();
     b.work = pass_work(lo, hi, false, embedding, head);
     if (i + 1 == segments.size()) b.free = activations(chunk) + working_set;
-    if (every) b.alloc = segment_gradients(chunk, lo, hi);  // until their reduce-scatter
+    if (every) b.alloc = segment_gradient_bytes(lo, hi);  // until their reduce-scatter
     if (head) hold_loss_transients(b, chunk);
     b.deps = deps;
     deps = compute_with_comm(std::move(b), chunk, lo, hi, false, mb, 1);
@@ -528,28 +531,51 @@ void RoleBuilder::parameters_and_buckets() {
   if (gathers_in_forward()) gather_order();
 }
 
+TaskDeps RoleBuilder::add_dp(Task t, Bytes dense, Bytes experts) {
+  const Bytes total = dense + experts;
+  const double dense_share = total > Bytes(0) ? dense / total : 1;
+  Task part = t;
+  t.bytes = dense;
+  t.alloc = t.alloc * dense_share;
+  t.free = t.free * dense_share;
+  TaskDeps ids{add(std::move(t))};
+  if (experts <= Bytes(0)) return ids;
+  part.group = GroupKind::ExpertDp;
+  part.placement = expert_dp_;
+  part.bytes = experts;
+  part.alloc = part.alloc * (1 - dense_share);
+  part.free = part.free * (1 - dense_share);
+  if (names_) part.name += " experts";
+  ids.push_back(add(std::move(part)));
+  return ids;
+}
+
 TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
   TaskDeps ids;
   int index = 0;
   for (const GradientBucket& b : buckets_) {
     const auto segment = segment_done_.find({b.chunk, b.layer_begin});  // none under ZeRO 3
     const int ready = p_.overlap_dp && segment != segment_done_.end() ? segment->second : last_compute;
+    const double dense = b.elements - b.expert_elements, experts = dp_experts(b.expert_elements);
     Task t;
+    Bytes dense_bytes, expert_bytes;
     if (p_.compression.kind == CompressionKind::TopK) {
       // Each rank contributes ratio x n (value, int32 index) pairs; everyone gathers all of them
       // (the pairs of its experts, the ranks that hold them).
-      const double pairs = p_.compression.ratio * (b.elements - b.expert_elements);
-      const double expert_pairs = p_.compression.ratio * b.expert_elements;
-      t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_,
-                     Bytes((replicas() * pairs + expert_replicas() * expert_pairs) * (grad_elem_ + 4)), 1,
+      const double pair_bytes = p_.compression.ratio * (grad_elem_ + 4);
+      dense_bytes = Bytes(replicas() * dense * pair_bytes);
+      expert_bytes = Bytes(expert_replicas() * experts * pair_bytes);
+      t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, dense_bytes + expert_bytes, 1,
                      StreamKind::Dp, names_ ? "AG dp topk bucket" + std::to_string(index) : "", {ready});
       // The gathered pairs land in a buffer of their own, decoded into the bucket when it ends.
       t.alloc = t.free = t.bytes;
       t.purpose = Purpose::GradientTopK;
     } else {
+      dense_bytes = Bytes(dense * grad_elem_);
+      expert_bytes = Bytes(experts * grad_elem_);
       t = collective(
           p_.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter, GroupKind::Dp, dp_,
-          Bytes(b.elements * grad_elem_), 1, StreamKind::Dp,
+          dense_bytes + expert_bytes, 1, StreamKind::Dp,
           names_ ? std::string(p_.zero == 0 ? "AR" : "RS") + " dp bucket" + std::to_string(index) : "",
           {ready});
       t.purpose = Purpose::GradientReduce;
@@ -557,7 +583,7 @@ TaskDeps RoleBuilder::gradient_buckets(int last_compute) {
     t.chunk = b.chunk;  // the layers it reduces, once a step
     t.layer_begin = b.layer_begin;
     t.layer_end = b.layer_end;
-    ids.push_back(add(std::move(t)));
+    for (int id : add_dp(std::move(t), dense_bytes, expert_bytes)) ids.push_back(id);
     ++index;
   }
   return ids;
@@ -632,11 +658,12 @@ void RoleBuilder::optimizer() {
   }
   // Under overlap.param_gather the next step's forward gathers them (lower_param_gather.cpp).
   if ((p_.zero == 1 || p_.zero == 2) && replicas() > 1 && !gathers_in_forward()) {
-    Task gather =
-        collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(role_.parameters * gather_elem_), 1,
-                   StreamKind::Dp, "AG dp params", {step_id});
+    const Bytes dense((role_.parameters - experts_) * gather_elem_),
+        experts(dp_experts(experts_) * gather_elem_);
+    Task gather = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, dense + experts, 1,
+                             StreamKind::Dp, "AG dp params", {step_id});
     gather.purpose = Purpose::ParameterGather;  // every parameter of the rank (chunk -1)
-    add(std::move(gather));
+    add_dp(std::move(gather), dense, experts);
   }
 
   // Gradients reduce-scattered every micro-batch are held as the rank's partition; otherwise whole.

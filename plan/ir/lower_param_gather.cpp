@@ -23,24 +23,27 @@ void RoleBuilder::gather_order() {
     for (size_t b = end; b > first; --b) gather_order_.push_back(buckets_[b - 1]);
     first = end;
   }
-  gather_ids_.assign(gather_order_.size(), -1);
+  gather_ids_.assign(gather_order_.size(), {});
 }
 
-int RoleBuilder::bucket_gather(size_t g, TaskDeps deps) {
-  if (gather_ids_[g] >= 0) return gather_ids_[g];
+TaskDeps RoleBuilder::bucket_gather(size_t g, TaskDeps deps) {
+  if (!gather_ids_[g].empty()) return gather_ids_[g];
   const GradientBucket& b = gather_order_[g];
   // The bucket's parameters (a bucket's gradient elements may count a tied lookup's rows instead).
-  double elements = 0;
-  for (int l = b.layer_begin; l < b.layer_end; ++l) elements += unit_params_.at(l);
-  if (g > 0 && gather_ids_[g - 1] >= 0) deps.push_back(gather_ids_[g - 1]);
-  Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, Bytes(elements * gather_elem_), 1,
-                      StreamKind::Dp, names_ ? "AG dp params bucket" + std::to_string(g) : std::string(),
-                      std::move(deps));
+  Bytes dense, experts;
+  for (int l = b.layer_begin; l < b.layer_end; ++l) {
+    dense += unit_dense_bytes(l);
+    experts += unit_expert_bytes(l);
+  }
+  if (g > 0)
+    for (int id : gather_ids_[g - 1]) deps.push_back(id);
+  Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, dense + experts, 1, StreamKind::Dp,
+                      names_ ? "AG dp params bucket" + std::to_string(g) : std::string(), std::move(deps));
   t.purpose = Purpose::ParameterGather;  // the parameters of its layers, updated by the previous step
   t.chunk = b.chunk;
   t.layer_begin = b.layer_begin;
   t.layer_end = b.layer_end;
-  return gather_ids_[g] = add(std::move(t));
+  return gather_ids_[g] = add_dp(std::move(t), dense, experts);
 }
 
 void RoleBuilder::gathered_forward(int chunk, TaskDeps deps) {
@@ -54,11 +57,11 @@ void RoleBuilder::gathered_forward(int chunk, TaskDeps deps) {
     // before it. The step's first bucket is gathered from zero_grad on, before any of it.
     TaskDeps reached = first ? deps : done;
     if (first && !previous_compute_.empty()) reached.push_back(previous_compute_.front());
-    const int gather = bucket_gather(g, {});
+    const TaskDeps gather = bucket_gather(g, {});
     // The pre-hook waits for this bucket's gather, then issues the next bucket's.
     if (g + 1 < gather_order_.size()) {
       TaskDeps next = reached;
-      next.push_back(gather);
+      for (int id : gather) next.push_back(id);
       bucket_gather(g + 1, std::move(next));
     }
     const int lo = b.layer_begin, hi = b.layer_end;
@@ -75,7 +78,7 @@ void RoleBuilder::gathered_forward(int chunk, TaskDeps deps) {
         pass_work(lo, hi, true, chunk == 0 && lo == st.layer_begin, last_chunk(chunk) && hi == st.layer_end);
     if (first) f.alloc = activations(chunk);
     f.deps = first ? deps : done;
-    f.deps.push_back(gather);
+    for (int id : gather) f.deps.push_back(id);
     done = compute_with_comm(std::move(f), chunk, lo, hi, true, 0, 1);
     first = false;
   }

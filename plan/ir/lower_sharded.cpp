@@ -48,10 +48,13 @@ Bytes RoleBuilder::unit_activations(int chunk, int layer) const {
   return bytes;
 }
 
-Bytes RoleBuilder::segment_gradients(int, int begin, int end) const {
-  double elements = 0;
-  for (int l = begin; l < end; ++l) elements += unit_params_.at(l);
-  return Bytes(elements * grad_elem_);
+std::pair<Bytes, Bytes> RoleBuilder::segment_gradients(int begin, int end) const {
+  double dense = 0, experts = 0;
+  for (int l = begin; l < end; ++l) {
+    dense += unit_params_.at(l) - unit_experts_.at(l);
+    experts += unit_experts_.at(l);
+  }
+  return {Bytes(dense * grad_elem_), Bytes(dp_experts(experts) * grad_elem_)};
 }
 
 void RoleBuilder::add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, bool reduced) const {
@@ -65,13 +68,13 @@ bool RoleBuilder::once_a_step() const {
   return p_.zero == 3 && p_.reshard == Reshard::AfterStep;
 }
 
-int RoleBuilder::gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
-  if (unsharded_.count(layer)) return -1;
+TaskDeps RoleBuilder::gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
+  if (unsharded_.count(layer)) return {};
   unsharded_.insert(layer);
   return unit_gather(mb, chunk, layer, forward, std::move(deps));
 }
 
-int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
+TaskDeps RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps) {
   Task t = collective(CollectiveKind::AllGather, GroupKind::Dp, dp_, unit_bytes(layer), 1, StreamKind::Dp,
                       names_ ? named(forward ? "AG dp params F " : "AG dp params B ", mb, chunk) + " L" +
                                    std::to_string(layer)
@@ -84,10 +87,10 @@ int RoleBuilder::unit_gather(int mb, int chunk, int layer, bool forward, TaskDep
   t.chunk = chunk;
   t.layer_begin = layer;
   t.layer_end = layer + 1;
-  return add(std::move(t));
+  return add_dp(std::move(t), unit_dense_bytes(layer), unit_expert_bytes(layer));
 }
 
-int RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
+void RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
   const std::string layers =
       names_ ? " L" + std::to_string(begin) + "-" + std::to_string(end) : std::string();
   // A gradient task of this micro-batch's span on the DP streams.
@@ -102,23 +105,20 @@ int RoleBuilder::unit_reduce(int mb, int chunk, int begin, int end, int after) {
     t.layer_end = end;
     return t;
   };
-  // Expert gradients are reduced over their replicas only; the task carries the dense and expert
-  // bytes together on the DP group, as the once-a-step buckets do.
-  Task rs =
-      gradient_task(CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, segment_gradients(chunk, begin, end),
-                    StreamKind::Dp, "RS dp grads ", Purpose::GradientReduce, after);
+  const auto [dense, experts] = segment_gradients(begin, end);
+  Task rs = gradient_task(CollectiveKind::ReduceScatter, GroupKind::Dp, dp_, dense + experts, StreamKind::Dp,
+                          "RS dp grads ", Purpose::GradientReduce, after);
   rs.free = rs.bytes;  // the unsharded gradients the backward left, now in the rank's partition
-  const Bytes shard = rs.bytes / shards();
-  const int id = add(std::move(rs));
-  reduce_ids_.push_back(id);
-  if (p_.dp_replicate == 1) return id;
-  // HSDP: the shard the reduce-scatter left, summed over the replicas in place once it ends, on a stream
-  // of its own (FSDP's post-backward all-reduce over the replicate group).
-  const int replica_id =
+  const Bytes shard = dense / shards();
+  const TaskDeps ids = add_dp(std::move(rs), dense, experts);
+  for (int id : ids) reduce_ids_.push_back(id);
+  if (p_.dp_replicate == 1) return;
+  // HSDP (no experts' part: checks refuse it beside ep > 1): the shard the reduce-scatter left, summed
+  // over the replicas in place once it ends, on a stream of its own (FSDP's post-backward all-reduce
+  // over the replicate group).
+  reduce_ids_.push_back(
       add(gradient_task(CollectiveKind::AllReduce, GroupKind::DpReplicate, replicate_, shard,
-                        StreamKind::DpReplicate, "AR replica grads ", Purpose::ReplicaReduce, id));
-  reduce_ids_.push_back(replica_id);
-  return replica_id;
+                        StreamKind::DpReplicate, "AR replica grads ", Purpose::ReplicaReduce, ids.front())));
 }
 
 void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
@@ -133,18 +133,18 @@ void RoleBuilder::sharded_forward(int mb, int chunk, TaskDeps deps) {
     } else if (unit_compute.size() >= 2) {
       after.push_back(unit_compute[unit_compute.size() - 2]);
     }
-    const int gather = gather_unless_held(mb, chunk, l, true, std::move(after));
+    const TaskDeps gather = gather_unless_held(mb, chunk, l, true, std::move(after));
     Task f = pass_task(TaskKind::Forward, mb, chunk, l, l + 1, unit_name("F ", mb, chunk, l));
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     f.work = pass_work(l, l + 1, true, chunk == 0 && first, last_chunk(chunk) && last);
-    add_fsdp_copies(f, mb, l, gather >= 0, false);
+    add_fsdp_copies(f, mb, l, !gather.empty(), false);
     f.alloc = unit_activations(chunk, l);
     if (pass_reshards(p_.reshard, true, false)) {
       f.free = unit_bytes(l);
       unsharded_.erase(l);
     }
     f.deps = first ? deps : TaskDeps{};
-    if (gather >= 0) f.deps.push_back(gather);
+    for (int id : gather) f.deps.push_back(id);
     done = compute_with_comm(std::move(f), chunk, l, l + 1, true, mb, 1);
     unit_compute.push_back(done.front());
   }
@@ -172,10 +172,10 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool fi
   // Reduce-scattered every micro-batch, or under reshard after_step after the unit's last backward.
   const bool reduce = reduces_every_microbatch() && (!once_a_step() || final);
   const bool reshard = pass_reshards(p_.reshard, false, final);
-  int next_gather = gather(st.layer_end - 1);
+  TaskDeps next_gather = gather(st.layer_end - 1);
   for (int l = st.layer_end - 1; l >= st.layer_begin; --l) {
-    const int this_gather = next_gather;
-    if (this_gather >= 0) deps.push_back(this_gather);
+    const TaskDeps this_gather = next_gather;
+    for (int id : this_gather) deps.push_back(id);
     if (l > st.layer_begin) next_gather = gather(l - 1);
     // Activation checkpointing per unit: the layer's recomputation, right before its backward.
     Bytes working;
@@ -184,7 +184,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool fi
     const bool first = l == st.layer_begin, last = l == st.layer_end - 1;
     b.work = pass_work(l, l + 1, false, chunk == 0 && first, last_chunk(chunk) && last);
     // Its gather's copies, and its gradient's where it is reduce-scattered now.
-    add_fsdp_copies(b, mb, l, this_gather >= 0, reduce);
+    add_fsdp_copies(b, mb, l, !this_gather.empty(), reduce);
     // The unit's unsharded gradient exists from its backward to its reduce-scatter (compression
     // accumulates into the whole gradient buffer instead, exchanged once a step); under reshard
     // after_step from its first backward of the step, accumulated by the others.
@@ -194,7 +194,7 @@ TaskDeps RoleBuilder::sharded_backward(int mb, int chunk, TaskDeps deps, bool fi
       b.work.launches += t_.fsdp == FsdpCopies::None ? 0 : 1;
       if (!reduce) accumulating_.insert(l);
     }
-    b.alloc = reduces_every_microbatch() && !held ? segment_gradients(chunk, l, l + 1) : Bytes(0);
+    b.alloc = reduces_every_microbatch() && !held ? segment_gradient_bytes(l, l + 1) : Bytes(0);
     if (reduce) accumulating_.erase(l);
     b.free = unit_activations(chunk, l) + working + (reshard ? unit_bytes(l) : Bytes(0));
     if (last && last_chunk(chunk)) hold_loss_transients(b, chunk);

@@ -24,7 +24,8 @@ const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None},
                                               {"pp", GroupKind::Pp},
                                               {"embedding", GroupKind::Embedding},
                                               {"dp-replicate", GroupKind::DpReplicate},
-                                              {"world", GroupKind::World}};
+                                              {"world", GroupKind::World},
+                                              {"expert-dp", GroupKind::ExpertDp}};
 const EnumNames<cost::CollectiveKind> kCollectiveKindNames = {
     {"all-reduce", cost::CollectiveKind::AllReduce},
     {"all-gather", cost::CollectiveKind::AllGather},

@@ -42,6 +42,7 @@ class RoleBuilder {
     cp_ = group_placement(p, GroupKind::Cp, *pool_, c);
     dp_ = group_placement(p, GroupKind::Dp, *pool_, c);
     ep_ = group_placement(p, GroupKind::Ep, *pool_, c);
+    expert_dp_ = group_placement(p, GroupKind::ExpertDp, *pool_, c);
     replicate_ = group_placement(p, GroupKind::DpReplicate, *pool_, c);
     pp_stride_ = rank_strides(p).pp;
     elem_ = cost::element_bytes(t.precision);
@@ -96,6 +97,9 @@ class RoleBuilder {
   // it (EP is carved out of dp).
   int replicas() const { return p_.dp * p_.cp; }
   int expert_replicas() const { return replicas() / p_.ep; }
+  // Of a span's expert parameters, those data parallelism reduces and gathers: none where each expert
+  // has a single holder (ep = dp x cp).
+  double dp_experts(double experts) const { return expert_replicas() > 1 ? experts : 0; }
   // The ranks ZeRO shards the dense model state over: the DP group, a shard group under HSDP.
   int shards() const { return p_.zero_group(); }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
@@ -199,6 +203,13 @@ class RoleBuilder {
 
   Task collective(CollectiveKind kind, GroupKind group, const cost::GroupPlacement& where, Bytes bytes,
                   int count, StreamKind stream, std::string name, TaskDeps deps);
+  // A data-parallel task `t` of a parameter span, as its parts: `dense` bytes over the DP group, and
+  // `experts` bytes (none: no such part) over the experts' replicas (GroupKind::ExpertDp) in a task of
+  // their own issued right after it, with the same dependencies, as Megatron-Core's DDP and distributed
+  // optimizer keep the experts' parameters in buffers of their own and issue their collectives after
+  // the dense ones' (on one stream, it runs after it). The parts share t's alloc and free by bytes.
+  // Returns the parts' ids: what needs the span waits for both.
+  TaskDeps add_dp(Task t, Bytes dense, Bytes experts);
 
   // TP (and SP), CP and EP collectives of one pass over layers [begin, end), the TP ones after
   // `tp_after`, the others after task `after`; returns their task ids. `gathered` all-gathers and
@@ -239,22 +250,34 @@ class RoleBuilder {
   // keeps its once-a-step exchange).
   bool reduces_every_microbatch() const;
   // A unit's (one layer's, see lower_sharded.cpp) parameters on this rank, as gathered.
-  Bytes unit_bytes(int layer) const { return Bytes(unit_params_.at(layer) * gather_elem_); }
+  // A ZeRO-3 unit's gathered parameters: its dense ones and, where they are sharded, its experts'.
+  Bytes unit_dense_bytes(int layer) const {
+    return Bytes((unit_params_.at(layer) - unit_experts_.at(layer)) * gather_elem_);
+  }
+  Bytes unit_expert_bytes(int layer) const {
+    return Bytes(dp_experts(unit_experts_.at(layer)) * gather_elem_);
+  }
+  Bytes unit_bytes(int layer) const { return unit_dense_bytes(layer) + unit_expert_bytes(layer); }
   Bytes unit_activations(int chunk, int layer) const;
   // training.fsdp's copies around layer `layer`'s unit in micro-batch mb's pass (lower_sharded.cpp): those
   // of its gather where the pass had one (`gathered`), those of its gradient's reduction (`reduced`).
   void add_fsdp_copies(Task& pass, int mb, int layer, bool gathered, bool reduced) const;
   // ZeRO 3's gather of one unit before a pass (its copy freed by the pass that reshards it), after `deps`.
-  int unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
-  // unit_gather where the unit's parameters are not held (unsharded_), else -1.
-  int gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps);
+  TaskDeps unit_gather(int mb, int chunk, int layer, bool forward, TaskDeps deps);
+  // unit_gather where the unit's parameters are not held (unsharded_), else none.
+  TaskDeps gather_unless_held(int mb, int chunk, int layer, bool forward, TaskDeps deps);
   // plan.reshard after_step under ZeRO 3: gradients accumulated unsharded, reduce-scattered once a step.
   bool once_a_step() const;
-  // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live).
-  Bytes segment_gradients(int chunk, int begin, int end) const;
+  // The gradients of layers [begin, end) of a chunk (with the embedding and head where they live) that
+  // a reduce-scatter takes: {dense, experts'} (the experts' where they are reduced: dp_experts).
+  std::pair<Bytes, Bytes> segment_gradients(int begin, int end) const;
+  Bytes segment_gradient_bytes(int begin, int end) const {
+    const auto [dense, experts] = segment_gradients(begin, end);
+    return dense + experts;
+  }
   // The reduce-scatter of layers [begin, end)'s gradients of micro-batch mb, after task `after`; it
   // frees those gradients.
-  int unit_reduce(int mb, int chunk, int begin, int end, int after);
+  void unit_reduce(int mb, int chunk, int begin, int end, int after);
   // ZeRO 3's passes, unit by unit; the forward records its tasks in forward_done_, the backward returns
   // what the next step waits for.
   void sharded_forward(int mb, int chunk, TaskDeps deps);
@@ -268,7 +291,7 @@ class RoleBuilder {
   // 0's forward of a chunk cut at its buckets, each part after its bucket's gather.
   bool gathers_in_forward() const;
   void gather_order();
-  int bucket_gather(size_t g, TaskDeps deps);
+  TaskDeps bucket_gather(size_t g, TaskDeps deps);
   void gathered_forward(int chunk, TaskDeps deps);
 
   void backward(int mb, int chunk, bool final_microbatch);
@@ -292,7 +315,7 @@ class RoleBuilder {
   const int rank_;
   const bool names_;
   const PoolSpec* pool_ = nullptr;
-  cost::GroupPlacement tp_, cp_, dp_, ep_, replicate_;
+  cost::GroupPlacement tp_, cp_, dp_, ep_, replicate_, expert_dp_;
   long long pp_stride_ = 1;
   double elem_ = 2;
   double grad_elem_ = 2;    // a gradient's bytes in the buffers and DP reductions
@@ -310,8 +333,8 @@ class RoleBuilder {
   TaskDeps previous_compute_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;
-  std::vector<GradientBucket> gather_order_;          // buckets_ in the forward's order (gathers_in_forward)
-  std::vector<int> gather_ids_;                       // by gather_order_: the gather's task, -1 until issued
+  std::vector<GradientBucket> gather_order_;  // buckets_ in the forward's order (gathers_in_forward)
+  std::vector<TaskDeps> gather_ids_;          // by gather_order_: the gather's tasks, none until issued
   std::map<int, double> unit_params_, unit_experts_;  // by layer (RankParameters::per_layer)
   std::vector<int> reduce_ids_;                       // the reduce-scatters issued every micro-batch
   std::set<int> unsharded_;     // ZeRO 3: the layers whose gathered parameters are held now

@@ -69,6 +69,10 @@ class RoleVerifier {
     auto expect = [&](bool ok, const std::string& what) {
       if (!ok) report(i, name + " " + what);
     };
+    if (t.kind == TaskKind::Collective && t.group == GroupKind::ExpertDp) {
+      expert_part(i, t, expect);
+      return;
+    }
     switch (t.purpose) {
       case Purpose::None:
         if (dp || tied || t.group == GroupKind::DpReplicate || t.group == GroupKind::World ||
@@ -164,6 +168,24 @@ class RoleVerifier {
                "must be a copy of a plan that offloads the optimizer");
         return;
     }
+  }
+
+  // The experts' part of a data-parallel task: issued right after the dense part of the same span, on
+  // the same dependencies (lowering's add_dp); the checks above hold that part to the plan.
+  template <class Expect>
+  void expert_part(size_t i, const Task& t, const Expect& expect) {
+    expect(p_.ep > 1 && replicas() > p_.ep, "over the experts' replicas needs ep > 1 and dp x cp > ep");
+    expect(t.purpose == Purpose::GradientReduce || t.purpose == Purpose::GradientTopK ||
+               t.purpose == Purpose::ParameterGather || t.purpose == Purpose::PassGather,
+           "is not a data-parallel task with an experts' part");
+    const Task* dense = i > 0 ? &role_.tasks[i - 1] : nullptr;
+    expect(
+        dense && dense->kind == TaskKind::Collective && dense->group == GroupKind::Dp &&
+            dense->purpose == t.purpose && dense->collective == t.collective && dense->stream == t.stream &&
+            dense->microbatch == t.microbatch && dense->chunk == t.chunk &&
+            dense->layer_begin == t.layer_begin && dense->layer_end == t.layer_end &&
+            dense->direction == t.direction && dense->deps == t.deps,
+        "over the experts' replicas must come right after the DP task of the same span, on its dependencies");
   }
 
   // The layers of a parameter span: a chunk of the role and layers inside it (-1: all of the chunk's).

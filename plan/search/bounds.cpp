@@ -112,7 +112,8 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
     const ChunkMemory memory = costs_.chunk_memory(layout);
     costs = state_costs(
         layout, v, 0,
-        (costs_.layer_parameters(layout) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9));
+        (costs_.layer_parameters(layout) + memory.embedding * (memory.untied_last ? 2 : 1)) * (1 - 1e-9),
+        ctx_.moe_layers * costs_.expert_parameters(layout) * (1 - 1e-9));
   }
   const StateCosts& t = *costs;
   const double m = microbatches;
@@ -122,7 +123,8 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
          layout.pp;
 }
 
-StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params) {
+StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params,
+                               double experts) {
   const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
   StateCosts out;
   const double step = optimizer_step_bound(ctx_, shard, pool);
@@ -133,11 +135,12 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
                                 : 0;
   double gather = 0;
   if (layout.replicas() > 1) {
-    out.gradients = gradient_collective(layout, v, pool, params);
-    if (v.zero == 1 || v.zero == 2)
-      gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
-    if (v.zero == 3)
-      out.gather = dp_collective(layout, v, pool, CollectiveKind::AllGather, params * ctx_.gather_elem);
+    out.gradients = gradient_collective(layout, v, pool, params, experts);
+    const double gathered =
+        dp_collective(layout, v, pool, CollectiveKind::AllGather, (params - experts) * ctx_.gather_elem,
+                      moved_experts(layout, experts) * ctx_.gather_elem);
+    if (v.zero == 1 || v.zero == 2) gather = gathered;
+    if (v.zero == 3) out.gather = gathered;
     if (layout.replicate > 1)
       out.replica_sums =
           cost::collective_time(CollectiveKind::AllReduce, Bytes(params * ctx_.grad_elem / layout.shards()),
@@ -150,23 +153,29 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
 }
 
 double Bounds::dp_collective(const ParallelLayout& layout, const Variant& v, int pool, CollectiveKind kind,
-                             double bytes) {
-  return cost::collective_time(kind, Bytes(bytes), costs_.dp_placement(layout, pool, v.order),
-                               ctx_.s.cluster.pools[pool], ctx_.s.cluster)
-      .time.value();
+                             double dense_bytes, double expert_bytes) {
+  const auto time = [&](double bytes, GroupKind group) {
+    return cost::collective_time(kind, Bytes(bytes), costs_.placement(layout, group, pool, v.order),
+                                 ctx_.s.cluster.pools[pool], ctx_.s.cluster)
+        .time.value();
+  };
+  return time(dense_bytes, GroupKind::Dp) + (expert_bytes > 0 ? time(expert_bytes, GroupKind::ExpertDp) : 0);
 }
 
-// The DP collective of `elements` gradients: all-reduced, reduce-scattered, or top-k pairs gathered.
-double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& v, int pool,
-                                   double elements) {
+// The DP collective of `elements` gradients (`experts` of them the experts'): all-reduced,
+// reduce-scattered, or top-k pairs gathered.
+double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& v, int pool, double elements,
+                                   double experts) {
+  const double dense = elements - experts, moved = moved_experts(layout, experts);
   if (v.topk) {
     const double ratio = ctx_.req.compression ? ctx_.req.compression->ratio : kSearchedTopkRatio;
-    return dp_collective(layout, v, pool, CollectiveKind::AllGather,
-                         topk_gatherers(layout) * ratio * elements * (ctx_.grad_elem + 4));
+    const double pair = ratio * (ctx_.grad_elem + 4);
+    return dp_collective(layout, v, pool, CollectiveKind::AllGather, layout.replicas() * dense * pair,
+                         double(layout.replicas()) / layout.ep * moved * pair);
   }
   return dp_collective(layout, v, pool,
                        v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
-                       elements * ctx_.grad_elem);
+                       dense * ctx_.grad_elem, moved * ctx_.grad_elem);
 }
 
 // For one partition, bounds per pipeline rank r, with the passes' times either as a chain of passes
@@ -241,35 +250,45 @@ PartitionTerms Bounds::partition_terms(const ParallelLayout& layout, const Range
 RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, const Ranges& ranges) {
   const int chunks = layout.pp * layout.v;
   const int m = ctx_.microbatches(layout.dp, layout.mb);
-  std::vector<double> params(layout.pp, 0);
-  for (int c = 0; c < chunks; ++c)
+  const std::vector<double>& expert_prefix = layout.costs->experts;
+  const auto chunk_experts = [&](int c) {
+    return expert_prefix[ranges[c].second] - expert_prefix[ranges[c].first];
+  };
+  std::vector<double> params(layout.pp, 0), experts(layout.pp, 0);
+  for (int c = 0; c < chunks; ++c) {
     params[c % layout.pp] += costs_.chunk_params(layout, c, ranges[c].first, ranges[c].second);
+    experts[c % layout.pp] += chunk_experts(c);
+  }
   const std::vector<double> zeros(layout.pp, 0);
   RankTails out{zeros, zeros, zeros, zeros, zeros};
   auto& [steps, gradients, gathers, dp_tails, replica_sums] = out;
   // Ranks alike (pool, parameters, the elements of their DP tail) have the same tails: most of them.
-  std::vector<std::tuple<int, double, double, int>> worked_out;
+  std::vector<std::tuple<int, double, double, BucketElements, int>> worked_out;
   for (int r = 0; r < layout.pp; ++r) {
     const double first_chunk = costs_.chunk_params(layout, r, ranges[r].first, ranges[r].second);
     // Reduce-scattered every micro-batch (ZeRO 2 and 3 uncompressed), the other chunks' buckets run
     // during their own backward; ZeRO 3's last one is a single layer's, left out.
     const bool every_microbatch = (v.zero == 2 || v.zero == 3) && !v.topk;
-    const double tail_elements = v.zero == 3 && !v.topk
-                                     ? 0
-                                     : (every_microbatch ? 0 : std::max(0.0, params[r] - first_chunk)) +
-                                           last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
+    BucketElements tail;
+    if (v.zero != 3 || v.topk) {
+      tail = last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
+      if (!every_microbatch) {
+        tail.all += std::max(0.0, params[r] - first_chunk);
+        tail.experts += std::max(0.0, experts[r] - chunk_experts(r));
+      }
+    }
     const auto alike = std::find_if(worked_out.begin(), worked_out.end(), [&](const auto& w) {
       return std::get<0>(w) == layout.rank_pool[r] && std::get<1>(w) == params[r] &&
-             std::get<2>(w) == tail_elements;
+             std::get<2>(w) == experts[r] && std::get<3>(w) == tail;
     });
     if (alike != worked_out.end()) {
-      const int q = std::get<3>(*alike);
+      const int q = std::get<4>(*alike);
       steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q],
       replica_sums[r] = replica_sums[q];
       continue;
     }
-    worked_out.push_back({layout.rank_pool[r], params[r], tail_elements, r});
-    const StateCosts costs = state_costs(layout, v, layout.rank_pool[r], params[r]);
+    worked_out.push_back({layout.rank_pool[r], params[r], experts[r], tail, r});
+    const StateCosts costs = state_costs(layout, v, layout.rank_pool[r], params[r], experts[r]);
     steps[r] = costs.step;
     gradients[r] = costs.gradients;
     // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream
@@ -281,8 +300,9 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     // backward of that chunk ends, and every bucket of its other chunks still run after that
     // backward (concavity again: together at least one collective of their elements). The factor
     // absorbs the rounding of the prefix sums.
-    if (layout.replicas() > 1 && tail_elements > 0)
-      dp_tails[r] = gradient_collective(layout, v, layout.rank_pool[r], tail_elements * (1 - 1e-9));
+    if (layout.replicas() > 1 && tail.all > 0)
+      dp_tails[r] = gradient_collective(layout, v, layout.rank_pool[r], tail.all * (1 - 1e-9),
+                                        tail.experts * (1 - 1e-9));
   }
   return out;
 }
@@ -337,18 +357,24 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
 
 // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
 // walked from the chunk's last layer as lowering walks it (learned positions left out: a bound).
-double Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
+BucketElements Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
   const double bucket_elements = ctx_.req.bucket_size.value_or(Plan().bucket_size).value() / ctx_.grad_elem;
   const ChunkMemory memory = costs_.chunk_memory(layout);
-  double filled = c == layout.pp * layout.v - 1 && memory.untied_last ? memory.embedding : 0;
+  const double layer_experts = costs_.expert_parameters(layout);
+  BucketElements filled;
+  filled.all = c == layout.pp * layout.v - 1 && memory.untied_last ? memory.embedding : 0;
   for (int l = end - 1; l >= begin; --l) {
-    const double layer = ctx_.s.model.is_moe_layer(l) ? moe_layer_parameters(ctx_.params, layout.ep)
-                                                      : ctx_.params.per_dense_layer;
-    filled += layer / layout.tp;
-    if (l == begin) return filled + (c == 0 ? memory.embedding : 0);
-    if (filled >= bucket_elements) filled = 0;
+    const bool moe = ctx_.s.model.is_moe_layer(l);
+    filled.all +=
+        (moe ? moe_layer_parameters(ctx_.params, layout.ep) : ctx_.params.per_dense_layer) / layout.tp;
+    filled.experts += moe ? layer_experts : 0;
+    if (l == begin) {
+      filled.all += c == 0 ? memory.embedding : 0;
+      return filled;
+    }
+    if (filled.all >= bucket_elements) filled = {};
   }
-  return 0;
+  return {};
 }
 
 }  // namespace paratwin::search

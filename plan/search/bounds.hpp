@@ -17,6 +17,12 @@ namespace paratwin::search {
 
 // What a rank holding some parameters on a pool spends beside its passes (Bounds::rank_tails, per
 // rank; Bounds::variant_bound, all ranks' parameters at once).
+// Parameters on one rank, and of them the experts' (under EP).
+struct BucketElements {
+  double all = 0, experts = 0;
+  bool operator==(const BucketElements&) const = default;
+};
+
 struct StateCosts {
   double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
   double gradients = 0;  // the DP collective of all their gradients
@@ -58,21 +64,26 @@ class Bounds {
  private:
   double microbatch_work(const ParallelLayout& layout);
   double optimizer_bound(const ParallelLayout& layout);
-  StateCosts state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params);
+  // `experts`: of `params`, the experts' (under EP).
+  StateCosts state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params,
+                         double experts);
+  // A DP collective as lowering's add_dp issues it: `dense_bytes` over the DP group, then `expert_bytes`
+  // (none: no such part) over the experts' replicas.
   double dp_collective(const ParallelLayout& layout, const Variant& v, int pool, cost::CollectiveKind kind,
-                       double bytes);
-  double gradient_collective(const ParallelLayout& layout, const Variant& v, int pool, double elements);
-  // Ranks whose top-k pairs a rank gathers: under EP the experts' pairs go to their dp / ep replicas
-  // only, so for bounds every element is counted so.
-  static double topk_gatherers(const ParallelLayout& layout) {
-    return layout.ep > 1 ? double(layout.replicas()) / layout.ep : layout.replicas();
+                       double dense_bytes, double expert_bytes);
+  double gradient_collective(const ParallelLayout& layout, const Variant& v, int pool, double elements,
+                             double experts);
+  // The experts' parameters that DP moves (lowering's dp_experts): none where each expert has a single
+  // holder.
+  static double moved_experts(const ParallelLayout& layout, double experts) {
+    return layout.replicas() > layout.ep ? experts : 0;
   }
   PartitionTerms partition_terms(const ParallelLayout& layout, const Ranges& ranges) const;
   static void last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,
                                     const std::vector<double>& backward,
                                     const std::vector<double>& forward_prefixes,
                                     PartitionTerms::Costing& out);
-  double last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const;
+  BucketElements last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const;
 
   const SearchContext& ctx_;
   LayerCosts& costs_;

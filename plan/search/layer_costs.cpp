@@ -205,8 +205,10 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
   const double dense_act = activations(act, false), moe_act = activations(act, true);
   const double dense_all = activations(kept_all, false), moe_all = activations(kept_all, true);
   const double moe_params = ctx_.s.model.moe ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
+  const double moe_experts = expert_parameters(layout);
   c.activations.assign(L + 1, 0);
   c.params.assign(L + 1, 0);
+  c.experts.assign(L + 1, 0);
   c.recompute_working = std::numeric_limits<double>::infinity();
   for (int l = 0; l < L; ++l) {
     const bool moe = ctx_.s.model.is_moe_layer(l), rc = recomputes(layout, l);
@@ -214,6 +216,7 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    rc ? cost::recompute_working_bytes(ctx_.s.model, act, moe).value() : 0.0);
     c.activations[l + 1] = c.activations[l] + (moe ? (rc ? moe_act : moe_all) : (rc ? dense_act : dense_all));
     c.params[l + 1] = c.params[l] + (moe ? moe_params : ctx_.params.per_dense_layer) / layout.tp;
+    c.experts[l + 1] = c.experts[l] + (moe ? moe_experts : 0);
   }
   c.embedding_activations = cost::embedding_activation_bytes(ctx_.s.model, act).value();
   c.head_activations = cost::head_activation_bytes(ctx_.s.model, act).value();
@@ -264,6 +267,12 @@ double LayerCosts::layer_parameters(const ParallelLayout& layout) const {
   const double moe = ctx_.moe_layers > 0 ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
   return ((ctx_.s.model.layers - ctx_.moe_layers) * ctx_.params.per_dense_layer + ctx_.moe_layers * moe) /
          layout.tp;
+}
+
+// One MoE layer's expert parameters on one rank under EP, as lowering counts them (plan/ir/buckets.cpp).
+double LayerCosts::expert_parameters(const ParallelLayout& layout) const {
+  if (!ctx_.s.model.moe || layout.ep == 1) return 0;
+  return moe_layer_expert_parameters(ctx_.params, layout.ep) / layout.tp;
 }
 
 // A rank's memory for states and kept activations: its device's, less what recomputing a layer

@@ -50,6 +50,8 @@ class LayerCosts {
   // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
   // pipeline ranks.
   double layer_parameters(const ParallelLayout& layout) const;
+  // One MoE layer's expert parameters on one rank under EP (none without it).
+  double expert_parameters(const ParallelLayout& layout) const;
   // A rank's memory for states and kept activations (the layout's tables made).
   double capacity(const ParallelLayout& layout, int rank) const;
   // Whether the variant's model states can fit on some partition.

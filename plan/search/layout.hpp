@@ -66,6 +66,7 @@ struct CostTable {
   double embedding_activations = 0, head_activations = 0;
   double recompute_working = 0;  // the least one layer's recomputation holds (every rank runs one)
   std::vector<double> params;    // [l]: parameters of layers < l on one rank (tp, ep split)
+  std::vector<double> experts;   // [l]: of params[l], the experts' under EP
 };
 
 // How many forwards and backwards of each chunk of a pipeline rank its schedule runs before given

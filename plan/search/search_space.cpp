@@ -221,7 +221,7 @@ bool SearchSpace::same_placements(const ParallelLayout& layout, const std::strin
   const long long sx = pp_stride(layout, x), sy = pp_stride(layout, y);
   for (int pool : layout.rank_pool) {
     const PoolSpec& p = ctx_.s.cluster.pools[pool];
-    for (GroupKind kind : {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Ep})
+    for (GroupKind kind : {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Ep, GroupKind::ExpertDp})
       if (!same(group_placement(px, kind, p, ctx_.s.cluster), group_placement(py, kind, p, ctx_.s.cluster)))
         return false;
     if ((sx < p.gpus_per_node) != (sy < p.gpus_per_node)) return false;

@@ -54,6 +54,17 @@ std::vector<int> group_members(const Plan& plan, const RankStrides& strides, int
       vary(&RankCoords::dp, first, first + plan.ep);
       break;
     }
+    case GroupKind::ExpertDp:
+      // The DP group's members at the rank's place in their EP groups (EP is carved out of dp).
+      for (int cp = 0; cp < plan.cp; ++cp) {
+        c.cp = cp;
+        for (int dp = at.dp % plan.ep; dp < plan.dp; dp += plan.ep) {
+          c.dp = dp;
+          members.push_back(int(rank_of(strides, c)));
+        }
+      }
+      std::sort(members.begin(), members.end());
+      break;
     case GroupKind::Embedding:
       c.pp = 0;
       members.push_back(int(rank_of(strides, c)));

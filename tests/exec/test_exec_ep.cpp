@@ -120,7 +120,8 @@ Trained train(const Layout& l, const TrainOptions& o) {
     t.gradient_bytes = trainer.role().state.gradients.value();
     if (!r.dp_bytes.empty()) t.dp_bytes = r.dp_bytes.back();
     for (const Task& task : tasks)
-      if (task.kind == TaskKind::Collective && task.group == GroupKind::Dp)
+      if (task.kind == TaskKind::Collective &&
+          (task.group == GroupKind::Dp || task.group == GroupKind::ExpertDp))
         t.predicted_dp_bytes += task.bytes.value() * task.count;
   }
   mpi->world->broadcast(t.losses.data(), t.losses.size() * sizeof(double), 0);
