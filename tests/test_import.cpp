@@ -292,7 +292,7 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   BOOST_TEST(message({"--position-embedding-type", "mrope"}).find("--position-embedding-type") !=
              std::string::npos);
   BOOST_TEST(message({"--recompute-granularity", "full", "--recompute-method", "block",
-                      "--recompute-num-layers", "1"})
+                      "--recompute-num-layers", "0"})
                  .find("--recompute-num-layers") != std::string::npos);
   BOOST_TEST(
       message({"--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "E,t*2|t*1,L"})

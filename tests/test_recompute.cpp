@@ -1,5 +1,6 @@
 // Activation recomputation per operator (recompute: op, torchtitan's selective_ac_option "op"), every
-// n-th layer (recompute_every) and by Megatron-Core's modules (recompute_modules): parsing, the bytes a
+// n-th layer (recompute_every), each stage's first layers (recompute_layers, Megatron-LM's block
+// method) and by Megatron-Core's modules (recompute_modules): parsing, the bytes a
 // layer keeps, the FLOPs and kernels it recomputes, and the Program and analytic evaluator that carry
 // them.
 #define BOOST_TEST_MODULE recompute
@@ -13,6 +14,7 @@
 #include "plan/ir/plan.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/report/emit.hpp"
+#include "plan/report/import_megatron.hpp"
 #include "plan/search/optimizer.hpp"
 
 using namespace paratwin;
@@ -385,4 +387,63 @@ BOOST_AUTO_TEST_CASE(megatron_launches_carry_the_modules_and_fp8_delayed_scaling
   const auto problems = verify(complete_plan(s), s.model, s.cluster, fp8);
   BOOST_REQUIRE(!problems.empty());
   BOOST_TEST(problems.front().find("delayed scaling") != std::string::npos, problems.front());
+}
+
+// ---- each stage's first layers (Megatron-LM's block method) ----
+
+BOOST_AUTO_TEST_CASE(block_recompute_runs_each_stages_first_layers_again) {
+  // 8 layers over pp 2: stage 0 holds layers 0-3, stage 1 layers 4-7; the first 2 of each recompute.
+  const std::vector<std::string> pp2 = {"plan.pp=2", "plan.dp=2", "plan.recompute=full"};
+  std::vector<std::string> block = pp2;
+  block.push_back("plan.recompute_layers=2");
+  const ScenarioSpec s = scenario(kScenario, block);
+  const Plan plan = complete_plan(s);
+  BOOST_REQUIRE(plan.stages.size() == 2u);
+  for (int l : {0, 1, 4, 5}) BOOST_TEST((plan.stages[size_t(l / 4)].layer_recompute(l) == Recompute::Full));
+  for (int l : {2, 3, 6, 7}) BOOST_TEST((plan.stages[size_t(l / 4)].layer_recompute(l) == Recompute::None));
+  BOOST_TEST(recompute_name(plan) == "full, first 2 layers a stage");
+  // Half of each stage's layers: half the full recomputation's FLOPs on every pipeline rank, exactly,
+  // and a peak between none's and full's.
+  const Run half = run(block), full = run(pp2);
+  std::vector<std::string> kept = pp2;
+  kept.back() = "plan.recompute=none";
+  const Run none = run(kept);
+  for (size_t r = 0; r < 2; ++r) {
+    Program one = half.program, all = full.program;
+    one.roles = {half.program.roles[r]};
+    all.roles = {full.program.roles[r]};
+    BOOST_TEST(recompute_flops(one) == recompute_flops(all) / 2, tt::tolerance(1e-12));
+    BOOST_TEST(half.eval.roles[r].peak_memory.value() < none.eval.roles[r].peak_memory.value());
+    BOOST_TEST(half.eval.roles[r].peak_memory.value() > full.eval.roles[r].peak_memory.value());
+  }
+  // The plan file round trip, and Megatron-LM's launch and its import.
+  Diagnostics diag;
+  const PlanRequest back = parse_plan_request(parse_yaml(to_yaml(plan), "plan.yaml"), diag);
+  diag.throw_if_errors();
+  BOOST_TEST((back.stages->back() == plan.stages.back()));
+  const EmittedConfig e = megatron_launch(plan, s);
+  BOOST_TEST(e.text.find("--recompute-method block") != std::string::npos, e.text);
+  BOOST_TEST(e.text.find("--recompute-num-layers 2") != std::string::npos, e.text);
+  const ImportedLaunch l = import_megatron(launch_script_words(e.text));
+  for (const StagePlan& st : l.plan.stages) BOOST_TEST(st.recompute_layers == 2);
+  BOOST_TEST(imported_scenario_yaml(l, "dgx-h100", "dgx", 8).find("recompute_layers: 2") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(block_recompute_needs_a_mode_no_every_nth_layer_and_a_given_plan) {
+  const std::string none = error_of(kScenario, {"plan.recompute=none", "plan.recompute_layers=2"});
+  BOOST_TEST(none.find("plan.recompute_layers") != std::string::npos, none);
+  BOOST_TEST(none.find("full, selective or op") != std::string::npos, none);
+  const std::string both =
+      error_of(kScenario, {"plan.recompute=full", "plan.recompute_every=2", "plan.recompute_layers=2"});
+  BOOST_TEST(both.find("give one of them") != std::string::npos, both);
+  // The optimizer's layer costs do not see where a stage begins: it refuses, naming the field.
+  const ScenarioSpec s =
+      scenario(kScenario, {"plan.pp=auto", "plan.recompute=full", "plan.recompute_layers=2"});
+  try {
+    search_plans(s, {.top = 1});
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("plan.recompute_layers") != std::string::npos, e.what());
+  }
 }

@@ -23,6 +23,12 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
                     "attention core again (core_attn); leave recompute_modules out");
       break;
     }
+    if (st.recompute != Recompute::None && st.recompute_layers > 0) {
+      out.push_back("recompute_layers " + std::to_string(st.recompute_layers) +
+                    " is planned and simulated only: the live engine recomputes every layer of a stage; "
+                    "leave recompute_layers out");
+      break;
+    }
     if (st.recompute != Recompute::None && st.recompute_every > 1) {
       out.push_back("recompute_every " + std::to_string(st.recompute_every) +
                     " is planned and simulated only: the live engine recomputes every layer of a stage; "

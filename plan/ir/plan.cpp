@@ -86,7 +86,10 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
     p.stages = even_stages(s.model.layers, p.chunks(), s.cluster.pools.front().name,
                            r.recompute.value_or(Recompute::None), r.recompute_every.value_or(1), split);
   }
-  for (auto& st : p.stages) st.recompute_modules = r.recompute_modules.value_or(RecomputeModules{});
+  for (auto& st : p.stages) {
+    st.recompute_modules = r.recompute_modules.value_or(RecomputeModules{});
+    if (r.recompute_layers && st.recompute_layers == 0) st.recompute_layers = *r.recompute_layers;
+  }
   return p;
 }
 
@@ -173,6 +176,12 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     if (st.recompute_every > 1 && st.recompute == Recompute::None)
       add("stage " + num(i) + " has recompute_every " + num(st.recompute_every) +
           " and recompute none: give it recompute full, selective or op, or recompute_every 1");
+    if (st.recompute_layers > 0 && st.recompute == Recompute::None)
+      add("stage " + num(i) + " has recompute_layers " + num(st.recompute_layers) +
+          " and recompute none: give it recompute full, selective or op, or leave recompute_layers out");
+    if (st.recompute_layers > 0 && st.recompute_every > 1)
+      add("stage " + num(i) + " has recompute_layers " + num(st.recompute_layers) + " and recompute_every " +
+          num(st.recompute_every) + ": give one of them (a stage's first layers, or every n-th layer)");
     bool known = false;
     for (const auto& pool : c.pools) known |= pool.name == st.pool;
     if (!known) add("stage " + num(i) + " runs on unknown pool '" + st.pool + "'");
@@ -254,17 +263,22 @@ std::string to_yaml(const Plan& p) {
   for (const auto& st : p.stages)
     y += "  - {layers: [" + std::to_string(st.layer_begin) + ", " + std::to_string(st.layer_end) +
          "], pool: " + st.pool + ", recompute: " + enum_name(st.recompute, kRecomputeNames) +
-         (st.recompute_every > 1 ? ", recompute_every: " + std::to_string(st.recompute_every) : "") + "}\n";
+         (st.recompute_every > 1 ? ", recompute_every: " + std::to_string(st.recompute_every) : "") +
+         (st.recompute_layers > 0 ? ", recompute_layers: " + std::to_string(st.recompute_layers) : "") +
+         "}\n";
   return y;
 }
 
 std::string recompute_name(const Plan& p) {
   if (p.stages.empty()) return "none";
   const StagePlan& st = p.stages.front();
-  const std::string mode = enum_name(st.recompute, kRecomputeNames);
-  return st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{}
-             ? mode + " (" + st.recompute_modules.names() + ")"
-             : mode;
+  std::string mode = enum_name(st.recompute, kRecomputeNames);
+  if (st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{})
+    mode += " (" + st.recompute_modules.names() + ")";
+  if (st.recompute != Recompute::None && st.recompute_layers > 0)
+    mode += ", first " + std::to_string(st.recompute_layers) +
+            (st.recompute_layers == 1 ? " layer" : " layers") + " a stage";
+  return mode;
 }
 
 Plan load_plan_file(const std::string& path, const ScenarioSpec& scenario) {

@@ -3,6 +3,7 @@
 #include "plan/report/emit.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "plan/cost/memory.hpp"
 #include "plan/spec/suggest.hpp"
@@ -41,6 +42,18 @@ Recompute uniform_recompute(const Plan& p, std::vector<std::string>& notes) {
     return Recompute::Full;
   }
   return strongest;
+}
+
+int block_recompute_layers(const Plan& p, std::vector<std::string>& notes) {
+  std::set<int> counts;
+  for (const auto& st : p.stages)
+    if (st.recompute != Recompute::None) counts.insert(st.recompute_layers);
+  if (counts.size() == 1) return *counts.begin();
+  if (counts.size() > 1 && *counts.rbegin() > 0)
+    notes.push_back(
+        "recompute_layers differs between stages: the frameworks' settings here take one count, so "
+        "every layer's recompute is emitted");
+  return 0;
 }
 
 std::vector<int> chunk_layers(const Plan& p) {

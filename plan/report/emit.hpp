@@ -42,6 +42,9 @@ namespace emit_detail {
 // The recompute mode of every chunk when they agree; otherwise the strongest (full > selective > none),
 // with a note saying which chunks differ.
 Recompute uniform_recompute(const Plan& plan, std::vector<std::string>& notes);
+// Each chunk's recompute_layers (its first layers recomputed, Megatron-LM's block method) when every
+// recomputing chunk has the same; otherwise 0 (every layer's), with a note when some chunk sets it.
+int block_recompute_layers(const Plan& plan, std::vector<std::string>& notes);
 // Layers per chunk, in model order.
 std::vector<int> chunk_layers(const Plan& plan);
 // The plan's data-parallel gradient bucket in gradient elements (what both frameworks count).

@@ -144,6 +144,10 @@ EmittedConfig deepspeed_config(const Plan& p, const ScenarioSpec& s) {
   }
   EmittedConfig out;
   const Recompute r = emit_detail::uniform_recompute(p, out.notes);
+  if (const int first = emit_detail::block_recompute_layers(p, out.notes); first > 0)
+    out.notes.push_back("recompute_layers " + std::to_string(first) +
+                        ": DeepSpeed's configuration checkpoints every layer the model wraps; wrap each "
+                        "stage's first layers only to keep the others' activations");
   const Precision precision = s.training.precision;
   nlohmann::json config = {
       {"train_batch_size", s.training.global_batch},

@@ -137,15 +137,21 @@ void cp_comm_type(Arguments& a, const TrainingSpec& t, std::vector<std::string>&
 
 void recompute(Arguments& a, const Plan& p, const ModelSpec& m, std::vector<std::string>& notes) {
   const Recompute r = emit_detail::uniform_recompute(p, notes);
+  const int first_layers = emit_detail::block_recompute_layers(p, notes);
+  if (first_layers > 0 && r != Recompute::Full)
+    notes.push_back("recompute_layers " + n(first_layers) +
+                    ": Megatron-LM's block method picks the layers of full recompute only; every layer's is "
+                    "emitted");
   if (r == Recompute::Selective) {
     a.add("recompute-granularity", "selective");
     if (const RecomputeModules& modules = p.stages.front().recompute_modules; modules != RecomputeModules{})
       a.add("recompute-modules", join(modules.list(), " "));
   }
   if (r == Recompute::Full) {
+    // Block: the first n layers of each model chunk; uniform with 1: every layer on its own.
     a.add("recompute-granularity", "full");
-    a.add("recompute-method", "uniform");
-    a.add("recompute-num-layers", "1");
+    a.add("recompute-method", first_layers > 0 ? "block" : "uniform");
+    a.add("recompute-num-layers", first_layers > 0 ? n(first_layers) : "1");
   }
   if (!p.offload_activations) return;
   // Megatron's layer-wise activation offload: all layers but the last, one stage, no recompute.

@@ -391,20 +391,22 @@ void read_pipeline(Arguments& a, ImportedLaunch& out) {
   p.overlap_pp = !a.flag("no-overlap-p2p-communication");
 }
 
-Recompute read_recompute(Arguments& a, const Plan& p, int layers) {
+// The recompute mode, and under full granularity with the block method the layers it recomputes at the
+// start of each model chunk (StagePlan::recompute_layers; 0: every layer).
+std::pair<Recompute, int> read_recompute(Arguments& a, const Plan& p, int layers) {
   const bool activations = a.flag("recompute-activations");  // the older spelling of selective
   const auto granularity = a.choice("recompute-granularity", {"selective", "full"});
   const auto method = a.choice("recompute-method", {"uniform", "block"});
   const int count = a.integer("recompute-num-layers", 0, layers, 1);
   if (granularity == "full") {
-    if (method == "block" && count < layers / p.chunks())
-      throw InputError(Arguments::where("recompute-num-layers", std::to_string(count)),
-                       "--recompute-method block with --recompute-num-layers " + std::to_string(count) +
-                           " recomputes only some layers of each stage; a scenario recomputes a stage's "
-                           "layers all or none");
-    return Recompute::Full;
+    if (method == "block" && count == 0)
+      throw InputError(Arguments::where("recompute-num-layers", "0"),
+                       "--recompute-method block with --recompute-num-layers 0 recomputes no layer; give "
+                       "--recompute-num-layers 1 or more, or leave --recompute-granularity out");
+    const bool some = method == "block" && count < (layers + p.chunks() - 1) / p.chunks();
+    return {Recompute::Full, some ? count : 0};
   }
-  return granularity == "selective" || activations ? Recompute::Selective : Recompute::None;
+  return {granularity == "selective" || activations ? Recompute::Selective : Recompute::None, 0};
 }
 
 // Megatron-Core's --recompute-modules (default core_attn) under selective granularity; the modules the
@@ -518,11 +520,12 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
         "--global-batch-size must be a multiple of --micro-batch-size x dp = " + std::to_string(per_step));
   p.num_microbatches = static_cast<int>(out.training.global_batch / per_step);
   read_pipeline(a, out);
-  const Recompute recompute = read_recompute(a, p, out.model.layers);
+  const auto [recompute, first_layers] = read_recompute(a, p, out.model.layers);
   const RecomputeModules modules =
       recompute == Recompute::Selective ? recompute_modules_of(a, out.warnings) : RecomputeModules{};
   if (p.stages.empty()) p.stages = even_stages(out.model.layers, p.chunks(), "", recompute);
-  for (auto& st : p.stages) st.recompute = recompute, st.recompute_modules = modules;
+  for (auto& st : p.stages)
+    st.recompute = recompute, st.recompute_modules = modules, st.recompute_layers = first_layers;
   p.zero = read_zero(a);
   p.offload_optimizer = a.flag("optimizer-cpu-offload");
   p.offload_activations = a.integer("cpu-offloading-num-layers", 0, out.model.layers, 0) > 0;
@@ -647,25 +650,30 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.tp_overlap != TpOverlap::AsyncTp)
     y += "  tp_overlap: " + enum_name(t.tp_overlap, kTpOverlapNames) + "\n";
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
-  y += "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
-       "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +
-       "\n  schedule: " + enum_name(p.schedule, kScheduleNames) +
-       "\n  virtual_stages: " + n(p.virtual_stages) +
-       "\n  recompute: " + enum_name(p.stages.front().recompute, kRecomputeNames) +
-       (p.stages.front().recompute_modules != RecomputeModules{}
-            ? "\n  recompute_modules: [" + p.stages.front().recompute_modules.names() + "]"
-            : std::string()) +
-       "\n  sequence_parallel: " + b(p.sequence_parallel) + "\n  zero: " + n(p.zero) +
-       (p.dp_replicate > 1 ? "\n  dp_replicate: " + n(p.dp_replicate) : std::string()) +
-       "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
-       "}\n  bucket_size: " + n(static_cast<long long>(p.bucket_size.value())) + "B" +
-       "\n  overlap: {dp: " + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +
-       (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
+  y +=
+      "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
+      "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +
+      "\n  schedule: " + enum_name(p.schedule, kScheduleNames) +
+      "\n  virtual_stages: " + n(p.virtual_stages) +
+      "\n  recompute: " + enum_name(p.stages.front().recompute, kRecomputeNames) +
+      (p.stages.front().recompute_modules != RecomputeModules{}
+           ? "\n  recompute_modules: [" + p.stages.front().recompute_modules.names() + "]"
+           : std::string()) +
+      (p.stages.front().recompute_layers > 0 ? "\n  recompute_layers: " + n(p.stages.front().recompute_layers)
+                                             : std::string()) +
+      "\n  sequence_parallel: " + b(p.sequence_parallel) + "\n  zero: " + n(p.zero) +
+      (p.dp_replicate > 1 ? "\n  dp_replicate: " + n(p.dp_replicate) : std::string()) +
+      "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
+      "}\n  bucket_size: " + n(static_cast<long long>(p.bucket_size.value())) + "B" +
+      "\n  overlap: {dp: " + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +
+      (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
   if (l.uneven_stages) {
     y += "  stages:\n";
     for (const auto& st : p.stages)
       y += "    - {layers: [" + n(st.layer_begin) + ", " + n(st.layer_end) +
-           "], recompute: " + enum_name(st.recompute, kRecomputeNames) + "}\n";
+           "], recompute: " + enum_name(st.recompute, kRecomputeNames) +
+           (st.recompute_layers > 0 ? ", recompute_layers: " + n(st.recompute_layers) : std::string()) +
+           "}\n";
   }
   return y;
 }

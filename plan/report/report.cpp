@@ -47,7 +47,8 @@ nlohmann::json plan_json(const Plan& p) {
     stages.push_back({{"layers", {s.layer_begin, s.layer_end}},
                       {"pool", s.pool},
                       {"recompute", enum_name(s.recompute, kRecomputeNames)},
-                      {"recompute_every", s.recompute_every}});
+                      {"recompute_every", s.recompute_every},
+                      {"recompute_layers", s.recompute_layers}});
   return {{"dp", p.dp},
           {"tp", p.tp},
           {"pp", p.pp},
@@ -60,6 +61,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"virtual_stages", p.virtual_stages},
           {"recompute", p.stages.empty() ? "none" : enum_name(p.stages.front().recompute, kRecomputeNames)},
           {"recompute_every", p.stages.empty() ? 1 : p.stages.front().recompute_every},
+          {"recompute_layers", p.stages.empty() ? 0 : p.stages.front().recompute_layers},
           {"recompute_modules",
            (p.stages.empty() ? RecomputeModules{} : p.stages.front().recompute_modules).list()},
           {"sequence_parallel", p.sequence_parallel},

@@ -393,6 +393,15 @@ class Search {
 }  // namespace
 
 SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& options) {
+  // The partitioner's layer costs do not depend on where a stage begins, which decides the layers
+  // that block recompute picks.
+  if (scenario.plan.recompute_layers) {
+    const auto it = scenario.locations.find("plan.recompute_layers");
+    throw InputError(it != scenario.locations.end() ? it->second : scenario.document.location,
+                     "plan.recompute_layers (each stage's first layers, Megatron-LM's block recompute) is "
+                     "for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
+                     "plan.micro_batch, or search with plan.recompute_every");
+  }
   return Search(scenario, options).run();
 }
 

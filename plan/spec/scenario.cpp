@@ -227,6 +227,17 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
                "plan.recompute_every: " + std::to_string(*p.recompute_every) +
                    " recomputes every n-th layer in a recompute mode, and plan.recompute is none: give "
                    "plan.recompute full, selective or op, or recompute_every 1");
+  read_auto(r, "recompute_layers", p.recompute_layers, 1, 1 << 20);
+  if (p.recompute_layers && p.recompute == Recompute::None)
+    diag.error(node.find("recompute_layers")->location,
+               "plan.recompute_layers: " + std::to_string(*p.recompute_layers) +
+                   " recomputes a stage's first layers in a recompute mode, and plan.recompute is none: give "
+                   "plan.recompute full, selective or op, or leave recompute_layers out");
+  if (p.recompute_layers && p.recompute_every > 1)
+    diag.error(node.find("recompute_layers")->location,
+               "plan.recompute_layers: " + std::to_string(*p.recompute_layers) +
+                   " beside plan.recompute_every " + std::to_string(*p.recompute_every) +
+                   ": give one of them (each stage's first layers, or every n-th layer of the model)");
   if (const DocNode* modules = r.get("recompute_modules"); modules && !is_auto(modules)) {
     p.recompute_modules = read_recompute_modules(*modules, r.field("recompute_modules"), diag);
     if (p.recompute && *p.recompute != Recompute::Selective)
@@ -333,6 +344,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
         sr.read("pool", st.pool);
         sr.read_enum("recompute", st.recompute, kRecomputeNames);
         sr.read("recompute_every", st.recompute_every, 1, 1 << 20);
+        sr.read("recompute_layers", st.recompute_layers, 0, 1 << 20);
         sr.finish();
         list.push_back(st);
       }

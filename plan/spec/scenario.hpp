@@ -245,10 +245,15 @@ struct StagePlan {
   // every_xth_item wrap every n-th block they build). 1: every layer.
   int recompute_every = 1;
   RecomputeModules recompute_modules{};  // what `selective` recomputes: the plan's, the same in every stage
+  // Recompute only the chunk's first n layers, the others keep everything (Megatron-LM's
+  // --recompute-method block --recompute-num-layers n, counted in each model chunk). 0: every layer.
+  int recompute_layers = 0;
 
   // The recompute mode of layer `layer` (of this stage): `recompute` on every recompute_every-th
-  // layer, none on the others. The one rule every consumer asks.
+  // layer (on the first recompute_layers of the stage), none on the others. The one rule every
+  // consumer asks.
   Recompute layer_recompute(int layer) const {
+    if (recompute_layers > 0 && layer - layer_begin >= recompute_layers) return Recompute::None;
     return recompute_every <= 1 || (layer + 1) % recompute_every == 0 ? recompute : Recompute::None;
   }
 
@@ -267,6 +272,7 @@ struct PlanRequest {
   std::optional<int> virtual_stages;
   std::optional<Recompute> recompute;
   std::optional<int> recompute_every;                 // StagePlan::recompute_every
+  std::optional<int> recompute_layers;                // StagePlan::recompute_layers, every stage's
   std::optional<RecomputeModules> recompute_modules;  // StagePlan::recompute_modules, every stage's
   std::optional<bool> sequence_parallel;
   std::optional<int> zero;
