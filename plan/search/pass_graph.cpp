@@ -109,12 +109,14 @@ const PassBounds& PassGraphBounds::bounds(ParallelLayout& layout, int microbatch
     std::vector<double> gathers;
     for (int c = 0; zero3 && c < layout.pp * layout.v; ++c) {
       // A pass waits for its first unit's gather (one layer's; the rest are prefetched beside its
-      // compute): at least the smallest unit's.
+      // compute): at least the smallest unit's dense part over the DP group (an MoE unit's experts
+      // follow over their replicas, or stay where they have one holder).
       const int pool = layout.rank_pool[c % layout.pp];
       double params = std::numeric_limits<double>::infinity();
       const std::vector<double>& prefix = layout.costs->params;  // layers only: embedding and head left out
+      const std::vector<double>& experts = layout.costs->experts;
       for (int l = ranges[c].first; l < ranges[c].second; ++l)
-        params = std::min(params, prefix[l + 1] - prefix[l]);
+        params = std::min(params, prefix[l + 1] - prefix[l] - (experts[l + 1] - experts[l]));
       const double bytes = ranges[c].second > ranges[c].first ? params * ctx_.gather_elem : 0;
       gathers.push_back(cost::collective_time(CollectiveKind::AllGather, Bytes(bytes),
                                               costs_.dp_placement(layout, pool, order),
