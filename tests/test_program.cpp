@@ -452,6 +452,14 @@ BOOST_AUTO_TEST_CASE(experts_are_reduced_and_gathered_over_their_replicas_only) 
   Plan p;
   p.dp = 16, p.ep = 4;
   BOOST_TEST(group_members(p, 5, GroupKind::ExpertDp) == (std::vector<int>{1, 5, 9, 13}), tt::per_element());
+  // Under cp 2 they are runs of the 2 CP ranks, every 4th DP rank: 2 on each of two 8-GPU nodes.
+  const ScenarioSpec two_nodes = scenario(base);
+  p.dp = 8, p.cp = 2;
+  BOOST_TEST(group_members(p, 0, GroupKind::ExpertDp) == (std::vector<int>{0, 1, 8, 9}), tt::per_element());
+  const cost::GroupPlacement g =
+      group_placement(p, GroupKind::ExpertDp, two_nodes.cluster.pools.front(), two_nodes.cluster);
+  BOOST_TEST(g.size == 4);
+  BOOST_TEST(g.per_node == 2);
 }
 
 BOOST_AUTO_TEST_CASE(fp8_weight_gathers_carry_one_byte_a_weight) {

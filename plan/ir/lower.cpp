@@ -18,6 +18,7 @@
 #include "plan/ir/schedule.hpp"
 #include "plan/spec/limits.hpp"
 #include "plan/topology/cluster_sites.hpp"
+#include "plan/topology/rank_groups.hpp"
 #include "plan/topology/rank_order.hpp"
 
 namespace paratwin {
@@ -40,6 +41,22 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
   return g;
 }
 
+// Where these ranks sit, on GPUs in rank order as place() assumes: for a group whose members are not
+// evenly strided (the experts' replicas under cp > 1: runs of cp ranks, every ep-th DP rank).
+cost::GroupPlacement place_members(const std::vector<int>& ranks, const PoolSpec& pool,
+                                   const ClusterSpec& cluster) {
+  cost::GroupPlacement g;
+  g.size = static_cast<int>(ranks.size());
+  std::map<long long, int> on_node;
+  for (int r : ranks) ++on_node[r / pool.gpus_per_node];
+  g.per_node = g.size;
+  if (pool.nodes > 1)
+    for (const auto& [node, members] : on_node) g.per_node = std::min(g.per_node, members);
+  const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
+  g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
+  return g;
+}
+
 }  // namespace lowering
 
 using lowering::place;
@@ -59,8 +76,8 @@ cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSp
     case GroupKind::World:
       return place(p.gpus(), 1, pool, c);
     case GroupKind::ExpertDp:  // every ep-th DP rank, over cp
-      return place(p.zero_group() / p.ep, p.cp > 1 ? std::min(stride.dp * p.ep, stride.cp) : stride.dp * p.ep,
-                   pool, c);
+      return p.cp > 1 ? lowering::place_members(group_members(p, 0, kind), pool, c)
+                      : place(p.dp / p.ep, stride.dp * p.ep, pool, c);
     default: {
       // Gradients are reduced over dp x cp, as Megatron-LM does: the CP ranks of a replica hold the
       // same weights and the gradients of different tokens (under HSDP within a shard group).
