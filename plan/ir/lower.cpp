@@ -45,16 +45,9 @@ cost::GroupPlacement place(int n, long long stride, const PoolSpec& pool, const 
 // evenly strided (the experts' replicas under cp > 1: runs of cp ranks, every ep-th DP rank).
 cost::GroupPlacement place_members(const std::vector<int>& ranks, const PoolSpec& pool,
                                    const ClusterSpec& cluster) {
-  cost::GroupPlacement g;
-  g.size = static_cast<int>(ranks.size());
-  std::map<long long, int> on_node;
-  for (int r : ranks) ++on_node[r / pool.gpus_per_node];
-  g.per_node = g.size;
-  if (pool.nodes > 1)
-    for (const auto& [node, members] : on_node) g.per_node = std::min(g.per_node, members);
-  const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
-  g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
-  return g;
+  std::vector<int> nodes;
+  for (int r : ranks) nodes.push_back(r / pool.gpus_per_node);
+  return placement_of_members(ranks, nodes, pool, cluster);
 }
 
 }  // namespace lowering

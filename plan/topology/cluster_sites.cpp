@@ -1,6 +1,9 @@
 // GPU and NIC sites of a cluster, and the fabric domain of a NIC.
 #include "plan/topology/cluster_sites.hpp"
 
+#include <algorithm>
+#include <map>
+
 namespace paratwin {
 
 ClusterSites::ClusterSites(const ClusterSpec& cluster) {
@@ -40,6 +43,25 @@ int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster) {
   return cluster.network.pod_gpus        ? *cluster.network.pod_gpus
          : cluster.network.gpus_per_leaf ? cluster.network.gpus_per_leaf
                                          : pool.gpus_per_node;
+}
+
+}  // namespace paratwin
+
+namespace paratwin {
+
+cost::GroupPlacement placement_of_members(const std::vector<int>& gpus, const std::vector<int>& nodes,
+                                          const PoolSpec& pool, const ClusterSpec& cluster) {
+  cost::GroupPlacement g;
+  g.size = static_cast<int>(gpus.size());
+  if (gpus.empty()) return g;
+  std::map<int, int> on_node;
+  for (int node : nodes) ++on_node[node];
+  g.per_node = g.size;
+  if (pool.nodes > 1)
+    for (const auto& [node, members] : on_node) g.per_node = std::min(g.per_node, members);
+  const auto [lo, hi] = std::minmax_element(gpus.begin(), gpus.end());
+  g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
+  return g;
 }
 
 }  // namespace paratwin

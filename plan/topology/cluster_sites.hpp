@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "plan/cost/collectives.hpp"
 #include "plan/spec/cluster.hpp"
 
 namespace paratwin {
@@ -12,6 +13,12 @@ namespace paratwin {
 // GPUs under one full-bisection domain of the network: a pod, else a leaf switch, else a node. A group
 // whose GPUs span more than that shares oversubscribed uplinks (GroupPlacement::crosses_pods).
 int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster);
+
+// Where a group of GPUs of `pool` sits, from each member's GPU index and node: its size, the members on
+// its least populated node (all of them in a one-node pool), and whether its GPUs span more than a
+// full-bisection domain.
+cost::GroupPlacement placement_of_members(const std::vector<int>& gpus, const std::vector<int>& nodes,
+                                          const PoolSpec& pool, const ClusterSpec& cluster);
 
 // A GPU of the cluster.
 struct GpuSite {

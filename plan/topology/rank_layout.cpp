@@ -63,18 +63,11 @@ bool RankLayout::groups_inside_domains(const ClusterSpec& cluster, GroupKind kin
 
 cost::GroupPlacement RankLayout::placement_of(const std::vector<int>& gpus,
                                               const ClusterSpec& cluster) const {
-  cost::GroupPlacement g;
-  g.size = static_cast<int>(gpus.size());
-  if (gpus.empty()) return g;
-  const PoolSpec& pool = cluster.pools[static_cast<size_t>(site(gpus.front()).pool)];
-  std::map<int, int> on_node;
-  for (int gpu : gpus) ++on_node[site(gpu).node];
-  g.per_node = g.size;
-  if (pool.nodes > 1)
-    for (const auto& [node, members] : on_node) g.per_node = std::min(g.per_node, members);
-  const auto [lo, hi] = std::minmax_element(gpus.begin(), gpus.end());
-  g.crosses_pods = *hi - *lo + 1 > full_bisection_gpus(pool, cluster);
-  return g;
+  if (gpus.empty()) return {0, 1, false};
+  std::vector<int> nodes;
+  for (int gpu : gpus) nodes.push_back(site(gpu).node);
+  return placement_of_members(gpus, nodes, cluster.pools[static_cast<size_t>(site(gpus.front()).pool)],
+                              cluster);
 }
 
 RankLayout::Folding RankLayout::fold(const ClusterSpec& cluster, const std::vector<double>& gpu_slowdown) {
