@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/ir/program.hpp"
@@ -141,18 +142,21 @@ MemoryAnchor read_anchor(const DocNode& node, const std::string& path, const std
 }
 
 // "tp 8, pp 8 (v 2), cp 1, dp 8, ep 1, mb 4, 1f1b, full, SP, zero 3" ("full every 2" with recompute_every,
-// "selective (layernorm, moe_act)" with recompute_modules;
+// "full first 5" with recompute_layers, "selective (layernorm, moe_act)" with recompute_modules;
 // "zero 3 after_step" with a reshard other than after_forward, "zero 3 HSDP 16 x 8": 16 replicas of an 8-way
 // shard group)
 std::string describe_plan(const Plan& p) {
   auto n = [](int v) { return std::to_string(v); };
-  std::set<std::pair<Recompute, int>> modes;  // with recompute_every: "full every 2"
+  // With recompute_every: "full every 2"; with recompute_layers: "full first 5".
+  std::set<std::tuple<Recompute, int, int>> modes;
   for (const auto& st : p.stages)
-    modes.insert({st.recompute, st.recompute == Recompute::None ? 1 : st.recompute_every});
+    modes.insert(st.recompute == Recompute::None
+                     ? std::tuple{st.recompute, 1, 0}
+                     : std::tuple{st.recompute, st.recompute_every, st.recompute_layers});
   std::string recompute;
-  for (const auto& [m, every] : modes)
+  for (const auto& [m, every, first] : modes)
     recompute += (recompute.empty() ? "" : "/") + enum_name(m, kRecomputeNames) +
-                 (every > 1 ? " every " + n(every) : "");
+                 (every > 1 ? " every " + n(every) : "") + (first > 0 ? " first " + n(first) : "");
   if (const RecomputeModules& modules = p.stages.front().recompute_modules; modules != RecomputeModules{})
     recompute += " (" + modules.names() + ")";
   return "tp " + n(p.tp) + ", pp " + n(p.pp) +
