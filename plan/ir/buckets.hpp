@@ -34,6 +34,13 @@ struct RankParameters {
   std::map<int, double> per_layer, per_layer_experts;
 };
 
+// Whether data parallelism moves the experts' gradients and ZeRO shards under EP: each expert has more
+// than one holder (its replicas, dp x cp / ep ranks; `replicas` = dp x cp). Otherwise they stay where
+// they are. Lowering's experts' parts (GroupKind::ExpertDp), the verifier and the optimizer's bounds ask.
+inline bool experts_replicated(int replicas, int ep) {
+  return replicas > ep;
+}
+
 // Whether the buckets are reduce-scattered every micro-batch into each rank's partition of the
 // gradients, as DeepSpeed and FSDP run ZeRO 2 and 3 over several replicas (dp x cp), rather than
 // reduced once a step: not under gradient compression, which keeps its once-a-step exchange.

@@ -99,7 +99,7 @@ class RoleBuilder {
   int expert_replicas() const { return replicas() / p_.ep; }
   // Of a span's expert parameters, those data parallelism reduces and gathers: none where each expert
   // has a single holder (ep = dp x cp).
-  double dp_experts(double experts) const { return expert_replicas() > 1 ? experts : 0; }
+  double dp_experts(double experts) const { return experts_replicated(replicas(), p_.ep) ? experts : 0; }
   // The ranks ZeRO shards the dense model state over: the DP group, a shard group under HSDP.
   int shards() const { return p_.zero_group(); }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "plan/cost/tp_overlap.hpp"
+#include "plan/ir/buckets.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/ir/reshard_rule.hpp"
 
@@ -174,7 +175,8 @@ class RoleVerifier {
   // the same dependencies (lowering's add_dp); the checks above hold that part to the plan.
   template <class Expect>
   void expert_part(size_t i, const Task& t, const Expect& expect) {
-    expect(p_.ep > 1 && replicas() > p_.ep, "over the experts' replicas needs ep > 1 and dp x cp > ep");
+    expect(p_.ep > 1 && experts_replicated(replicas(), p_.ep),
+           "over the experts' replicas needs ep > 1 and dp x cp > ep");
     expect(t.purpose == Purpose::GradientReduce || t.purpose == Purpose::GradientTopK ||
                t.purpose == Purpose::ParameterGather || t.purpose == Purpose::PassGather,
            "is not a data-parallel task with an experts' part");

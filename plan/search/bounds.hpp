@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "plan/ir/buckets.hpp"
 #include "plan/search/layer_costs.hpp"
 #include "plan/search/layout.hpp"
 #include "plan/search/search_context.hpp"
@@ -76,7 +77,7 @@ class Bounds {
   // The experts' parameters that DP moves (lowering's dp_experts): none where each expert has a single
   // holder.
   static double moved_experts(const ParallelLayout& layout, double experts) {
-    return layout.replicas() > layout.ep ? experts : 0;
+    return experts_replicated(layout.replicas(), layout.ep) ? experts : 0;
   }
   PartitionTerms partition_terms(const ParallelLayout& layout, const Ranges& ranges) const;
   static void last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,
