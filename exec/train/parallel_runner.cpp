@@ -346,10 +346,6 @@ int ParallelRunner::gather_parameters(const Task& task) {
   // ZeRO 1/2: every rank's updated blocks of the bucket parts in the task's span to the ranks that share
   // them.
   const auto [begin, end] = parameter_range(task);
-  for (const auto& [range, comm] : parts_)
-    if (range.first >= begin && range.second <= end && comm->size() > 1 &&
-        moves(task, comm == expert_replicas_.get()))
-      dp_bytes_ += double(range.second - range.first) * sizeof(float);
   return launched(start_parameter_gathers(begin, end, &task));
 }
 
@@ -358,8 +354,10 @@ ParallelRunner::Requests ParallelRunner::start_parameter_gathers(size_t begin, s
   float* w = model_.parameters().data();
   for (const auto& [range, comm] : parts_)
     if (range.first >= begin && range.second <= end && comm->size() > 1 &&
-        (!task || moves(*task, comm == expert_replicas_.get())))
+        (!task || moves(*task, comm == expert_replicas_.get()))) {
+      if (task) dp_bytes_ += double(range.second - range.first) * sizeof(float);  // a step's, not between
       requests.add(comm, comm->start_allgather(w + range.first, dp_blocks(range, comm->size())));
+    }
   return requests;
 }
 

@@ -135,8 +135,8 @@ class ParallelRunner final : public StepRunner {
   int transfer(int index, const Task& task);
   int reduce_gradients(int index, const Task& task);
   int gather_parameters(const Task& task);
-  // The all-gathers of the bucket parts inside parameters [begin, end) (ZeRO 1/2) that `task` moves
-  // (none: all of them).
+  // The all-gathers of the bucket parts inside parameters [begin, end) (ZeRO 1/2) that `task` moves,
+  // counted in the step's DP bytes (none: all of them, between steps, not counted).
   Requests start_parameter_gathers(size_t begin, size_t end, const Task* task);
   // Under overlap.param_gather a step's update reaches the other replicas during the next step's
   // forward (plan/ir/lower_param_gather.cpp): between steps, whoever reads the whole weights (a
