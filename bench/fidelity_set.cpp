@@ -161,9 +161,9 @@ std::string describe_plan(const Plan& p) {
     recompute += " (" + modules.names() + ")";
   return "tp " + n(p.tp) + ", pp " + n(p.pp) +
          (p.virtual_stages > 1 ? " (v " + n(p.virtual_stages) + ")" : "") + ", cp " + n(p.cp) + ", dp " +
-         n(p.dp) + ", ep " + n(p.ep) + ", mb " + n(p.micro_batch) + ", " +
-         enum_name(p.schedule, kScheduleNames) + ", " + recompute + (p.sequence_parallel ? ", SP" : "") +
-         ", zero " + n(p.zero) +
+         n(p.dp) + ", ep " + n(p.ep) + (folds_experts(p) ? " (expert tp " + n(p.expert_tp) + ")" : "") +
+         ", mb " + n(p.micro_batch) + ", " + enum_name(p.schedule, kScheduleNames) + ", " + recompute +
+         (p.sequence_parallel ? ", SP" : "") + ", zero " + n(p.zero) +
          (p.zero == 3 && p.reshard != Reshard::AfterForward ? " " + enum_name(p.reshard, kReshardNames)
                                                             : "") +
          (p.dp_replicate > 1 ? " HSDP " + n(p.dp_replicate) + " x " + n(p.dp / p.dp_replicate) : "");

@@ -38,6 +38,9 @@ const std::vector<Case> kOverlaps = {
            "plan.overlap.pp=false", "training.precision=fp32", "plan.zero=0"})},
     {"mixtral-fused-dispatch", "quickstart",
      with(kMixtral, {"plan.ep=4", "plan.pp=2", "plan.dp=16", "training.moe_dispatcher=fused"})},
+    {"mixtral-folded-experts", "quickstart",
+     with(kMixtral,
+          {"plan.ep=8", "plan.expert_tp=1", "plan.pp=2", "plan.dp=16", "plan.sequence_parallel=true"})},
 };
 
 // The emit tests' plans, those above and every catalog scenario that fixes its plan.
@@ -78,6 +81,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   check_degrees_batch_and_zero(p, q);
   BOOST_TEST(q.cp == p.cp);
   BOOST_TEST(q.ep == p.ep);
+  BOOST_TEST(q.expert_tp == p.expert_tp);
   BOOST_TEST(l.world == p.gpus());
   BOOST_TEST(q.virtual_stages == p.virtual_stages);
   if (p.schedule != Schedule::GPipe) BOOST_TEST((q.schedule == p.schedule));  // gpipe runs as 1F1B (a note)
@@ -300,10 +304,13 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_argument) {
   BOOST_TEST(message({"--num-experts", "4", "--moe-layer-freq", "[1,0,0,1]"}).find("--moe-layer-freq") !=
              std::string::npos);
   BOOST_TEST(message({}, std::nullopt).find("--gpus") != std::string::npos);
-  // MoE parallel folding: experts not sharded over the TP group.
-  BOOST_TEST(message({"--tensor-model-parallel-size", "2", "--num-experts", "4",
-                      "--expert-model-parallel-size", "4", "--expert-tensor-parallel-size", "1"})
-                 .find("--expert-tensor-parallel-size 1 differs") != std::string::npos);
+  // MoE parallel folding: whole experts (1) or the TP group's width, nothing between.
+  BOOST_TEST(message({"--tensor-model-parallel-size", "4", "--num-experts", "4",
+                      "--expert-model-parallel-size", "4", "--expert-tensor-parallel-size", "2"})
+                 .find("--expert-tensor-parallel-size 2 differs") != std::string::npos);
+  BOOST_TEST(message({"--tensor-model-parallel-size", "2", "--num-experts", "4", "--sequence-parallel",
+                      "--expert-model-parallel-size", "4", "--expert-tensor-parallel-size", "1"}) ==
+             "no error");
   BOOST_TEST(message({"--tensor-model-parallel-size", "2", "--num-experts", "4",
                       "--expert-model-parallel-size", "2", "--expert-tensor-parallel-size", "2"}) ==
              "no error");

@@ -36,6 +36,10 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
       break;
     }
   }
+  if (folds_experts(p))
+    out.push_back("expert_tp " + std::to_string(p.expert_tp) +
+                  " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "
+                  "groups out of dp; leave expert_tp out");
   // Its ZeRO 3 frees each pass's gathered parameters after the pass and reduce-scatters every
   // micro-batch's gradients (parallel_sharding.cpp).
   if (p.zero == 3 && p.reshard != Reshard::AfterForward)

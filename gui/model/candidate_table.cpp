@@ -34,6 +34,7 @@ QString plan_summary(const Plan& p) {
   QStringList parts{QString("tp %1").arg(p.tp), QString("pp %1").arg(p.pp), QString("dp %1").arg(p.dp)};
   if (p.cp > 1) parts << QString("cp %1").arg(p.cp);
   if (p.ep > 1) parts << QString("ep %1").arg(p.ep);
+  if (folds_experts(p)) parts << QString("expert tp %1").arg(p.expert_tp);
   parts << QString("mb %1 x %2").arg(p.micro_batch).arg(p.num_microbatches) << schedule_of(p)
         << "recompute " + recompute_of(p) << QString("ZeRO %1").arg(p.zero);
   if (p.sequence_parallel) parts << "SP";

@@ -239,6 +239,17 @@ KernelCost expert_bias(const ModelSpec& m, const LayerWork& w, const Shape& s, d
   return moe_expert_bias(rows, m.hidden, m.moe->experts / w.ep, s.e, backward);
 }
 
+// The shape an MLP's kernels see: the layer's, but for folded experts (folds_experts): the router and
+// dispatcher on the rank's sequence-parallel share of the tokens, the experts split expert_tp-way
+// (Megatron-Core's all-to-all dispatcher with MoE parallel folding, token_dispatcher.py; expert_tp 1).
+Shape mlp_shape(const LayerWork& w, const Shape& s, bool moe_layer) {
+  if (!moe_layer || !folds_experts(w)) return s;
+  Shape x = s;
+  x.t = w.expert_tp;
+  x.tokens = s.sp_tokens * w.expert_tp;
+  return x;
+}
+
 // The rows an MLP's GEMMs run on this rank and the distinct weight matrices they read: the tokens and
 // one matrix for a dense layer; an MoE layer's top_k copies of each token at the hottest rank's pace,
 // over this rank's experts.
@@ -264,11 +275,12 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   c += attention_inputs(m, w, s);
   if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
   c += gemm(s.tokens, A / s.t, h, s.e, 1);
-  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
-  if (moe_layer) c += moe_dispatch_kernels(m, w, s, rows);
+  const Shape sm = mlp_shape(w, s, moe_layer);
+  const auto [rows, experts_read] = mlp_rows(m, w, sm, moe_layer);
+  if (moe_layer) c += moe_dispatch_kernels(m, w, sm, rows);
   const bool swiglu = m.mlp == MlpKind::SwiGlu;
-  c += activation(m, w, s, rows);
-  c += swiglu ? gemm(rows, h, f / s.t, s.e, experts_read) : gemm(rows, f / s.t, h, s.e, experts_read);
+  c += activation(m, w, sm, rows);
+  c += swiglu ? gemm(rows, h, f / sm.t, s.e, experts_read) : gemm(rows, f / sm.t, h, s.e, experts_read);
   c += fp8_casts_forward(fp8_op_recompute_linears(m, w, moe_layer), w);
   // The two all-gathers run again (their outputs are not kept; lowering repeats them).
   c += sequence_shard_copies(m, w, 2);
@@ -286,7 +298,8 @@ KernelCost selective_recompute_forward(const ModelSpec& m, const LayerWork& w, b
   if (!moe_layer) return c;
   const Shape s = shape_of(w);
   if (modules.layernorm) c += norm(m, w, s);
-  if (modules.moe_act) c += activation(m, w, s, mlp_rows(m, w, s, true).first);
+  const Shape sm = mlp_shape(w, s, true);
+  if (modules.moe_act) c += activation(m, w, sm, mlp_rows(m, w, sm, true).first);
   return c;
 }
 
@@ -307,9 +320,9 @@ KernelCost recompute_forward(const ModelSpec& m, const LayerWork& w, Recompute m
 }
 
 LayerRows layer_rows(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
-  const Shape s = shape_of(w);
-  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
-  return {s.tokens, s.sp_tokens, rows, experts_read};
+  const Shape s = shape_of(w), sm = mlp_shape(w, s, moe_layer);
+  const auto [rows, experts_read] = mlp_rows(m, w, sm, moe_layer);
+  return {s.tokens, s.sp_tokens, rows, experts_read, sm.t};
 }
 
 KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
@@ -340,21 +353,22 @@ KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool mo
   // An MoE layer routes each token to top_k experts: router GEMM and top-k, permutation into the
   // experts' grouped GEMMs and back, which read the weights of every expert that got tokens.
   c += norm(m, w, s);
-  const auto [rows, experts_read] = mlp_rows(m, w, s, moe_layer);
+  const Shape sm = mlp_shape(w, s, moe_layer);
+  const auto [rows, experts_read] = mlp_rows(m, w, sm, moe_layer);
   if (moe_layer) {
     const double E = m.moe->experts;
-    c += gemm(s.tokens, h, E / s.t, s.e, 1, false);   // router (split by tp like the rest, so FLOPs add up)
-    c += memory_bound_kernels(2 * 4 * s.tokens * E);  // fp32 softmax and top-k
-    c += moe_dispatch_kernels(m, w, s, rows);
+    c += gemm(sm.tokens, h, E / sm.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
+    c += memory_bound_kernels(2 * 4 * sm.tokens * E);  // fp32 softmax and top-k
+    c += moe_dispatch_kernels(m, w, sm, rows);
     // The dispatcher copies the token counts per expert to the host, which passes them as the
     // all-to-all's split sizes and the grouped GEMM's row splits: the host waits for the device once.
     c.host_syncs += 1;
   }
   const double gates = m.mlp == MlpKind::SwiGlu ? 2 : 1;
-  c += gemm(rows, h, gates * f / s.t, s.e, experts_read);
-  c += activation(m, w, s, rows);
-  c += gemm(rows, f / s.t, h, s.e, experts_read);
-  if (moe_layer) c += expert_bias(m, w, s, rows, false);
+  c += gemm(rows, h, gates * f / sm.t, s.e, experts_read);
+  c += activation(m, w, sm, rows);
+  c += gemm(rows, f / sm.t, h, s.e, experts_read);
+  if (moe_layer) c += expert_bias(m, w, sm, rows, false);
   c += residual(s, h, m.dropout);
   c += sequence_shard_copies(m, w, 4);
   return c;
@@ -407,9 +421,10 @@ KernelCost eager_autograd_backward(const ModelSpec& m, const LayerWork& w, bool 
   }
   if (m.bias) {
     // The row-parallel linears' biases are added to the whole output (after the TP reduction): h wide.
-    const double rows = mlp_rows(m, w, s, moe_layer).first;
+    const Shape sm = mlp_shape(w, s, moe_layer);
+    const double rows = mlp_rows(m, w, sm, moe_layer).first;
     const double gates = swiglu ? 2 : 1;
-    c += memory_bound_kernels(s.e * (s.tokens * (qkv + h) + rows * (gates * f / s.t + h)), 4);
+    c += memory_bound_kernels(s.e * (s.tokens * (qkv + h) + rows * (gates * f / sm.t + h)), 4);
   }
   return c;
 }
@@ -451,9 +466,10 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
   // where backward_of counts every memory-bound kernel twice. The experts' bias loop has a backward of
   // its own.
   if (moe_layer) {
-    const double rows = mlp_rows(m, w, s, true).first;
-    c = without(c, moe_dispatch_kernels(m, w, s, rows));
-    own_backward(expert_bias(m, w, s, rows, false), expert_bias(m, w, s, rows, true));
+    const Shape sm = mlp_shape(w, s, true);
+    const double rows = mlp_rows(m, w, sm, true).first;
+    c = without(c, moe_dispatch_kernels(m, w, sm, rows));
+    own_backward(expert_bias(m, w, sm, rows, false), expert_bias(m, w, sm, rows, true));
   }
   if (!runs_ring_attention(w)) return c;
   // The ring's backward is not its forward's traffic twice: its own kernels (ring_attention.cpp).

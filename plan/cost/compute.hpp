@@ -215,6 +215,10 @@ struct LayerWork {
   Precision precision = Precision::Bf16;
   AttentionKind attention = AttentionKind::Flash;
   int ep = 1;  // expert parallelism: each rank holds experts / ep of an MoE layer's experts
+  // MoE parallel folding (Plan::expert_tp, folds_experts): the experts' tp, below tp; 0 for tp. Folded,
+  // an MoE layer's router and dispatcher work on the rank's sequence-parallel share of the tokens and
+  // its experts on what the EP group sends them, expert_tp-way split.
+  int expert_tp = 0;
   // The token assignments an MoE layer's experts on this rank run, over the balanced count (the
   // hottest EP rank's load, plan/cost/expert_load.hpp): 1 under balanced routing.
   double expert_load = 1;
@@ -252,7 +256,12 @@ LayerWork layer_work(const TrainingSpec& training, int micro_batch, int tp, int 
 // GEMMs read (1 for a dense layer).
 struct LayerRows {
   double tokens = 0, sp_tokens = 0, mlp_rows = 0, experts_read = 1;
+  double mlp_tp = 1;  // the ranks the MLP's columns are split over: tp, or expert_tp for folded experts
 };
+// Whether an MoE layer's experts are folded (LayerWork::expert_tp below tp).
+inline bool folds_experts(const LayerWork& w) {
+  return w.expert_tp > 0 && w.expert_tp < w.tp;
+}
 LayerRows layer_rows(const ModelSpec& model, const LayerWork& work, bool moe_layer);
 
 // Forward of one transformer layer on one rank (1/tp of the heads and MLP columns; with SP the norms

@@ -138,9 +138,10 @@ std::vector<Fp8Linear> fp8_linears(const ModelSpec& m, const LayerWork& w, bool 
   // A column-parallel linear after a norm gathers the norm's sp_tokens rows under SP.
   return {{r.tokens, r.sp_tokens, h, (A + 2 * Kv) / t, 1, Fp8Input::Norm},
           {r.tokens, r.tokens, A / t, h, 1, Fp8Input::Other},
-          moe_layer ? Fp8Linear{r.mlp_rows, r.mlp_rows, h, gates * f / t, r.experts_read, Fp8Input::Other}
-                    : Fp8Linear{r.tokens, r.sp_tokens, h, gates * f / t, 1, Fp8Input::Norm},
-          {r.mlp_rows, r.mlp_rows, f / t, h, r.experts_read, Fp8Input::Activation}};
+          moe_layer
+              ? Fp8Linear{r.mlp_rows, r.mlp_rows, h, gates * f / r.mlp_tp, r.experts_read, Fp8Input::Other}
+              : Fp8Linear{r.tokens, r.sp_tokens, h, gates * f / t, 1, Fp8Input::Norm},
+          {r.mlp_rows, r.mlp_rows, f / r.mlp_tp, h, r.experts_read, Fp8Input::Activation}};
 }
 
 std::vector<Fp8Linear> fp8_op_recompute_linears(const ModelSpec& m, const LayerWork& w, bool moe_layer) {

@@ -22,7 +22,9 @@ LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerW
   out.tp_gather = tp_gathers_float8(work) ? Bytes(tokens * model.hidden * kFloat8Bytes) : out.tp;
   const double kv_dim = double(work.repeat_kv ? model.heads : model.kv_heads) * model.head_dim / work.tp;
   out.cp = Bytes(double(work.micro_batch) * work.seq_len * 2 * kv_dim * elem);
-  if (model.moe) out.ep = Bytes(tokens * model.moe->top_k * model.hidden * elem * work.expert_load);
+  // Folded experts (folds_experts) dispatch the rank's sequence-parallel share of the tokens.
+  const double dispatched = folds_experts(work) ? tokens / work.tp : tokens;
+  if (model.moe) out.ep = Bytes(dispatched * model.moe->top_k * model.hidden * elem * work.expert_load);
   return out;
 }
 

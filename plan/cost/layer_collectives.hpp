@@ -19,9 +19,10 @@ struct LayerCollectiveBytes {
   // b x s x 2 x kv_heads x head_dim / tp (heads with training.repeat_kv): all-gathered forward, their
   // gradients reduce-scattered backward. torch_ring moves its own (plan/cost/ring_attention.hpp).
   Bytes cp;
-  // EP: each token's hidden state to its top_k experts, b x s/cp x top_k x h: dispatched and
-  // combined by all-to-all on MoE layers, times work.expert_load (the hottest EP rank's share sets
-  // the pace of every rank of the all-to-all); 0 for a model without experts.
+  // EP: each token's hidden state to its top_k experts, b x s/cp x top_k x h (folded, the rank's
+  // sequence-parallel share: / tp): dispatched and combined by all-to-all on MoE layers, times
+  // work.expert_load (the hottest EP rank's share sets the pace of every rank of the all-to-all); 0
+  // for a model without experts.
   Bytes ep;
 };
 

@@ -35,10 +35,10 @@ struct RankParameters {
 };
 
 // Whether data parallelism moves the experts' gradients and ZeRO shards under EP: each expert has more
-// than one holder (its replicas, dp x cp / ep ranks; `replicas` = dp x cp). Otherwise they stay where
-// they are. Lowering's experts' parts (GroupKind::ExpertDp), the verifier and the optimizer's bounds ask.
-inline bool experts_replicated(int replicas, int ep) {
-  return replicas > ep;
+// than one holder (`expert_replicas`, plan.hpp's). Otherwise they stay where they are. Lowering's
+// experts' parts (GroupKind::ExpertDp), the verifier and the optimizer's bounds ask.
+inline bool experts_replicated(int expert_replicas) {
+  return expert_replicas > 1;
 }
 
 // Whether the buckets are reduce-scattered every micro-batch into each rank's partition of the

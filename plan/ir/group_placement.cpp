@@ -27,7 +27,8 @@ cost::GroupPlacement lowering::place(int n, long long stride, const PoolSpec& po
 namespace {
 
 // Where these ranks sit, on GPUs in rank order as place() assumes: for a group whose members are not
-// evenly strided (the experts' replicas under cp > 1: runs of cp ranks, every ep-th DP rank).
+// evenly strided (the experts' replicas under cp > 1: runs of cp ranks, every ep-th DP rank; folded
+// expert groups).
 cost::GroupPlacement place_members(const std::vector<int>& ranks, const PoolSpec& pool,
                                    const ClusterSpec& cluster) {
   std::vector<int> nodes;
@@ -42,6 +43,8 @@ using lowering::place;
 cost::GroupPlacement group_placement(const Plan& p, GroupKind kind, const PoolSpec& pool,
                                      const ClusterSpec& c) {
   const RankStrides stride = rank_strides(p);
+  if (folds_experts(p) && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp))
+    return place_members(group_members(p, 0, kind), pool, c);  // over the stage's tp x cp x dp ranks
   switch (kind) {
     case GroupKind::Tp:
       return place(p.tp, stride.tp, pool, c);

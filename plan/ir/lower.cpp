@@ -182,9 +182,9 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
 }
 
 int RoleBuilder::tp_collectives(int chunk, int begin, int end, int passes) const {
-  // Two per layer and pass (after attention and MLP; their input gradients backward), one more for
-  // the vocabulary-parallel embedding where the span starts the model.
-  return (2 * (end - begin) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
+  // Those of the layers (their input gradients backward), one more for the vocabulary-parallel
+  // embedding where the span starts the model.
+  return (tp_layer_collectives(begin, end) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
 }
 
 bool RoleBuilder::bulk_backward_rs() const {
@@ -250,11 +250,12 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
       // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
       // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
       // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
-      // and Transformer Engine's linears): two more all-gathers per layer and backward. DTensor's
+      // and Transformer Engine's linears): two more all-gathers per layer and backward (one in a folded
+      // MoE layer, whose experts are no TP linears). DTensor's
       // autograd keeps the gathered input instead (training.tensor_parallel).
-      beside =
-          add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, tp_bytes, 2 * (end - begin) * passes,
-                         StreamKind::Tp, names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
+      beside = add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, tp_bytes,
+                              tp_layer_collectives(begin, end) * passes, StreamKind::Tp,
+                              names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
     }
     if (bulk_backward_rs()) {
       // userbuffers' bulk overlap (plan/cost/tp_overlap.hpp): the QKV and up projections' input gradients

@@ -47,6 +47,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.pp = *r.pp;
   p.cp = r.cp.value_or(1);
   p.ep = r.ep.value_or(1);
+  p.expert_tp = r.expert_tp.value_or(0) == p.tp ? 0 : r.expert_tp.value_or(0);  // 0: as tp
   p.dp = r.dp ? *r.dp : int(s.cluster.gpus() / (std::int64_t(p.tp) * p.pp * p.cp));
   p.order = r.order.value_or(p.order);
   p.micro_batch = *r.micro_batch;
@@ -112,7 +113,27 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0)
     add("cp=" + num(p.cp) + " needs the sequence length " + num(t.seq_len) + " divisible by " +
         num(2 * p.cp));
-  if (p.ep > 1 && (!m.moe || m.moe->experts % p.ep != 0 || p.dp % p.ep != 0))
+  if (p.expert_tp > 0) {
+    if (p.expert_tp != 1 || p.tp < 2)
+      add("expert_tp=" + num(p.expert_tp) + " with tp=" + num(p.tp) +
+          ": the experts' tensor parallelism is tp (leave expert_tp out) or, with tp > 1, 1 (MoE parallel "
+          "folding)");
+    else if (!m.moe)
+      add("expert_tp=1 folds a mixture-of-experts model's experts, and the model has none");
+    else if ((long long)p.tp * p.cp * p.dp % p.ep != 0)
+      add("expert_tp=1 spreads ep=" + num(p.ep) + " over tp x cp x dp = " +
+          num((long long)p.tp * p.cp * p.dp) + " ranks a stage: ep must divide them");
+    else if (!p.sequence_parallel)
+      add("expert_tp=1 dispatches each rank's sequence-parallel share of the tokens (Megatron-Core requires "
+          "--sequence-parallel for MoE under tp > 1): give sequence_parallel true");
+    else if (t.tensor_parallel != TensorParallelImpl::Megatron)
+      add("expert_tp=1 is Megatron-Core's MoE parallel folding: it needs training.tensor_parallel megatron");
+    else if (std::any_of(p.stages.begin(), p.stages.end(),
+                         [](const StagePlan& st) { return st.recompute == Recompute::Op; }))
+      add("expert_tp=1 with recompute op: per-operator recompute is torchtitan's, which does not fold "
+          "experts; use recompute full or selective");
+  }
+  if (p.ep > 1 && (!m.moe || m.moe->experts % p.ep != 0 || (!folds_experts(p) && p.dp % p.ep != 0)))
     add("ep=" + num(p.ep) + " needs a mixture-of-experts model whose experts and dp=" + num(p.dp) +
         " it divides");
   const std::optional<std::int64_t> per_step = checked_product({p.dp, p.micro_batch, p.num_microbatches});
@@ -149,7 +170,7 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
     add("dp_replicate=" + num(p.dp_replicate) +
         " replicates ZeRO 3's shard group (HSDP), and the plan has zero " + num(p.zero) +
         ": use zero 3, or dp_replicate 1");
-  else if (p.dp_replicate > 1 && p.ep > 1)
+  else if (p.dp_replicate > 1 && experts_apart(p))
     add("dp_replicate=" + num(p.dp_replicate) + " with ep=" + num(p.ep) +
         ": HSDP of a mixture-of-experts plan (experts sharded over their own replicas) is not modelled; "
         "use ep 1 or dp_replicate 1");
@@ -235,6 +256,7 @@ std::string to_yaml(const Plan& p) {
   std::string y;
   y += "dp: " + std::to_string(p.dp) + "\ntp: " + std::to_string(p.tp) + "\npp: " + std::to_string(p.pp) +
        "\ncp: " + std::to_string(p.cp) + "\nep: " + std::to_string(p.ep) + "\norder: " + p.order + "\n";
+  if (p.expert_tp > 0) y += "expert_tp: " + std::to_string(p.expert_tp) + "\n";
   y += "micro_batch: " + std::to_string(p.micro_batch) +
        "\nnum_microbatches: " + std::to_string(p.num_microbatches) + "\n";
   y += "schedule: " + enum_name(p.schedule, kScheduleNames) +

@@ -13,6 +13,9 @@ namespace paratwin {
 
 struct Plan {
   int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  // The experts' tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): 0, the dense
+  // layers' tp (EP carved out of dp); 1 under tp > 1, MoE parallel folding (folds_experts).
+  int expert_tp = 0;
   std::string order = "tp-cp-dp-pp";  // rank order, fastest-varying dimension first
   int micro_batch = 1;                // sequences per micro-batch
   int num_microbatches = 1;           // per data-parallel replica and iteration
@@ -55,6 +58,28 @@ struct Plan {
   int zero_group() const { return dp / dp_replicate * cp; }
   bool operator==(const Plan&) const = default;
 };
+
+// MoE parallel folding, Megatron-Core's expert grid (parallel_state.py: its own RankGenerator over the
+// same ranks with tp = expert_tp and cp 1): with a stage's ranks numbered tp fastest, then cp, then dp,
+// a rank's EP group is ep consecutive numbers (times expert_tp) and its experts' DP group the numbers
+// at its place in every EP group, so EP spans the stage's tp x cp x dp ranks instead of dp alone. The
+// experts run whole (expert_tp 1) on the rank's sequence-parallel share of the tokens.
+inline int experts_tp(const Plan& p) {
+  return p.expert_tp > 0 ? p.expert_tp : p.tp;
+}
+inline bool folds_experts(const Plan& p) {
+  return experts_tp(p) < p.tp;
+}
+// Whether an MoE layer's experts are sharded or replicated apart from its dense parameters (their
+// gradients reduced over GroupKind::ExpertDp): under EP or folded.
+inline bool experts_apart(const Plan& p) {
+  return p.ep > 1 || folds_experts(p);
+}
+// The ranks that hold each expert of a stage (GroupKind::ExpertDp): dp x cp / ep, folded tp x cp x dp
+// / (expert_tp x ep).
+inline int expert_replicas(const Plan& p) {
+  return (folds_experts(p) ? p.tp / experts_tp(p) : 1) * p.dp * p.cp / p.ep;
+}
 
 // The plan a scenario fixes. Secondary fields left out take documented defaults (cp, ep 1; schedule
 // 1f1b; recompute none; ZeRO 0, resharded after forward; no offload, no compression; overlap of DP and PP

@@ -93,6 +93,7 @@ std::string to_text(const Program& p) {
          std::to_string(p.roles.size()) + " roles, " + std::to_string(p.task_count()) + " tasks\n";
   out += "plan dp=" + std::to_string(pl.dp) + " tp=" + std::to_string(pl.tp) +
          " pp=" + std::to_string(pl.pp) + " cp=" + std::to_string(pl.cp) + " ep=" + std::to_string(pl.ep) +
+         (folds_experts(pl) ? " expert_tp=" + std::to_string(pl.expert_tp) : std::string()) +
          " micro_batch=" + std::to_string(pl.micro_batch) +
          " microbatches=" + std::to_string(pl.num_microbatches) +
          " schedule=" + enum_name(pl.schedule, kScheduleNames) + " v=" + std::to_string(pl.virtual_stages) +

@@ -93,13 +93,13 @@ class RoleBuilder {
     t.layer_end = end;
     return t;
   }
-  // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the DP ranks that hold
-  // it (EP is carved out of dp).
+  // The ranks that reduce each gradient (the DP group): dp x cp; an expert's, the ranks that hold it
+  // (GroupKind::ExpertDp).
   int replicas() const { return p_.dp * p_.cp; }
-  int expert_replicas() const { return replicas() / p_.ep; }
+  int expert_replicas() const { return paratwin::expert_replicas(p_); }
   // Of a span's expert parameters, those data parallelism reduces and gathers: none where each expert
-  // has a single holder (ep = dp x cp).
-  double dp_experts(double experts) const { return experts_replicated(replicas(), p_.ep) ? experts : 0; }
+  // has a single holder.
+  double dp_experts(double experts) const { return experts_replicated(expert_replicas()) ? experts : 0; }
   // The ranks ZeRO shards the dense model state over: the DP group, a shard group under HSDP.
   int shards() const { return p_.zero_group(); }
   bool last_chunk(int chunk) const { return chunk == p_.chunks() - 1; }
@@ -107,7 +107,16 @@ class RoleBuilder {
   const StagePlan& stage(int chunk) const { return p_.stages[chunk]; }
 
   cost::LayerWork layer_work() const {
-    return cost::layer_work(t_, p_.micro_batch, p_.tp, p_.cp, p_.sequence_parallel, p_.ep, p_.overlap_tp);
+    cost::LayerWork w =
+        cost::layer_work(t_, p_.micro_batch, p_.tp, p_.cp, p_.sequence_parallel, p_.ep, p_.overlap_tp);
+    w.expert_tp = p_.expert_tp;
+    return w;
+  }
+
+  // A span's TP collectives of each kind per pass: two a layer, after attention and the MLP; one in an
+  // MoE layer with folded experts, which take the tokens through the EP all-to-alls (folds_experts).
+  int tp_layer_collectives(int begin, int end) const {
+    return 2 * (end - begin) - (folds_experts(p_) ? moe_layers(begin, end) : 0);
   }
 
   int moe_layers(int begin, int end) const {

@@ -56,6 +56,7 @@ class RoleVerifier {
   void report(const std::string& what) { problems_.push_back("role " + std::to_string(index_) + " " + what); }
 
   int replicas() const { return p_.dp * p_.cp; }
+  int expert_replicas() const { return paratwin::expert_replicas(p_); }
   bool own_chunk(int chunk) const {
     return chunk >= 0 && chunk < p_.chunks() && p_.rank_of_chunk(chunk) == int(index_);
   }
@@ -175,8 +176,8 @@ class RoleVerifier {
   // the same dependencies (lowering's add_dp); the checks above hold that part to the plan.
   template <class Expect>
   void expert_part(size_t i, const Task& t, const Expect& expect) {
-    expect(p_.ep > 1 && experts_replicated(replicas(), p_.ep),
-           "over the experts' replicas needs ep > 1 and dp x cp > ep");
+    expect(experts_apart(p_) && experts_replicated(expert_replicas()),
+           "over the experts' replicas needs experts apart (ep > 1 or folded) with more than one holder");
     expect(t.purpose == Purpose::GradientReduce || t.purpose == Purpose::GradientTopK ||
                t.purpose == Purpose::ParameterGather || t.purpose == Purpose::PassGather,
            "is not a data-parallel task with an experts' part");

@@ -83,6 +83,10 @@ void dropped(const Plan& p, const ScenarioSpec& s, std::vector<std::string>& not
                     "plan's context parallelism; not emitted");
   if (p.ep > 1)
     notes.push_back("ep=" + n(p.ep) + ": give deepspeed.moe.layer.MoE(ep_size=" + n(p.ep) + ") in the model");
+  if (folds_experts(p))
+    notes.push_back("expert_tp=" + n(p.expert_tp) +
+                    ": DeepSpeed-MoE shards no expert over a width of its own (Megatron-Core's MoE parallel "
+                    "folding); not emitted");
   if (p.tp > 1 && p.sequence_parallel)
     notes.push_back(
         "sequence_parallel: AutoTP has no Megatron-style sequence parallelism; activations are "

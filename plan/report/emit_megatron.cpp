@@ -283,6 +283,7 @@ EmittedConfig megatron_launch(const Plan& p, const ScenarioSpec& s) {
     cp_comm_type(a, s.training, notes);
   }
   if (p.ep > 1) a.add("expert-model-parallel-size", n(p.ep));
+  if (folds_experts(p)) a.add("expert-tensor-parallel-size", n(experts_tp(p)));
   rank_order(a, p, notes);
   if (p.tp > 1 && p.sequence_parallel) a.add("sequence-parallel");
   if (p.tp > 1 && s.training.tensor_parallel == TensorParallelImpl::DTensor)

@@ -490,14 +490,17 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   p.pp = a.integer("pipeline-model-parallel-size", 1, 4096, 1);
   p.cp = a.integer("context-parallel-size", 1, 1024, 1);
   p.ep = a.integer("expert-model-parallel-size", 1, 4096, 1);
-  // The twin shards every expert over the TP group, as Megatron-Core does by default; another width
-  // (MoE parallel folding, experts grouped over tp x dp) is a plan a scenario cannot say.
-  if (const int etp = a.integer("expert-tensor-parallel-size", 1, 1024, p.tp); etp != p.tp)
-    throw InputError(Arguments::where("expert-tensor-parallel-size", std::to_string(etp)),
-                     "--expert-tensor-parallel-size " + std::to_string(etp) +
-                         " differs from --tensor-model-parallel-size " + std::to_string(p.tp) +
-                         ": the twin shards each expert over the TP group (Megatron-Core's default); MoE "
-                         "parallel folding is not expressible yet");
+  // The experts over the TP group (Megatron-Core's default), or whole, folded over tp x cp x dp
+  // (Plan::expert_tp 1); another width is a plan a scenario cannot say.
+  if (const int etp = a.integer("expert-tensor-parallel-size", 1, 1024, p.tp); etp != p.tp) {
+    if (etp != 1)
+      throw InputError(Arguments::where("expert-tensor-parallel-size", std::to_string(etp)),
+                       "--expert-tensor-parallel-size " + std::to_string(etp) +
+                           " differs from --tensor-model-parallel-size " + std::to_string(p.tp) +
+                           ": the twin shards each expert over the TP group (Megatron-Core's default) or "
+                           "folds whole experts (--expert-tensor-parallel-size 1); nearest: 1");
+    p.expert_tp = 1;
+  }
   if (!gpus)
     throw InputError(argument_location("--gpus", ""),
                      "the world size is unknown: give torchrun's --nnodes and --nproc-per-node before the "
@@ -652,7 +655,8 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
   if (t.steps) y += "  steps: " + n(*t.steps) + "\n";
   y +=
       "plan:\n  tp: " + n(p.tp) + "\n  pp: " + n(p.pp) + "\n  cp: " + n(p.cp) + "\n  ep: " + n(p.ep) +
-      "\n  dp: " + n(p.dp) + "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +
+      (p.expert_tp > 0 ? "\n  expert_tp: " + n(p.expert_tp) : std::string()) + "\n  dp: " + n(p.dp) +
+      "\n  order: " + p.order + "\n  micro_batch: " + n(p.micro_batch) +
       "\n  schedule: " + enum_name(p.schedule, kScheduleNames) +
       "\n  virtual_stages: " + n(p.virtual_stages) +
       "\n  recompute: " + enum_name(p.stages.front().recompute, kRecomputeNames) +

@@ -54,6 +54,7 @@ nlohmann::json plan_json(const Plan& p) {
           {"pp", p.pp},
           {"cp", p.cp},
           {"ep", p.ep},
+          {"expert_tp", experts_tp(p)},
           {"order", p.order},
           {"micro_batch", p.micro_batch},
           {"num_microbatches", p.num_microbatches},

@@ -77,7 +77,7 @@ class Bounds {
   // The experts' parameters that DP moves (lowering's dp_experts): none where each expert has a single
   // holder.
   static double moved_experts(const ParallelLayout& layout, double experts) {
-    return experts_replicated(layout.replicas(), layout.ep) ? experts : 0;
+    return experts_replicated(layout.replicas() / layout.ep) ? experts : 0;
   }
   PartitionTerms partition_terms(const ParallelLayout& layout, const Ranges& ranges) const;
   static void last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,

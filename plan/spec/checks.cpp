@@ -112,6 +112,10 @@ class Checker {
                              " needs training.seq_len divisible by 2 x cp = " + std::to_string(2 * *p.cp) +
                              ", got " + kv("training.seq_len", s_.training.seq_len));
     }
+    if (p.expert_tp && p.tp && *p.expert_tp != 1 && *p.expert_tp != *p.tp)
+      error("plan.expert_tp", kv("plan.expert_tp", *p.expert_tp) + " with " + kv("plan.tp", *p.tp) +
+                                  ": the experts' tensor parallelism is tp (leave expert_tp out) or 1, "
+                                  "Megatron-Core's MoE parallel folding (nearest: 1)");
     if (p.ep && *p.ep > 1) {
       if (!m.moe)
         error("plan.ep", kv("plan.ep", *p.ep) + " needs a mixture-of-experts model; model " + m.name +
@@ -120,9 +124,11 @@ class Checker {
         error("plan.ep", kv("plan.ep", *p.ep) + " does not divide " +
                              kv("model.moe.experts", m.moe->experts) +
                              nearest_divisor(m.moe->experts, *p.ep, "plan.ep"));
-      if (p.dp && *p.dp % *p.ep != 0)
+      const bool folded = p.expert_tp && p.tp && *p.expert_tp < *p.tp;
+      if (p.dp && *p.dp % *p.ep != 0 && !folded)
         error("plan.ep", kv("plan.ep", *p.ep) + " must divide " + kv("plan.dp", *p.dp) +
-                             ": expert-parallel groups are formed inside the data-parallel group");
+                             ": expert-parallel groups are formed inside the data-parallel group (with "
+                             "plan.expert_tp: 1, Megatron-Core's MoE parallel folding, over tp x cp x dp)");
     }
     const int gpus = s_.cluster.gpus();
     const long long model_parallel =

@@ -217,6 +217,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
   read_auto(r, "pp", p.pp, 1, 4096);
   read_auto(r, "cp", p.cp, 1, 1024);
   read_auto(r, "ep", p.ep, 1, 4096);
+  read_auto(r, "expert_tp", p.expert_tp, 1, 1024);
   read_auto(r, "micro_batch", p.micro_batch, 1, 1 << 20);
   read_auto(r, "schedule", p.schedule, kScheduleNames);
   read_auto(r, "virtual_stages", p.virtual_stages, 1, 1024);

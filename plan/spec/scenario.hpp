@@ -267,6 +267,7 @@ extern const std::vector<std::string> kRankOrders;
 // choose (std::nullopt); `plan: auto` leaves all of them to it.
 struct PlanRequest {
   std::optional<int> dp, tp, pp, cp, ep;
+  std::optional<int> expert_tp;  // Plan::expert_tp
   std::optional<int> micro_batch;
   std::optional<Schedule> schedule;
   std::optional<int> virtual_stages;

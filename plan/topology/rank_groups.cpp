@@ -5,9 +5,37 @@
 
 namespace paratwin {
 
+namespace {
+
+// The members of a folded expert group (folds_experts, plan.hpp): Megatron-Core's expert grid numbers a
+// stage's ranks tp fastest, then cp, then dp; `first` and `step` pick `count` of those numbers, kept
+// in rank order.
+std::vector<int> folded_members(const Plan& plan, const RankStrides& strides, RankCoords c, int first,
+                                int step, int count) {
+  std::vector<int> members;
+  for (int i = 0; i < count; ++i) {
+    const int r = first + i * step;
+    c.tp = r % plan.tp;
+    c.cp = r / plan.tp % plan.cp;
+    c.dp = r / (plan.tp * plan.cp);
+    members.push_back(int(rank_of(strides, c)));
+  }
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+}  // namespace
+
 std::vector<int> group_members(const Plan& plan, const RankStrides& strides, int rank, GroupKind kind) {
   const RankCoords at = rank_coords(strides, plan, rank);
   RankCoords c = at;
+  if (folds_experts(plan) && (kind == GroupKind::Ep || kind == GroupKind::ExpertDp)) {
+    const int r = at.tp + plan.tp * (at.cp + plan.cp * at.dp), etp = experts_tp(plan);
+    const int block = etp * plan.ep;  // an EP group's numbers
+    return kind == GroupKind::Ep
+               ? folded_members(plan, strides, c, r / block * block + r % etp, etp, plan.ep)
+               : folded_members(plan, strides, c, r % block, block, plan.tp * plan.cp * plan.dp / block);
+  }
   std::vector<int> members;
   auto vary = [&](int RankCoords::*field, int begin, int end) {
     for (int i = begin; i < end; ++i) {

@@ -1,0 +1,175 @@
+// MoE parallel folding (plan.expert_tp 1, Megatron-Core's expert grid): who meets whom, what the Program
+// moves and computes against the same plan with the experts sharded over the TP group, and the errors.
+#define BOOST_TEST_MODULE expert_folding
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catalog_scenario.hpp"
+#include "plan/analytic/evaluate.hpp"
+#include "plan/cost/memory.hpp"
+#include "plan/ir/buckets.hpp"
+#include "plan/ir/program.hpp"
+#include "plan/report/emit.hpp"
+#include "plan/search/optimizer.hpp"
+#include "plan/spec/diagnostics.hpp"
+#include "plan/topology/rank_groups.hpp"
+
+using namespace paratwin;
+namespace tt = boost::test_tools;
+
+namespace {
+
+using cost::CollectiveKind;
+using paratwin_test::scenario;
+
+// Every layer an MoE layer: 16 experts of which 2 a token, on two 8-GPU nodes at tp 2, dp 8, ep 8.
+const std::string kMoe =
+    "model: {name: moe, layers: 4, hidden: 256, heads: 8, ffn_hidden: 512, vocab: 2048, seq_len: 512,\n"
+    "        tied_embeddings: false, moe: {experts: 16, top_k: 2}}\n"
+    "cluster: {from: dgx-h100, nodes: 2}\ntraining: {global_batch: 32, seq_len: 512}\n"
+    "plan: {tp: 2, pp: 1, dp: 8, ep: 8, micro_batch: 1, sequence_parallel: true}\n";
+
+struct Run {
+  ScenarioSpec s;
+  Plan plan;
+  Program program;
+};
+
+Run run(const std::vector<std::string>& sets) {
+  Run r{scenario(kMoe, sets), {}, {}};
+  r.plan = complete_plan(r.s);
+  const auto problems = verify(r.plan, r.s.model, r.s.cluster, r.s.training);
+  BOOST_REQUIRE_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front()));
+  r.program = lower(r.plan, r.s.model, r.s.cluster, r.s.training);
+  BOOST_REQUIRE(verify(r.program).empty());
+  return r;
+}
+
+// Rank 0's bytes times count per group and collective kind, and its GEMM FLOPs.
+struct Moved {
+  std::map<std::pair<GroupKind, CollectiveKind>, double> bytes;
+  std::map<std::pair<GroupKind, CollectiveKind>, int> count;
+  double gemm_flops = 0;
+};
+
+Moved moved(const Run& r) {
+  Moved m;
+  for (const Task& t : r.program.roles[0].tasks) {
+    m.gemm_flops += t.work.gemm_flops.value();
+    if (t.kind != TaskKind::Collective) continue;
+    m.bytes[{t.group, t.collective}] += t.bytes.value() * t.count;
+    m.count[{t.group, t.collective}] += t.count;
+  }
+  return m;
+}
+
+// The first problem with the scenario, whether its checks or the plan's verification find it.
+std::string problem(const std::vector<std::string>& sets) {
+  try {
+    const ScenarioSpec s = scenario(kMoe, sets);
+    const auto problems = verify(complete_plan(s), s.model, s.cluster, s.training);
+    return problems.empty() ? std::string("none") : problems.front();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(expert_groups_follow_megatron_cores_expert_grid) {
+  Plan p;
+  p.tp = 2, p.dp = 8, p.ep = 8;
+  // Sharded over TP, EP is carved out of dp: the 8 DP ranks at rank 0's TP place.
+  BOOST_TEST(group_members(p, 0, GroupKind::Ep) == (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}),
+             tt::per_element());
+  // Folded, EP is 8 consecutive ranks of the stage's tp x dp grid (tp fastest), and an expert's holders
+  // are the ranks at the same place in each EP group.
+  p.expert_tp = 1;
+  BOOST_TEST(group_members(p, 0, GroupKind::Ep) == (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}),
+             tt::per_element());
+  BOOST_TEST(group_members(p, 9, GroupKind::Ep) == (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}),
+             tt::per_element());
+  BOOST_TEST(group_members(p, 5, GroupKind::ExpertDp) == (std::vector<int>{5, 13}), tt::per_element());
+  BOOST_TEST(expert_replicas(p) == 2);
+  // Under pp the grid is per stage, and the rank order decides where a grid number sits.
+  p.pp = 2;
+  BOOST_TEST(group_members(p, 17, GroupKind::Ep) == (std::vector<int>{16, 17, 18, 19, 20, 21, 22, 23}),
+             tt::per_element());
+  p.order = "tp-cp-pp-dp";  // the stages alternate: a DP rank every 4
+  BOOST_TEST(group_members(p, 0, GroupKind::Ep) == (std::vector<int>{0, 1, 4, 5, 8, 9, 12, 13}),
+             tt::per_element());
+  // ep 16 over the 16 ranks of a stage: each expert has one holder.
+  p = Plan{};
+  p.tp = 2, p.dp = 8, p.ep = 16, p.expert_tp = 1;
+  BOOST_TEST(group_members(p, 3, GroupKind::Ep).size() == 16u);
+  BOOST_TEST(group_members(p, 3, GroupKind::ExpertDp) == (std::vector<int>{3}), tt::per_element());
+  BOOST_TEST(!experts_replicated(expert_replicas(p)));
+}
+
+BOOST_AUTO_TEST_CASE(folded_experts_dispatch_the_sequence_share_and_run_whole) {
+  for (const char* zero : {"plan.zero=0", "plan.zero=1", "plan.zero=3"}) {
+    BOOST_TEST_CONTEXT(zero) {
+      const Run sharded = run({zero});
+      const Run folded = run({zero, "plan.expert_tp=1"});
+      const Moved a = moved(sharded), b = moved(folded);
+      const auto a2a = std::pair{GroupKind::Ep, CollectiveKind::AllToAll};
+      // The same all-to-alls, each of the rank's sequence-parallel share: 1/tp of the tokens.
+      BOOST_TEST(b.count.at(a2a) == a.count.at(a2a));
+      BOOST_TEST(b.bytes.at(a2a) == a.bytes.at(a2a) / 2, tt::tolerance(1e-12));
+      // Every layer is an MoE layer: its MLP's TP all-gather and reduce-scatter are gone, attention's
+      // stay (forward, backward and the backward's re-gather; the embedding's one more a pass).
+      for (const CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+        const auto tp = std::pair{GroupKind::Tp, kind};
+        const int passes = 2 * sharded.plan.num_microbatches, layers = sharded.s.model.layers;
+        const int regather = kind == CollectiveKind::AllGather ? 1 : 0;
+        BOOST_TEST(a.count.at(tp) == passes * (2 * layers + 1) + regather * passes / 2 * 2 * layers);
+        BOOST_TEST(b.count.at(tp) == passes * (layers + 1) + regather * passes / 2 * layers);
+      }
+      // The model's FLOPs on a rank are the same: each expert's rows whole instead of half their columns.
+      BOOST_TEST(b.gemm_flops == a.gemm_flops, tt::tolerance(1e-9));
+      // A rank holds its experts whole (1/ep of them either way), reduced over their 2 holders.
+      const RankParameters ha = plan_rank_parameters(sharded.plan, sharded.s.model, sharded.s.training, 0);
+      const RankParameters hb = plan_rank_parameters(folded.plan, folded.s.model, folded.s.training, 0);
+      BOOST_TEST(hb.experts == 2 * ha.experts, tt::tolerance(1e-12));
+      BOOST_TEST(hb.total - hb.experts == ha.total - ha.experts, tt::tolerance(1e-12));
+      double expert_dp = 0;
+      for (const Task& t : folded.program.roles[0].tasks)
+        if (t.group == GroupKind::ExpertDp) {
+          BOOST_TEST(t.placement.size == 2);
+          BOOST_TEST(t.placement.per_node == 1);  // ranks 0 and 8: one on each node
+          if (t.purpose == Purpose::GradientReduce) expert_dp += t.bytes.value() * t.count;
+        }
+      const double reduces = folded.plan.zero == 3 ? folded.plan.num_microbatches : 1;
+      BOOST_TEST(expert_dp == reduces * hb.experts * cost::gradient_bytes(folded.s.training),
+                 tt::tolerance(1e-9));
+      // Sharded over TP, the all-to-all stays among the DP ranks of one TP place (a stride of 2, 4 a node);
+      // folded, it runs among 8 consecutive ranks: one node.
+      for (const Task& t : folded.program.roles[0].tasks)
+        if (t.group == GroupKind::Ep) BOOST_TEST(t.placement.per_node == 8);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(folding_is_checked_and_written) {
+  BOOST_TEST(problem({"plan.expert_tp=1"}) == "none");
+  BOOST_TEST(problem({"plan.expert_tp=1", "plan.sequence_parallel=false"}).find("sequence_parallel") !=
+             std::string::npos);
+  BOOST_TEST(problem({"plan.expert_tp=1", "plan.tp=1", "plan.dp=16"}) ==
+             "none");  // expert_tp = tp: no folding
+  // ep 16 over tp x dp = 16 although dp is 8: folded only.
+  BOOST_TEST(problem({"plan.expert_tp=1", "plan.ep=16"}) == "none");
+  BOOST_TEST(problem({"plan.ep=16"}).find("plan.ep=16 must divide plan.dp=8") != std::string::npos);
+  // A width between 1 and tp names the field and the nearest valid value.
+  const std::string between = problem({"plan.tp=4", "plan.dp=4", "plan.ep=4", "plan.expert_tp=2"});
+  BOOST_TEST(between.find("plan.expert_tp=2") != std::string::npos);
+  BOOST_TEST(between.find("nearest: 1") != std::string::npos);
+  // The plan file keeps it; Megatron-LM's launch says it; the optimizer refuses to search it.
+  const ScenarioSpec s = scenario(kMoe, {"plan.expert_tp=1"});
+  const Plan p = complete_plan(s);
+  BOOST_TEST(to_yaml(p).find("expert_tp: 1\n") != std::string::npos);
+  BOOST_TEST(to_yaml(complete_plan(scenario(kMoe, {}))).find("expert_tp") == std::string::npos);
+  BOOST_TEST(megatron_launch(p, s).text.find("--expert-tensor-parallel-size 1") != std::string::npos);
+  BOOST_CHECK_THROW(search_plans(scenario(kMoe, {"plan.expert_tp=1", "plan.pp=auto"}), {}), InputError);
+}
