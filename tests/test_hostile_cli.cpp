@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(simulations_and_traces_too_large_are_refused_before_they_st
                   trace.string());
   BOOST_TEST(r.status == 2);
   BOOST_TEST(
-      r.err.find("error: the trace would hold 190 events (183 tasks of the Program)") != std::string::npos,
+      r.err.find("error: the trace would hold 191 events (183 tasks of the Program)") != std::string::npos,
       r.err);
   BOOST_TEST(!fs::exists(trace));
   fs::remove_all(test_dir("paratwin_hostile_"));

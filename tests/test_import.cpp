@@ -40,7 +40,8 @@ const std::vector<Case> kOverlaps = {
      with(kMixtral, {"plan.ep=4", "plan.pp=2", "plan.dp=16", "training.moe_dispatcher=fused"})},
     {"mixtral-folded-experts", "quickstart",
      with(kMixtral,
-          {"plan.ep=8", "plan.expert_tp=1", "plan.pp=2", "plan.dp=16", "plan.sequence_parallel=true"})},
+          {"plan.ep=8", "plan.expert_tp=1", "plan.pp=2", "plan.dp=16", "plan.sequence_parallel=true",
+           "plan.schedule=interleaved", "plan.virtual_stages=2", "plan.overlap.ep=true"})},
 };
 
 // The emit tests' plans, those above and every catalog scenario that fixes its plan.
@@ -82,6 +83,7 @@ void check_same_plan(const Plan& p, const ScenarioSpec& s, const ImportedLaunch&
   BOOST_TEST(q.cp == p.cp);
   BOOST_TEST(q.ep == p.ep);
   BOOST_TEST(q.expert_tp == p.expert_tp);
+  BOOST_TEST(q.overlap_ep == p.overlap_ep);
   BOOST_TEST(l.world == p.gpus());
   BOOST_TEST(q.virtual_stages == p.virtual_stages);
   if (p.schedule != Schedule::GPipe) BOOST_TEST((q.schedule == p.schedule));  // gpipe runs as 1F1B (a note)

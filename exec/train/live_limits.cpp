@@ -36,6 +36,10 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
       break;
     }
   }
+  if (p.overlap_ep)
+    out.push_back(
+        "overlap.ep (combined 1F1B) is planned and simulated only: the live engine runs a pass's "
+        "all-to-alls inside it; leave overlap.ep out");
   if (folds_experts(p))
     out.push_back("expert_tp " + std::to_string(p.expert_tp) +
                   " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "

@@ -48,7 +48,7 @@ SpanKind classify(TaskKind kind, const QString& thread, const QString& name) {
     case TaskKind::Collective:
       break;
   }
-  if (stream_is(thread, StreamKind::Tp)) return SpanKind::TpComm;
+  if (stream_is(thread, StreamKind::Tp) || stream_is(thread, StreamKind::Ep)) return SpanKind::TpComm;
   if (stream_is(thread, StreamKind::Pp)) return SpanKind::PpComm;
   if (stream_is(thread, StreamKind::Dp) || stream_is(thread, StreamKind::DpReplicate))
     return SpanKind::DpComm;

@@ -405,7 +405,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
           pp.push_back(iv);
         else
           compute.push_back(iv);
-      } else if (t.stream == StreamKind::Tp) {
+      } else if (t.stream == StreamKind::Tp || t.stream == StreamKind::Ep) {
         tp.push_back(iv);
       } else if (t.stream == StreamKind::Pp) {
         pp.push_back(iv);

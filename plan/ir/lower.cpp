@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/layer_collectives.hpp"
@@ -31,17 +32,25 @@ Role RoleBuilder::build() {
   // copies, bucket segments); growing the vector would move them all.
   role_.tasks.reserve(static_cast<size_t>(
       estimated_role_tasks(p_.virtual_stages, p_.num_microbatches, m_.layers, p_.pp, p_.zero)));
-  const auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
+  auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
+  if (p_.overlap_ep && p_.pp == 1) order = combined_1f1b_order(std::move(order));
   // The last backward of each chunk finalizes its gradients.
   std::map<int, int> last_backward;
   for (const auto& s : order)
     if (!s.forward) last_backward[s.chunk] = s.microbatch;
-  for (const auto& s : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const PipelineStep& s = order[k];
+    // Combined 1F1B pairs the steady state's forwards and backwards: a pass followed by one of the other
+    // kind runs its all-to-alls beside that pass.
+    ep_beside_next_ = p_.overlap_ep && k + 1 < order.size() && order[k + 1].forward != s.forward;
     if (s.forward)
       forward(s.microbatch, s.chunk);
     else
       backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
   }
+  ep_beside_next_ = false;
+  send_pending();
+  if (ep_beside_ >= 0) previous_compute_.push_back(ep_beside_);
   optimizer();
   if (t_.launch_blocking) serialize_issue_order();
   return std::move(role_);
@@ -175,8 +184,8 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
     cost::LayerWork hottest = layer_work();
     hottest.expert_load = paces / moe;
     const Bytes sent = cost::layer_collective_bytes(m_, hottest).ep;
-    ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes, stream,
-                                 what("A2A ep "), {after})));
+    ids.push_back(add(collective(CollectiveKind::AllToAll, GroupKind::Ep, ep_, sent, 2 * moe * passes,
+                                 ep_beside_next_ ? StreamKind::Ep : stream, what("A2A ep "), {after})));
   }
   return ids;
 }
@@ -299,10 +308,25 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   // The collectives follow the GEMMs; decomposed, those TP overlap left whole follow the last pair.
   const TaskDeps comm =
       model_parallel_comm(chunk, begin, end, forward, mb, segment, last, passes, gathered, scattered);
-  TaskDeps done = segment;
-  if (!comm.empty()) done.push_back(comm.back());
-  if (beside >= 0) done.push_back(beside);
-  previous_compute_ = done;
+  // The pass is done when its collectives are (the last on each stream). The next pass's compute waits
+  // for all of them but the all-to-alls combined 1F1B runs beside it, and for those the pass before
+  // left beside this one: a merged forward and backward end together.
+  TaskDeps done = segment, next = segment;
+  if (ep_beside_ >= 0) next.push_back(std::exchange(ep_beside_, -1));
+  for (size_t i = 0; i < comm.size(); ++i) {
+    const StreamKind stream = role_.tasks[size_t(comm[i])].stream;
+    if (i + 1 < comm.size() && role_.tasks[size_t(comm[i + 1])].stream == stream) continue;
+    done.push_back(comm[i]);
+    if (stream == StreamKind::Ep)
+      ep_beside_ = comm[i];
+    else
+      next.push_back(comm[i]);
+  }
+  if (beside >= 0) {
+    done.push_back(beside);
+    next.push_back(beside);
+  }
+  previous_compute_ = std::move(next);
   return done;
 }
 
@@ -363,29 +387,11 @@ TaskDeps RoleBuilder::ring_attention_tasks(Task& pass, int layers, bool forward)
   return done;
 }
 
-int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps) {
-  Task t;
-  t.kind = kind;
-  t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
-  t.direction = dir;
-  t.microbatch = mb;
-  t.chunk = chunk;
-  t.bytes = boundary_bytes();
-  const int other_chunk = (kind == TaskKind::Send) == (dir == Direction::Forward) ? chunk + 1 : chunk - 1;
-  t.peer = p_.rank_of_chunk(other_chunk);
-  t.peer_same_node =
-      pp_stride_ * std::abs(t.peer - rank_) < pool_->gpus_per_node && p_.stages[t.peer].pool == role_.pool;
-  t.name = named(kind == TaskKind::Send ? (dir == Direction::Forward ? "send F " : "send B ")
-                                        : (dir == Direction::Forward ? "recv F " : "recv B "),
-                 mb, chunk);
-  t.deps = std::move(deps);
-  return add(std::move(t));
-}
-
 void RoleBuilder::forward(int mb, int chunk) {
   const StagePlan& st = stage(chunk);
   TaskDeps deps;
   if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
+  send_pending();
   if (p_.zero == 3) {
     sharded_forward(mb, chunk, std::move(deps));
   } else if (mb == 0 && gathers_in_forward()) {
@@ -413,7 +419,7 @@ void RoleBuilder::forward(int mb, int chunk) {
     out.deps = {done.front()};
     add(std::move(out));
   }
-  if (!last_chunk(chunk)) p2p(TaskKind::Send, Direction::Forward, mb, chunk, done);
+  if (!last_chunk(chunk)) send(Direction::Forward, mb, chunk, done);
 }
 
 void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
@@ -421,6 +427,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
   TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
   if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
+  send_pending();
   if (p_.offload_activations) {
     Task in;
     in.kind = TaskKind::Copy;
@@ -440,7 +447,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   before_previous_backward_ = before_this;
   if (p_.zero == 3) {
     deps = sharded_backward(mb, chunk, std::move(deps), final_microbatch);
-    if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
+    if (chunk > 0) send(Direction::Backward, mb, chunk, deps);
     return;
   }
   Bytes working_set;
@@ -470,7 +477,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   }
   if (every && !p_.overlap_dp)  // the whole pass's buckets, after it
     for (const auto& [hi, lo] : bucket_segments_[chunk]) unit_reduce(mb, chunk, lo, hi, deps.front());
-  if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
+  if (chunk > 0) send(Direction::Backward, mb, chunk, deps);
 }
 
 void RoleBuilder::parameters_and_buckets() {

@@ -68,6 +68,7 @@ Plan complete_plan(const PlanRequest& r, const ScenarioSpec& s) {
   p.overlap_tp = r.overlap_tp.value_or(p.overlap_tp);
   p.overlap_pp = r.overlap_pp.value_or(p.overlap_pp);
   p.overlap_param_gather = r.overlap_param_gather.value_or(p.overlap_param_gather);
+  p.overlap_ep = r.overlap_ep.value_or(p.overlap_ep);
   p.checkpoint_interval = r.checkpoint_interval ? r.checkpoint_interval : s.checkpoint.interval;
   if (r.stages) {
     p.stages = *r.stages;
@@ -181,6 +182,26 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.overlap_param_gather && (p.zero != 1 || !p.overlap_dp))
     add("overlap.param_gather needs zero 1 and overlap.dp (Megatron-LM's distributed optimizer with "
         "--overlap-grad-reduce)");
+  // Megatron-Core's combined 1F1B pairs a forward with a backward layer by layer: it runs without
+  // pipelining or under the interleaved schedule, and not beside full recompute (its config checks).
+  if (p.overlap_ep) {
+    if (!m.moe || p.ep < 2)
+      add("overlap.ep overlaps the EP all-to-alls of a mixture-of-experts plan: it needs a model with moe "
+          "and "
+          "ep > 1");
+    else if (p.pp > 1 && p.schedule != Schedule::Interleaved)
+      add("overlap.ep (Megatron-Core's combined 1F1B) runs under pp 1 or schedule interleaved, and the plan "
+          "has pp=" +
+          num(p.pp) + " with schedule " + enum_name(p.schedule, kScheduleNames));
+    else if (std::any_of(p.stages.begin(), p.stages.end(),
+                         [](const StagePlan& st) { return st.recompute == Recompute::Full; }))
+      add("overlap.ep (Megatron-Core's combined 1F1B) does not run beside full recompute: use recompute "
+          "selective or none");
+    else if (p.zero == 3)
+      add("overlap.ep with zero 3: the twin lowers ZeRO 3's passes a layer at a time, and combined 1F1B "
+          "pairs "
+          "whole passes; use zero 0-2");
+  }
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
   if (static_cast<int>(p.stages.size()) != p.chunks()) {
     add("plan has " + num(p.stages.size()) + " stages; pp x virtual_stages = " + num(p.chunks()) +
@@ -275,7 +296,7 @@ std::string to_yaml(const Plan& p) {
   y += std::string("overlap: {dp: ") + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) +
        ", pp: " + b(p.overlap_pp) +
        // Written when on, so that the plan files of every other plan read as they did before it existed.
-       (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
+       (p.overlap_param_gather ? ", param_gather: true" : "") + (p.overlap_ep ? ", ep: true" : "") + "}\n";
   // Written when not Megatron's default, so that every other plan file reads as it did before.
   if (!p.stages.empty() && p.stages.front().recompute_modules != RecomputeModules{})
     y += "recompute_modules: [" + p.stages.front().recompute_modules.names() + "]\n";

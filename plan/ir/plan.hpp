@@ -40,6 +40,10 @@ struct Plan {
   // forward, each bucket's gather issued when the forward reaches the bucket before it (Megatron-LM's
   // --overlap-param-gather); otherwise all at once after the optimizer step.
   bool overlap_param_gather = false;
+  // MoE: Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm): in the steady state each
+  // pass's EP all-to-alls run on a stream of their own beside the next pass's compute, a forward's beside
+  // a backward's and the other way round, instead of between the pass and the next.
+  bool overlap_ep = false;
   std::optional<Seconds> checkpoint_interval;
   std::vector<StagePlan> stages;  // pp x virtual_stages chunks in model order
 

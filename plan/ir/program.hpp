@@ -21,8 +21,9 @@ enum class TaskKind { Forward, Backward, Recompute, Optimizer, Collective, Send,
 // DpReplicate: HSDP's all-reduces over the replicas, on a stream of their own as PyTorch FSDP runs them
 // (FSDP1's _all_reduce_stream, FSDP2's all_reduce_stream), so that the next unit's gather and
 // reduce-scatter in the shard group need not wait for them.
-enum class StreamKind { Compute, Tp, Pp, Dp, Copy, DpReplicate };
-constexpr int kStreamKinds = static_cast<int>(StreamKind::DpReplicate) + 1;  // DpReplicate is the last
+// Ep: the EP all-to-alls that Plan::overlap_ep runs beside the next pass (the others run on Tp).
+enum class StreamKind { Compute, Tp, Pp, Dp, Copy, DpReplicate, Ep };
+constexpr int kStreamKinds = static_cast<int>(StreamKind::Ep) + 1;  // Ep is the last
 // Dp: the ranks ZeRO shards over (Plan::zero_group: dp x cp, a shard group under HSDP); DpReplicate:
 // under HSDP, the ranks holding the same shard in each replica; Embedding: first + last stage (tied).
 // World: every rank of the job (the step's gradient norm and fp16 overflow flag). ExpertDp: under EP, the

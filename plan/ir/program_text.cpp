@@ -13,9 +13,13 @@ const EnumNames<TaskKind> kTaskKindNames = {{"forward", TaskKind::Forward},
                                             {"send", TaskKind::Send},
                                             {"recv", TaskKind::Recv},
                                             {"copy", TaskKind::Copy}};
-const EnumNames<StreamKind> kStreamKindNames = {
-    {"compute", StreamKind::Compute}, {"tp", StreamKind::Tp},     {"pp", StreamKind::Pp},
-    {"dp", StreamKind::Dp},           {"copy", StreamKind::Copy}, {"dp-replicate", StreamKind::DpReplicate}};
+const EnumNames<StreamKind> kStreamKindNames = {{"compute", StreamKind::Compute},
+                                                {"tp", StreamKind::Tp},
+                                                {"pp", StreamKind::Pp},
+                                                {"dp", StreamKind::Dp},
+                                                {"copy", StreamKind::Copy},
+                                                {"dp-replicate", StreamKind::DpReplicate},
+                                                {"ep", StreamKind::Ep}};
 const EnumNames<GroupKind> kGroupKindNames = {{"-", GroupKind::None},
                                               {"tp", GroupKind::Tp},
                                               {"cp", GroupKind::Cp},

@@ -253,6 +253,10 @@ class RoleBuilder {
   TaskDeps compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb, int passes);
 
   int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps);
+  // A pass's output or input gradient to its peer stage: now, or under combined 1F1B after the next
+  // pass's receive (send_pending).
+  void send(Direction dir, int mb, int chunk, TaskDeps deps);
+  void send_pending();
 
   // ZeRO 2 and 3 per layer and per micro-batch (lower_sharded.cpp).
   // Whether gradients are reduce-scattered every micro-batch (ZeRO 2 and 3 without compression, which
@@ -340,6 +344,16 @@ class RoleBuilder {
   std::map<std::pair<int, int>, cost::KernelCost> recompute_work_;  // by layer range
   std::vector<std::optional<Bytes>> activations_;                   // by chunk
   TaskDeps previous_compute_;
+  // Combined 1F1B (Plan::overlap_ep): the pass being lowered leaves its EP all-to-alls to the Ep stream,
+  // beside the next pass; the last all-to-all left so, which the pass after next waits for.
+  bool ep_beside_next_ = false;
+  int ep_beside_ = -1;
+  struct PendingSend {
+    Direction dir;
+    int microbatch, chunk;
+    TaskDeps deps;
+  };
+  std::optional<PendingSend> pending_send_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;
   std::vector<GradientBucket> gather_order_;  // buckets_ in the forward's order (gathers_in_forward)

@@ -2,6 +2,7 @@
 #include "plan/ir/schedule.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace paratwin {
 
@@ -31,6 +32,11 @@ std::vector<PipelineStep> pipeline_order(Schedule schedule, int pp, int v, int m
   }
   while (backwards < total) out.push_back(step(backwards++, false));
   return out;
+}
+
+std::vector<PipelineStep> combined_1f1b_order(std::vector<PipelineStep> order) {
+  for (size_t k = 1; k + 1 < order.size(); k += 2) std::swap(order[k], order[k + 1]);
+  return order;
 }
 
 }  // namespace paratwin

@@ -23,4 +23,9 @@ struct PipelineStep {
 //                 (backwards take the chunks in reverse). Needs m to be a multiple of pp.
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int pp, int v, int m, int rank);
 
+// Megatron-Core's combined 1F1B without pipelining (combined_1f1b_schedule_for_no_pipelining, under
+// Plan::overlap_ep at pp 1): one more forward before the first backward, so that each later forward runs
+// beside the backward of the micro-batch before it: F0 F1 B0 F2 B1 ... B(m-1) from 1f1b's F0 B0 F1 B1 ...
+std::vector<PipelineStep> combined_1f1b_order(std::vector<PipelineStep> order);
+
 }  // namespace paratwin

@@ -115,6 +115,10 @@ void dropped(const Plan& p, const ScenarioSpec& s, std::vector<std::string>& not
         "top-k gradient compression: DeepSpeed's compressed optimizers (1-bit Adam) are another method");
   if (p.overlap_tp && p.tp > 1)
     notes.push_back("overlap_tp: AutoTP does not overlap its collectives with GEMMs");
+  if (p.overlap_ep)
+    notes.push_back("overlap.ep: DeepSpeed-MoE has no combined 1F1B; its all-to-alls run between the layers");
+  if (p.overlap_ep)
+    notes.push_back("overlap.ep: DeepSpeed-MoE has no combined 1F1B; its all-to-alls run between the layers");
   if (p.overlap_param_gather)
     notes.push_back(
         "overlap.param_gather: DeepSpeed's ZeRO 1 gathers the parameters inside the optimizer "

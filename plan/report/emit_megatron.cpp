@@ -189,6 +189,7 @@ void sharding(Arguments& a, const Plan& p, const ScenarioSpec& s, std::vector<st
   a.add("ddp-bucket-size", n(emit_detail::bucket_elements(p, s)));
   if (p.overlap_dp) a.add("overlap-grad-reduce");
   if (p.overlap_param_gather) a.add("overlap-param-gather");
+  if (p.overlap_ep) a.add("overlap-moe-expert-parallel-comm");
 }
 
 void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,

@@ -538,6 +538,7 @@ void read_plan(Arguments& a, ImportedLaunch& out, std::optional<int> gpus) {
   p.bucket_size = Bytes(static_cast<double>(elements) * cost::gradient_bytes(out.training));
   p.overlap_dp = a.flag("overlap-grad-reduce");
   p.overlap_param_gather = a.flag("overlap-param-gather") && p.zero == 1 && p.overlap_dp;
+  p.overlap_ep = a.flag("overlap-moe-expert-parallel-comm");
   p.overlap_tp = a.flag("tp-comm-overlap") && p.tp > 1;
   // --tp-comm-overlap is Transformer Engine's userbuffers overlap (Megatron-Core's initialize_ub).
   if (p.overlap_tp) out.training.tp_overlap = TpOverlap::Userbuffers;
@@ -670,7 +671,7 @@ std::string imported_scenario_yaml(const ImportedLaunch& l, const std::string& c
       "\n  offload: {optimizer: " + b(p.offload_optimizer) + ", activations: " + b(p.offload_activations) +
       "}\n  bucket_size: " + n(static_cast<long long>(p.bucket_size.value())) + "B" +
       "\n  overlap: {dp: " + b(p.overlap_dp) + ", tp: " + b(p.overlap_tp) + ", pp: " + b(p.overlap_pp) +
-      (p.overlap_param_gather ? ", param_gather: true" : "") + "}\n";
+      (p.overlap_param_gather ? ", param_gather: true" : "") + (p.overlap_ep ? ", ep: true" : "") + "}\n";
   if (l.uneven_stages) {
     y += "  stages:\n";
     for (const auto& st : p.stages)

@@ -402,13 +402,17 @@ SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& opt
                      "for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
                      "plan.micro_batch, or search with plan.recompute_every");
   }
-  // The layer costs and bounds carve EP out of dp.
-  if (const auto& p = scenario.plan; p.expert_tp && (!p.tp || *p.expert_tp != *p.tp)) {
-    const auto it = scenario.locations.find("plan.expert_tp");
-    throw InputError(
-        it != scenario.locations.end() ? it->second : scenario.document.location,
-        "plan.expert_tp (MoE parallel folding) is for a given plan; the optimizer does not search "
-        "it: give plan.tp, plan.pp and plan.micro_batch, or leave expert_tp out");
+  // The layer costs and bounds carve EP out of dp and run the EP all-to-alls between the passes.
+  const PlanRequest& p = scenario.plan;
+  for (const auto& [field, given] : {std::pair{"expert_tp", p.expert_tp && (!p.tp || *p.expert_tp != *p.tp)},
+                                     std::pair{"overlap.ep", p.overlap_ep.value_or(false)}}) {
+    if (!given) continue;
+    const auto it = scenario.locations.find(std::string("plan.") + field);
+    throw InputError(it != scenario.locations.end() ? it->second : scenario.document.location,
+                     std::string("plan.") + field +
+                         " is for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
+                         "plan.micro_batch, or leave " +
+                         field + " out");
   }
   return Search(scenario, options).run();
 }

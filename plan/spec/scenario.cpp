@@ -83,8 +83,8 @@ bool PlanRequest::fully_automatic() const {
   return !dp && !tp && !pp && !cp && !ep && !micro_batch && !schedule && !virtual_stages && !recompute &&
          !sequence_parallel && !zero && !reshard && !dp_replicate && !offload_optimizer &&
          !offload_activations && !compression && !bucket_size && !overlap_dp && !overlap_tp && !overlap_pp &&
-         !overlap_param_gather && !order && !num_microbatches && !stages && !pipeline_split &&
-         !checkpoint_interval;
+         !overlap_param_gather && !overlap_ep && !expert_tp && !order && !num_microbatches && !stages &&
+         !pipeline_split && !checkpoint_interval;
 }
 
 std::string PipelineSplit::problem(int layers, int chunks) const {
@@ -303,6 +303,7 @@ PlanRequest parse_plan(const DocNode& node, Diagnostics& diag, FieldLocations* l
     read_auto(o, "tp", p.overlap_tp);
     read_auto(o, "pp", p.overlap_pp);
     read_auto(o, "param_gather", p.overlap_param_gather);
+    read_auto(o, "ep", p.overlap_ep);
     o.finish();
   }
   if (const DocNode* order = r.get("order"); order && !is_auto(order))

@@ -284,6 +284,7 @@ struct PlanRequest {
   std::optional<Bytes> bucket_size;
   std::optional<bool> overlap_dp, overlap_tp, overlap_pp;
   std::optional<bool> overlap_param_gather;  // plan.overlap.param_gather (Plan::overlap_param_gather)
+  std::optional<bool> overlap_ep;            // plan.overlap.ep (Plan::overlap_ep)
   // Written in plan files (and allowed in scenarios): everything else a plan says.
   std::optional<std::string> order;
   std::optional<int> num_microbatches;

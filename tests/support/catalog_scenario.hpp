@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/ir/plan.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/scenario.hpp"
@@ -20,6 +21,18 @@ inline paratwin::ScenarioSpec scenario(const std::string& yaml, const std::vecto
   std::vector<paratwin::Override> overrides;
   for (const auto& s : sets) overrides.push_back(paratwin::parse_override(s));
   return paratwin::load_scenario(paratwin::parse_yaml(yaml, "test.yaml"), overrides, catalog());
+}
+
+// The first problem with the scenario's plan, whether its checks (InputError) or the plan's verification
+// find it; "none" when the plan can run.
+inline std::string plan_problem(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    const paratwin::ScenarioSpec s = scenario(yaml, sets);
+    const auto problems = paratwin::verify(paratwin::complete_plan(s), s.model, s.cluster, s.training);
+    return problems.empty() ? std::string("none") : problems.front();
+  } catch (const paratwin::InputError& e) {
+    return e.what();
+  }
 }
 
 }  // namespace paratwin_test
