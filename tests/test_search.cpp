@@ -95,6 +95,8 @@ BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
        {std::pair{"tp overlap", scenario(two_nodes, {"plan={overlap: {tp: true}}"})},
         {"experts", scenario(moe, {"plan={tp: 1}"})},
         {"skewed experts", scenario(skewed, {"plan={tp: 1}"})},
+        // MoE parallel folding: EP over tp x dp, whole experts, one TP collective pair an MoE layer.
+        {"folded experts", scenario(moe, {"plan={tp: 2, sequence_parallel: true, expert_tp: 1}"})},
         {"pools", scenario(pools, {"plan={cp: 1}"})},
         // Context parallelism's ring (plan/ir/lower.cpp) across the two nodes.
         {"cp ring", scenario(two_nodes, {"plan={cp: 4}", "training.attention=flash2",

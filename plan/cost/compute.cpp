@@ -357,7 +357,7 @@ KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool mo
   const auto [rows, experts_read] = mlp_rows(m, w, sm, moe_layer);
   if (moe_layer) {
     const double E = m.moe->experts;
-    c += gemm(sm.tokens, h, E / sm.t, s.e, 1, false);  // router (split by tp like the rest, so FLOPs add up)
+    c += gemm(sm.tokens, h, E / sm.t, s.e, 1, false);  // router (split like the rest, so FLOPs add up)
     c += memory_bound_kernels(2 * 4 * sm.tokens * E);  // fp32 softmax and top-k
     c += moe_dispatch_kernels(m, w, sm, rows);
     // The dispatcher copies the token counts per expert to the host, which passes them as the

@@ -37,11 +37,9 @@ RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const Tra
     std::vector<double> layer_params, layer_experts;  // under EP the experts are apart
     for (int l = st.layer_begin; l < st.layer_end; ++l) {
       const bool moe = m.is_moe_layer(l);
-      // An MoE layer's experts split over expert_tp, the rest over tp (the same under no folding).
-      const double experts = moe ? moe_layer_expert_parameters(pc, p.ep) / experts_tp(p) : 0;
-      layer_params.push_back(moe ? (pc.per_moe_layer - pc.per_expert * pc.experts) / p.tp + experts
-                                 : pc.per_dense_layer / p.tp);
-      layer_experts.push_back(moe && experts_apart(p) ? experts : 0);
+      const MoeLayerShare share = moe ? moe_layer_share(pc, p.tp, p.ep, experts_tp(p)) : MoeLayerShare{};
+      layer_params.push_back(moe ? share.dense + share.experts : pc.per_dense_layer / p.tp);
+      layer_experts.push_back(moe && experts_apart(p) ? share.experts : 0);
     }
     // The embedding (and learned positions) on the first chunk; an untied head, or under pp the last
     // stage's copy of a tied one, on the last.

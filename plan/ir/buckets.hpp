@@ -34,6 +34,17 @@ struct RankParameters {
   std::map<int, double> per_layer, per_layer_experts;
 };
 
+// One MoE layer's parameters on one rank: the experts' (1/ep of them, each split over expert_tp) and the
+// rest (attention, norms, router: split over tp). Lowering (plan_rank_parameters) and the optimizer's
+// tables count them so.
+struct MoeLayerShare {
+  double dense = 0, experts = 0;
+};
+inline MoeLayerShare moe_layer_share(const ParameterCount& count, int tp, int ep, int expert_tp) {
+  return {(count.per_moe_layer - count.per_expert * count.experts) / tp,
+          moe_layer_expert_parameters(count, ep) / expert_tp};
+}
+
 // Whether data parallelism moves the experts' gradients and ZeRO shards under EP: each expert has more
 // than one holder (`expert_replicas`, plan.hpp's). Otherwise they stay where they are. Lowering's
 // experts' parts (GroupKind::ExpertDp), the verifier and the optimizer's bounds ask.

@@ -121,9 +121,9 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
           "folding)");
     else if (!m.moe)
       add("expert_tp=1 folds a mixture-of-experts model's experts, and the model has none");
-    else if ((long long)p.tp * p.cp * p.dp % p.ep != 0)
-      add("expert_tp=1 spreads ep=" + num(p.ep) + " over tp x cp x dp = " +
-          num((long long)p.tp * p.cp * p.dp) + " ranks a stage: ep must divide them");
+    else if (const long long ranks = static_cast<long long>(p.tp) * p.cp * p.dp; ranks % p.ep != 0)
+      add("expert_tp=1 spreads ep=" + num(p.ep) + " over tp x cp x dp = " + num(ranks) +
+          " ranks a stage: ep must divide them");
     else if (!p.sequence_parallel)
       add("expert_tp=1 dispatches each rank's sequence-parallel share of the tokens (Megatron-Core requires "
           "--sequence-parallel for MoE under tp > 1): give sequence_parallel true");
@@ -186,21 +186,19 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   // pipelining or under the interleaved schedule, and not beside full recompute (its config checks).
   if (p.overlap_ep) {
     if (!m.moe || p.ep < 2)
-      add("overlap.ep overlaps the EP all-to-alls of a mixture-of-experts plan: it needs a model with moe "
-          "and "
-          "ep > 1");
+      add("overlap.ep overlaps the EP all-to-alls of a mixture-of-experts plan: it needs a model with "
+          "moe and ep > 1");
     else if (p.pp > 1 && p.schedule != Schedule::Interleaved)
-      add("overlap.ep (Megatron-Core's combined 1F1B) runs under pp 1 or schedule interleaved, and the plan "
-          "has pp=" +
+      add("overlap.ep (Megatron-Core's combined 1F1B) runs under pp 1 or schedule interleaved, and the "
+          "plan has pp=" +
           num(p.pp) + " with schedule " + enum_name(p.schedule, kScheduleNames));
     else if (std::any_of(p.stages.begin(), p.stages.end(),
                          [](const StagePlan& st) { return st.recompute == Recompute::Full; }))
       add("overlap.ep (Megatron-Core's combined 1F1B) does not run beside full recompute: use recompute "
           "selective or none");
     else if (p.zero == 3)
-      add("overlap.ep with zero 3: the twin lowers ZeRO 3's passes a layer at a time, and combined 1F1B "
-          "pairs "
-          "whole passes; use zero 0-2");
+      add("overlap.ep with zero 3: the twin lowers ZeRO 3's passes a layer at a time, and combined "
+          "1F1B pairs whole passes; use zero 0-2");
   }
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
   if (static_cast<int>(p.stages.size()) != p.chunks()) {

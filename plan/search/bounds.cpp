@@ -125,7 +125,10 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
 
 StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, int pool, double params,
                                double experts) {
-  const double shard = params / (v.zero >= 1 ? layout.replicas() : 1);
+  // ZeRO shards the dense states over the DP group, the experts' over their holders (lowering's shard,
+  // with the DP group's replicas for HSDP's smaller shard groups).
+  const double shard =
+      v.zero >= 1 ? (params - experts) / layout.replicas() + experts / layout.expert_replicas() : params;
   StateCosts out;
   const double step = optimizer_step_bound(ctx_, shard, pool);
   const double copy = v.offload ? shard *
@@ -171,7 +174,7 @@ double Bounds::gradient_collective(const ParallelLayout& layout, const Variant& 
     const double ratio = ctx_.req.compression ? ctx_.req.compression->ratio : kSearchedTopkRatio;
     const double pair = ratio * (ctx_.grad_elem + 4);
     return dp_collective(layout, v, pool, CollectiveKind::AllGather, layout.replicas() * dense * pair,
-                         double(layout.replicas()) / layout.ep * moved * pair);
+                         double(layout.expert_replicas()) * moved * pair);
   }
   return dp_collective(layout, v, pool,
                        v.zero == 0 ? CollectiveKind::AllReduce : CollectiveKind::ReduceScatter,
@@ -365,8 +368,7 @@ BucketElements Bounds::last_bucket_elements(const ParallelLayout& layout, int c,
   filled.all = c == layout.pp * layout.v - 1 && memory.untied_last ? memory.embedding : 0;
   for (int l = end - 1; l >= begin; --l) {
     const bool moe = ctx_.s.model.is_moe_layer(l);
-    filled.all +=
-        (moe ? moe_layer_parameters(ctx_.params, layout.ep) : ctx_.params.per_dense_layer) / layout.tp;
+    filled.all += moe ? costs_.moe_layer_rank_parameters(layout) : ctx_.params.per_dense_layer / layout.tp;
     filled.experts += moe ? layer_experts : 0;
     if (l == begin) {
       filled.all += c == 0 ? memory.embedding : 0;

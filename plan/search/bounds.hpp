@@ -52,8 +52,8 @@ class Bounds {
   double pipeline_bound(const ParallelLayout& layout, int microbatches);
   // What is worked out so far for the variants of the layout's (tp, cp, dp, pp, ep, HSDP's replicas).
   VariantCosts& variant_costs(const ParallelLayout& layout) {
-    return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep,
-                                     layout.replicate}];
+    return variant_costs_[std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate,
+                                     layout.folded}];
   }
   // A variant's bound valid for every partition; `layout_costs` from variant_costs(layout).
   double variant_bound(const ParallelLayout& layout, int microbatches, const Variant& v,
@@ -77,7 +77,7 @@ class Bounds {
   // The experts' parameters that DP moves (lowering's dp_experts): none where each expert has a single
   // holder.
   static double moved_experts(const ParallelLayout& layout, double experts) {
-    return experts_replicated(layout.replicas() / layout.ep) ? experts : 0;
+    return experts_replicated(layout.expert_replicas()) ? experts : 0;
   }
   PartitionTerms partition_terms(const ParallelLayout& layout, const Ranges& ranges) const;
   static void last_microbatch_terms(const ParallelLayout& layout, const std::vector<double>& forward,
@@ -90,7 +90,7 @@ class Bounds {
   LayerCosts& costs_;
   std::map<std::tuple<const LayerTimes*, int, int>, double> pipeline_bounds_;  // by (times, pp, m)
   // By (tp, cp, dp, pp, ep, HSDP's replicas).
-  std::map<std::tuple<int, int, int, int, int, int>, VariantCosts> variant_costs_;
+  std::map<std::tuple<int, int, int, int, int, int, bool>, VariantCosts> variant_costs_;
 };
 
 }  // namespace paratwin::search

@@ -43,6 +43,8 @@ std::string explain(const Candidate& a, const Candidate& b, Objective objective)
   diff("pp", s(p.pp), s(q.pp));
   diff("dp", s(p.dp), s(q.dp));
   diff("cp", s(p.cp), s(q.cp));
+  diff("ep", s(p.ep), s(q.ep));
+  diff("expert_tp", s(experts_tp(p)), s(experts_tp(q)));
   diff("micro_batch", s(p.micro_batch), s(q.micro_batch));
   diff("schedule",
        enum_name(p.schedule, kScheduleNames) + (p.virtual_stages > 1 ? " v=" + s(p.virtual_stages) : ""),

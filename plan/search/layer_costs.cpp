@@ -7,6 +7,7 @@
 
 #include "plan/cost/expert_load.hpp"
 #include "plan/cost/tp_overlap.hpp"
+#include "plan/ir/buckets.hpp"
 
 namespace paratwin::search {
 
@@ -20,7 +21,8 @@ double LayerCosts::least_moe_pace(int ep) const {
 }
 
 const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
-  const ComputeKey key{pool, layout.tp, layout.cp, layout.ep, layout.mb, layout.sp, layout.recompute};
+  const ComputeKey key{pool,      layout.tp, layout.cp,     layout.ep,
+                       layout.mb, layout.sp, layout.folded, layout.recompute};
   auto it = times_.find(key);
   if (it != times_.end()) return it->second;
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
@@ -29,6 +31,7 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   cost::LayerWork w = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep,
                                        ctx_.req.overlap_tp.value_or(false));
   w.expert_load = least_moe_pace(layout.ep);
+  w.expert_tp = layout.folded ? 1 : 0;
   // Every layer at the least attention work of the model's layers (a windowed layer's, where it has
   // some), so that the bound stays below any mix of full and windowed layers.
   for (int l = 0; l < ctx_.s.model.layers; ++l)
@@ -82,8 +85,10 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   t.moe_backward_compute = compute(work(false, true));
   t.forward = pass(t.forward_compute, 2 * tp_pass, cp_f);
   t.backward = pass(t.backward_compute, 2 * tp_pass, cp_b);
-  t.moe_forward = pass(t.moe_forward_compute, 2 * tp_pass, cp_f + ep);
-  t.moe_backward = pass(t.moe_backward_compute, 2 * tp_pass, cp_b + ep);
+  // A folded MoE layer keeps attention's TP collectives alone (RoleBuilder::tp_layer_collectives).
+  const double moe_tp = (layout.folded ? 1 : 2) * tp_pass;
+  t.moe_forward = pass(t.moe_forward_compute, moe_tp, cp_f + ep);
+  t.moe_backward = pass(t.moe_backward_compute, moe_tp, cp_b + ep);
   if (layout.recompute == Recompute::Full) {
     t.recompute = t.forward;
     t.moe_recompute = t.moe_forward;
@@ -136,8 +141,8 @@ double LayerCosts::per_layer(const LayerTimes& t) const {
 const CostTable& LayerCosts::table(const ParallelLayout& layout) {
   unsigned pools_used = 0;
   for (int pool : layout.rank_pool) pools_used |= 1u << pool;
-  const auto key =
-      std::tuple{layout.tp, layout.cp, layout.ep, layout.mb, layout.sp, layout.recompute, pools_used};
+  const auto key = std::tuple{layout.tp, layout.cp,     layout.ep,        layout.mb,
+                              layout.sp, layout.folded, layout.recompute, pools_used};
   auto it = tables_.find(key);
   if (it == tables_.end()) it = tables_.emplace(key, make_table(layout)).first;
   return it->second;
@@ -204,7 +209,7 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
   };
   const double dense_act = activations(act, false), moe_act = activations(act, true);
   const double dense_all = activations(kept_all, false), moe_all = activations(kept_all, true);
-  const double moe_params = ctx_.s.model.moe ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
+  const double moe_params = moe_layer_rank_parameters(layout);
   const double moe_experts = expert_parameters(layout);
   c.activations.assign(L + 1, 0);
   c.params.assign(L + 1, 0);
@@ -215,7 +220,7 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
     c.recompute_working = std::min(c.recompute_working,
                                    rc ? cost::recompute_working_bytes(ctx_.s.model, act, moe).value() : 0.0);
     c.activations[l + 1] = c.activations[l] + (moe ? (rc ? moe_act : moe_all) : (rc ? dense_act : dense_all));
-    c.params[l + 1] = c.params[l] + (moe ? moe_params : ctx_.params.per_dense_layer) / layout.tp;
+    c.params[l + 1] = c.params[l] + (moe ? moe_params : ctx_.params.per_dense_layer / layout.tp);
     c.experts[l + 1] = c.experts[l] + (moe ? moe_experts : 0);
   }
   c.embedding_activations = cost::embedding_activation_bytes(ctx_.s.model, act).value();
@@ -225,18 +230,14 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
 
 const cost::GroupPlacement& LayerCosts::placement(const ParallelLayout& layout, GroupKind kind, int pool,
                                                   int order) {
-  const auto key =
-      std::tuple{kind, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate, pool, order};
+  const auto key = std::tuple{kind,      layout.tp,     layout.cp,        layout.dp, layout.pp,
+                              layout.ep, layout.folded, layout.replicate, pool,      order};
   auto it = placements_.find(key);
-  if (it == placements_.end()) {
-    Plan degrees;
-    degrees.tp = layout.tp, degrees.cp = layout.cp, degrees.dp = layout.dp, degrees.pp = layout.pp,
-    degrees.ep = layout.ep;
-    degrees.dp_replicate = layout.replicate;
-    degrees.order = ctx_.orders[order];
-    it = placements_.emplace(key, group_placement(degrees, kind, ctx_.s.cluster.pools[pool], ctx_.s.cluster))
+  if (it == placements_.end())
+    it = placements_
+             .emplace(key, group_placement(layout.degrees(ctx_.orders[order]), kind,
+                                           ctx_.s.cluster.pools[pool], ctx_.s.cluster))
              .first;
-  }
   return it->second;
 }
 
@@ -264,15 +265,20 @@ double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const
 // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
 // pipeline ranks.
 double LayerCosts::layer_parameters(const ParallelLayout& layout) const {
-  const double moe = ctx_.moe_layers > 0 ? moe_layer_parameters(ctx_.params, layout.ep) : 0;
-  return ((ctx_.s.model.layers - ctx_.moe_layers) * ctx_.params.per_dense_layer + ctx_.moe_layers * moe) /
-         layout.tp;
+  return (ctx_.s.model.layers - ctx_.moe_layers) * ctx_.params.per_dense_layer / layout.tp +
+         ctx_.moe_layers * moe_layer_rank_parameters(layout);
 }
 
-// One MoE layer's expert parameters on one rank under EP, as lowering counts them (plan/ir/buckets.cpp).
+// As lowering counts them (plan/ir/buckets.cpp).
+double LayerCosts::moe_layer_rank_parameters(const ParallelLayout& layout) const {
+  if (!ctx_.s.model.moe) return 0;
+  const MoeLayerShare share = moe_layer_share(ctx_.params, layout.tp, layout.ep, layout.expert_tp());
+  return share.dense + share.experts;
+}
+
 double LayerCosts::expert_parameters(const ParallelLayout& layout) const {
-  if (!ctx_.s.model.moe || layout.ep == 1) return 0;
-  return moe_layer_expert_parameters(ctx_.params, layout.ep) / layout.tp;
+  if (!ctx_.s.model.moe || (layout.ep == 1 && !layout.folded)) return 0;
+  return moe_layer_share(ctx_.params, layout.tp, layout.ep, layout.expert_tp()).experts;
 }
 
 // A rank's memory for states and kept activations: its device's, less what recomputing a layer

@@ -50,7 +50,10 @@ class LayerCosts {
   // Parameters of all transformer layers on one TP rank (experts split over ep), summed over the
   // pipeline ranks.
   double layer_parameters(const ParallelLayout& layout) const;
-  // One MoE layer's expert parameters on one rank under EP (none without it).
+  // One MoE layer's parameters on one rank, experts included (moe_layer_share).
+  double moe_layer_rank_parameters(const ParallelLayout& layout) const;
+  // One MoE layer's expert parameters on one rank where they are apart (under EP or folded; none
+  // otherwise).
   double expert_parameters(const ParallelLayout& layout) const;
   // A rank's memory for states and kept activations (the layout's tables made).
   double capacity(const ParallelLayout& layout, int rank) const;
@@ -60,7 +63,7 @@ class LayerCosts {
  private:
   struct ComputeKey {
     int pool, tp, cp, ep, mb;
-    bool sp;
+    bool sp, folded;
     Recompute recompute;
     auto operator<=>(const ComputeKey&) const = default;
   };
@@ -77,9 +80,10 @@ class LayerCosts {
   const SearchContext& ctx_;
   std::map<ComputeKey, LayerTimes> times_;
   mutable std::map<int, double> least_moe_pace_;  // by ep
-  std::map<std::tuple<int, int, int, int, bool, Recompute, unsigned>, CostTable> tables_;
-  // By (group, tp, cp, dp, pp, ep, HSDP's replicas, pool, rank order).
-  std::map<std::tuple<GroupKind, int, int, int, int, int, int, int, int>, cost::GroupPlacement> placements_;
+  std::map<std::tuple<int, int, int, int, bool, bool, Recompute, unsigned>, CostTable> tables_;
+  // By (group, tp, cp, dp, pp, ep, folded, HSDP's replicas, pool, rank order).
+  std::map<std::tuple<GroupKind, int, int, int, int, int, bool, int, int, int>, cost::GroupPlacement>
+      placements_;
 };
 
 template <class Where>
@@ -92,6 +96,7 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
   cost::LayerWork work = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp,
                                           layout.ep, ctx_.req.overlap_tp.value_or(false));
   work.expert_load = least_moe_pace(layout.ep);
+  work.expert_tp = layout.folded ? 1 : 0;
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
   out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp_gather) +

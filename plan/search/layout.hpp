@@ -106,6 +106,7 @@ struct ParallelLayout {
   Recompute recompute;
   bool sp;
   int replicate = 1;           // HSDP's replicas of a ZeRO 3 shard group (Plan::dp_replicate)
+  bool folded = false;         // MoE parallel folding (Plan::expert_tp 1): EP over tp x cp x dp
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the layout is refined
   double scale = 1;            // objective per second of iteration time (Search::objective_scale)
@@ -114,6 +115,17 @@ struct ParallelLayout {
   int replicas() const { return dp * cp; }
   // The ranks that share ZeRO's blocks (Plan::zero_group): the replicas, a shard group's under HSDP.
   int shards() const { return replicas() / replicate; }
+  int expert_tp() const { return folded ? 1 : tp; }
+  // The ranks that hold each expert (Plan's expert_replicas).
+  int expert_replicas() const { return (folded ? tp : 1) * replicas() / ep; }
+  // The plan's degrees and rank order: where its groups sit.
+  Plan degrees(const std::string& order) const {
+    Plan p;
+    p.tp = tp, p.cp = cp, p.dp = dp, p.pp = pp, p.ep = ep, p.dp_replicate = replicate;
+    p.expert_tp = folded ? 1 : 0;
+    p.order = order;
+    return p;
+  }
   // Filled when the layout is refined: cost tables, its layer partitions (indices into the search's
   // list; -1: none fits) -- the time-optimal one, memory aside, and by the device bytes of model
   // states per parameter, that one where it fits, else the best that fits -- and, per pipeline rank

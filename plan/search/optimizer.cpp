@@ -245,6 +245,7 @@ class Search {
     const PlanRequest& req = s_.plan;
     Plan plan;
     plan.dp = layout.dp, plan.tp = layout.tp, plan.pp = layout.pp, plan.cp = layout.cp, plan.ep = layout.ep;
+    plan.expert_tp = layout.folded ? 1 : 0;
     plan.order = ctx_.orders[e.variant.order];
     plan.micro_batch = layout.mb;
     plan.num_microbatches = microbatches(layout);
@@ -402,17 +403,12 @@ SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& opt
                      "for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
                      "plan.micro_batch, or search with plan.recompute_every");
   }
-  // The layer costs and bounds carve EP out of dp and run the EP all-to-alls between the passes.
-  const PlanRequest& p = scenario.plan;
-  for (const auto& [field, given] : {std::pair{"expert_tp", p.expert_tp && (!p.tp || *p.expert_tp != *p.tp)},
-                                     std::pair{"overlap.ep", p.overlap_ep.value_or(false)}}) {
-    if (!given) continue;
-    const auto it = scenario.locations.find(std::string("plan.") + field);
+  // The bounds run the EP all-to-alls between the passes.
+  if (scenario.plan.overlap_ep.value_or(false)) {
+    const auto it = scenario.locations.find("plan.overlap.ep");
     throw InputError(it != scenario.locations.end() ? it->second : scenario.document.location,
-                     std::string("plan.") + field +
-                         " is for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
-                         "plan.micro_batch, or leave " +
-                         field + " out");
+                     "plan.overlap.ep (combined 1F1B) is for a given plan; the optimizer does not search it: "
+                     "give plan.tp, plan.pp and plan.micro_batch, or leave overlap.ep out");
   }
   return Search(scenario, options).run();
 }

@@ -13,8 +13,8 @@ namespace paratwin::search {
 Partitioner::Partitioner(const SearchContext& context, LayerCosts& costs) : ctx_(context), costs_(costs) {}
 
 int Partitioner::time_optimal(const ParallelLayout& layout, int microbatches) {
-  const TimeKey key{layout.tp, layout.cp, layout.ep,        layout.mb,       layout.pp,
-                    layout.v,  layout.sp, layout.recompute, layout.rank_pool};
+  const TimeKey key{layout.tp, layout.cp, layout.ep, layout.folded,    layout.mb,
+                    layout.pp, layout.v,  layout.sp, layout.recompute, layout.rank_pool};
   auto optimal = time_optimal_.find(key);
   if (optimal == time_optimal_.end())
     optimal = time_optimal_.emplace(key, store(partition(layout, nullptr, microbatches))).first;

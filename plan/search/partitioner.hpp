@@ -38,7 +38,7 @@ class Partitioner {
   LayerCosts& costs_;
   std::vector<Ranges> partitions_;
   PartitionScratch scratch_;
-  using TimeKey = std::tuple<int, int, int, int, int, int, bool, Recompute, std::vector<int>>;
+  using TimeKey = std::tuple<int, int, int, bool, int, int, int, bool, Recompute, std::vector<int>>;
   std::map<TimeKey, int> time_optimal_;  // index into partitions_
 };
 

@@ -56,8 +56,9 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
             reject("pp exceeds the layers");
             continue;
           }
-          if (ep > 1 && dp % ep != 0) {
-            reject("ep does not divide dp");
+          const std::vector<bool> foldings = folding_choices(tp, cp, ep, dp);
+          if (foldings.empty()) {
+            reject("ep does not divide dp (nor, folded, tp x cp x dp)");
             continue;
           }
           const std::vector<int> replicates = hsdp_choices(tp, cp, ep, dp, pools);
@@ -83,21 +84,26 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
                      fixed_or(ctx_.req.sequence_parallel, tp > 1 && (ctx_.s.training.seq_len / cp) % tp == 0
                                                               ? std::vector<bool>{false, true}
                                                               : std::vector<bool>{false}))
-                  for (int replicate : replicates) {
-                    ParallelLayout layout{.tp = tp,
-                                          .cp = cp,
-                                          .ep = ep,
-                                          .pp = pp,
-                                          .dp = dp,
-                                          .mb = mb,
-                                          .v = v,
-                                          .schedule = schedule,
-                                          .recompute = rc,
-                                          .sp = sp,
-                                          .replicate = replicate,
-                                          .rank_pool = pools};
-                    visit(std::move(layout), microbatches);
-                  }
+                  for (int replicate : replicates)
+                    for (bool folded : foldings) {
+                      // Folding dispatches each rank's sequence share (Megatron-Core's MoE under TP needs
+                      // SP) and keeps its experts apart from the dense state (no HSDP).
+                      if (folded && (!sp || replicate > 1 || rc == Recompute::Op)) continue;
+                      ParallelLayout layout{.tp = tp,
+                                            .cp = cp,
+                                            .ep = ep,
+                                            .pp = pp,
+                                            .dp = dp,
+                                            .mb = mb,
+                                            .v = v,
+                                            .schedule = schedule,
+                                            .recompute = rc,
+                                            .sp = sp,
+                                            .replicate = replicate,
+                                            .folded = folded,
+                                            .rank_pool = pools};
+                      visit(std::move(layout), microbatches);
+                    }
             }
           }
         }
@@ -191,13 +197,25 @@ std::vector<int> SearchSpace::hsdp_choices(int tp, int cp, int ep, int dp,
   return out;
 }
 
+std::vector<bool> SearchSpace::folding_choices(int tp, int cp, int ep, int dp) const {
+  const std::optional<int> etp = ctx_.req.expert_tp;
+  const bool can_fold = ctx_.s.model.moe && tp > 1 &&
+                        ctx_.s.training.tensor_parallel == TensorParallelImpl::Megatron &&
+                        static_cast<long long>(tp) * cp * dp % ep == 0;
+  std::vector<bool> out;
+  if ((ep == 1 || dp % ep == 0) && (!etp || *etp == tp)) out.push_back(false);
+  if (can_fold && etp == 1) out.push_back(true);
+  return out;
+}
+
 // Rank orders worth trying: the other order only where it places some group differently (else its
 // Program is the same and the default order wins the tie).
 // Indices into SearchContext::orders: 0 is the requested order or the default, 1 the other one.
 std::vector<int> SearchSpace::orders(const ParallelLayout& layout) {
   if (ctx_.req.order || ctx_.s.cluster.pools.size() > 1 || layout.pp == 1 || layout.dp == 1) return {0};
   if (ctx_.exhaustive) return {0, 1};
-  const auto key = std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate};
+  const auto key =
+      std::tuple{layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.replicate, layout.folded};
   auto it = same_placements_.find(key);
   if (it == same_placements_.end())
     it = same_placements_.emplace(key, same_placements(layout, ctx_.orders[0], ctx_.orders[1])).first;
@@ -209,12 +227,7 @@ std::vector<int> SearchSpace::orders(const ParallelLayout& layout) {
 // neighbours on one node or not, and the pair of ranks that share tied embeddings.
 bool SearchSpace::same_placements(const ParallelLayout& layout, const std::string& x,
                                   const std::string& y) const {
-  Plan px, py;
-  for (Plan* p : {&px, &py})
-    p->tp = layout.tp, p->cp = layout.cp, p->dp = layout.dp, p->pp = layout.pp, p->ep = layout.ep,
-    p->dp_replicate = layout.replicate;
-  px.order = x;
-  py.order = y;
+  const Plan px = layout.degrees(x), py = layout.degrees(y);
   auto same = [](const cost::GroupPlacement& a, const cost::GroupPlacement& c) {
     return a.size == c.size && a.per_node == c.per_node && a.crosses_pods == c.crosses_pods;
   };

@@ -45,14 +45,19 @@ class SearchSpace {
   // HSDP's replicas to try: the one asked (where it divides dp and there is no EP), else 1 and, where ZeRO
   // 3 may be chosen, the replicas of a one-node shard group (FSDP's HYBRID_SHARD default). Empty: none.
   std::vector<int> hsdp_choices(int tp, int cp, int ep, int dp, const std::vector<int>& pools) const;
+  // MoE parallel folding as the request asks (Plan::expert_tp): left out, EP carved out of dp where ep
+  // divides dp (Megatron-Core's default, the one the live engines run); expert_tp 1, folded over
+  // tp x cp x dp where ep divides those (an MoE model under tp > 1 and Megatron's tensor parallelism).
+  // Empty: no layout.
+  std::vector<bool> folding_choices(int tp, int cp, int ep, int dp) const;
   std::vector<int> orders(const ParallelLayout& layout);
   bool same_placements(const ParallelLayout& layout, const std::string& x, const std::string& y) const;
 
   const SearchContext& ctx_;
   const LayerCosts& costs_;
   std::map<std::string, long>& rejected_;
-  std::map<std::tuple<int, int, int, int, int, int>, bool>
-      same_placements_;  // by (tp, cp, dp, pp, ep, replicate)
+  std::map<std::tuple<int, int, int, int, int, int, bool>, bool>
+      same_placements_;  // by (tp, cp, dp, pp, ep, replicate, folded)
 };
 
 template <class Visit>
