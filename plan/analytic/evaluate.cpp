@@ -400,11 +400,10 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
           break;
       }
       const auto iv = std::make_pair(tm.start_s, tm.end_s);
-      if (t.stream == StreamKind::Compute) {
-        if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv)
-          pp.push_back(iv);
-        else
-          compute.push_back(iv);
+      if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv) {
+        pp.push_back(iv);  // on the compute, PP or (combined 1F1B's sends) Ep stream
+      } else if (t.stream == StreamKind::Compute) {
+        compute.push_back(iv);
       } else if (t.stream == StreamKind::Tp || t.stream == StreamKind::Ep) {
         tp.push_back(iv);
       } else if (t.stream == StreamKind::Pp) {

@@ -49,7 +49,6 @@ Role RoleBuilder::build() {
       backward(s.microbatch, s.chunk, last_backward[s.chunk] == s.microbatch);
   }
   ep_beside_next_ = false;
-  send_pending();
   if (ep_beside_ >= 0) previous_compute_.push_back(ep_beside_);
   optimizer();
   if (t_.launch_blocking) serialize_issue_order();
@@ -391,7 +390,6 @@ void RoleBuilder::forward(int mb, int chunk) {
   const StagePlan& st = stage(chunk);
   TaskDeps deps;
   if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
-  send_pending();
   if (p_.zero == 3) {
     sharded_forward(mb, chunk, std::move(deps));
   } else if (mb == 0 && gathers_in_forward()) {
@@ -419,7 +417,7 @@ void RoleBuilder::forward(int mb, int chunk) {
     out.deps = {done.front()};
     add(std::move(out));
   }
-  if (!last_chunk(chunk)) send(Direction::Forward, mb, chunk, done);
+  if (!last_chunk(chunk)) p2p(TaskKind::Send, Direction::Forward, mb, chunk, done);
 }
 
 void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
@@ -427,7 +425,6 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
   TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
   if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
-  send_pending();
   if (p_.offload_activations) {
     Task in;
     in.kind = TaskKind::Copy;
@@ -447,7 +444,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   before_previous_backward_ = before_this;
   if (p_.zero == 3) {
     deps = sharded_backward(mb, chunk, std::move(deps), final_microbatch);
-    if (chunk > 0) send(Direction::Backward, mb, chunk, deps);
+    if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
     return;
   }
   Bytes working_set;
@@ -477,7 +474,7 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   }
   if (every && !p_.overlap_dp)  // the whole pass's buckets, after it
     for (const auto& [hi, lo] : bucket_segments_[chunk]) unit_reduce(mb, chunk, lo, hi, deps.front());
-  if (chunk > 0) send(Direction::Backward, mb, chunk, deps);
+  if (chunk > 0) p2p(TaskKind::Send, Direction::Backward, mb, chunk, deps);
 }
 
 void RoleBuilder::parameters_and_buckets() {

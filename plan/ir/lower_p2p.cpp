@@ -1,5 +1,4 @@
-// Pipeline sends and receives between the stages (plan.overlap.pp: on their own stream), and under
-// combined 1F1B (Plan::overlap_ep) a pass's send held until the next pass's receive is issued.
+// Pipeline sends and receives between the stages (plan.overlap.pp: on their own stream).
 #include <cstdlib>
 #include <utility>
 
@@ -11,6 +10,10 @@ int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps d
   Task t;
   t.kind = kind;
   t.stream = p_.overlap_pp ? StreamKind::Pp : StreamKind::Compute;
+  // Combined 1F1B sends a pass's output after the all-to-alls it leaves beside the next pass, on their
+  // stream: queued on the PP stream it would hold up the next pass's receive, where Megatron-Core
+  // exchanges a merged step's outputs and the next step's inputs together.
+  if (kind == TaskKind::Send && ep_beside_next_) t.stream = StreamKind::Ep;
   t.direction = dir;
   t.microbatch = mb;
   t.chunk = chunk;
@@ -24,21 +27,6 @@ int RoleBuilder::p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps d
                  mb, chunk);
   t.deps = std::move(deps);
   return add(std::move(t));
-}
-
-void RoleBuilder::send(Direction dir, int mb, int chunk, TaskDeps deps) {
-  pending_send_ = PendingSend{dir, mb, chunk, std::move(deps)};
-  // Combined 1F1B exchanges a merged step's outputs with the next step's inputs: this pass's output,
-  // which waits for the all-to-alls it leaves beside the next pass, goes after the next pass's receive
-  // on the PP stream (a send waiting on its data holds no unrelated receive).
-  if (!ep_beside_next_) send_pending();
-}
-
-void RoleBuilder::send_pending() {
-  if (!pending_send_) return;
-  PendingSend s = std::move(*pending_send_);
-  pending_send_.reset();
-  p2p(TaskKind::Send, s.dir, s.microbatch, s.chunk, std::move(s.deps));
 }
 
 }  // namespace paratwin::lowering

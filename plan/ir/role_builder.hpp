@@ -253,10 +253,6 @@ class RoleBuilder {
   TaskDeps compute_with_comm(Task compute, int chunk, int begin, int end, bool forward, int mb, int passes);
 
   int p2p(TaskKind kind, Direction dir, int mb, int chunk, TaskDeps deps);
-  // A pass's output or input gradient to its peer stage: now, or under combined 1F1B after the next
-  // pass's receive (send_pending).
-  void send(Direction dir, int mb, int chunk, TaskDeps deps);
-  void send_pending();
 
   // ZeRO 2 and 3 per layer and per micro-batch (lower_sharded.cpp).
   // Whether gradients are reduce-scattered every micro-batch (ZeRO 2 and 3 without compression, which
@@ -348,12 +344,6 @@ class RoleBuilder {
   // beside the next pass; the last all-to-all left so, which the pass after next waits for.
   bool ep_beside_next_ = false;
   int ep_beside_ = -1;
-  struct PendingSend {
-    Direction dir;
-    int microbatch, chunk;
-    TaskDeps deps;
-  };
-  std::optional<PendingSend> pending_send_;
   int before_previous_backward_ = -1;  // the compute task the last backward lowered came after
   std::vector<GradientBucket> buckets_;
   std::vector<GradientBucket> gather_order_;  // buckets_ in the forward's order (gathers_in_forward)
