@@ -79,10 +79,13 @@ inline bool folds_experts(const Plan& p) {
 inline bool experts_apart(const Plan& p) {
   return p.ep > 1 || folds_experts(p);
 }
-// The ranks that hold each expert of a stage (GroupKind::ExpertDp): dp x cp / ep, folded tp x cp x dp
-// / (expert_tp x ep).
+// The ranks that hold each expert of a stage (GroupKind::ExpertDp), of `replicas` = dp x cp: dp x cp / ep,
+// folded tp x cp x dp / (expert_tp x ep) (tp / expert_tp is 1 unless folded).
+inline int expert_replicas(int tp, int expert_tp, int replicas, int ep) {
+  return tp / expert_tp * replicas / ep;
+}
 inline int expert_replicas(const Plan& p) {
-  return (folds_experts(p) ? p.tp / experts_tp(p) : 1) * p.dp * p.cp / p.ep;
+  return expert_replicas(p.tp, experts_tp(p), p.dp * p.cp, p.ep);
 }
 
 // The plan a scenario fixes. Secondary fields left out take documented defaults (cp, ep 1; schedule

@@ -26,9 +26,9 @@ enum class StreamKind { Compute, Tp, Pp, Dp, Copy, DpReplicate, Ep };
 constexpr int kStreamKinds = static_cast<int>(StreamKind::Ep) + 1;  // Ep is the last
 // Dp: the ranks ZeRO shards over (Plan::zero_group: dp x cp, a shard group under HSDP); DpReplicate:
 // under HSDP, the ranks holding the same shard in each replica; Embedding: first + last stage (tied).
-// World: every rank of the job (the step's gradient norm and fp16 overflow flag). ExpertDp: under EP, the
-// DP ranks that hold the same experts (dp x cp / ep of them), over which the experts' gradients are
-// reduced and their ZeRO shards gathered, as Megatron-Core's expert-data-parallel group.
+// World: every rank of the job (the step's gradient norm and fp16 overflow flag). ExpertDp: under EP or
+// folded, the ranks that hold the same experts (expert_replicas, plan.hpp), over which the experts'
+// gradients are reduced and their ZeRO shards gathered, as Megatron-Core's expert-data-parallel group.
 enum class GroupKind { None, Tp, Cp, Ep, Dp, Pp, Embedding, DpReplicate, World, ExpertDp };
 // Whether a group's members play different roles (pipeline ranks): the tied embedding's pair of the
 // first and last stages, and the whole job. Their collectives meet by task name across roles.

@@ -117,8 +117,6 @@ void dropped(const Plan& p, const ScenarioSpec& s, std::vector<std::string>& not
     notes.push_back("overlap_tp: AutoTP does not overlap its collectives with GEMMs");
   if (p.overlap_ep)
     notes.push_back("overlap.ep: DeepSpeed-MoE has no combined 1F1B; its all-to-alls run between the layers");
-  if (p.overlap_ep)
-    notes.push_back("overlap.ep: DeepSpeed-MoE has no combined 1F1B; its all-to-alls run between the layers");
   if (p.overlap_param_gather)
     notes.push_back(
         "overlap.param_gather: DeepSpeed's ZeRO 1 gathers the parameters inside the optimizer "

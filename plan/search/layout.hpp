@@ -116,8 +116,8 @@ struct ParallelLayout {
   // The ranks that share ZeRO's blocks (Plan::zero_group): the replicas, a shard group's under HSDP.
   int shards() const { return replicas() / replicate; }
   int expert_tp() const { return folded ? 1 : tp; }
-  // The ranks that hold each expert (Plan's expert_replicas).
-  int expert_replicas() const { return (folded ? tp : 1) * replicas() / ep; }
+  // The ranks that hold each expert (plan.hpp's expert_replicas).
+  int expert_replicas() const { return paratwin::expert_replicas(tp, expert_tp(), replicas(), ep); }
   // The plan's degrees and rank order: where its groups sit.
   Plan degrees(const std::string& order) const {
     Plan p;

@@ -243,17 +243,15 @@ class Search {
   Plan candidate_plan(const Entry& e) const {
     const ParallelLayout& layout = layouts_[e.layout];
     const PlanRequest& req = s_.plan;
-    Plan plan;
-    plan.dp = layout.dp, plan.tp = layout.tp, plan.pp = layout.pp, plan.cp = layout.cp, plan.ep = layout.ep;
-    plan.expert_tp = layout.folded ? 1 : 0;
-    plan.order = ctx_.orders[e.variant.order];
+    Plan plan = layout.degrees(ctx_.orders[e.variant.order]);
     plan.micro_batch = layout.mb;
     plan.num_microbatches = microbatches(layout);
     plan.schedule = layout.schedule;
     plan.virtual_stages = layout.v;
     plan.sequence_parallel = layout.sp;
     plan.zero = e.variant.zero;
-    if (plan.zero == 3) plan.reshard = ctx_.reshard(), plan.dp_replicate = layout.replicate;
+    if (plan.zero == 3) plan.reshard = ctx_.reshard();
+    plan.dp_replicate = plan.zero == 3 ? layout.replicate : 1;  // HSDP is ZeRO 3's
     plan.offload_optimizer = e.variant.offload;
     if (req.offload_activations) plan.offload_activations = *req.offload_activations;
     if (req.compression)

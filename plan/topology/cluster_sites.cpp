@@ -45,10 +45,6 @@ int full_bisection_gpus(const PoolSpec& pool, const ClusterSpec& cluster) {
                                          : pool.gpus_per_node;
 }
 
-}  // namespace paratwin
-
-namespace paratwin {
-
 cost::GroupPlacement placement_of_members(const std::vector<int>& gpus, const std::vector<int>& nodes,
                                           const PoolSpec& pool, const ClusterSpec& cluster) {
   cost::GroupPlacement g;
