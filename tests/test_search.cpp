@@ -71,8 +71,8 @@ BOOST_AUTO_TEST_CASE(bounds_hold_where_dp_buckets_follow_the_last_backward) {
 }
 
 // The same where the pass graph's bound has more to follow: TP collectives beside their GEMMs, MoE
-// layers with expert parallelism (balanced and Zipf-skewed routing), pipeline neighbours and DP groups across
-// nodes, two pools, the CP ring's transfers beside its blocks.
+// layers with expert parallelism (balanced and Zipf-skewed routing; folded; combined 1F1B), pipeline
+// neighbours and DP groups across nodes, two pools, the CP ring's transfers beside its blocks.
 BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
   std::string two_nodes = kSmall;
   two_nodes.replace(two_nodes.find("nodes: 1"), 8, "nodes: 2");
@@ -97,6 +97,11 @@ BOOST_AUTO_TEST_CASE(bounds_hold_with_tp_overlap_experts_and_pools) {
         {"skewed experts", scenario(skewed, {"plan={tp: 1}"})},
         // MoE parallel folding: EP over tp x dp, whole experts, one TP collective pair an MoE layer.
         {"folded experts", scenario(moe, {"plan={tp: 2, sequence_parallel: true, expert_tp: 1}"})},
+        // Combined 1F1B: each steady-state pass's all-to-alls beside the next pass; without pipelining
+        // one more forward first (pass_order), two micro-batches' activations held.
+        {"combined 1F1B", scenario(moe, {"plan={overlap: {ep: true}}"})},
+        {"combined 1F1B, folded", scenario(moe, {"plan={overlap: {ep: true}, tp: 2, sequence_parallel: true, "
+                                                 "expert_tp: 1}"})},
         {"pools", scenario(pools, {"plan={cp: 1}"})},
         // Context parallelism's ring (plan/ir/lower.cpp) across the two nodes.
         {"cp ring", scenario(two_nodes, {"plan={cp: 4}", "training.attention=flash2",

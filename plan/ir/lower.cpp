@@ -32,8 +32,8 @@ Role RoleBuilder::build() {
   // copies, bucket segments); growing the vector would move them all.
   role_.tasks.reserve(static_cast<size_t>(
       estimated_role_tasks(p_.virtual_stages, p_.num_microbatches, m_.layers, p_.pp, p_.zero)));
-  auto order = pipeline_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_);
-  if (p_.overlap_ep && p_.pp == 1) order = combined_1f1b_order(std::move(order));
+  const auto order =
+      pass_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_, p_.overlap_ep);
   // The last backward of each chunk finalizes its gradients.
   std::map<int, int> last_backward;
   for (const auto& s : order)

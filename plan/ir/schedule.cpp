@@ -39,4 +39,9 @@ std::vector<PipelineStep> combined_1f1b_order(std::vector<PipelineStep> order) {
   return order;
 }
 
+std::vector<PipelineStep> pass_order(Schedule schedule, int pp, int v, int m, int rank, bool overlap_ep) {
+  std::vector<PipelineStep> order = pipeline_order(schedule, pp, v, m, rank);
+  return overlap_ep && pp == 1 ? combined_1f1b_order(std::move(order)) : order;
+}
+
 }  // namespace paratwin

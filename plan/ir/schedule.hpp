@@ -28,4 +28,9 @@ std::vector<PipelineStep> pipeline_order(Schedule schedule, int pp, int v, int m
 // beside the backward of the micro-batch before it: F0 F1 B0 F2 B1 ... B(m-1) from 1f1b's F0 B0 F1 B1 ...
 std::vector<PipelineStep> combined_1f1b_order(std::vector<PipelineStep> order);
 
+// The order pipeline rank `rank` runs its passes in: pipeline_order's, combined 1F1B's where Plan::overlap_ep
+// runs without pipelining (under the interleaved schedule it keeps the schedule's order). Lowering and the
+// optimizer's pass graph both take it from here.
+std::vector<PipelineStep> pass_order(Schedule schedule, int pp, int v, int m, int rank, bool overlap_ep);
+
 }  // namespace paratwin

@@ -113,7 +113,9 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     out.cp_forward = coll(CollectiveKind::AllGather, GroupKind::Cp, layout.cp, bytes.cp);
     out.cp_backward = coll(CollectiveKind::ReduceScatter, GroupKind::Cp, layout.cp, bytes.cp);
   }
-  if (ctx_.s.model.moe && layout.ep > 1)
+  // Combined 1F1B runs most passes' all-to-alls beside the next pass (RoleBuilder::compute_with_comm):
+  // none follows a pass in a bound.
+  if (ctx_.s.model.moe && layout.ep > 1 && !layout.overlap_ep)
     out.ep = 2 * coll(CollectiveKind::AllToAll, GroupKind::Ep, layout.ep, bytes.ep);
   return out;
 }

@@ -42,7 +42,7 @@ struct LayerTimes {
 };
 
 // One layer's model-parallel collectives per pass, as lowering issues them: TP (or SP), CP forward
-// and backward, and on MoE layers EP's dispatch and combine.
+// and backward, and on MoE layers EP's dispatch and combine (none under combined 1F1B).
 struct LayerComm {
   double tp = 0, cp_forward = 0, cp_backward = 0, ep = 0;
 };
@@ -105,8 +105,11 @@ struct ParallelLayout {
   Schedule schedule;
   Recompute recompute;
   bool sp;
-  int replicate = 1;           // HSDP's replicas of a ZeRO 3 shard group (Plan::dp_replicate)
-  bool folded = false;         // MoE parallel folding (Plan::expert_tp 1): EP over tp x cp x dp
+  int replicate = 1;    // HSDP's replicas of a ZeRO 3 shard group (Plan::dp_replicate)
+  bool folded = false;  // MoE parallel folding (Plan::expert_tp 1): EP over tp x cp x dp
+  // Combined 1F1B (Plan::overlap_ep): EP all-to-alls beside the next pass. The request's, the same for
+  // every layout of a search (SearchSpace::enumerate), so the cost tables' keys leave it out.
+  bool overlap_ep = false;
   std::vector<int> rank_pool;  // pool index of each pipeline rank
   double free_bound = 0;       // valid for every partition; tightened when the layout is refined
   double scale = 1;            // objective per second of iteration time (Search::objective_scale)
@@ -212,10 +215,12 @@ inline double chunk_bytes(const ParallelLayout& layout, double per_parameter, co
   return states + bytes * in_flight;
 }
 
-// Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk).
+// Micro-batches whose activations a chunk of pipeline rank r holds at once (per chunk); combined 1F1B
+// without pipelining (pass_order) runs a second forward before the first backward.
 inline double in_flight(const ParallelLayout& layout, int r, int microbatches) {
   if (layout.schedule == Schedule::GPipe) return microbatches;
-  if (layout.schedule == Schedule::OneFOneB) return std::min(layout.pp - r, microbatches);
+  if (layout.schedule == Schedule::OneFOneB)
+    return std::min(layout.pp - r + (layout.overlap_ep && layout.pp == 1 ? 1 : 0), microbatches);
   const double steps =
       std::min(microbatches * layout.v, (layout.pp - r - 1) * 2 + (layout.v - 1) * layout.pp + 1);
   return std::ceil(steps / layout.v);

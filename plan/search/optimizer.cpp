@@ -263,6 +263,7 @@ class Search {
     plan.overlap_tp = req.overlap_tp.value_or(false);
     plan.overlap_pp = req.overlap_pp.value_or(true);
     plan.overlap_param_gather = req.overlap_param_gather.value_or(false);
+    plan.overlap_ep = layout.overlap_ep;
     plan.checkpoint_interval = s_.checkpoint.interval;
     const auto& ranges = partitioner_.ranges(e.partition);
     for (int c = 0; c < plan.chunks(); ++c)
@@ -401,12 +402,12 @@ SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& opt
                      "for a given plan; the optimizer does not search it: give plan.tp, plan.pp and "
                      "plan.micro_batch, or search with plan.recompute_every");
   }
-  // The bounds run the EP all-to-alls between the passes.
-  if (scenario.plan.overlap_ep.value_or(false)) {
+  if (scenario.plan.overlap_ep.value_or(false) && !scenario.model.moe) {
     const auto it = scenario.locations.find("plan.overlap.ep");
     throw InputError(it != scenario.locations.end() ? it->second : scenario.document.location,
-                     "plan.overlap.ep (combined 1F1B) is for a given plan; the optimizer does not search it: "
-                     "give plan.tp, plan.pp and plan.micro_batch, or leave overlap.ep out");
+                     "plan.overlap.ep (combined 1F1B) overlaps the EP all-to-alls of a mixture-of-experts "
+                     "model, and " +
+                         scenario.model.name + " has no moe: leave overlap.ep out");
   }
   return Search(scenario, options).run();
 }

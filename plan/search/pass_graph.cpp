@@ -21,7 +21,8 @@ PassGraphBounds::PassGraphBounds(const SearchContext& context, LayerCosts& costs
 PassGraph pass_graph(const ParallelLayout& layout, int microbatches) {
   const int chunks = layout.pp * layout.v, m = microbatches;
   std::vector<std::vector<PipelineStep>> orders(layout.pp);
-  for (int r = 0; r < layout.pp; ++r) orders[r] = pipeline_order(layout.schedule, layout.pp, layout.v, m, r);
+  for (int r = 0; r < layout.pp; ++r)
+    orders[r] = pass_order(layout.schedule, layout.pp, layout.v, m, r, layout.overlap_ep);
   auto key = [&](bool forward, int mb, int chunk) {
     return (static_cast<size_t>(forward ? 0 : 1) * chunks + chunk) * m + mb;
   };
@@ -70,7 +71,7 @@ PipelineCounts pipeline_counts(const ParallelLayout& layout, int microbatches) {
   out.before_buckets.assign(layout.pp, PassCounts(layout.v, {0, 0}));
   out.through_last.assign(layout.pp, std::vector<std::array<PassCounts, 2>>(layout.v));
   for (int r = 0; r < layout.pp; ++r) {
-    const auto order = pipeline_order(layout.schedule, layout.pp, layout.v, microbatches, r);
+    const auto order = pass_order(layout.schedule, layout.pp, layout.v, microbatches, r, layout.overlap_ep);
     std::vector<std::array<size_t, 2>> last(layout.v, {0, 0});  // index of the last pass per (j, d)
     for (size_t k = 0; k < order.size(); ++k) last[order[k].chunk / layout.pp][order[k].forward ? 0 : 1] = k;
     PassCounts running(layout.v, {0, 0});
@@ -90,7 +91,7 @@ PipelineCounts pipeline_counts(const ParallelLayout& layout, int microbatches) {
 }
 
 const PipelineCounts& PassGraphBounds::counts(const ParallelLayout& layout, int microbatches) {
-  const auto order_key = std::tuple{layout.schedule, layout.pp, layout.v, microbatches};
+  const auto order_key = std::tuple{layout.schedule, layout.pp, layout.v, microbatches, layout.overlap_ep};
   auto counts = counts_.find(order_key);
   if (counts == counts_.end())
     counts = counts_.emplace(order_key, pipeline_counts(layout, microbatches)).first;
@@ -103,7 +104,7 @@ const PassBounds& PassGraphBounds::bounds(ParallelLayout& layout, int microbatch
   const std::tuple key{partition, order, zero3};
   auto bounds = layout.pass_bounds.find(key);
   if (bounds == layout.pass_bounds.end()) {
-    const auto order_key = std::tuple{layout.schedule, layout.pp, layout.v, microbatches};
+    const auto order_key = std::tuple{layout.schedule, layout.pp, layout.v, microbatches, layout.overlap_ep};
     auto graph = graphs_.find(order_key);
     if (graph == graphs_.end()) graph = graphs_.emplace(order_key, pass_graph(layout, microbatches)).first;
     std::vector<double> gathers;
@@ -212,7 +213,12 @@ PassBounds PassGraphBounds::pass_bounds(const ParallelLayout& layout, const Pass
       run(start, k.backward, k.backward_comm, compute_end[i], done[i]);
     }
     const double send = n.forward ? k.forward_send : k.backward_send;
-    if (send >= 0) sent[i] = pp_free[r] = std::max(pp_free[r], done[i]) + send;
+    // Combined 1F1B sends a steady-state pass's output on the Ep stream after its all-to-alls, apart
+    // from the receives: at least after the pass's compute.
+    if (send >= 0 && layout.overlap_ep)
+      sent[i] = compute_end[i] + send;
+    else if (send >= 0)
+      sent[i] = pp_free[r] = std::max(pp_free[r], done[i]) + send;
   }
   PassBounds out{std::vector<double>(layout.pp), std::vector<double>(layout.pp)};
   for (int r = 0; r < layout.pp; ++r) {

@@ -17,7 +17,7 @@ namespace paratwin::search {
 // A pass waits for the rank's pass before it and for the same micro-batch's pass through the
 // neighbouring chunk (a forward for the forward through the chunk before, a backward for the backward
 // through the chunk after, the last chunk's backward for its forward). Nodes in a topological order;
-// shared by the layouts of one (schedule, pp, v, micro-batches).
+// shared by the layouts of one pass order (pass_order: schedule, pp, v, micro-batches, overlap_ep).
 struct PassGraph {
   struct Node {
     int previous = -1;     // the rank's pass before, -1 for its first
@@ -49,7 +49,7 @@ class PassGraphBounds {
  public:
   PassGraphBounds(const SearchContext& context, LayerCosts& costs);
 
-  // The layout's pipeline counts, shared by the layouts of one (schedule, pp, v, micro-batches).
+  // The layout's pipeline counts, shared by the layouts of one pass order.
   const PipelineCounts& counts(const ParallelLayout& layout, int microbatches);
   // Per pipeline rank, bounds of when its last pass ends and when its first chunk's last DP bucket is
   // ready, for partition `partition` (its `ranges`) under rank order `order`, with ZeRO 3's gathers
@@ -68,8 +68,9 @@ class PassGraphBounds {
 
   const SearchContext& ctx_;
   LayerCosts& costs_;
-  std::map<std::tuple<Schedule, int, int, int>, PipelineCounts> counts_;
-  std::map<std::tuple<Schedule, int, int, int>, PassGraph> graphs_;
+  // By (schedule, pp, v, micro-batches, combined 1F1B): one pipeline order.
+  std::map<std::tuple<Schedule, int, int, int, bool>, PipelineCounts> counts_;
+  std::map<std::tuple<Schedule, int, int, int, bool>, PassGraph> graphs_;
 };
 
 }  // namespace paratwin::search

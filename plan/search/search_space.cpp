@@ -47,6 +47,9 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
     else
       reject("cp does not divide the sequence");
   std::vector<int> eps = fixed_or(ctx_.req.ep, m.moe ? divisors(m.moe->experts, 64) : std::vector<int>{1});
+  // Combined 1F1B where the request asks it: every layout of the search runs it (the cost tables' keys
+  // leave it out), so only those it runs under are searched.
+  const bool overlap_ep = ctx_.req.overlap_ep.value_or(false);
 
   for (int tp : tps)
     for (int cp : cps)
@@ -89,6 +92,7 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
                       // Folding dispatches each rank's sequence share (Megatron-Core's MoE under TP needs
                       // SP) and keeps its experts apart from the dense state (no HSDP).
                       if (folded && (!sp || replicate > 1 || rc == Recompute::Op)) continue;
+                      if (overlap_ep && !combined_1f1b_runs(ep, pp, schedule, rc)) continue;
                       ParallelLayout layout{.tp = tp,
                                             .cp = cp,
                                             .ep = ep,
@@ -101,6 +105,7 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
                                             .sp = sp,
                                             .replicate = replicate,
                                             .folded = folded,
+                                            .overlap_ep = overlap_ep,
                                             .rank_pool = pools};
                       visit(std::move(layout), microbatches);
                     }
@@ -195,6 +200,22 @@ std::vector<int> SearchSpace::hsdp_choices(int tp, int cp, int ep, int dp,
   const int shard = per_node / (tp * cp);
   if (dp % shard == 0 && dp / shard > 1) out.push_back(dp / shard);
   return out;
+}
+
+bool SearchSpace::combined_1f1b_runs(int ep, int pp, Schedule schedule, Recompute recompute) {
+  if (ep < 2) {
+    reject("overlap.ep needs ep > 1");
+    return false;
+  }
+  if (pp == 1 ? schedule != Schedule::OneFOneB : schedule != Schedule::Interleaved) {
+    reject("overlap.ep runs under pp 1 or the interleaved schedule");
+    return false;
+  }
+  if (recompute == Recompute::Full) {
+    reject("overlap.ep does not run beside full recompute");
+    return false;
+  }
+  return true;
 }
 
 std::vector<bool> SearchSpace::folding_choices(int tp, int cp, int ep, int dp) const {

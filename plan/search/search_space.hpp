@@ -50,6 +50,9 @@ class SearchSpace {
   // tp x cp x dp where ep divides those (an MoE model under tp > 1 and Megatron's tensor parallelism).
   // Empty: no layout.
   std::vector<bool> folding_choices(int tp, int cp, int ep, int dp) const;
+  // Whether combined 1F1B (plan.overlap.ep) runs under these choices (Megatron-Core's: ep > 1, no
+  // pipelining or the interleaved schedule, no full recompute); the reason counted where not.
+  bool combined_1f1b_runs(int ep, int pp, Schedule schedule, Recompute recompute);
   std::vector<int> orders(const ParallelLayout& layout);
   bool same_placements(const ParallelLayout& layout, const std::string& x, const std::string& y) const;
 
@@ -68,12 +71,15 @@ void SearchSpace::for_each_variant(const ParallelLayout& layout, const Visit& vi
                                       ? std::vector<int>{3}
                                   : layout.replicas() > 1 ? std::vector<int>{0, 1, 2, 3}
                                                           : std::vector<int>{0};
-  for (int zero : fixed_or(ctx_.req.zero, stages))
+  for (int zero : fixed_or(ctx_.req.zero, stages)) {
+    // Combined 1F1B's pairs of passes do not follow ZeRO 3, which the twin lowers a layer at a time.
+    if (layout.overlap_ep && zero == 3) continue;
     for (bool offload : fixed_or(ctx_.req.offload_optimizer, {false, true})) {
       const bool fits = costs_.states_can_fit(layout, {zero, offload, false, 0});
       for (bool topk : compression_choices(layout, zero))
         for (int order : rank_orders) visit(Variant{zero, offload, topk, order}, fits);
     }
+  }
 }
 
 }  // namespace paratwin::search
