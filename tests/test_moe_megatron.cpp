@@ -279,6 +279,10 @@ BOOST_AUTO_TEST_CASE(combined_1f1b_is_checked_and_written) {
       search_plans(scenario(kCrossNode, {"plan.overlap.ep=true", "plan.micro_batch=auto"}), {});
   BOOST_REQUIRE(!r.top.empty());
   for (const auto& c : r.top) BOOST_TEST((c.plan.overlap_ep && c.plan.ep > 1 && c.plan.zero != 3));
+  BOOST_CHECK_THROW(
+      search_plans(scenario(kCrossNode, {"plan.overlap.ep=true", "plan.micro_batch=auto", "plan.zero=3"}),
+                   {}),
+      InputError);
   std::string dense = kCrossNode;
   dense.replace(dense.find(", moe: {experts: 16, top_k: 4}"), 30, "");
   BOOST_CHECK_THROW(

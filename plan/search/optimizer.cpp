@@ -409,6 +409,14 @@ SearchResult search_plans(const ScenarioSpec& scenario, const SearchOptions& opt
                      "model, and " +
                          scenario.model.name + " has no moe: leave overlap.ep out");
   }
+  // ZeRO 3 asked, or its reshard or HSDP (which fix it): the search has no plan to give.
+  const PlanRequest& req = scenario.plan;
+  if (req.overlap_ep.value_or(false) && (req.zero == 3 || req.reshard || req.dp_replicate.value_or(1) > 1)) {
+    const auto it = scenario.locations.find("plan.overlap.ep");
+    throw InputError(it != scenario.locations.end() ? it->second : scenario.document.location,
+                     "plan.overlap.ep (combined 1F1B) runs with ZeRO 0-2, and the plan asks ZeRO 3 (zero 3, "
+                     "reshard or dp_replicate): leave one of them out");
+  }
   return Search(scenario, options).run();
 }
 
