@@ -84,6 +84,12 @@ inline bool experts_apart(const Plan& p) {
 inline int expert_replicas(int tp, int expert_tp, int replicas, int ep) {
   return tp / expert_tp * replicas / ep;
 }
+// TP collectives of each kind per pass over `layers` layers, `moe_layers` of them MoE: two a layer, after
+// attention and the MLP; one in an MoE layer with folded experts, which take the tokens through the EP
+// all-to-alls instead. Lowering and the optimizer's bounds count them so.
+inline int tp_layer_collectives(int layers, int moe_layers, bool folded) {
+  return 2 * layers - (folded ? moe_layers : 0);
+}
 inline int expert_replicas(const Plan& p) {
   return expert_replicas(p.tp, experts_tp(p), p.dp * p.cp, p.ep);
 }

@@ -113,10 +113,9 @@ class RoleBuilder {
     return w;
   }
 
-  // A span's TP collectives of each kind per pass: two a layer, after attention and the MLP; one in an
-  // MoE layer with folded experts, which take the tokens through the EP all-to-alls (folds_experts).
+  // A span's TP collectives of each kind per pass (plan.hpp's tp_layer_collectives).
   int tp_layer_collectives(int begin, int end) const {
-    return 2 * (end - begin) - (folds_experts(p_) ? moe_layers(begin, end) : 0);
+    return paratwin::tp_layer_collectives(end - begin, moe_layers(begin, end), folds_experts(p_));
   }
 
   int moe_layers(int begin, int end) const {

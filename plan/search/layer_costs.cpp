@@ -85,8 +85,7 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   t.moe_backward_compute = compute(work(false, true));
   t.forward = pass(t.forward_compute, 2 * tp_pass, cp_f);
   t.backward = pass(t.backward_compute, 2 * tp_pass, cp_b);
-  // A folded MoE layer keeps attention's TP collectives alone (RoleBuilder::tp_layer_collectives).
-  const double moe_tp = (layout.folded ? 1 : 2) * tp_pass;
+  const double moe_tp = tp_layer_collectives(1, 1, layout.folded) * tp_pass;
   t.moe_forward = pass(t.moe_forward_compute, moe_tp, cp_f + ep);
   t.moe_backward = pass(t.moe_backward_compute, moe_tp, cp_b + ep);
   if (layout.recompute == Recompute::Full) {

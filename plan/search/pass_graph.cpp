@@ -136,10 +136,10 @@ ChunkPasses PassGraphBounds::chunk_passes(const ParallelLayout& layout, int c, i
   const auto& x = layout.costs->passes[pool];
   const bool first = c == 0, last = c == layout.pp * layout.v - 1;
   const LayerTimes& ends = layout.costs->ends[pool];
-  // Two TP collectives per layer (one in a folded MoE layer), one more on the first chunk for the
+  // The layers' TP collectives (tp_layer_collectives), one more on the first chunk for the
   // vocabulary-parallel embedding.
-  const double layers = end - begin, moe = x[end].moe_layers - x[begin].moe_layers;
-  const double tp = 2 * layers - (layout.folded ? moe : 0) + (first ? 1 : 0);
+  const int layers = end - begin, moe = x[end].moe_layers - x[begin].moe_layers;
+  const double tp = tp_layer_collectives(layers, moe, layout.folded) + (first ? 1 : 0);
   const double shared = tp * comm.tp + moe * comm.ep;
   const double forward_comm = shared + layers * comm.cp_forward;
   return {chunk_bound_forward(layout, true, c, begin, end),
