@@ -272,7 +272,8 @@ size_t ShardedGpt::boundary_size(const ChunkActivations& a) const {
   return size_t(stream_rows(a.B * a.Tn)) * full_.hidden;
 }
 
-void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, ActivationPolicy policy) const {
+void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
+                          std::vector<ActivationPolicy> policies) const {
   if (Tn > full_.max_seq_len)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
                                 std::to_string(full_.max_seq_len));
@@ -285,17 +286,34 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   const size_t D = full_.head_dim, QKV = size_t(Hl_ + 2 * Kl_) * D, HD = size_t(Hl_) * D;
   const size_t FW = full_.swiglu ? 2 * size_t(Fl_) : Fl_;
   const bool last = spec_.last && hi == full_.layers;
+  if (policies.empty()) policies.assign(L, ActivationPolicy::KeepAll);
+  if (policies.size() != L)
+    throw std::invalid_argument(std::to_string(policies.size()) + " activation policies for a chunk of " +
+                                std::to_string(L) + " layers");
   a.chunk = chunk;
   a.B = B;
   a.Tn = Tn;
-  a.policy = policy;
+  a.policies = std::move(policies);
   a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
-  // Full recomputation keeps each layer's input only, selective all but the attention probabilities:
-  // what is dropped has one layer's buffer, for the layer being recomputed.
-  const size_t Lk = policy == ActivationPolicy::RecomputeLayers ? 1 : L;
-  const size_t La = policy == ActivationPolicy::KeepAll ? L : 1;
+  // Full recomputation keeps a layer's input only, selective all but the attention probabilities.
+  // A layer's place in a buffer: the layers keeping it in order, then one place the others share (the
+  // layer being recomputed).
+  const auto places = [&a, L](bool (*keeps)(ActivationPolicy), std::vector<size_t>& place) {
+    place.assign(L, 0);
+    size_t own = 0;
+    for (size_t li = 0; li < L; ++li)
+      if (keeps(a.policies[li])) place[li] = own++;
+    for (size_t li = 0; li < L; ++li)
+      if (!keeps(a.policies[li])) place[li] = own;
+    return own < L ? own + 1 : own;
+  };
+  const size_t Lk =
+      places([](ActivationPolicy p) { return p != ActivationPolicy::RecomputeLayers; }, a.slots);
+  const size_t La = places([](ActivationPolicy p) { return p == ActivationPolicy::KeepAll; }, a.att_slots);
+  const bool recomputes_layers =
+      std::count(a.policies.begin(), a.policies.end(), ActivationPolicy::RecomputeLayers) > 0;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
   // outputs are kept whole (gathered), as the GEMMs read them.
   assign_zeros(a.residual, (L + 1) * n * C);
@@ -315,7 +333,7 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn, Activat
   assign_zeros(a.ln2_rstd, Lk * n);
   assign_zeros(a.fc, Lk * N * FW);
   assign_zeros(a.fc_act, Lk * N * Fl_);
-  assign_zeros(a.recomputed_out, policy == ActivationPolicy::RecomputeLayers ? n * C : 0);
+  assign_zeros(a.recomputed_out, recomputes_layers ? n * C : 0);
   assign_zeros(a.lnf, last ? N * C : 0);
   assign_zeros(a.lnf_mean, last ? n : 0);
   assign_zeros(a.lnf_rstd, last ? n : 0);
@@ -600,7 +618,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
                   a.lnf_rstd.data(), n);
   }
   for (int l = hi - 1; l >= lo; --l) {
-    if (a.policy != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
+    if (a.policy(l - chunk_lo) != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
     const Layer& w = layers_[l];
     const int li = l - chunk_lo;
     const size_t s = a.kept(li);

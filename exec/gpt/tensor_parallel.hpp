@@ -53,13 +53,16 @@ struct ShardTensor {
 struct ChunkActivations {
   int chunk = 0;  // index into ShardSpec::chunks
   int B = 0, Tn = 0;
-  // Under a recompute policy the buffers it drops hold one layer: the one recomputed_layer names.
-  ActivationPolicy policy = ActivationPolicy::KeepAll;
+  // Each layer's policy (the chunk's layer li at li; the stage's recompute_every and recompute_layers
+  // leave some layers keeping all). What the layers under a recompute policy drop shares one layer's
+  // buffers, which hold the layer recomputed_layer names; kept activations have a place of their own.
+  std::vector<ActivationPolicy> policies;
+  std::vector<size_t> slots, att_slots;  // where layer li's activations and probabilities sit
   int recomputed_layer = -1;
   Buffer<float> recomputed_out;  // full recomputation: the recomputed layer's output, set aside
-  // Where the activations of the chunk's layer li sit in their buffers (0 when the policy drops them).
-  size_t kept(int li) const { return policy == ActivationPolicy::RecomputeLayers ? 0 : size_t(li); }
-  size_t att_kept(int li) const { return policy == ActivationPolicy::KeepAll ? size_t(li) : 0; }
+  ActivationPolicy policy(int li) const { return policies[size_t(li)]; }
+  size_t kept(int li) const { return slots[size_t(li)]; }
+  size_t att_kept(int li) const { return att_slots[size_t(li)]; }
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
   Buffer<float> mid, ln1, ln1_mean, ln1_rstd, qkv, att, attn_out, ln2, ln2_mean, ln2_rstd, fc, fc_act;
@@ -136,8 +139,10 @@ class ShardedGpt {
   const std::vector<int32_t>& lookup_rows() const { return lookup_rows_; }
   const Buffer<float>& lookup_gradients() const { return lookup_gradients_; }
 
+  // Sizes `a` for B sequences of Tn tokens through the chunk, its layers under `policies` (one per
+  // layer of the chunk; empty: every layer keeps all).
   void allocate(ChunkActivations& a, int chunk, int B, int Tn,
-                ActivationPolicy policy = ActivationPolicy::KeepAll) const;
+                std::vector<ActivationPolicy> policies = {}) const;
   // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
   // chunk returns the mean loss over a.targets (0 elsewhere). Output in a.residual[l] (top).
   double forward(ChunkActivations& a);
@@ -145,7 +150,7 @@ class ShardedGpt {
   // the output's gradient (received), except on the last chunk, which starts from the loss. When lo is
   // the chunk's first layer a.dresidual ends as the input's gradient (to send, or into the embedding).
   void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
-  // What the forward of `layer` dropped under a.policy, computed again by the same kernels from what it
+  // What the forward of `layer` dropped under its policy, computed again by the same kernels from what it
   // kept (bit for bit; full recomputation runs the layer's TP and CP collectives again, selective reuses
   // the keys and values CP gathered). The backward calls it for each layer it needs; the Program's
   // recompute task for the first. Defined in tensor_parallel_recompute.cpp.

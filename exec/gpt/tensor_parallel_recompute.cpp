@@ -1,5 +1,5 @@
-// Activation recomputation on a rank's shard: what the forward of a layer dropped under the chunk's
-// policy, computed again from what it kept (see ShardedGpt::recompute).
+// Activation recomputation on a rank's shard: what the forward of a layer dropped under its policy,
+// computed again from what it kept (see ShardedGpt::recompute).
 #include <stdexcept>
 #include <string>
 
@@ -14,7 +14,8 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
   if (layer < lo || layer >= hi)
     throw std::invalid_argument("recompute of layer " + std::to_string(layer) + " outside the chunk's [" +
                                 std::to_string(lo) + ", " + std::to_string(hi) + ")");
-  switch (a.policy) {
+  const int li = layer - lo;
+  switch (a.policy(li)) {
     case ActivationPolicy::KeepAll:
       return;  // nothing was dropped
     case ActivationPolicy::RecomputeLayers:
@@ -24,14 +25,15 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
       // The attention core: this rank's heads' probabilities from the kept (rotated) q, k, v; its
       // output is written again over the kept one, with the same values. Under CP the keys and values
       // are the whole sequence's, kept as the forward gathered them.
-      const int N = a.B * a.Tn, D = full_.head_dim, li = layer - lo;
-      float* out = a.attn_out.data() + size_t(li) * N * Hl_ * D;
-      const float* qkv = a.qkv.data() + size_t(li) * N * (Hl_ + 2 * Kl_) * D;
+      const int N = a.B * a.Tn, D = full_.head_dim;
+      const size_t s = a.kept(li);
+      float* out = a.attn_out.data() + s * N * Hl_ * D;
+      const float* qkv = a.qkv.data() + s * N * (Hl_ + 2 * Kl_) * D;
+      float* att = a.att.data() + a.att_kept(li) * a.B * Hl_ * a.Tn * keys(a.Tn);
       if (cp_)
-        cp_->attend(out, a.att.data(), a.kv.data() + size_t(li) * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B,
-                    Hl_, Kl_, D);
+        cp_->attend(out, att, a.kv.data() + s * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B, Hl_, Kl_, D);
       else
-        kernels::attention_forward(out, a.att.data(), qkv, a.B, a.Tn, Hl_, Kl_, D);
+        kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D);
       break;
     }
   }

@@ -9,7 +9,8 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
   // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
   // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
-  // Its layers keep everything, drop the attention core or keep their input only (gpt/recompute.cpp).
+  // Each layer keeps everything, drops the attention core or keeps its input only, as
+  // StagePlan::layer_recompute says (gpt/tensor_parallel_recompute.cpp).
   for (const StagePlan& st : p.stages) {
     if (st.recompute == Recompute::Op) {
       out.push_back(
@@ -21,18 +22,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
       out.push_back("recompute_modules [" + st.recompute_modules.names() +
                     "] is planned and simulated only: the live engine's selective recompute runs the "
                     "attention core again (core_attn); leave recompute_modules out");
-      break;
-    }
-    if (st.recompute != Recompute::None && st.recompute_layers > 0) {
-      out.push_back("recompute_layers " + std::to_string(st.recompute_layers) +
-                    " is planned and simulated only: the live engine recomputes every layer of a stage; "
-                    "leave recompute_layers out");
-      break;
-    }
-    if (st.recompute != Recompute::None && st.recompute_every > 1) {
-      out.push_back("recompute_every " + std::to_string(st.recompute_every) +
-                    " is planned and simulated only: the live engine recomputes every layer of a stage; "
-                    "use recompute_every 1");
       break;
     }
   }

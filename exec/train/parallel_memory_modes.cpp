@@ -16,15 +16,17 @@ void ParallelRunner::set_up_memory_modes() {
     compressor_ = std::make_unique<TopKCompressor>(p.compression);
 }
 
-ActivationPolicy ParallelRunner::activation_policy(int chunk) const {
-  switch (setup_.plan.stages.at(size_t(chunk)).recompute) {
-    case Recompute::Full:
-      return ActivationPolicy::RecomputeLayers;
-    case Recompute::Selective:
-      return ActivationPolicy::RecomputeAttention;
-    default:
-      return ActivationPolicy::KeepAll;
+std::vector<ActivationPolicy> ParallelRunner::activation_policies(int unit) const {
+  const ActivationUnit& u = units_.at(size_t(unit));
+  const StagePlan& stage = setup_.plan.stages.at(size_t(u.chunk));
+  std::vector<ActivationPolicy> out;
+  for (int l = u.layer_begin; l < u.layer_end; ++l) {
+    const Recompute mode = stage.layer_recompute(l);
+    out.push_back(mode == Recompute::Full        ? ActivationPolicy::RecomputeLayers
+                  : mode == Recompute::Selective ? ActivationPolicy::RecomputeAttention
+                                                 : ActivationPolicy::KeepAll);
   }
+  return out;
 }
 
 void ParallelRunner::keep_output(const Task& forward) {

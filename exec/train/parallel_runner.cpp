@@ -239,8 +239,7 @@ void ParallelRunner::compute(int index, const Task& task) {
       run_forward(task);
       break;
     case TaskKind::Recompute:
-      // The first layer the backward needs; it recomputes each next one itself.
-      model_.recompute(slot(task.microbatch, unit_of(task.chunk, task.layer_end - 1)), task.layer_end - 1);
+      recompute_first(task);
       break;
     case TaskKind::Backward:
       run_backward(index, task);

@@ -116,6 +116,9 @@ class ParallelRunner final : public StepRunner {
   // below (above), the data, the loss, the unit's release.
   void run_forward(const Task& task);
   void run_backward(int index, const Task& task);
+  // A recompute task: the top layer of its span that the backward needs again (it recomputes each
+  // next one itself).
+  void recompute_first(const Task& task);
   int tag(int microbatch, int boundary, Direction d) const;
   // Whether any gradient overflowed (skip the step) or their global norm, over every rank.
   int check_gradients(const Task& task);
@@ -192,7 +195,9 @@ class ParallelRunner final : public StepRunner {
   // The pieces of `ranges` that the task moves.
   std::vector<std::pair<size_t, size_t>> moved_ranges(
       const Task& task, const std::vector<std::pair<size_t, size_t>>& ranges) const;
-  ActivationPolicy activation_policy(int chunk) const;
+  // What each layer of an activation unit keeps for its backward: its stage's recompute mode on the
+  // layers StagePlan::layer_recompute names, everything on the others.
+  std::vector<ActivationPolicy> activation_policies(int unit) const;
   // Of the ranks whose copies of a tensor are summed (its DP replicas, dp x cp ranks; for an expert,
   // the replicas of its EP rank), this rank's index: 0 counts the tensor once.
   int holder(const ShardTensor& t) const {

@@ -61,8 +61,7 @@ ChunkActivations& ParallelRunner::slot(int microbatch, int unit) {
   if (fresh || released_.erase({microbatch, unit})) {
     MemoryUseScope use(MemoryUse::Activations);  // the memory report's make-up, as on one shard
     model_.allocate(it->second, unit, setup_.plan.micro_batch,
-                    setup_.scenario.training.seq_len / setup_.plan.cp,
-                    activation_policy(units_.at(size_t(unit)).chunk));
+                    setup_.scenario.training.seq_len / setup_.plan.cp, activation_policies(unit));
   }
   return it->second;
 }
@@ -137,6 +136,15 @@ void ParallelRunner::run_backward(int index, const Task& task) {
   model_.backward(a, task.layer_begin, task.layer_end, 1.0f / float(setup_.plan.num_microbatches));
   pass_ended(task);
   if (task.layer_begin == u.layer_begin) release(task.microbatch, unit);
+}
+
+void ParallelRunner::recompute_first(const Task& task) {
+  const StagePlan& stage = setup_.plan.stages.at(size_t(task.chunk));
+  for (int l = task.layer_end - 1; l >= task.layer_begin; --l)
+    if (stage.layer_recompute(l) != Recompute::None) {
+      model_.recompute(slot(task.microbatch, unit_of(task.chunk, l)), l);
+      return;
+    }
 }
 
 }  // namespace paratwin::exec

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "exec/gpt/model.hpp"
+#include "exec/gpt/tensor_parallel.hpp"
 #include "plan/spec/scenario.hpp"
 
 using namespace paratwin;
@@ -173,6 +174,52 @@ BOOST_AUTO_TEST_CASE(moe_layers_recompute_to_the_same_gradients) {
   }
   BOOST_TEST((grads[1] == grads[0]));
   BOOST_TEST((grads[2] == grads[0]));
+}
+
+// A stage's recompute_every and recompute_layers leave some layers keeping everything: the runner's
+// model (one rank's shard, here the whole model) takes a policy per layer, the dropped layers sharing
+// one layer's buffers, and gives the same gradients bit for bit as keeping all.
+BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradients) {
+  using P = ActivationPolicy;
+  const P keep = P::KeepAll, full = P::RecomputeLayers, core = P::RecomputeAttention;
+  for (const ModelSpec& spec : {tiny_gpt(), tiny_moe()}) {
+    const GptConfig config = gpt_config(spec);
+    ShardSpec shard;
+    shard.chunks = {{0, config.layers}};
+    shard.first = shard.last = true;
+    ShardedGpt model(config, shard, nullptr);
+    model.initialize(3);
+    std::vector<Buffer<float>> grads;
+    std::vector<size_t> kept_bytes;
+    for (const std::vector<P>& policies : std::vector<std::vector<P>>{{keep, keep, keep, keep},
+                                                                      {keep, full, keep, full},
+                                                                      {full, keep, keep, keep},
+                                                                      {keep, core, keep, core},
+                                                                      {full, full, full, full}}) {
+      ChunkActivations a;
+      model.allocate(a, 0, 2, 16, policies);
+      for (size_t i = 0; i < a.tokens.size(); ++i) {
+        a.tokens[i] = int32_t(i * 7 % 256);
+        a.targets[i] = int32_t(i * 13 % 256);
+      }
+      model.zero_gradients();
+      model.forward(a);
+      model.recompute(a, 3);  // as the Program's recompute task, before the backward
+      model.backward(a, 2, 4, 1.0f);
+      model.backward(a, 0, 2, 1.0f);
+      grads.push_back(model.gradients());
+      kept_bytes.push_back(a.ln1.size() + a.att.size() + a.fc.size());
+    }
+    for (size_t i = 1; i < grads.size(); ++i) {
+      BOOST_TEST_INFO(spec.name << ", policies " << i);
+      BOOST_TEST((grads[i] == grads[0]));
+    }
+    // Two layers of four keep their inner activations, the other two share one place: 3 of 4 layers'
+    // buffers; one layer dropped needs the one place it shares, all four dropped one place in all.
+    BOOST_TEST(kept_bytes[1] == kept_bytes[0] * 3 / 4);
+    BOOST_TEST(kept_bytes[2] == kept_bytes[0]);
+    BOOST_TEST(kept_bytes[4] == kept_bytes[0] / 4);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(backward_in_layer_segments_equals_one_backward) {

@@ -1,9 +1,9 @@
 // The live engine's memory modes, run under `mpirun -np 2` (and on one rank): ZeRO 0-3 (2 and 3 as
 // DeepSpeed and FSDP run them: reduce-scatters every micro-batch, ZeRO 3's gathers layer by layer),
-// recompute none/selective/full and optimizer offload reproduce the single-rank loss trajectory; their
-// measured peak memory per rank is ordered as the twin's and lies within 10% of it, their DP bytes are
-// the twin's; checkpoints keep the whole-model format across ZeRO stages; top-k gradient compression
-// with error feedback still trains and sends the bytes the twin's lowering says.
+// recompute none/selective/full (of every layer or some) and optimizer offload reproduce the single-rank loss
+// trajectory; their measured peak memory per rank is ordered as the twin's and lies within 10% of it, their
+// DP bytes are the twin's; checkpoints keep the whole-model format across ZeRO stages; top-k gradient
+// compression with error feedback still trains and sends the bytes the twin's lowering says.
 #define BOOST_TEST_MODULE exec_memory_modes
 #include <boost/test/unit_test.hpp>
 
@@ -221,6 +221,32 @@ BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_th
   check_memory_follows_the_twin(by_mode, {"recompute none", "recompute selective", "recompute full"});
   for (size_t i = 1; i < by_mode.size(); ++i)  // each mode keeps less than the one before
     BOOST_TEST(by_mode[i].predicted_peak < by_mode[i - 1].predicted_peak);
+}
+
+// recompute_every and recompute_layers recompute some layers of a stage (StagePlan::layer_recompute):
+// the same trajectory, and a peak between keeping everything and recomputing every layer, as the twin's.
+BOOST_AUTO_TEST_CASE(recomputing_some_layers_follows_the_trajectory_and_the_twins_memory) {
+  const Outcome& one = reference(6);
+  const std::vector<std::vector<std::string>> modes{
+      {"plan.recompute=none"}, {"plan.recompute=full", "plan.recompute_every=2"}, {"plan.recompute=full"}};
+  const std::vector<std::string> names{"recompute none", "recompute full every 2nd layer", "recompute full"};
+  std::vector<Outcome> by_mode;
+  for (size_t i = 0; i < modes.size(); ++i) {
+    by_mode.push_back(train_on(dp(), modes[i], options(6)));
+    check_close(one.losses, by_mode.back().losses, names[i]);
+    BOOST_TEST_MESSAGE(names[i] << " on " << dp() << " ranks: peak per rank measured "
+                                << by_mode.back().peak_bytes << " B, twin " << by_mode.back().predicted_peak
+                                << " B");
+  }
+  check_memory_follows_the_twin(by_mode, names);
+  BOOST_TEST(by_mode[1].predicted_peak < by_mode[0].predicted_peak);
+  BOOST_TEST(by_mode[2].predicted_peak < by_mode[1].predicted_peak);
+  check_close(one.losses,
+              train_on(dp(), {"plan.recompute=selective", "plan.recompute_every=2"}, options(6)).losses,
+              "recompute selective every 2nd layer");
+  check_close(one.losses,
+              train_on(dp(), {"plan.recompute=full", "plan.recompute_layers=1"}, options(6)).losses,
+              "recompute full, the first layer");
 }
 
 BOOST_AUTO_TEST_CASE(modes_combine_under_gpipe_with_every_micro_batch_in_flight) {

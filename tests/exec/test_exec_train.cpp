@@ -275,10 +275,10 @@ BOOST_AUTO_TEST_CASE(each_limit_of_the_cuda_backend_is_named_in_the_list_read_be
   BOOST_TEST(live_limitations(zero2, s.model, LiveBackend::Cuda).empty());
 }
 
-// Per-operator recompute, recompute_every, recompute_layers and recompute_modules are planned and
-// simulated only: the CPU backend refuses them before launch, by name (it recomputes every layer of a
-// stage, whole or its attention core).
-BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_and_every_nth_layer_recompute_before_launch) {
+// Per-operator recompute and recompute_modules are planned and simulated only: the CPU backend refuses
+// them before launch, by name (each layer recomputes whole, its attention core or nothing; which layers,
+// recompute_every and recompute_layers say).
+BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_recompute_before_launch) {
   const ScenarioSpec s = small_scenario();
   Plan p = complete_plan(s);
   const auto limits = [&](const Plan& plan) {
@@ -290,11 +290,10 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_and_every_nth_layer_recompute_be
   BOOST_TEST(limits(p).find("recompute op") != std::string::npos, limits(p));
   p.stages.front().recompute = Recompute::Full;
   p.stages.front().recompute_every = 2;
-  BOOST_TEST(limits(p).find("recompute_every 2") != std::string::npos, limits(p));
+  BOOST_TEST(limits(p).empty(), limits(p));
   p.stages.front().recompute_every = 1;
-  BOOST_TEST(limits(p).empty());
   p.stages.front().recompute_layers = 1;  // Megatron-LM's block method
-  BOOST_TEST(limits(p).find("recompute_layers 1") != std::string::npos, limits(p));
+  BOOST_TEST(limits(p).empty(), limits(p));
   p.stages.front().recompute_layers = 0;
   // Megatron-Core's recompute modules beyond the attention core likewise.
   p.stages.front().recompute = Recompute::Selective;
