@@ -264,6 +264,9 @@ BOOST_AUTO_TEST_CASE(combined_1f1b_is_checked_and_written) {
              std::string::npos);
   BOOST_TEST(plan_problem(kCrossNode, {"plan.overlap.ep=true", "plan.pp=2", "plan.dp=8", "plan.ep=8"})
                  .find("interleaved") != std::string::npos);
+  // Without pipelining it pairs the passes in 1F1B order: GPipe's (every forward first) has no pairs.
+  BOOST_TEST(plan_problem(kCrossNode, {"plan.overlap.ep=true", "plan.schedule=gpipe"})
+                 .find("pp 1 with schedule 1f1b") != std::string::npos);
   BOOST_TEST(
       plan_problem(kCrossNode, {"plan.overlap.ep=true", "plan.recompute=full"}).find("full recompute") !=
       std::string::npos);

@@ -182,23 +182,30 @@ std::vector<std::string> verify(const Plan& p, const ModelSpec& m, const Cluster
   if (p.overlap_param_gather && (p.zero != 1 || !p.overlap_dp))
     add("overlap.param_gather needs zero 1 and overlap.dp (Megatron-LM's distributed optimizer with "
         "--overlap-grad-reduce)");
-  // Megatron-Core's combined 1F1B pairs a forward with a backward layer by layer: it runs without
-  // pipelining or under the interleaved schedule, and not beside full recompute (its config checks).
   if (p.overlap_ep) {
-    if (!m.moe || p.ep < 2)
-      add("overlap.ep overlaps the EP all-to-alls of a mixture-of-experts plan: it needs a model with "
-          "moe and ep > 1");
-    else if (p.pp > 1 && p.schedule != Schedule::Interleaved)
-      add("overlap.ep (Megatron-Core's combined 1F1B) runs under pp 1 or schedule interleaved, and the "
-          "plan has pp=" +
-          num(p.pp) + " with schedule " + enum_name(p.schedule, kScheduleNames));
-    else if (std::any_of(p.stages.begin(), p.stages.end(),
-                         [](const StagePlan& st) { return st.recompute == Recompute::Full; }))
-      add("overlap.ep (Megatron-Core's combined 1F1B) does not run beside full recompute: use recompute "
-          "selective or none");
-    else if (p.zero == 3)
-      add("overlap.ep with zero 3: the twin lowers ZeRO 3's passes a layer at a time, and combined "
-          "1F1B pairs whole passes; use zero 0-2");
+    const bool full = std::any_of(p.stages.begin(), p.stages.end(),
+                                  [](const StagePlan& st) { return st.recompute == Recompute::Full; });
+    switch (combined_1f1b_conflict(m.moe.has_value(), p.ep, p.pp, p.schedule, full, p.zero)) {
+      case Combined1F1BConflict::NoExperts:
+        add("overlap.ep overlaps the EP all-to-alls of a mixture-of-experts plan: it needs a model with "
+            "moe and ep > 1");
+        break;
+      case Combined1F1BConflict::Schedule:
+        add("overlap.ep (Megatron-Core's combined 1F1B) runs under pp 1 with schedule 1f1b, or under "
+            "schedule interleaved, and the plan has pp=" +
+            num(p.pp) + " with schedule " + enum_name(p.schedule, kScheduleNames));
+        break;
+      case Combined1F1BConflict::FullRecompute:
+        add("overlap.ep (Megatron-Core's combined 1F1B) does not run beside full recompute: use recompute "
+            "selective or none");
+        break;
+      case Combined1F1BConflict::Zero3:
+        add("overlap.ep with zero 3: the twin lowers ZeRO 3's passes a layer at a time, and combined "
+            "1F1B pairs whole passes; use zero 0-2");
+        break;
+      case Combined1F1BConflict::None:
+        break;
+    }
   }
   // Stages: pp x v chunks covering the layers in order, each on a pool, each pipeline rank on one pool.
   if (static_cast<int>(p.stages.size()) != p.chunks()) {

@@ -94,6 +94,23 @@ inline int expert_replicas(const Plan& p) {
   return expert_replicas(p.tp, experts_tp(p), p.dp * p.cp, p.ep);
 }
 
+// Megatron-Core's combined 1F1B (plan.overlap.ep, --overlap-moe-expert-parallel-comm) pairs a forward
+// with a backward of another micro-batch layer by layer, each one's EP all-to-alls beside the other's
+// compute: it needs experts spread over ep > 1 ranks, runs without pipelining (in 1F1B order) or under
+// the interleaved schedule, not beside full recompute (its config checks), and not under ZeRO 3, whose
+// passes the twin lowers a layer at a time. What keeps it from running, the one rule verify() and the
+// optimizer's search ask.
+enum class Combined1F1BConflict { None, NoExperts, Schedule, FullRecompute, Zero3 };
+inline Combined1F1BConflict combined_1f1b_conflict(bool moe, int ep, int pp, Schedule schedule,
+                                                   bool full_recompute, int zero) {
+  if (!moe || ep < 2) return Combined1F1BConflict::NoExperts;
+  if (schedule != (pp == 1 ? Schedule::OneFOneB : Schedule::Interleaved))
+    return Combined1F1BConflict::Schedule;
+  if (full_recompute) return Combined1F1BConflict::FullRecompute;
+  if (zero == 3) return Combined1F1BConflict::Zero3;
+  return Combined1F1BConflict::None;
+}
+
 // The plan a scenario fixes. Secondary fields left out take documented defaults (cp, ep 1; schedule
 // 1f1b; recompute none; ZeRO 0, resharded after forward; no offload, no compression; overlap of DP and PP
 // on); dp follows from the cluster when tp and pp are given; stages are split as evenly as the layers allow.

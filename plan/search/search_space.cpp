@@ -203,19 +203,20 @@ std::vector<int> SearchSpace::hsdp_choices(int tp, int cp, int ep, int dp,
 }
 
 bool SearchSpace::combined_1f1b_runs(int ep, int pp, Schedule schedule, Recompute recompute) {
-  if (ep < 2) {
-    reject("overlap.ep needs ep > 1");
-    return false;
+  // ZeRO 3 is left out where the variants are chosen (for_each_variant).
+  switch (combined_1f1b_conflict(true, ep, pp, schedule, recompute == Recompute::Full, 0)) {
+    case Combined1F1BConflict::None:
+      return true;
+    case Combined1F1BConflict::NoExperts:
+      reject("overlap.ep needs ep > 1");
+      return false;
+    case Combined1F1BConflict::Schedule:
+      reject("overlap.ep runs under pp 1 or the interleaved schedule");
+      return false;
+    default:
+      reject("overlap.ep does not run beside full recompute");
+      return false;
   }
-  if (pp == 1 ? schedule != Schedule::OneFOneB : schedule != Schedule::Interleaved) {
-    reject("overlap.ep runs under pp 1 or the interleaved schedule");
-    return false;
-  }
-  if (recompute == Recompute::Full) {
-    reject("overlap.ep does not run beside full recompute");
-    return false;
-  }
-  return true;
 }
 
 std::vector<bool> SearchSpace::folding_choices(int tp, int cp, int ep, int dp) const {

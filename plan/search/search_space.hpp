@@ -50,8 +50,8 @@ class SearchSpace {
   // tp x cp x dp where ep divides those (an MoE model under tp > 1 and Megatron's tensor parallelism).
   // Empty: no layout.
   std::vector<bool> folding_choices(int tp, int cp, int ep, int dp) const;
-  // Whether combined 1F1B (plan.overlap.ep) runs under these choices (Megatron-Core's: ep > 1, no
-  // pipelining or the interleaved schedule, no full recompute); the reason counted where not.
+  // Whether combined 1F1B (plan.overlap.ep) runs under these choices (combined_1f1b_conflict, plan.hpp);
+  // the reason counted where not.
   bool combined_1f1b_runs(int ep, int pp, Schedule schedule, Recompute recompute);
   std::vector<int> orders(const ParallelLayout& layout);
   bool same_placements(const ParallelLayout& layout, const std::string& x, const std::string& y) const;
