@@ -197,8 +197,8 @@ double CudaGpt::forward(CudaActivations& a, const int32_t* tokens, const int32_t
   a.targets.upload(targets, N, stream_);
   const bool ln = !c.rmsnorm;
   const size_t NC = size_t(N) * C;
-  embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.rope ? nullptr : p(wpe_), B, Tn, C,
-                    stream_);
+  embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.learned_positions() ? p(wpe_) : nullptr, B,
+                    Tn, C, stream_);
   for (int l = 0; l < c.layers; ++l) {
     const LayerOffsets& w = layers_[l];
     const size_t n1 = size_t(l) * N;
@@ -311,7 +311,8 @@ void CudaGpt::backward(CudaActivations& a, int lo, int hi, float loss_scale) {
                   stream_);  // d loss / d x
   }
   if (lo == 0)
-    embedding_backward(g(wte_), c.rope ? nullptr : g(wpe_), dres, a.tokens.data(), B, Tn, C, stream_);
+    embedding_backward(g(wte_), c.learned_positions() ? g(wpe_) : nullptr, dres, a.tokens.data(), B, Tn, C,
+                       stream_);
 }
 
 }  // namespace paratwin::exec::cuda

@@ -1,9 +1,11 @@
-// Causal (grouped-query) self-attention: softmax(Q K^T / sqrt(D)) V per sequence and head, the
-// probabilities kept for the backward. Per head the work is three small GEMMs handed to Eigen; the
-// rank's threads take sequences and heads (the backward: key/value heads, whose gradients the heads
-// of a group add into) apart.
+// Causal (grouped-query) self-attention: softmax(Q K^T / sqrt(D), with ALiBi's bias and within a
+// sliding window where the layer has them) V per sequence and head, the probabilities kept for the
+// backward. Per head the work is three small GEMMs handed to Eigen; the rank's threads take sequences
+// and heads (the backward: key/value heads, whose gradients the heads of a group add into) apart.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "exec/gpt/kernel_clock.hpp"
 #include "exec/gpt/kernels.hpp"
@@ -28,10 +30,39 @@ void causal_softmax(MatrixMap<T>& p, int Tn) {
   }
 }
 
+// The same under a mask: each score biased, the keys the mask leaves out at probability 0.
+template <class T>
+void masked_softmax(MatrixMap<T>& p, int Tn, const AttentionMask& mask, int head) {
+  for (int i = 0; i < Tn; ++i) {
+    T* row = p.data() + long(i) * Tn;
+    T max = -std::numeric_limits<T>::infinity();
+    for (int j = 0; j < Tn; ++j)
+      if (mask.attends(i, j)) max = std::max(max, row[j] += T(mask.bias(head, i, j)));
+    T sum = 0;
+    for (int j = 0; j < Tn; ++j) sum += (row[j] = mask.attends(i, j) ? std::exp(row[j] - max) : T(0));
+    for (int j = 0; j < Tn; ++j) row[j] /= sum;
+  }
+}
+
 }  // namespace
 
+std::vector<double> alibi_slopes(int heads) {
+  const auto power_of_two = [](int n) {
+    std::vector<double> s;
+    for (int i = 1; i <= n; ++i) s.push_back(std::pow(2.0, -8.0 * i / n));
+    return s;
+  };
+  int below = 1;
+  while (below * 2 <= heads) below *= 2;
+  std::vector<double> slopes = power_of_two(below);
+  const std::vector<double> twice = power_of_two(2 * below);
+  for (int i = 0; int(slopes.size()) < heads; i += 2) slopes.push_back(twice[size_t(i)]);
+  return slopes;
+}
+
 template <class T>
-void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D) {
+void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D,
+                       const AttentionMask& mask) {
   // qkv is (B,T,(H+2K)D), out is (B,T,H*D), att is (B,H,T,T)
   const int width = (H + 2 * K) * D, group = H / K;
   const T scale = T(1) / std::sqrt(T(D));
@@ -49,7 +80,10 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K
       }
       {
         KernelTimer timer(kernel_seconds.scores_s);
-        causal_softmax(p, Tn);
+        if (mask.plain())
+          causal_softmax(p, Tn);
+        else
+          masked_softmax(p, Tn, mask, h);
       }
       KernelTimer timer(kernel_seconds.attention_s);
       StridedMap<T>(out + static_cast<long>(b) * Tn * H * D + h * D, Tn, D, Eigen::OuterStride<>(H * D))
@@ -104,8 +138,10 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
   });
 }
 
-template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
-template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
+template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int,
+                                       const AttentionMask&);
+template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int,
+                                        const AttentionMask&);
 template void attention_backward<float>(float*, const float*, const float*, const float*, int, int, int, int,
                                         int);
 template void attention_backward<double>(double*, const double*, const double*, const double*, int, int, int,

@@ -20,6 +20,9 @@ GptConfig gpt_config(const ModelSpec& m) {
   c.swiglu = m.mlp == MlpKind::SwiGlu;
   c.rmsnorm = m.norm == NormKind::RmsNorm;
   c.rope = m.position == PositionKind::Rope;
+  c.alibi = m.position == PositionKind::Alibi;
+  if (m.sliding_window > 0)
+    for (int l = 0; l < m.layers; ++l) c.windows.push_back(m.attention_window(l));
   c.tied = m.tied_embeddings;
   c.bias = m.bias;
   if (m.moe) {
@@ -51,7 +54,7 @@ ParameterLayout parameter_layout(const GptConfig& c) {
   };
   const size_t C = c.hidden;
   add("wte", c.vocab, C);
-  if (!c.rope) add("wpe", c.max_seq_len, C);
+  if (c.learned_positions()) add("wpe", c.max_seq_len, C);
   for (int l = 0; l < c.layers; ++l) {
     const std::string n = "layer" + std::to_string(l) + ".";
     p.layer_begin.push_back(p.total);

@@ -15,11 +15,16 @@ struct GptConfig {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int max_seq_len = 0;  // rows of the learned position table
   bool swiglu = false, rmsnorm = false, rope = false, tied = true, bias = true;
+  bool alibi = false;        // ALiBi's bias on the attention scores instead of a position embedding
+  std::vector<int> windows;  // each layer's sliding window (ModelSpec::attention_window); empty: none
   // Mixture of experts: every moe_every-th layer's MLP is `experts` MLPs of width ffn, each token routed
   // to its top_k (experts = 0: a dense model).
   int experts = 0, top_k = 0, moe_every = 1;
 
   bool moe_layer(int layer) const { return experts > 0 && layer % moe_every == moe_every - 1; }
+  // A learned position table (wpe) unless rotary embeddings or ALiBi give the positions.
+  bool learned_positions() const { return !rope && !alibi; }
+  int window(int layer) const { return windows.empty() ? 0 : windows[size_t(layer)]; }
 
   int qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
   int attn_width() const { return heads * head_dim; }

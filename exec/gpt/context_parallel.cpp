@@ -56,7 +56,7 @@ double ContextParallel::sum(double value) {
 }
 
 void ContextParallel::attention_forward(float* out, float* att, float* kv, const float* qkv, int B, int H,
-                                        int K, int D) {
+                                        int K, int D, const kernels::AttentionMask& mask) {
   // qkv (B,Tl,(H+2K)D) -> blocks (cp,B,Tl,2KD) gathered -> kv (B,T,2KD), T ordered by rank
   const int Tl = local_len(), T = seq_len_, width = (H + 2 * K) * D, KV = 2 * K * D;
   const size_t block = size_t(B) * Tl * KV;
@@ -73,11 +73,11 @@ void ContextParallel::attention_forward(float* out, float* att, float* kv, const
     for (int b = 0; b < B; ++b)
       std::memcpy(kv + (size_t(b) * T + size_t(r) * Tl) * KV,
                   blocks_.data() + block * r + size_t(b) * Tl * KV, size_t(Tl) * KV * sizeof(float));
-  attend(out, att, kv, qkv, B, H, K, D);
+  attend(out, att, kv, qkv, B, H, K, D, mask);
 }
 
 void ContextParallel::attend(float* out, float* att, const float* kv, const float* qkv, int B, int H, int K,
-                             int D) const {
+                             int D, const kernels::AttentionMask& mask) const {
   const int Tl = local_len(), T = seq_len_, width = (H + 2 * K) * D, KV = 2 * K * D, group = H / K;
   const std::vector<int>& query_positions = positions();
   const float scale = 1.0f / std::sqrt(float(D));
@@ -97,14 +97,16 @@ void ContextParallel::attend(float* out, float* att, const float* kv, const floa
       {
         KernelTimer timer(kernel_seconds.scores_s);
         for (int i = 0; i < Tl; ++i) {
-          // Causal softmax over the keys at or before the query's position; later keys get 0.
+          // Softmax over the keys the mask leaves the query (at or before its position), each score
+          // biased; the others get 0.
           const int at = query_positions[i];
           float max = -std::numeric_limits<float>::infinity();
           for (int j = 0; j < T; ++j)
-            if (key_positions_[j] <= at) max = std::max(max, p(i, j));
+            if (mask.attends(at, key_positions_[j]))
+              max = std::max(max, p(i, j) += float(mask.bias(h, at, key_positions_[j])));
           float sum = 0;
           for (int j = 0; j < T; ++j)
-            sum += (p(i, j) = key_positions_[j] <= at ? std::exp(p(i, j) - max) : 0.0f);
+            sum += (p(i, j) = mask.attends(at, key_positions_[j]) ? std::exp(p(i, j) - max) : 0.0f);
           for (int j = 0; j < T; ++j) p(i, j) /= sum;
         }
       }

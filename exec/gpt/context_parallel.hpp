@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/gpt/kernels.hpp"
 #include "exec/tensor.hpp"
 
 namespace paratwin::exec {
@@ -36,11 +37,13 @@ class ContextParallel {
   // Attention of the local queries. qkv (B,Tl,(H+2K)D) holds this rank's queries, keys and values
   // (rotated by their real positions). Gathers the keys and values of the group into kv (B,T,2KD),
   // ordered by rank then local token, kept for the backward; out (B,Tl,H*D); att (B,H,Tl,T) the
-  // probabilities, zero where a key's position is after the query's.
-  void attention_forward(float* out, float* att, float* kv, const float* qkv, int B, int H, int K, int D);
+  // probabilities, zero where a key's position is after the query's or outside `mask`.
+  void attention_forward(float* out, float* att, float* kv, const float* qkv, int B, int H, int K, int D,
+                         const kernels::AttentionMask& mask = {});
   // The same attention from keys and values gathered before (kv as attention_forward left it), without
   // a collective: selective recomputation redoes the probabilities and the output with the kept kv.
-  void attend(float* out, float* att, const float* kv, const float* qkv, int B, int H, int K, int D) const;
+  void attend(float* out, float* att, const float* kv, const float* qkv, int B, int H, int K, int D,
+              const kernels::AttentionMask& mask = {}) const;
   // dqkv (B,Tl,(H+2K)D) written: the queries' gradient, and the keys' and values' gradient summed over
   // the group's queries (reduce-scatter).
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* kv, const float* att,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace paratwin::exec::kernels {
 
@@ -43,11 +44,30 @@ template <class T>
 void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse, const int* positions = nullptr);
 
 // ---- attention (attention.cpp) ------------------------------------------------------------------
+// What a layer's attention adds to causality: ALiBi's bias (a key d positions before the query scores
+// slope x d lower, one slope per query head: Press et al.'s, BLOOM's) and a sliding window (a query
+// attends to the `window` latest keys, itself included; 0: the whole causal prefix). One rule for the
+// kernels with and without context parallelism.
+struct AttentionMask {
+  const double* slopes = nullptr;  // per query head of the call (the rank's heads under TP); null: none
+  int window = 0;
+
+  bool plain() const { return !slopes && window <= 0; }
+  // Whether a query at sequence position q attends to a key at position k, and the bias of its score.
+  bool attends(int q, int k) const { return k <= q && (window <= 0 || q - k < window); }
+  double bias(int head, int q, int k) const { return slopes ? -slopes[head] * double(q - k) : 0.0; }
+};
+
+// ALiBi's slopes for `heads` heads: 2^(-8i/n) for i = 1..n when n is a power of two, else those of the
+// largest power of two below it and every other slope of twice that (Press et al.'s reference code).
+std::vector<double> alibi_slopes(int heads);
+
 // Causal grouped-query attention. qkv (B,T,(H+2K)D) holds H query heads, then K key heads, then K
 // value heads; query head h reads key/value head h / (H/K). out (B,T,H*D); att (B,H,T,T) keeps the
-// softmax probabilities (zero above the diagonal) for the backward.
+// softmax probabilities (zero above the diagonal and outside the mask) for the backward.
 template <class T>
-void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D);
+void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int H, int K, int D,
+                       const AttentionMask& mask = {});
 // dqkv (B,T,(H+2K)D) = the gradient (written, not added); dout (B,T,H*D).
 template <class T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int H, int K,

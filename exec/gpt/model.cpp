@@ -27,6 +27,7 @@ Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout
   lnf_w_ = o.lnf_w;
   lnf_b_ = o.lnf_b;
   head_ = o.head;
+  if (config_.alibi) alibi_ = k::alibi_slopes(config_.heads);
   {
     MemoryUseScope use(MemoryUse::Parameters);
     params_.assign(layout_.total, T(0));
@@ -117,7 +118,8 @@ double Gpt<T>::forward(Activations<T>& a) {
                                   " is outside the vocabulary of " + std::to_string(V));
   const bool ln = !c.rmsnorm;
   // residual[0] is (N,C): token embeddings plus learned positions
-  k::embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.rope ? nullptr : p(wpe_), B, Tn, C);
+  k::embedding_forward(a.residual.data(), a.tokens.data(), p(wte_), c.learned_positions() ? p(wpe_) : nullptr,
+                       B, Tn, C);
   for (int l = 0; l < c.layers; ++l) forward_layer(a, l, a.residual.data() + size_t(l + 1) * N * C);
   const T* top = a.residual.data() + size_t(c.layers) * N * C;
   k::norm_forward(a.lnf.data(), ln ? a.lnf_mean.data() : nullptr, a.lnf_rstd.data(), top, p(lnf_w_),
@@ -161,7 +163,7 @@ void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
                   p(w.ln1_b), N, C);
   k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);
   if (c.rope) k::rope(qkv, B, Tn, H, K, D, false);
-  k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D);
+  k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D, attention_mask(l));
   k::linear_forward(mid, attn_out, p(w.attn_proj_w), p(w.attn_proj_b), N, HD, C);
   for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
   k::norm_forward(ln2, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid, p(w.ln2_w),
@@ -264,7 +266,9 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
                      ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, N,
                      C);  // dres is now d loss / d x, the layer's input
   }
-  if (lo == 0) k::embedding_backward(g(wte_), c.rope ? nullptr : g(wpe_), dres, a.tokens.data(), B, Tn, C);
+  if (lo == 0)
+    k::embedding_backward(g(wte_), c.learned_positions() ? g(wpe_) : nullptr, dres, a.tokens.data(), B, Tn,
+                          C);
 }
 
 template class Gpt<float>;

@@ -8,6 +8,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/config.hpp"
+#include "exec/gpt/kernels.hpp"
 #include "exec/gpt/moe.hpp"
 #include "exec/tensor.hpp"
 
@@ -95,7 +96,11 @@ class Gpt {
   size_t wte_, wpe_, lnf_w_, lnf_b_, head_;
   Buffer<T> params_, grads_;
   Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
-  ExpertGroup experts_;  // every expert on this rank (expert parallelism runs on ShardedGpt)
+  ExpertGroup experts_;        // every expert on this rank (expert parallelism runs on ShardedGpt)
+  std::vector<double> alibi_;  // ALiBi's slope of each head (empty without ALiBi)
+  kernels::AttentionMask attention_mask(int layer) const {
+    return {alibi_.empty() ? nullptr : alibi_.data(), config_.window(layer)};
+  }
 };
 
 extern template class Gpt<float>;

@@ -28,8 +28,8 @@ void Gpt<T>::recompute(Activations<T>& a, int layer) {
       const int B = a.B, Tn = a.Tn, N = B * Tn;
       const size_t l = size_t(layer);
       kernels::attention_forward(a.attn_out.data() + l * N * c.attn_width(), a.att.data(),
-                                 a.qkv.data() + l * N * c.qkv_width(), B, Tn, c.heads, c.kv_heads,
-                                 c.head_dim);
+                                 a.qkv.data() + l * N * c.qkv_width(), B, Tn, c.heads, c.kv_heads, c.head_dim,
+                                 attention_mask(layer));
       a.recomputed_layer = layer;
       return;
     }

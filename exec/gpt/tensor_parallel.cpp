@@ -45,6 +45,7 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
                                 ")");
   if (t > 1 && !tp_) throw std::logic_error("tensor parallelism without a TP communicator");
   Hl_ = full.heads / t, Kl_ = full.kv_heads / t, Fl_ = full.ffn / t, Vl_ = full.vocab / t;
+  if (full.alibi) alibi_ = k::alibi_slopes(full.heads);
   const ParameterLayout layout = parameter_layout(full);
   const size_t C = full.hidden, D = full.head_dim, H = full.heads, K = full.kv_heads, F = full.ffn;
   const auto whole = [&](const std::string& name, bool replicated = true) {
@@ -66,7 +67,7 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   if (spec_.first) {
     vocab_rows("wte", "wte", false);
     wte_ = tensors_.back().offset;
-    if (!full.rope) {
+    if (full.learned_positions()) {
       whole("wpe");
       wpe_ = tensors_.back().offset;
     }
@@ -250,6 +251,10 @@ void ShardedGpt::allreduce(float* data, size_t count) {
   const auto t0 = std::chrono::steady_clock::now();
   tp_->wait(tp_->start_allreduce_sum(data, count));
   tp_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+kernels::AttentionMask ShardedGpt::attention_mask(int layer) const {
+  return {alibi_.empty() ? nullptr : alibi_.data() + size_t(spec_.tp_rank) * Hl_, full_.window(layer)};
 }
 
 const int* ShardedGpt::positions() const {
@@ -480,9 +485,10 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);  // column-parallel: this rank's heads
     if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false, positions());
     if (cp_)
-      cp_->attention_forward(attn_out, att, kv, qkv, B, Hl_, Kl_, D);  // keys and values over CP
+      cp_->attention_forward(attn_out, att, kv, qkv, B, Hl_, Kl_, D,
+                             attention_mask(l));  // keys and values over CP
     else
-      k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D);
+      k::attention_forward(attn_out, att, qkv, B, Tn, Hl_, Kl_, D, attention_mask(l));
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
                       C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x

@@ -12,6 +12,7 @@
 
 #include "exec/comm/communicator.hpp"
 #include "exec/gpt/config.hpp"
+#include "exec/gpt/kernels.hpp"
 #include "exec/gpt/layout_windows.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/tensor.hpp"
@@ -191,6 +192,8 @@ class ShardedGpt {
   const int* positions() const;  // of the local tokens in their sequence (null: 0..Tn-1)
   int position(int t) const { return cp_ ? positions()[t] : t; }
   int keys(int Tn) const;  // keys each query attends over: the whole sequence's
+  // What layer `layer`'s attention adds to causality for this rank's heads (ALiBi's slopes, a window).
+  kernels::AttentionMask attention_mask(int layer) const;
   int cp_size() const;
   int stream_rows(int N) const;  // rows of the residual stream held here
   int first_row(int N) const;    // the first of them
@@ -210,6 +213,7 @@ class ShardedGpt {
   ExpertGroup experts_;
   std::vector<double> routed_;  // [layer x experts]: see routed_tokens()
   int Hl_, Kl_, Fl_, Vl_;       // this rank's heads, kv heads, FFN width, vocabulary rows
+  std::vector<double> alibi_;   // ALiBi's slope of every head of the model (empty without ALiBi)
   std::vector<ShardTensor> tensors_;
   size_t total_ = 0;
   std::vector<Layer> layers_;                    // by global layer index (kNone offsets when not held)

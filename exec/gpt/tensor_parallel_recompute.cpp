@@ -31,9 +31,10 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
       const float* qkv = a.qkv.data() + s * N * (Hl_ + 2 * Kl_) * D;
       float* att = a.att.data() + a.att_kept(li) * a.B * Hl_ * a.Tn * keys(a.Tn);
       if (cp_)
-        cp_->attend(out, att, a.kv.data() + s * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B, Hl_, Kl_, D);
+        cp_->attend(out, att, a.kv.data() + s * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B, Hl_, Kl_, D,
+                    attention_mask(layer));
       else
-        kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D);
+        kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D, attention_mask(layer));
       break;
     }
   }

@@ -39,18 +39,10 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
     out.push_back("reshard " + enum_name(p.reshard, kReshardNames) +
                   " is planned and simulated only: the live engine's ZeRO 3 frees a pass's gathered "
                   "parameters after it and reduce-scatters every micro-batch; use reshard after_forward");
-  if (m.position == PositionKind::Alibi)
-    out.push_back(
-        "position alibi is planned and simulated only: the live engines' attention adds no "
-        "ALiBi bias; use rope or learned");
   if (m.yarn_factor != 1)
     out.push_back(
         "yarn_factor is planned and simulated only: the live engines' rotary embedding has no YaRN "
         "scaling; leave it out");
-  if (m.sliding_window > 0)
-    out.push_back(
-        "sliding_window is planned and simulated only: the live engines' attention attends over the "
-        "whole causal prefix; leave it out");
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");
@@ -72,6 +64,11 @@ void add_cuda_limitations(const Plan& p, const ModelSpec& m, std::vector<std::st
         "or one micro-batch a step");
   if (m.moe)
     out.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
+  if (m.position == PositionKind::Alibi)
+    out.push_back("the CUDA backend's attention adds no ALiBi bias; position alibi runs on the CPU");
+  if (m.sliding_window > 0)
+    out.push_back(
+        "the CUDA backend's attention attends over the whole causal prefix; sliding_window runs on the CPU");
   // Its forward runs the model whole, so it cannot wait for each bucket's gather at the bucket.
   if (p.overlap_param_gather)
     out.push_back(

@@ -6,12 +6,14 @@
 
 #include <cmath>
 
+#include "exec/gpt/kernels.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
 #include "plan/spec/scenario.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
+namespace tt = boost::test_tools;
 
 namespace {
 
@@ -103,6 +105,51 @@ BOOST_AUTO_TEST_CASE(gpt2_shaped_gradients_match_finite_differences) {
 
 BOOST_AUTO_TEST_CASE(llama_shaped_gradients_match_finite_differences) {
   check_gradients_match_finite_differences(llama_shaped());
+}
+
+BOOST_AUTO_TEST_CASE(alibi_and_sliding_window_gradients_match_finite_differences) {
+  // BLOOM's ALiBi (no position table) and GPT-OSS's windows on every other layer: the bias and the mask
+  // change the probabilities, the backward follows them.
+  ModelSpec m = tiny_gpt();
+  m.position = PositionKind::Alibi;
+  m.sliding_window = 3;
+  m.full_attention_every = 2;
+  BOOST_TEST(parameter_layout(gpt_config(m)).total < parameter_layout(gpt_config(tiny_gpt())).total);
+  check_gradients_match_finite_differences(m);
+}
+
+// A window of one key leaves each query its own value; a window as long as the sequence changes
+// nothing; a steep ALiBi slope pulls every query to its own key.
+BOOST_AUTO_TEST_CASE(the_attention_mask_limits_and_biases_the_keys) {
+  const int B = 1, Tn = 6, H = 2, K = 1, D = 4, width = (H + 2 * K) * D;
+  std::vector<double> qkv(size_t(B) * Tn * width);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = std::sin(0.7 * double(i) + 0.3);
+  std::vector<double> plain(size_t(Tn) * H * D), out(plain.size()), att(size_t(H) * Tn * Tn);
+  kernels::attention_forward(plain.data(), att.data(), qkv.data(), B, Tn, H, K, D);
+  kernels::attention_forward(out.data(), att.data(), qkv.data(), B, Tn, H, K, D, {nullptr, Tn});
+  BOOST_TEST(out == plain);
+  const auto own_values = [&](const std::vector<double>& o, double tolerance) {
+    for (int t = 0; t < Tn; ++t)
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d)
+          BOOST_TEST(std::abs(o[size_t(t) * H * D + h * D + d] - qkv[size_t(t) * width + (H + K) * D + d]) <=
+                     tolerance);
+  };
+  kernels::attention_forward(out.data(), att.data(), qkv.data(), B, Tn, H, K, D, {nullptr, 1});
+  own_values(out, 0.0);
+  const std::vector<double> steep{200.0, 200.0};
+  kernels::attention_forward(out.data(), att.data(), qkv.data(), B, Tn, H, K, D, {steep.data(), 0});
+  own_values(out, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(alibi_slopes_follow_press_et_al) {
+  const std::vector<double> eight = kernels::alibi_slopes(8);
+  for (int i = 0; i < 8; ++i) BOOST_TEST(eight[size_t(i)] == std::pow(2.0, -(i + 1)), tt::tolerance(1e-15));
+  // 12 heads: the 8 of eight, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 (every other slope of sixteen).
+  const std::vector<double> twelve = kernels::alibi_slopes(12);
+  BOOST_TEST_REQUIRE(twelve.size() == 12u);
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST(twelve[size_t(8 + i)] == std::pow(2.0, -0.5 - i), tt::tolerance(1e-15));
 }
 
 BOOST_AUTO_TEST_CASE(moe_gradients_match_finite_differences) {

@@ -302,16 +302,18 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_recompute_before_launch) {
   BOOST_TEST(limits(p).find("recompute_modules [core_attn, moe_act]") != std::string::npos, limits(p));
 }
 
-// ALiBi is planned and simulated only: the live engines' attention adds no bias, so they refuse it.
-BOOST_AUTO_TEST_CASE(the_live_backends_refuse_an_alibi_model_before_launch) {
+// ALiBi and sliding windows run on the CPU backend; the CUDA backend's attention has neither, so it
+// refuses them before launch.
+BOOST_AUTO_TEST_CASE(the_cuda_backend_refuses_alibi_and_sliding_windows_before_launch) {
   ScenarioSpec s = small_scenario();
   const Plan p = complete_plan(s);
   s.model.position = PositionKind::Alibi;
-  for (LiveBackend backend : {LiveBackend::Cpu, LiveBackend::Cuda}) {
-    std::string all;
-    for (const auto& l : live_limitations(p, s.model, backend)) all += l + "\n";
-    BOOST_TEST(all.find("position alibi") != std::string::npos, all);
-  }
+  s.model.sliding_window = 8;
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
+  std::string all;
+  for (const auto& l : live_limitations(p, s.model, LiveBackend::Cuda)) all += l + "\n";
+  BOOST_TEST(all.find("position alibi runs on the CPU") != std::string::npos, all);
+  BOOST_TEST(all.find("sliding_window runs on the CPU") != std::string::npos, all);
 }
 
 namespace {
