@@ -33,12 +33,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
     out.push_back("expert_tp " + std::to_string(p.expert_tp) +
                   " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "
                   "groups out of dp; leave expert_tp out");
-  // Its ZeRO 3 frees each pass's gathered parameters after the pass and reduce-scatters every
-  // micro-batch's gradients (parallel_sharding.cpp).
-  if (p.zero == 3 && p.reshard != Reshard::AfterForward)
-    out.push_back("reshard " + enum_name(p.reshard, kReshardNames) +
-                  " is planned and simulated only: the live engine's ZeRO 3 frees a pass's gathered "
-                  "parameters after it and reduce-scatters every micro-batch; use reshard after_forward");
   if (m.yarn_factor != 1)
     out.push_back(
         "yarn_factor is planned and simulated only: the live engines' rotary embedding has no YaRN "

@@ -57,7 +57,7 @@ int ParallelRunner::start_memory_mode(int index, const Task& task) {
     else
       offload_->to_device();
   } else if (task.purpose == Purpose::PassGather) {
-    request_pass_gather(handle, task);
+    request_pass_gather(handle, index, task);
   } else if (task.purpose == Purpose::GradientTopK) {
     if (!compressor_)
       throw std::invalid_argument("task '" + task.name + "' is a top-k exchange in a plan without it");

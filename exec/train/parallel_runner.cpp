@@ -236,7 +236,7 @@ void ParallelRunner::compute(int index, const Task& task) {
   Record ep_record{ep_seconds_, index, model_.experts().wall_s, model_.experts().wall_s};
   switch (task.kind) {
     case TaskKind::Forward:
-      run_forward(task);
+      run_forward(index, task);
       break;
     case TaskKind::Recompute:
       recompute_first(task);

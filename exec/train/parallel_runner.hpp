@@ -114,7 +114,7 @@ class ParallelRunner final : public StepRunner {
   std::vector<Buffer<float>*> chunk_buffers(int microbatch, int chunk);
   // A forward or backward task over its unit: the residual stream (its gradient) handed from the unit
   // below (above), the data, the loss, the unit's release.
-  void run_forward(const Task& task);
+  void run_forward(int index, const Task& task);
   void run_backward(int index, const Task& task);
   // A recompute task: the top layer of its span that the backward needs again (it recomputes each
   // next one itself).
@@ -171,13 +171,14 @@ class ParallelRunner final : public StepRunner {
   using StartPart = std::function<int(std::pair<size_t, size_t>, Communicator*,
                                       std::vector<std::pair<Communicator*, Communicator::Handle>>&)>;
   int each_sharded_part(int bucket, void (ShardedGradients::*done)(int), const StartPart& start);
-  // ZeRO 3: the gather of a pass's parameters, under `handle`; a pass that has ended gives back the
-  // parameters gathered for it.
-  void request_pass_gather(int handle, const Task& task);
+  // ZeRO 3: the gather of the parameters of a pass (task `index`), under `handle`; a pass that frees
+  // them as plan.reshard says (pass_reshards, plan/ir/reshard_rule.hpp) gives back those gathered
+  // before it.
+  void request_pass_gather(int handle, int index, const Task& task);
   // Waits for the reduce-scatters issued before the compute task that preceded this one (all of them:
   // `all`), see parallel_sharding.cpp.
   void settle_reductions(bool all = false);
-  void pass_ended(const Task& task);
+  void pass_ended(int index, const Task& task);
   // The gradient this rank's optimizer reads at layout offset `offset` onwards: its partition's under
   // sharded gradients, else the shard's gradient buffer.
   float* gradient_at(size_t offset);
@@ -233,11 +234,9 @@ class ParallelRunner final : public StepRunner {
   std::map<int, std::vector<ShardedRange>> buckets_;
   std::vector<ShardedRange> parts_;  // the buckets' distinct parts (the tasks of every micro-batch alike)
   std::unique_ptr<Zero3Gathers> zero3_;
-  // ZeRO 3: the gathers of passes under way, by what they gather for (micro-batch, chunk, direction,
-  // layers), each released by the pass.
+  // ZeRO 3: the gathered parameters held, by their gather task, chunk and layers.
   struct PassTicket {
-    int microbatch, chunk;
-    Direction direction;
+    int gather, chunk;
     int layer_begin, layer_end;
     int ticket;
   };

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "exec/train/parallel_runner.hpp"
+#include "plan/ir/reshard_rule.hpp"
 
 namespace paratwin::exec {
 
@@ -60,11 +61,14 @@ bool ParallelRunner::runs_head(const Task& task) const {
 std::vector<Range> ParallelRunner::pass_ranges(const Task& task) const {
   const Range span = parameter_range(task);
   std::vector<Range> out{span};
-  // Tied embeddings on one stage: the head is the embedding, which lies in the first layer's span. A
-  // pass through the head gathers it again, as DeepSpeed fetches a shared parameter for every module
-  // that uses it.
+  // Tied embeddings on one stage: the head is the embedding, which lies in the first layer's span. Where
+  // forwards reshard (after_forward) a pass through the head gathers it again, as DeepSpeed fetches a
+  // shared parameter for every module that uses it; otherwise the first layer's copy is held through
+  // its micro-batch's backward (after_backward) or the step (after_step), around every head pass.
   const Range head = model_.head_range();
-  if (runs_head(task) && head.second > head.first && !inside(head, span)) out.insert(out.begin(), head);
+  if (runs_head(task) && head.second > head.first && !inside(head, span) &&
+      pass_reshards(setup_.plan.reshard, true, false))
+    out.insert(out.begin(), head);
   return out;
 }
 
@@ -75,10 +79,19 @@ void ParallelRunner::plan_gradient_windows() {
     const Task& b = tasks[i];
     if (b.kind != TaskKind::Backward || is_pass_share(b.purpose)) continue;
     std::vector<Range>& open = backward_parts_[int(i)];
-    // The parts of its micro-batch's reduce-scatters of the layers it computes gradients of.
+    // The parts of the reduce-scatters that take the gradients it computes: those of the layers it
+    // computes in its micro-batch, or the first one after it (under reshard after_step one a step; the
+    // windows of the earlier micro-batches' backwards stay open and accumulate).
+    int by = -1;
     for (const auto& [index, parts] : buckets_) {
       const Task& r = tasks[size_t(index)];
-      if (r.microbatch == b.microbatch && r.chunk == b.chunk &&
+      if (r.microbatch >= b.microbatch && r.chunk == b.chunk &&
+          overlap(r.layer_begin, r.layer_end, b.layer_begin, b.layer_end) && (by < 0 || r.microbatch < by))
+        by = r.microbatch;
+    }
+    for (const auto& [index, parts] : buckets_) {
+      const Task& r = tasks[size_t(index)];
+      if (r.microbatch == by && r.chunk == b.chunk &&
           overlap(r.layer_begin, r.layer_end, b.layer_begin, b.layer_end))
         for (const auto& part : parts) open.push_back(part.range);
     }
@@ -150,7 +163,7 @@ void ParallelRunner::settle_reductions(bool all) {
   }
 }
 
-void ParallelRunner::request_pass_gather(int handle, const Task& task) {
+void ParallelRunner::request_pass_gather(int handle, int index, const Task& task) {
   if (!zero3_)
     throw std::invalid_argument("task '" + task.name + "' is a ZeRO-3 gather in a plan without ZeRO 3");
   settle_reductions(true);
@@ -158,18 +171,20 @@ void ParallelRunner::request_pass_gather(int handle, const Task& task) {
   const int ticket = zero3_->request(moved_ranges(task, pass_ranges(task)));
   dp_bytes_ += zero3_->bytes() - before;
   tickets_[handle] = ticket;
-  pass_tickets_.push_back(
-      {task.microbatch, task.chunk, task.direction, task.layer_begin, task.layer_end, ticket});
+  pass_tickets_.push_back({index, task.chunk, task.layer_begin, task.layer_end, ticket});
 }
 
-void ParallelRunner::pass_ended(const Task& task) {
+void ParallelRunner::pass_ended(int index, const Task& task) {
   if (!zero3_) return;
-  // A forward or backward is done with the parameters gathered for it (a recompute uses the backward's):
-  // their copies go.
-  const Direction d = task.kind == TaskKind::Forward ? Direction::Forward : Direction::Backward;
+  // A forward or backward that frees its layers' parameters (every pass, backwards, or the chunk's last
+  // backward of the step) gives back the copies gathered before it: a later pass's prefetched gather
+  // stays (a recompute uses the backward's).
+  const bool forward = task.kind == TaskKind::Forward;
+  const bool last = !forward && task.microbatch == setup_.plan.num_microbatches - 1;
+  if (!pass_reshards(setup_.plan.reshard, forward, last)) return;
   for (auto it = pass_tickets_.begin(); it != pass_tickets_.end();) {
-    if (it->microbatch == task.microbatch && it->chunk == task.chunk && it->direction == d &&
-        it->layer_begin >= task.layer_begin && it->layer_end <= task.layer_end) {
+    if (it->gather < index && it->chunk == task.chunk && it->layer_begin >= task.layer_begin &&
+        it->layer_end <= task.layer_end) {
       zero3_->release(it->ticket);
       it = pass_tickets_.erase(it);
     } else {

@@ -85,7 +85,7 @@ std::vector<Buffer<float>*> ParallelRunner::chunk_buffers(int microbatch, int ch
   return out;
 }
 
-void ParallelRunner::run_forward(const Task& task) {
+void ParallelRunner::run_forward(int index, const Task& task) {
   const Plan& p = setup_.plan;
   const int unit = unit_of(task.chunk, task.layer_begin);
   const ActivationUnit& u = units_.at(size_t(unit));
@@ -116,7 +116,7 @@ void ParallelRunner::run_forward(const Task& task) {
     keep_output(task);
     if (task.chunk == p.chunks() - 1 && at_.tp == 0 && at_.cp == 0) losses_.push_back(loss);
   }
-  pass_ended(task);
+  pass_ended(index, task);
 }
 
 void ParallelRunner::run_backward(int index, const Task& task) {
@@ -134,7 +134,7 @@ void ParallelRunner::run_backward(int index, const Task& task) {
   }
   open_gradient_windows(index);
   model_.backward(a, task.layer_begin, task.layer_end, 1.0f / float(setup_.plan.num_microbatches));
-  pass_ended(task);
+  pass_ended(index, task);
   if (task.layer_begin == u.layer_begin) release(task.microbatch, unit);
 }
 

@@ -4,7 +4,7 @@
 // trajectory; their measured peak memory per rank is ordered as the twin's and lies within 10% of it, their
 // DP bytes are the twin's; checkpoints keep the whole-model format across ZeRO stages; top-k gradient
 // compression with error feedback still trains and sends the bytes the twin's lowering says; ALiBi and
-// sliding windows follow one rank under TP and CP.
+// sliding windows follow one rank under TP and CP; ZeRO 3 reshards as plan.reshard says.
 #define BOOST_TEST_MODULE exec_memory_modes
 #include <boost/test/unit_test.hpp>
 
@@ -207,6 +207,32 @@ BOOST_AUTO_TEST_CASE(zero_0_to_3_follow_the_single_rank_trajectory_and_the_twins
                by_zero[1].dp_bytes.back() + 0.9 * weights);  // a 2nd reduce-scatter
     BOOST_TEST(by_zero[3].dp_bytes.back() > by_zero[2].dp_bytes.back() + 2.9 * weights);  // 4 gathers for 1
   }
+}
+
+// ZeRO 3's plan.reshard (plan/ir/reshard_rule.hpp): after each pass, after each micro-batch's backward
+// (the forward's gather held through it), after the step (one gather a layer a step, the gradients
+// accumulated whole and reduce-scattered once): the same trajectory, the twin's DP bytes, and peaks in
+// its order.
+BOOST_AUTO_TEST_CASE(zero_3_reshards_as_the_plan_says_on_the_trajectory_and_the_twins_memory) {
+  const Outcome& one = reference(6);
+  std::vector<Outcome> by_reshard;
+  const std::vector<std::string> names{"after_forward", "after_backward", "after_step"};
+  for (const std::string& reshard : names) {
+    by_reshard.push_back(train_on(dp(), {"plan.zero=3", "plan.reshard=" + reshard}, options(6)));
+    const Outcome& o = by_reshard.back();
+    check_close(one.losses, o.losses, "ZeRO 3, reshard " + reshard);
+    BOOST_TEST_MESSAGE("reshard " << reshard << " on " << dp() << " ranks: peak per rank measured "
+                                  << o.peak_bytes << " B, twin " << o.predicted_peak
+                                  << " B; DP bytes per step " << o.dp_bytes.back() << ", twin "
+                                  << o.predicted_dp_bytes);
+    if (dp() > 1) {
+      BOOST_TEST_INFO("reshard " << reshard);
+      BOOST_TEST(std::abs(o.dp_bytes.back() - o.predicted_dp_bytes) < 0.05 * o.predicted_dp_bytes);
+    }
+  }
+  check_memory_follows_the_twin(by_reshard, names);
+  if (dp() > 1)  // fewer gathers each: after_step gathers a layer once a step
+    BOOST_TEST(by_reshard[2].dp_bytes.back() < by_reshard[1].dp_bytes.back());
 }
 
 BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_the_twins_order) {
