@@ -25,10 +25,14 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
       break;
     }
   }
-  if (p.overlap_ep)
+  // Combined 1F1B runs as its pass order says (the all-to-alls inside each pass, not beside the
+  // other's compute); across pipeline stages that order needs receives beside compute, which the
+  // engine's blocking receives cannot give.
+  if (p.overlap_ep && p.pp > 1)
     out.push_back(
-        "overlap.ep (combined 1F1B) is planned and simulated only: the live engine runs a pass's "
-        "all-to-alls inside it; leave overlap.ep out");
+        "overlap.ep (combined 1F1B) under pp " + std::to_string(p.pp) +
+        " is planned and simulated only: the live engine's receives block its compute, which "
+        "the interleaved order of combined 1F1B needs beside them; use pp 1 or leave overlap.ep out");
   if (folds_experts(p))
     out.push_back("expert_tp " + std::to_string(p.expert_tp) +
                   " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "

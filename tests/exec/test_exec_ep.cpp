@@ -7,7 +7,8 @@
 // twin's lowering says. So do its MoE layers on pipeline stages (1F1B and interleaved), split over TP
 // (with and without sequence parallelism), over CP, with ep 2 beside pp, tp or cp (also under ZeRO 1-3,
 // top-k, recompute and offload), and at ep 1 with ZeRO, optimizer offload and recomputation; a run
-// checkpointed under ep x tp resumes on one rank.
+// checkpointed under ep x tp resumes on one rank; combined 1F1B at pp 1 runs its pass order on the
+// trajectory.
 #define BOOST_TEST_MODULE exec_ep
 #include <boost/test/unit_test.hpp>
 
@@ -184,6 +185,19 @@ BOOST_AUTO_TEST_CASE(expert_parallel_runs_follow_the_single_rank_trajectory) {
     BOOST_TEST(got.weights_spread < 1e-9);  // (without EP)
     BOOST_TEST((got.ep_tasks > 0) == (ep > 1));
     BOOST_TEST((got.ep_seconds > 0) == (ep > 1));  // the profile shows the all-to-alls' time
+  }
+}
+
+// Combined 1F1B (plan.overlap.ep) at pp 1: the passes in its order (a second forward before the first
+// backward), each micro-batch's all-to-alls inside its passes; the same trajectory.
+BOOST_AUTO_TEST_CASE(combined_1f1b_follows_the_single_rank_trajectory) {
+  const Trained& one = single_rank();
+  for (int dp : {2, 4}) {
+    if (dp > mpi->world->size()) continue;
+    const Trained got = train(dp, 2, 10, {"plan.overlap.ep=true", "plan.micro_batch=1"});
+    BOOST_TEST_INFO("dp " << dp << " ep 2, combined 1F1B");
+    BOOST_TEST(worst_relative_error(one.losses, got.losses) < 1e-5);
+    BOOST_TEST(got.ep_tasks > 0u);
   }
 }
 

@@ -302,6 +302,21 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_refuses_op_recompute_before_launch) {
   BOOST_TEST(limits(p).find("recompute_modules [core_attn, moe_act]") != std::string::npos, limits(p));
 }
 
+// Combined 1F1B runs live at pp 1; under the interleaved schedule its order needs receives beside the
+// compute, which the engine's blocking receives cannot give: refused by name.
+BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_pp_1_only) {
+  const ScenarioSpec s = load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml");
+  Plan p = complete_plan(s);
+  p.overlap_ep = true;
+  p.pp = 1;
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
+  p.pp = 2;
+  p.schedule = Schedule::Interleaved;
+  std::string all;
+  for (const auto& l : live_limitations(p, s.model, LiveBackend::Cpu)) all += l + "\n";
+  BOOST_TEST(all.find("overlap.ep (combined 1F1B) under pp 2") != std::string::npos, all);
+}
+
 // ALiBi and sliding windows run on the CPU backend; the CUDA backend's attention has neither, so it
 // refuses them before launch.
 BOOST_AUTO_TEST_CASE(the_cuda_backend_refuses_alibi_and_sliding_windows_before_launch) {
