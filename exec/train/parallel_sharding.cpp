@@ -82,19 +82,17 @@ void ParallelRunner::plan_gradient_windows() {
     // The parts of the reduce-scatters that take the gradients it computes: those of the layers it
     // computes in its micro-batch, or the first one after it (under reshard after_step one a step; the
     // windows of the earlier micro-batches' backwards stay open and accumulate).
+    const auto takes = [&b](const Task& r) {
+      return r.chunk == b.chunk && overlap(r.layer_begin, r.layer_end, b.layer_begin, b.layer_end);
+    };
     int by = -1;
     for (const auto& [index, parts] : buckets_) {
       const Task& r = tasks[size_t(index)];
-      if (r.microbatch >= b.microbatch && r.chunk == b.chunk &&
-          overlap(r.layer_begin, r.layer_end, b.layer_begin, b.layer_end) && (by < 0 || r.microbatch < by))
-        by = r.microbatch;
+      if (takes(r) && r.microbatch >= b.microbatch && (by < 0 || r.microbatch < by)) by = r.microbatch;
     }
-    for (const auto& [index, parts] : buckets_) {
-      const Task& r = tasks[size_t(index)];
-      if (r.microbatch == by && r.chunk == b.chunk &&
-          overlap(r.layer_begin, r.layer_end, b.layer_begin, b.layer_end))
+    for (const auto& [index, parts] : buckets_)
+      if (takes(tasks[size_t(index)]) && tasks[size_t(index)].microbatch == by)
         for (const auto& part : parts) open.push_back(part.range);
-    }
     // A tied head on one stage adds to the embedding's gradients, which the first layer's reduce-scatter
     // takes: their window opens here and stays open until then.
     if (runs_head(b) && !inside(head, parameter_range(b)))
