@@ -30,21 +30,28 @@ void causal_softmax(MatrixMap<T>& p, int Tn) {
   }
 }
 
-// The same under a mask: each score biased, the keys the mask leaves out at probability 0.
+// The same under a mask (masked_softmax_row for each query).
 template <class T>
 void masked_softmax(MatrixMap<T>& p, int Tn, const AttentionMask& mask, int head) {
-  for (int i = 0; i < Tn; ++i) {
-    T* row = p.data() + long(i) * Tn;
-    T max = -std::numeric_limits<T>::infinity();
-    for (int j = 0; j < Tn; ++j)
-      if (mask.attends(i, j)) max = std::max(max, row[j] += T(mask.bias(head, i, j)));
-    T sum = 0;
-    for (int j = 0; j < Tn; ++j) sum += (row[j] = mask.attends(i, j) ? std::exp(row[j] - max) : T(0));
-    for (int j = 0; j < Tn; ++j) row[j] /= sum;
-  }
+  for (int i = 0; i < Tn; ++i) masked_softmax_row(p.data() + long(i) * Tn, Tn, i, nullptr, mask, head);
 }
 
 }  // namespace
+
+template <class T>
+void masked_softmax_row(T* row, int keys, int query, const int* key_positions, const AttentionMask& mask,
+                        int head) {
+  const auto at = [key_positions](int j) { return key_positions ? key_positions[j] : j; };
+  T max = -std::numeric_limits<T>::infinity();
+  for (int j = 0; j < keys; ++j)
+    if (mask.attends(query, at(j))) max = std::max(max, row[j] += T(mask.bias(head, query, at(j))));
+  T sum = 0;
+  for (int j = 0; j < keys; ++j) sum += (row[j] = mask.attends(query, at(j)) ? std::exp(row[j] - max) : T(0));
+  for (int j = 0; j < keys; ++j) row[j] /= sum;
+}
+
+template void masked_softmax_row<float>(float*, int, int, const int*, const AttentionMask&, int);
+template void masked_softmax_row<double>(double*, int, int, const int*, const AttentionMask&, int);
 
 std::vector<double> alibi_slopes(int heads) {
   const auto power_of_two = [](int n) {

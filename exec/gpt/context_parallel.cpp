@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -96,19 +95,10 @@ void ContextParallel::attend(float* out, float* att, const float* kv, const floa
       }
       {
         KernelTimer timer(kernel_seconds.scores_s);
-        for (int i = 0; i < Tl; ++i) {
-          // Softmax over the keys the mask leaves the query (at or before its position), each score
-          // biased; the others get 0.
-          const int at = query_positions[i];
-          float max = -std::numeric_limits<float>::infinity();
-          for (int j = 0; j < T; ++j)
-            if (mask.attends(at, key_positions_[j]))
-              max = std::max(max, p(i, j) += float(mask.bias(h, at, key_positions_[j])));
-          float sum = 0;
-          for (int j = 0; j < T; ++j)
-            sum += (p(i, j) = mask.attends(at, key_positions_[j]) ? std::exp(p(i, j) - max) : 0.0f);
-          for (int j = 0; j < T; ++j) p(i, j) /= sum;
-        }
+        // Softmax over the keys the mask leaves each query (at or before its position).
+        for (int i = 0; i < Tl; ++i)
+          kernels::masked_softmax_row(p.data() + size_t(i) * T, T, query_positions[i], key_positions_.data(),
+                                      mask, h);
       }
       KernelTimer timer(kernel_seconds.attention_s);
       StridedMap<float>(out + size_t(b) * Tl * H * D + h * D, Tl, D, Eigen::OuterStride<>(H * D)).noalias() =

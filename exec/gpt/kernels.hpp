@@ -58,6 +58,13 @@ struct AttentionMask {
   double bias(int head, int q, int k) const { return slopes ? -slopes[head] * double(q - k) : 0.0; }
 };
 
+// One query's row of scores (at sequence position `query`) over `keys` keys turned into probabilities
+// in place: each score biased, the keys the mask leaves out at 0. `key_positions` (keys) are the keys'
+// sequence positions; null: 0 .. keys-1.
+template <class T>
+void masked_softmax_row(T* row, int keys, int query, const int* key_positions, const AttentionMask& mask,
+                        int head);
+
 // ALiBi's slopes for `heads` heads: 2^(-8i/n) for i = 1..n when n is a power of two, else those of the
 // largest power of two below it and every other slope of twice that (Press et al.'s reference code).
 std::vector<double> alibi_slopes(int heads);
