@@ -20,6 +20,14 @@ double LayerCosts::least_moe_pace(int ep) const {
   return it->second;
 }
 
+cost::LayerWork LayerCosts::layer_work(const ParallelLayout& layout) const {
+  cost::LayerWork w = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep,
+                                       ctx_.req.overlap_tp.value_or(false));
+  w.expert_load = least_moe_pace(layout.ep);
+  w.expert_tp = layout.folded ? 1 : 0;
+  return w;
+}
+
 const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const ComputeKey key{pool,      layout.tp, layout.cp,     layout.ep,
                        layout.mb, layout.sp, layout.folded, layout.recompute};
@@ -28,10 +36,7 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
   const DeviceSpec& d = ctx_.s.cluster.device_of(p);
   const Precision prec = ctx_.s.training.precision;
-  cost::LayerWork w = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp, layout.ep,
-                                       ctx_.req.overlap_tp.value_or(false));
-  w.expert_load = least_moe_pace(layout.ep);
-  w.expert_tp = layout.folded ? 1 : 0;
+  cost::LayerWork w = layer_work(layout);
   // Every layer at the least attention work of the model's layers (a windowed layer's, where it has
   // some), so that the bound stays below any mix of full and windowed layers.
   for (int l = 0; l < ctx_.s.model.layers; ++l)

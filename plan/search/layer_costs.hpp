@@ -29,6 +29,8 @@ class LayerCosts {
   // The least pace of any MoE layer on `ep` EP ranks (plan/cost/expert_load.hpp): every MoE layer's
   // experts run at least that load, so bounds costed at it stay below the evaluator's times.
   double least_moe_pace(int ep) const;
+  // A layer's work under the layout as the bounds take it: its experts at least_moe_pace, folded or not.
+  cost::LayerWork layer_work(const ParallelLayout& layout) const;
   // A layer's forward and backward at the cheaper layer kind, as a chain of passes with their
   // collectives or on the compute stream alone, whichever is longer: below any mix of layers.
   double per_layer(const LayerTimes& t) const;
@@ -93,10 +95,7 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
     return cost::collective_time(kind, bytes, where(group, size), pool, ctx_.s.cluster).time.value();
   };
   using cost::CollectiveKind;
-  cost::LayerWork work = cost::layer_work(ctx_.s.training, layout.mb, layout.tp, layout.cp, layout.sp,
-                                          layout.ep, ctx_.req.overlap_tp.value_or(false));
-  work.expert_load = least_moe_pace(layout.ep);
-  work.expert_tp = layout.folded ? 1 : 0;
+  const cost::LayerWork work = layer_work(layout);
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
   out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp_gather) +
