@@ -149,12 +149,18 @@ BOOST_AUTO_TEST_CASE(transformer_engine_casts_the_weights_once_a_step_and_torcha
 
 BOOST_AUTO_TEST_CASE(op_recompute_casts_again_the_inputs_of_the_linears_it_reruns) {
   const Llama8b l;
-  const LayerWork w = l.work(Precision::Fp8, Fp8Recipe::TeDelayed);
+  LayerWork w = l.work(Precision::Fp8, Fp8Recipe::TeDelayed);
+  w.projections = Projections::Separate;
   LayerWork bf16 = w;
   bf16.precision = Precision::Bf16;
-  // The key projection (after the norm: its fp8 write), the output projection (cast-transpose) and
-  // SwiGLU's up projection (after the norm).
-  const double added = recompute_forward(l.m, w, Recompute::Op, false).elementwise_bytes.value() -
-                       recompute_forward(l.m, bf16, Recompute::Op, false).elementwise_bytes.value();
-  BOOST_TEST(added == -2 * l.T * l.h + 4 * l.T * l.A, tt::tolerance(1e-12));
+  const auto added = [&] {
+    return recompute_forward(l.m, w, Recompute::Op, false).elementwise_bytes.value() -
+           recompute_forward(l.m, bf16, Recompute::Op, false).elementwise_bytes.value();
+  };
+  // Separate linears: the key projection (after the norm: its fp8 write), the output projection
+  // (cast-transpose) and SwiGLU's up projection (after the norm).
+  BOOST_TEST(added() == -2 * l.T * l.h + 4 * l.T * l.A, tt::tolerance(1e-12));
+  // Fused: the output projection alone.
+  w.projections = bf16.projections = Projections::Fused;
+  BOOST_TEST(added() == 4 * l.T * l.A, tt::tolerance(1e-12));
 }

@@ -55,8 +55,11 @@ training: {global_batch: 16, seq_len: 1024, precision: bf16}
 plan: {tp: 2, pp: 1, dp: 4, ep: 2, micro_batch: 2, sequence_parallel: true, zero: 1}
 )";
 
-double layer_bytes(const ModelSpec& m, Recompute r, int tp, bool sp, AttentionKind attention) {
+// torchtitan's Llama layout (separate wq, wk, wv, w1, w3), where recompute op comes from.
+double layer_bytes(const ModelSpec& m, Recompute r, int tp, bool sp, AttentionKind attention,
+                   Projections projections = Projections::Separate) {
   ActivationConfig c;
+  c.projections = projections;
   c.micro_batch = 2;
   c.seq_len = 4096;
   c.tp = tp;
@@ -170,6 +173,7 @@ BOOST_AUTO_TEST_CASE(op_keeps_the_input_q_v_attention_output_gate_and_down_proje
   BOOST_TEST(layer_bytes(m, Recompute::Op, 1, false, AttentionKind::Flash) == expected, tt::tolerance(1e-12));
   // What it drops is what its recomputation holds while the backward runs.
   ActivationConfig c;
+  c.projections = Projections::Separate;
   c.micro_batch = 2;
   c.seq_len = 4096;
   c.recompute = Recompute::Op;
@@ -184,6 +188,7 @@ BOOST_AUTO_TEST_CASE(op_recomputes_every_second_linear_in_forward_order) {
   // Q, K, V, output, gate, up, down: K, output and up again, 2 x tokens x (h Kv + A h + h f).
   const ModelSpec m = model("llama3-8b");
   LayerWork w;
+  w.projections = Projections::Separate;
   w.micro_batch = 1;
   w.seq_len = 4096;
   const double tokens = 4096, h = 4096, Kv = 1024, A = 4096, f = 14336;
@@ -199,6 +204,29 @@ BOOST_AUTO_TEST_CASE(op_recomputes_every_second_linear_in_forward_order) {
   w.attention = AttentionKind::Unfused;
   BOOST_TEST(recompute_forward(m, w, Recompute::Op, false).attention_flops.value() ==
              attention_core_forward(m, w).gemm_flops.value());
+}
+
+// The same policy over fused linears (Megatron-Core's linear_qkv and linear_fc1, the live GPT's): QKV and
+// the MLP's first linear kept, the output projection run again; the down projection, last, neither kept
+// nor run again (no backward reads its output). Separate GELU linears: K and the output projection again.
+BOOST_AUTO_TEST_CASE(op_over_fused_linears_keeps_qkv_and_the_first_mlp_linear) {
+  const ModelSpec m = model("llama3-8b");
+  const double tokens = 2 * 4096, h = 4096, A = 4096, Kv = 1024, f = 14336;
+  const double fused = tokens * (2.0 * (h + A + 2 * Kv + 2 * f + A) + 4 * 32);
+  BOOST_TEST(layer_bytes(m, Recompute::Op, 1, false, AttentionKind::Flash, Projections::Fused) == fused,
+             tt::tolerance(1e-12));
+  LayerWork w;
+  w.micro_batch = 1;
+  w.seq_len = 4096;
+  BOOST_TEST(recompute_forward(m, w, Recompute::Op, false).gemm_flops.value() == 2 * 4096 * A * h,
+             tt::tolerance(1e-12));
+  const ModelSpec gpt = model("gpt3-175b");
+  w.projections = Projections::Separate;
+  const double gh = gpt.hidden, gA = double(gpt.heads) * gpt.head_dim,
+               gKv = double(gpt.kv_heads) * gpt.head_dim;
+  BOOST_TEST(
+      recompute_forward(gpt, w, Recompute::Op, false).gemm_flops.value() == 2 * 4096 * (gh * gKv + gA * gh),
+      tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(the_program_counts_the_recomputed_flops) {

@@ -74,6 +74,10 @@ void Gpt<T>::allocate(Activations<T>& a, int B, int Tn, ActivationPolicy policy)
   if (Tn > config_.max_seq_len)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
                                 std::to_string(config_.max_seq_len));
+  if (policy == ActivationPolicy::RecomputeOps)
+    throw std::invalid_argument(
+        "the one-rank model recomputes whole layers or the attention core; "
+        "per-operator recomputation runs in ShardedGpt");
   const GptConfig& c = config_;
   const size_t N = static_cast<size_t>(B) * Tn, C = c.hidden;
   // Layers whose inner activations and attention scores are kept (one buffer when recomputed).

@@ -15,9 +15,11 @@
 namespace paratwin::exec {
 
 // What the forward keeps for the backward (Korthikanti et al. 2022): everything; everything but the
-// attention core's softmax (recomputed per layer in the backward: "selective"); or only each layer's
-// input (the whole layer recomputed in the backward: "full").
-enum class ActivationPolicy { KeepAll, RecomputeAttention, RecomputeLayers };
+// attention core's softmax (recomputed per layer in the backward: "selective"); the layer's input and
+// the outputs of its first and third linears, QKV and the MLP's first (per-operator checkpointing,
+// torchtitan's "op": cost::op_kept_linears, ShardedGpt only); or only each layer's input (the whole
+// layer recomputed in the backward: "full").
+enum class ActivationPolicy { KeepAll, RecomputeAttention, RecomputeOps, RecomputeLayers };
 
 // Everything the forward of one micro-batch keeps for its backward. N = B x T tokens. Under a
 // recompute policy the buffers marked (L,...) that are not kept hold one layer (the one recomputed).

@@ -22,6 +22,8 @@ void Gpt<T>::recompute(Activations<T>& a, int layer) {
       // written aside.
       forward_layer(a, layer, a.recomputed_out.data());
       return;
+    case ActivationPolicy::RecomputeOps:
+      throw std::logic_error("per-operator recomputation in the one-rank model");  // allocate() refuses it
     case ActivationPolicy::RecomputeAttention: {
       // The attention core only: softmax probabilities (one layer's buffer) from the kept q, k, v. The
       // core's output is written again over the kept one, with the same values.

@@ -302,7 +302,8 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
-  // Full recomputation keeps a layer's input only, selective all but the attention probabilities.
+  // Full recomputation keeps a layer's input only, selective all but the attention probabilities,
+  // per-operator the input, qkv, fc (and CP's keys and values, MoE's routing and experts, mid under SP).
   // A layer's place in a buffer: the layers keeping it in order, then one place the others share (the
   // layer being recomputed).
   const auto places = [&a, L](bool (*keeps)(ActivationPolicy), std::vector<size_t>& place) {
@@ -316,28 +317,33 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   };
   const size_t Lk =
       places([](ActivationPolicy p) { return p != ActivationPolicy::RecomputeLayers; }, a.slots);
+  const size_t Li = places(
+      [](ActivationPolicy p) {
+        return p == ActivationPolicy::KeepAll || p == ActivationPolicy::RecomputeAttention;
+      },
+      a.inner_slots);
   const size_t La = places([](ActivationPolicy p) { return p == ActivationPolicy::KeepAll; }, a.att_slots);
   const bool recomputes_layers =
       std::count(a.policies.begin(), a.policies.end(), ActivationPolicy::RecomputeLayers) > 0;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
   // outputs are kept whole (gathered), as the GEMMs read them.
   assign_zeros(a.residual, (L + 1) * n * C);
-  assign_zeros(a.mid, Lk * n * C);
-  assign_zeros(a.ln1, Lk * N * C);
-  assign_zeros(a.ln1_mean, Lk * n);
-  assign_zeros(a.ln1_rstd, Lk * n);
+  assign_zeros(a.mid, (sequence_parallel() ? Lk : Li) * n * C);
+  assign_zeros(a.ln1, Li * N * C);
+  assign_zeros(a.ln1_mean, Li * n);
+  assign_zeros(a.ln1_rstd, Li * n);
   assign_zeros(a.qkv, Lk * N * QKV);
   assign_zeros(a.att, La * B * Hl_ * size_t(Tn) * keys(Tn));
   // CP's gathered keys and values: every layer's, but one layer's under full recomputation, which
   // gathers them again (the Program's recompute task repeats the forward's CP all-gather); selective
   // recomputation keeps them, as the Program's has no collective.
   assign_zeros(a.kv, cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0);
-  assign_zeros(a.attn_out, Lk * N * HD);
-  assign_zeros(a.ln2, Lk * N * C);
-  assign_zeros(a.ln2_mean, Lk * n);
-  assign_zeros(a.ln2_rstd, Lk * n);
+  assign_zeros(a.attn_out, Li * N * HD);
+  assign_zeros(a.ln2, Li * N * C);
+  assign_zeros(a.ln2_mean, Li * n);
+  assign_zeros(a.ln2_rstd, Li * n);
   assign_zeros(a.fc, Lk * N * FW);
-  assign_zeros(a.fc_act, Lk * N * Fl_);
+  assign_zeros(a.fc_act, Li * N * Fl_);
   assign_zeros(a.recomputed_out, recomputes_layers ? n * C : 0);
   assign_zeros(a.lnf, last ? N * C : 0);
   assign_zeros(a.lnf_mean, last ? n : 0);
@@ -465,18 +471,18 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
   for (int l = from; l < to; ++l) {
     const Layer& w = layers_[l];
     const int li = l - lo;
-    const size_t s = a.kept(li);  // where the layer's activations go: one layer's buffers if dropped
-    const size_t nc = s * nC, Nc = s * N * C, n1 = s * n;
+    // Where the layer's activations go: one layer's buffers for those it drops.
+    const size_t s = a.kept(li), si = a.inner(li), Nc = si * N * C, n1 = si * n;
     float* x = a.residual.data() + size_t(li) * nC;  // (n,C) the layer's input
     float* ln1 = a.ln1.data() + Nc;                  // (N,C)
     float* qkv = a.qkv.data() + s * N * QKV;
     float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
     float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
-    float* attn_out = a.attn_out.data() + s * N * HD;
-    float* mid = a.mid.data() + nc;  // (n,C)
-    float* ln2 = a.ln2.data() + Nc;  // (N,C)
+    float* attn_out = a.attn_out.data() + si * N * HD;
+    float* mid = a.mid.data() + mid_slot(a, li) * nC;  // (n,C)
+    float* ln2 = a.ln2.data() + Nc;                    // (N,C)
     float* fc = a.fc.data() + s * N * FW;
-    float* act = a.fc_act.data() + s * N * Fl_;
+    float* act = a.fc_act.data() + si * N * Fl_;
     float* out = recomputing && l == to - 1 ? a.recomputed_out.data() : x + nC;  // (n,C) the next input
 
     k::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x,
@@ -627,18 +633,17 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     if (a.policy(l - chunk_lo) != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
     const Layer& w = layers_[l];
     const int li = l - chunk_lo;
-    const size_t s = a.kept(li);
-    const size_t nc = s * nC, Nc = s * N * C, n1 = s * n;
+    const size_t s = a.kept(li), si = a.inner(li), Nc = si * N * C, n1 = si * n;
     const float* x = a.residual.data() + size_t(li) * nC;
     const float* ln1 = a.ln1.data() + Nc;
     const float* qkv = a.qkv.data() + s * N * QKV;
     const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
     const float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
-    const float* attn_out = a.attn_out.data() + s * N * HD;
-    const float* mid = a.mid.data() + nc;
+    const float* attn_out = a.attn_out.data() + si * N * HD;
+    const float* mid = a.mid.data() + mid_slot(a, li) * nC;
     const float* ln2 = a.ln2.data() + Nc;
     const float* fc = a.fc.data() + s * N * FW;
-    const float* act = a.fc_act.data() + s * N * Fl_;
+    const float* act = a.fc_act.data() + si * N * Fl_;
 
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);

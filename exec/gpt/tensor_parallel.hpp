@@ -58,11 +58,16 @@ struct ChunkActivations {
   // leave some layers keeping all). What the layers under a recompute policy drop shares one layer's
   // buffers, which hold the layer recomputed_layer names; kept activations have a place of their own.
   std::vector<ActivationPolicy> policies;
-  std::vector<size_t> slots, att_slots;  // where layer li's activations and probabilities sit
+  // Where layer li's activations sit: those every policy but full keeps (qkv, fc, kv, moe; mid under
+  // sequence parallelism, a reduce-scatter's output), those per-operator recomputation drops too (the
+  // norms' outputs and statistics, attn_out, fc_act; mid without sequence parallelism) and the
+  // attention probabilities, which only keeping all keeps.
+  std::vector<size_t> slots, inner_slots, att_slots;
   int recomputed_layer = -1;
   Buffer<float> recomputed_out;  // full recomputation: the recomputed layer's output, set aside
   ActivationPolicy policy(int li) const { return policies[size_t(li)]; }
   size_t kept(int li) const { return slots[size_t(li)]; }
+  size_t inner(int li) const { return inner_slots[size_t(li)]; }
   size_t att_kept(int li) const { return att_slots[size_t(li)]; }
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
@@ -152,8 +157,9 @@ class ShardedGpt {
   // the chunk's first layer a.dresidual ends as the input's gradient (to send, or into the embedding).
   void backward(ChunkActivations& a, int lo, int hi, float loss_scale);
   // What the forward of `layer` dropped under its policy, computed again by the same kernels from what it
-  // kept (bit for bit; full recomputation runs the layer's TP and CP collectives again, selective reuses
-  // the keys and values CP gathered). The backward calls it for each layer it needs; the Program's
+  // kept (bit for bit; full recomputation runs the layer's TP and CP collectives again, per-operator its
+  // two TP all-gathers (SP) or its output projection's all-reduce, selective none; both reuse the keys
+  // and values CP gathered). The backward calls it for each layer it needs; the Program's
   // recompute task for the first. Defined in tensor_parallel_recompute.cpp.
   void recompute(ChunkActivations& a, int layer);
   const float* output(const ChunkActivations& a) const;  // (n,C), the top of a.residual
@@ -175,6 +181,8 @@ class ShardedGpt {
            bool tied_copy = false);
   void allreduce(float* data, size_t count);
   void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
+  void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
+  void recompute_ops(ChunkActivations& a, int layer);
   double forward_head(ChunkActivations& a);
   MoeWeights<float> moe_weights(int layer, bool gradients);  // without them: null gradient pointers
   MoeShape moe_shape(int N) const;
@@ -189,6 +197,9 @@ class ShardedGpt {
   }
   void ensure_scratch(size_t N);
   bool sequence_parallel() const { return spec_.sequence_parallel && spec_.tp > 1; }
+  size_t mid_slot(const ChunkActivations& a, int li) const {
+    return sequence_parallel() ? a.kept(li) : a.inner(li);
+  }
   const int* positions() const;  // of the local tokens in their sequence (null: 0..Tn-1)
   int position(int t) const { return cp_ ? positions()[t] : t; }
   int keys(int Tn) const;  // keys each query attends over: the whole sequence's

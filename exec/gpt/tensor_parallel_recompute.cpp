@@ -21,24 +21,70 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
     case ActivationPolicy::RecomputeLayers:
       forward_layers(a, layer, layer + 1, true);  // from its kept input, its TP collectives included
       break;
-    case ActivationPolicy::RecomputeAttention: {
+    case ActivationPolicy::RecomputeAttention:
       // The attention core: this rank's heads' probabilities from the kept (rotated) q, k, v; its
-      // output is written again over the kept one, with the same values. Under CP the keys and values
-      // are the whole sequence's, kept as the forward gathered them.
-      const int N = a.B * a.Tn, D = full_.head_dim;
-      const size_t s = a.kept(li);
-      float* out = a.attn_out.data() + s * N * Hl_ * D;
-      const float* qkv = a.qkv.data() + s * N * (Hl_ + 2 * Kl_) * D;
-      float* att = a.att.data() + a.att_kept(li) * a.B * Hl_ * a.Tn * keys(a.Tn);
-      if (cp_)
-        cp_->attend(out, att, a.kv.data() + s * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B, Hl_, Kl_, D,
-                    attention_mask(layer));
-      else
-        kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D, attention_mask(layer));
+      // output is written again over the kept one, with the same values.
+      recompute_attention(a, layer);
       break;
-    }
+    case ActivationPolicy::RecomputeOps:
+      recompute_ops(a, layer);
+      break;
   }
   a.recomputed_layer = layer;
+}
+
+void ShardedGpt::recompute_attention(ChunkActivations& a, int layer) {
+  // Under CP the keys and values are the whole sequence's, kept as the forward gathered them.
+  const int li = layer - spec_.chunks.at(a.chunk).first;
+  const int N = a.B * a.Tn, D = full_.head_dim;
+  const size_t s = a.kept(li);
+  float* out = a.attn_out.data() + a.inner(li) * N * Hl_ * D;
+  const float* qkv = a.qkv.data() + s * N * (Hl_ + 2 * Kl_) * D;
+  float* att = a.att.data() + a.att_kept(li) * a.B * Hl_ * a.Tn * keys(a.Tn);
+  if (cp_)
+    cp_->attend(out, att, a.kv.data() + s * a.B * keys(a.Tn) * 2 * Kl_ * D, qkv, a.B, Hl_, Kl_, D,
+                attention_mask(layer));
+  else
+    kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D, attention_mask(layer));
+}
+
+// Per-operator recomputation (cost::op_checkpoint.hpp over the fused linears: qkv and fc kept, the output
+// projection run again, fc_proj's output read by no backward): the first norm (gathered again under
+// SP), the attention core, without SP the output projection and its all-reduce into mid (under SP mid,
+// a reduce-scatter's output, is kept), the second norm (gathered again) and the activation. The same
+// kernels on the same inputs as the forward: the same bits.
+void ShardedGpt::recompute_ops(ChunkActivations& a, int layer) {
+  const GptConfig& c = full_;
+  const Layer& w = layers_[layer];
+  const int li = layer - spec_.chunks.at(a.chunk).first;
+  const int N = a.B * a.Tn, C = c.hidden, HD = Hl_ * c.head_dim, FW = c.swiglu ? 2 * Fl_ : Fl_;
+  const int n = stream_rows(N), r0 = first_row(N);
+  const size_t nC = size_t(n) * C, si = a.inner(li);
+  const bool ln = !c.rmsnorm;
+  ensure_scratch(N);
+  const float* x = a.residual.data() + size_t(li) * nC;
+  float* ln1 = a.ln1.data() + si * N * C;
+  kernels::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + si * n : nullptr,
+                        a.ln1_rstd.data() + si * n, x, p(w.ln1_w), p(w.ln1_b), n, C);
+  gather(ln1, N);
+  recompute_attention(a, layer);
+  float* mid = a.mid.data() + mid_slot(a, li) * nC;
+  if (!sequence_parallel()) {
+    kernels::linear_forward(tmp_.data(), a.attn_out.data() + si * N * HD, p(w.proj_w),
+                            static_cast<const float*>(nullptr), N, HD, C);
+    residual_add(mid, reduce(tmp_.data(), N), p(w.proj_b), x, n);
+  }
+  float* ln2 = a.ln2.data() + si * N * C;
+  kernels::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + si * n : nullptr,
+                        a.ln2_rstd.data() + si * n, mid, p(w.ln2_w), p(w.ln2_b), n, C);
+  gather(ln2, N);
+  if (c.moe_layer(layer)) return;  // its routing and experts are kept (a.moe)
+  float* act = a.fc_act.data() + si * N * Fl_;
+  const float* fc = a.fc.data() + a.kept(li) * N * FW;
+  if (c.swiglu)
+    kernels::swiglu_forward(act, fc, N, Fl_);
+  else
+    kernels::gelu_forward(act, fc, long(N) * Fl_);
 }
 
 }  // namespace paratwin::exec

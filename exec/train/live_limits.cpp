@@ -9,15 +9,9 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
   // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
   // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
-  // Each layer keeps everything, drops the attention core or keeps its input only, as
-  // StagePlan::layer_recompute says (gpt/tensor_parallel_recompute.cpp).
+  // Each layer keeps everything, drops the attention core, keeps what per-operator checkpointing keeps
+  // or keeps its input only, as StagePlan::layer_recompute says (gpt/tensor_parallel_recompute.cpp).
   for (const StagePlan& st : p.stages) {
-    if (st.recompute == Recompute::Op) {
-      out.push_back(
-          "recompute op (per-operator checkpointing) is planned and simulated only: the live engine "
-          "recomputes whole layers (full) or the attention core (selective); use one of those or none");
-      break;
-    }
     if (st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{}) {
       out.push_back("recompute_modules [" + st.recompute_modules.names() +
                     "] is planned and simulated only: the live engine's selective recompute runs the "

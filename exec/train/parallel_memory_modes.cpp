@@ -24,6 +24,7 @@ std::vector<ActivationPolicy> ParallelRunner::activation_policies(int unit) cons
     const Recompute mode = stage.layer_recompute(l);
     out.push_back(mode == Recompute::Full        ? ActivationPolicy::RecomputeLayers
                   : mode == Recompute::Selective ? ActivationPolicy::RecomputeAttention
+                  : mode == Recompute::Op        ? ActivationPolicy::RecomputeOps
                                                  : ActivationPolicy::KeepAll);
   }
   return out;

@@ -12,6 +12,7 @@
 #include "plan/cost/fused_attention_rate.hpp"
 #include "plan/cost/megatron_eager_ops.hpp"
 #include "plan/cost/memory.hpp"
+#include "plan/cost/op_checkpoint.hpp"
 #include "plan/cost/ring_attention.hpp"
 
 namespace paratwin::cost {
@@ -260,27 +261,31 @@ std::pair<double, double> mlp_rows(const ModelSpec& m, const LayerWork& w, const
   return {rows, std::min(m.moe->experts / double(w.ep), rows)};
 }
 
-// What per-operator selective checkpointing runs again (torchtitan's "op" policy; the kept outputs are
-// cost::layer_activation_bytes'): the linears it does not keep, every second one in forward order (K,
-// the output projection, SwiGLU's up or GELU's down projection), and every memory-bound kernel (norms,
-// rotary embedding, activation, residual adds, MoE permutation); unfused attention's batched matmuls
-// and softmax too. Fused attention's output and the router's are kept.
+// What per-operator selective checkpointing runs again (op_checkpoint.hpp; the kept outputs are
+// cost::layer_activation_bytes'): the linears whose output it does not keep but the last (K, the output
+// projection and SwiGLU's up projection, separate; the output projection, fused), and every memory-bound
+// kernel (norms, rotary embedding, activation, residual adds, MoE permutation); unfused attention's
+// batched matmuls and softmax too. Fused attention's output and the router's are kept.
 KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   const Shape s = shape_of(w);
-  const double h = m.hidden, f = m.ffn_hidden;
-  const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;
   KernelCost c = norm(m, w, s) * 2;
-  c += residual(s, h, m.dropout) * 2;
-  c += gemm(s.tokens, h, Kv / s.t, s.e, 1);
+  c += residual(s, m.hidden, m.dropout) * 2;
   c += attention_inputs(m, w, s);
   if (w.attention == AttentionKind::Unfused) c += attention_core_forward(m, w);
-  c += gemm(s.tokens, A / s.t, h, s.e, 1);
   const Shape sm = mlp_shape(w, s, moe_layer);
   const auto [rows, experts_read] = mlp_rows(m, w, sm, moe_layer);
+  const std::vector<LayerLinear> linears = layer_linears(m.mlp, w.projections);
+  for (size_t i = 0; i < linears.size(); ++i) {
+    if (!op_recomputes(i, linears.size())) continue;
+    const LinearWidths width = linear_widths(m, linears[i]);
+    const bool mlp = mlp_linear(linears[i]);
+    const double t = mlp ? sm.t : s.t;
+    c += row_parallel(linears[i])
+             ? gemm(mlp ? rows : s.tokens, width.in / t, width.out, s.e, mlp ? experts_read : 1)
+             : gemm(mlp ? rows : s.tokens, width.in, width.out / t, s.e, mlp ? experts_read : 1);
+  }
   if (moe_layer) c += moe_dispatch_kernels(m, w, sm, rows);
-  const bool swiglu = m.mlp == MlpKind::SwiGlu;
   c += activation(m, w, sm, rows);
-  c += swiglu ? gemm(rows, h, f / sm.t, s.e, experts_read) : gemm(rows, f / sm.t, h, s.e, experts_read);
   c += fp8_casts_forward(fp8_op_recompute_linears(m, w, moe_layer), w);
   // The two all-gathers run again (their outputs are not kept; lowering repeats them).
   c += sequence_shard_copies(m, w, 2);

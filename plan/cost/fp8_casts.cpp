@@ -3,6 +3,7 @@
 #include "plan/cost/fp8_casts.hpp"
 
 #include "plan/cost/memory.hpp"
+#include "plan/cost/op_checkpoint.hpp"
 
 namespace paratwin::cost {
 
@@ -145,16 +146,22 @@ std::vector<Fp8Linear> fp8_linears(const ModelSpec& m, const LayerWork& w, bool 
 }
 
 std::vector<Fp8Linear> fp8_op_recompute_linears(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
-  std::vector<Fp8Linear> all = fp8_linears(m, w, moe_layer);
+  const std::vector<Fp8Linear> all = fp8_linears(m, w, moe_layer);
   if (all.empty()) return all;
-  Fp8Linear key = all[0];
-  key.n = double(m.kv_heads) * m.head_dim / w.tp;
-  Fp8Linear mlp = all[3];  // GELU's down projection
-  if (m.mlp == MlpKind::SwiGlu) {
-    mlp = all[2];  // SwiGLU's up projection: half of the gate-and-up columns
-    mlp.n /= 2;
+  // fp8_linears' fused linears: QKV, output, the MLP's first (gate and up under SwiGLU), down.
+  const std::vector<LayerLinear> fused = layer_linears(m.mlp, Projections::Fused);
+  const std::vector<LayerLinear> linears = layer_linears(m.mlp, w.projections);
+  std::vector<Fp8Linear> out;
+  for (size_t i = 0; i < linears.size(); ++i) {
+    if (!op_recomputes(i, linears.size())) continue;
+    const LayerLinear l = linears[i];
+    const size_t part = l == LayerLinear::Output ? 1 : l == LayerLinear::Down ? 3 : mlp_linear(l) ? 2 : 0;
+    Fp8Linear linear = all[part];
+    // A separate projection: its share of the fused linear's output columns.
+    linear.n *= linear_widths(m, l).out / linear_widths(m, fused[part]).out;
+    out.push_back(linear);
   }
-  return {key, all[1], mlp};
+  return out;
 }
 
 KernelCost fp8_casts_forward(const std::vector<Fp8Linear>& linears, const LayerWork& w) {

@@ -34,8 +34,8 @@ struct Fp8Linear {
 // (after the activation). The router and the output layer stay in 16 bits. Empty unless under fp8.
 std::vector<Fp8Linear> fp8_linears(const ModelSpec& model, const LayerWork& w, bool moe_layer);
 
-// Of them, those per-operator selective checkpointing runs again (compute.cpp, op_recompute_forward):
-// the key projection, the output projection, SwiGLU's up or GELU's down projection.
+// Of them, those per-operator selective checkpointing runs again (op_checkpoint.hpp's op_recomputes; a
+// separate projection as its share of the fused linear's columns).
 std::vector<Fp8Linear> fp8_op_recompute_linears(const ModelSpec& model, const LayerWork& w, bool moe_layer);
 
 // The passes a micro-batch's forward runs for `linears` under w.fp8_recipe (nothing unless

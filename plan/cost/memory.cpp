@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "plan/cost/op_checkpoint.hpp"
+
 namespace paratwin::cost {
 
 static bool mixed_precision(Precision p) {
@@ -87,27 +89,31 @@ Bytes compression_buffer_bytes(const CompressionSpec& compression, double parame
 // of the token e h each (outside TP), and top_k expert MLPs' intermediates (inside TP).
 namespace {
 
-// Per-operator selective checkpointing (torchtitan's selective_ac_option "op", its _save_list): the
-// checkpoint keeps the layer's input; the policy keeps the output of every other linear counted in
-// forward order (Q, K, V, output projection, then SwiGLU's gate, up and down or GELU's up and down:
-// the 1st, 3rd, 5th and 7th, i.e. Q, V, the MLP's first linear and SwiGLU's down projection, whose
-// row-parallel output holds all of h per token on every TP rank before its reduction), the fused
-// attention's output and log-sum-exp, and the reduce-scatters' outputs (SP: after the output and down
-// projections). Norms, rotary embedding, activation and residual adds are recomputed, and so is
-// unfused attention (batched matmuls and softmax are not in the list): no scores are kept. MoE layers
-// keep their router's probabilities and top_k rows of the MLP's first linear.
+// Per-operator selective checkpointing (op_checkpoint.hpp): the checkpoint keeps the layer's input and
+// the outputs of every other linear (Q, V, the MLP's first and SwiGLU's down projection, separate; QKV and
+// the MLP's first, fused); a row-parallel output (the down projection's) is kept before its reduction,
+// all of h per token on every TP rank. torchtitan's _save_list also keeps the fused attention's output
+// and log-sum-exp and the reduce-scatters' outputs (SP: after the output and down projections). Norms,
+// rotary embedding, activation and residual adds are recomputed, and so is unfused attention (batched
+// matmuls and softmax are not in the list): no scores are kept. MoE layers keep their router's
+// probabilities and top_k rows of each kept MLP linear.
 double op_kept_bytes(const ModelSpec& model, const ActivationConfig& c, bool moe_layer) {
-  const double e = element_bytes(c.precision), h = model.hidden, f = model.ffn_hidden;
-  const double A = double(model.heads) * model.head_dim, Kv = double(model.kv_heads) * model.head_dim;
+  const double e = element_bytes(c.precision), h = model.hidden;
+  const double A = double(model.heads) * model.head_dim;
   const double t = c.tp, tokens = double(c.micro_batch) * c.seq_len / c.cp;
   const double sp = c.sequence_parallel ? t : 1;
   const double k = moe_layer ? model.moe->top_k : 1;
   double outside = e * h;                                     // the layer's input
   if (c.sequence_parallel && c.tp > 1) outside += 2 * e * h;  // two reduce-scatter outputs
   if (moe_layer) outside += 4.0 * model.moe->experts;
-  const double inside = e * (A + Kv) + k * e * f;  // Q, V, gate (SwiGLU) or up (GELU)
-  double bytes = tokens * (outside / sp + inside / t);
-  if (model.mlp == MlpKind::SwiGlu) bytes += k * tokens * e * h;  // the down projection's partial sums
+  double bytes = tokens * outside / sp;
+  const std::vector<LayerLinear> linears = layer_linears(model.mlp, c.projections);
+  for (size_t i = 0; i < linears.size(); ++i) {
+    if (!op_keeps_output(i)) continue;
+    const double rows = mlp_linear(linears[i]) ? k : 1;
+    const double out = linear_widths(model, linears[i]).out;
+    bytes += rows * tokens * e * (row_parallel(linears[i]) ? out : out / t);
+  }
   if (c.attention != AttentionKind::Unfused) bytes += tokens * (e * A + 4.0 * model.heads) / t;
   return bytes;
 }

@@ -87,6 +87,7 @@ struct ActivationConfig {
   // dtensor: the QKV and MLP inputs are kept as gathered, whole, under sequence parallelism.
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
   RecomputeModules recompute_modules{};  // what selective recompute drops (StagePlan::recompute_modules)
+  Projections projections = Projections::Fused;  // training.projections: which outputs recompute op keeps
 };
 
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h

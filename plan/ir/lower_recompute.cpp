@@ -19,7 +19,8 @@ cost::ActivationConfig RoleBuilder::activation_config(int chunk, int layer) cons
           t_.attention,
           t_.cross_entropy,
           t_.tensor_parallel,
-          stage(chunk).recompute_modules};
+          stage(chunk).recompute_modules,
+          t_.projections};
 }
 
 cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {
@@ -64,15 +65,19 @@ TaskDeps RoleBuilder::recompute(int mb, int chunk, int begin, int end, std::stri
                  : compute_with_comm(std::move(r), chunk, first, first + 1, true, mb, layers);
     case Recompute::Op: {
       // torchtitan's policy keeps the reduce-scatters' outputs, not the all-gathers' (SP) nor the
-      // all-reduces' (without SP): a layer's two TP gathers or reductions run again.
+      // all-reduces' (without SP). Under SP a layer's two all-gathers run again (the norms' outputs feed
+      // the recomputed QKV and MLP linears and their weight gradients); without it the output
+      // projection's all-reduce (its sum feeds the second norm), not the down projection's, which is
+      // past the last tensor the backward needs (op_checkpoint.hpp).
       const int id = add(std::move(r));
       if (p_.tp == 1) return {id};
       const cost::LayerCollectiveBytes sizes = cost::layer_collective_bytes(m_, layer_work());
       const Bytes bytes = p_.sequence_parallel ? sizes.tp_gather : sizes.tp;
       const CollectiveKind kind =
           p_.sequence_parallel ? CollectiveKind::AllGather : CollectiveKind::AllReduce;
-      const int comm = add(collective(kind, GroupKind::Tp, tp_, bytes, 2 * layers, StreamKind::Tp,
-                                      names_ ? named("tp R ", mb, chunk) : std::string(), {id}));
+      const int comm =
+          add(collective(kind, GroupKind::Tp, tp_, bytes, (p_.sequence_parallel ? 2 : 1) * layers,
+                         StreamKind::Tp, names_ ? named("tp R ", mb, chunk) : std::string(), {id}));
       return {id, comm};
     }
     default:

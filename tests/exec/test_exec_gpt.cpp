@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(moe_layers_recompute_to_the_same_gradients) {
 // one layer's buffers, and gives the same gradients bit for bit as keeping all.
 BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradients) {
   using P = ActivationPolicy;
-  const P keep = P::KeepAll, full = P::RecomputeLayers, core = P::RecomputeAttention;
+  const P keep = P::KeepAll, full = P::RecomputeLayers, core = P::RecomputeAttention, ops = P::RecomputeOps;
   for (const ModelSpec& spec : {tiny_gpt(), tiny_moe()}) {
     const GptConfig config = gpt_config(spec);
     ShardSpec shard;
@@ -242,7 +242,9 @@ BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradien
                                                                       {keep, full, keep, full},
                                                                       {full, keep, keep, keep},
                                                                       {keep, core, keep, core},
-                                                                      {full, full, full, full}}) {
+                                                                      {full, full, full, full},
+                                                                      {ops, ops, ops, ops},
+                                                                      {keep, ops, keep, ops}}) {
       ChunkActivations a;
       model.allocate(a, 0, 2, 16, policies);
       for (size_t i = 0; i < a.tokens.size(); ++i) {
@@ -266,6 +268,20 @@ BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradien
     BOOST_TEST(kept_bytes[1] == kept_bytes[0] * 3 / 4);
     BOOST_TEST(kept_bytes[2] == kept_bytes[0]);
     BOOST_TEST(kept_bytes[4] == kept_bytes[0] / 4);
+    // Per-operator recomputation keeps every layer's qkv and fc, and one layer's norm outputs, attention
+    // probabilities and activation.
+    const auto bytes = [](const ChunkActivations& a) {
+      return a.qkv.size() + a.fc.size() + a.ln1.size() + a.att.size() + a.fc_act.size() + a.attn_out.size();
+    };
+    ChunkActivations all, per_op;
+    model.allocate(all, 0, 2, 16);
+    model.allocate(per_op, 0, 2, 16, {ops, ops, ops, ops});
+    BOOST_TEST(per_op.qkv.size() == all.qkv.size());
+    BOOST_TEST(per_op.fc.size() == all.fc.size());
+    BOOST_TEST(per_op.ln1.size() == all.ln1.size() / 4);
+    BOOST_TEST(per_op.att.size() == all.att.size() / 4);
+    BOOST_TEST(per_op.fc_act.size() == all.fc_act.size() / 4);
+    BOOST_TEST(bytes(per_op) < bytes(all));
   }
 }
 

@@ -238,14 +238,15 @@ BOOST_AUTO_TEST_CASE(zero_3_reshards_as_the_plan_says_on_the_trajectory_and_the_
 BOOST_AUTO_TEST_CASE(recompute_modes_follow_the_trajectory_and_save_memory_in_the_twins_order) {
   const Outcome& one = reference(10);
   std::vector<Outcome> by_mode;
-  for (const char* mode : {"none", "selective", "full"}) {
+  for (const char* mode : {"none", "selective", "op", "full"}) {
     by_mode.push_back(train_on(dp(), {std::string("plan.recompute=") + mode}, options(10)));
     check_close(one.losses, by_mode.back().losses, std::string("recompute ") + mode);
     BOOST_TEST_MESSAGE("recompute " << mode << " on " << dp() << " ranks: peak per rank measured "
                                     << by_mode.back().peak_bytes << " B, twin "
                                     << by_mode.back().predicted_peak << " B");
   }
-  check_memory_follows_the_twin(by_mode, {"recompute none", "recompute selective", "recompute full"});
+  check_memory_follows_the_twin(by_mode,
+                                {"recompute none", "recompute selective", "recompute op", "recompute full"});
   for (size_t i = 1; i < by_mode.size(); ++i)  // each mode keeps less than the one before
     BOOST_TEST(by_mode[i].predicted_peak < by_mode[i - 1].predicted_peak);
 }
@@ -274,6 +275,20 @@ BOOST_AUTO_TEST_CASE(recomputing_some_layers_follows_the_trajectory_and_the_twin
   check_close(one.losses,
               train_on(dp(), {"plan.recompute=full", "plan.recompute_layers=1"}, options(6)).losses,
               "recompute full, the first layer");
+}
+
+// Per-operator recomputation under tp 2 runs its TP collectives again (the two all-gathers under SP,
+// the output projection's all-reduce without) and under cp 2 attends over the kept keys and values: the
+// single-rank trajectory either way.
+BOOST_AUTO_TEST_CASE(per_operator_recompute_follows_one_rank_under_tp_and_cp) {
+  if (mpi->world->size() < 2) return;
+  const Outcome& one = reference(6);
+  for (const std::vector<std::string>& split : std::vector<std::vector<std::string>>{
+           {"plan.tp=2"}, {"plan.tp=2", "plan.sequence_parallel=true"}, {"plan.cp=2"}}) {
+    std::vector<std::string> sets{"plan.recompute=op"};
+    sets.insert(sets.end(), split.begin(), split.end());
+    check_close(one.losses, train_on(1, sets, options(6)).losses, "recompute op, " + split.back());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(modes_combine_under_gpipe_with_every_micro_batch_in_flight) {
