@@ -194,4 +194,16 @@ BOOST_AUTO_TEST_CASE(yarn_factor_scales_rope_only_and_survives_the_round_trip) {
   } catch (const InputError& e) {
     BOOST_TEST(std::string(e.what()).find("model.yarn_factor") != std::string::npos);
   }
+  // The original context: seq_len / factor unless given (GPT-OSS's 131072 / 32 = 4096).
+  BOOST_TEST(yarn.yarn_context() == 2);
+  const ModelSpec given = parse(base + "position: rope, yarn_factor: 4, yarn_original_context: 32}");
+  BOOST_TEST(given.yarn_context() == 32);
+  BOOST_TEST(parse(to_yaml(given)).yarn_context() == 32);
+  try {
+    parse(base + "position: rope, yarn_original_context: 32}");
+    BOOST_FAIL("expected InputError");
+  } catch (const InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("model.yarn_original_context is the context YaRN extends; it needs "
+                                          "a yarn_factor above 1") != std::string::npos);
+  }
 }

@@ -21,6 +21,8 @@ GptConfig gpt_config(const ModelSpec& m) {
   c.rmsnorm = m.norm == NormKind::RmsNorm;
   c.rope = m.position == PositionKind::Rope;
   c.alibi = m.position == PositionKind::Alibi;
+  c.yarn_factor = m.yarn_factor;
+  c.yarn_context = m.yarn_context();
   if (m.sliding_window > 0)
     for (int l = 0; l < m.layers; ++l) c.windows.push_back(m.attention_window(l));
   c.tied = m.tied_embeddings;

@@ -15,7 +15,9 @@ struct GptConfig {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int max_seq_len = 0;  // rows of the learned position table
   bool swiglu = false, rmsnorm = false, rope = false, tied = true, bias = true;
-  bool alibi = false;        // ALiBi's bias on the attention scores instead of a position embedding
+  bool alibi = false;      // ALiBi's bias on the attention scores instead of a position embedding
+  double yarn_factor = 1;  // YaRN's scaling of the rotary embedding over yarn_context tokens (1: none)
+  int yarn_context = 0;
   std::vector<int> windows;  // each layer's sliding window (ModelSpec::attention_window); empty: none
   // Mixture of experts: every moe_every-th layer's MLP is `experts` MLPs of width ffn, each token routed
   // to its top_k (experts = 0: a dense model).

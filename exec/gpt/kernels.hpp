@@ -37,11 +37,24 @@ template <class T>
 void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
 
 // ---- rotary position embedding (rope.cpp) -------------------------------------------------------
-// Rotates, in place, the query and key heads of qkv (B,T,(H+2K)D): pairs (2i, 2i+1) of each head by
-// t * 10000^(-2i/D). `inverse` rotates back, which is also the backward of the rotation. `positions`
-// (T), when given, are the tokens' positions in their sequence (context parallelism), else t.
+// The rotary embedding of a head of D dimensions: pair (2i, 2i+1) turns by t x inv_freq[i] at position
+// t, and the rotated pair is multiplied by `scale`. RoPE: inv_freq[i] = 10000^(-2i/D), scale 1. YaRN
+// (Peng et al. 2023, `yarn_factor` s over an original context L; Hugging Face's and Megatron-Core's
+// rule): the pairs that turn fewer than beta_slow = 1 times over L take the frequency divided by s
+// (interpolation), those that turn more than beta_fast = 32 times keep it (extrapolation), a linear
+// ramp between, over dimension indices floored and ceiled; scale 0.1 ln s + 1 (the attention factor).
+struct RotaryAngles {
+  std::vector<double> inv_freq;  // D/2
+  double scale = 1;
+};
+RotaryAngles rotary_angles(int D, double yarn_factor = 1, int original_context = 0);
+
+// Rotates, in place, the query and key heads of qkv (B,T,(H+2K)D) by `angles`. `inverse` rotates back
+// (the scale applied again: scale x the transpose, the backward of the forward). `positions` (T), when
+// given, are the tokens' positions in their sequence (context parallelism), else t.
 template <class T>
-void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse, const int* positions = nullptr);
+void rope(T* qkv, int B, int Tn, int H, int K, int D, bool inverse, const int* positions,
+          const RotaryAngles& angles);
 
 // ---- attention (attention.cpp) ------------------------------------------------------------------
 // What a layer's attention adds to causality: ALiBi's bias (a key d positions before the query scores

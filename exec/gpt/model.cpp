@@ -28,6 +28,7 @@ Gpt<T>::Gpt(const GptConfig& config) : config_(config), layout_(parameter_layout
   lnf_b_ = o.lnf_b;
   head_ = o.head;
   if (config_.alibi) alibi_ = k::alibi_slopes(config_.heads);
+  rotary_ = k::rotary_angles(config_.head_dim, config_.yarn_factor, config_.yarn_context);
   {
     MemoryUseScope use(MemoryUse::Parameters);
     params_.assign(layout_.total, T(0));
@@ -166,7 +167,7 @@ void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
   k::norm_forward(ln1, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x, p(w.ln1_w),
                   p(w.ln1_b), N, C);
   k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);
-  if (c.rope) k::rope(qkv, B, Tn, H, K, D, false);
+  if (c.rope) k::rope(qkv, B, Tn, H, K, D, false, nullptr, rotary_);
   k::attention_forward(attn_out, att, qkv, B, Tn, H, K, D, attention_mask(l));
   k::linear_forward(mid, attn_out, p(w.attn_proj_w), p(w.attn_proj_b), N, HD, C);
   for (size_t i = 0; i < size_t(N) * C; ++i) mid[i] += x[i];  // residual connection
@@ -263,7 +264,7 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
     k::linear_backward(dattn_.data(), g(w.attn_proj_w), g(w.attn_proj_b), dres, attn_out, p(w.attn_proj_w), N,
                        HD, C);
     k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, H, K, D);
-    if (c.rope) k::rope(dqkv_.data(), B, Tn, H, K, D, true);
+    if (c.rope) k::rope(dqkv_.data(), B, Tn, H, K, D, true, nullptr, rotary_);
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, T(0));
     k::linear_backward(dln_.data(), g(w.qkv_w), g(w.qkv_b), dqkv_.data(), ln1, p(w.qkv_w), N, C, QKV);
     k::norm_backward(dres, g(w.ln1_w), g(w.ln1_b), dln_.data(), x, p(w.ln1_w),

@@ -100,6 +100,7 @@ class Gpt {
   Buffer<T> dln_, dqkv_, dattn_, dfc_, dact_, dlogits_;  // backward scratch, sized for the largest N
   ExpertGroup experts_;        // every expert on this rank (expert parallelism runs on ShardedGpt)
   std::vector<double> alibi_;  // ALiBi's slope of each head (empty without ALiBi)
+  kernels::RotaryAngles rotary_;
   kernels::AttentionMask attention_mask(int layer) const {
     return {alibi_.empty() ? nullptr : alibi_.data(), config_.window(layer)};
   }

@@ -46,6 +46,7 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
   if (t > 1 && !tp_) throw std::logic_error("tensor parallelism without a TP communicator");
   Hl_ = full.heads / t, Kl_ = full.kv_heads / t, Fl_ = full.ffn / t, Vl_ = full.vocab / t;
   if (full.alibi) alibi_ = k::alibi_slopes(full.heads);
+  rotary_ = k::rotary_angles(full.head_dim, full.yarn_factor, full.yarn_context);
   const ParameterLayout layout = parameter_layout(full);
   const size_t C = full.hidden, D = full.head_dim, H = full.heads, K = full.kv_heads, F = full.ffn;
   const auto whole = [&](const std::string& name, bool replicated = true) {
@@ -489,7 +490,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                     p(w.ln1_w), p(w.ln1_b), n, C);
     gather(ln1, N);
     k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);  // column-parallel: this rank's heads
-    if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false, positions());
+    if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false, positions(), rotary_);
     if (cp_)
       cp_->attention_forward(attn_out, att, kv, qkv, B, Hl_, Kl_, D,
                              attention_mask(l));  // keys and values over CP
@@ -671,7 +672,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
       cp_->attention_backward(dqkv_.data(), dattn_.data(), qkv, kv, att, B, Hl_, Kl_, D);
     else
       k::attention_backward(dqkv_.data(), dattn_.data(), qkv, att, B, Tn, Hl_, Kl_, D);
-    if (c.rope) k::rope(dqkv_.data(), B, Tn, Hl_, Kl_, D, true, positions());
+    if (c.rope) k::rope(dqkv_.data(), B, Tn, Hl_, Kl_, D, true, positions(), rotary_);
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
     k::linear_backward(dln_.data(), g(w.qkv_w), g(w.qkv_b), dqkv_.data(), ln1, p(w.qkv_w), N, C, QKV);
     norm_backward(dres, w.ln1_w, w.ln1_b, reduce(dln_.data(), N), x, w.ln1_w,

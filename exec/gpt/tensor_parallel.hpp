@@ -225,6 +225,7 @@ class ShardedGpt {
   std::vector<double> routed_;  // [layer x experts]: see routed_tokens()
   int Hl_, Kl_, Fl_, Vl_;       // this rank's heads, kv heads, FFN width, vocabulary rows
   std::vector<double> alibi_;   // ALiBi's slope of every head of the model (empty without ALiBi)
+  kernels::RotaryAngles rotary_;
   std::vector<ShardTensor> tensors_;
   size_t total_ = 0;
   std::vector<Layer> layers_;                    // by global layer index (kNone offsets when not held)

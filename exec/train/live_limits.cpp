@@ -31,10 +31,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
     out.push_back("expert_tp " + std::to_string(p.expert_tp) +
                   " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "
                   "groups out of dp; leave expert_tp out");
-  if (m.yarn_factor != 1)
-    out.push_back(
-        "yarn_factor is planned and simulated only: the live engines' rotary embedding has no YaRN "
-        "scaling; leave it out");
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");
@@ -56,6 +52,8 @@ void add_cuda_limitations(const Plan& p, const ModelSpec& m, std::vector<std::st
         "or one micro-batch a step");
   if (m.moe)
     out.push_back("the CUDA backend trains dense models only; mixture-of-experts models run on the CPU");
+  if (m.yarn_factor != 1)
+    out.push_back("the CUDA backend's rotary embedding has no YaRN scaling; yarn_factor runs on the CPU");
   if (m.position == PositionKind::Alibi)
     out.push_back("the CUDA backend's attention adds no ALiBi bias; position alibi runs on the CPU");
   if (m.sliding_window > 0)

@@ -41,6 +41,7 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
   r.read("tied_embeddings", m.tied_embeddings);
   r.read("bias", m.bias);
   const bool has_yarn = r.read("yarn_factor", m.yarn_factor, 1.0, 1e6);
+  const bool has_yarn_context = r.read("yarn_original_context", m.yarn_original_context, 1, 1 << 24);
   r.read("sliding_window", m.sliding_window, 1, 1 << 24);
   const bool has_full_every = r.read("full_attention_every", m.full_attention_every, 1, 100000);
   m.dropout = m.mlp == MlpKind::Gelu;
@@ -93,6 +94,10 @@ ModelSpec parse_model(const DocNode& node, const std::string& path, Diagnostics&
     diag.error(node.find("yarn_factor")->location,
                r.field("yarn_factor") + " scales rotary embeddings; it needs position: rope, got position: " +
                    enum_name(m.position, kPositionKindNames));
+  if (has_yarn_context && m.yarn_factor == 1)
+    diag.error(node.find("yarn_original_context")->location,
+               r.field("yarn_original_context") +
+                   " is the context YaRN extends; it needs a yarn_factor above 1, which is not given");
   if (has_full_every && m.sliding_window == 0)
     diag.error(node.find("full_attention_every")->location,
                r.field("full_attention_every") +
@@ -119,6 +124,7 @@ std::string to_yaml(const ModelSpec& m) {
     std::snprintf(factor, sizeof factor, "%.17g", m.yarn_factor);
     y += std::string("yarn_factor: ") + factor + "\n";
   }
+  if (m.yarn_original_context > 0) y += "yarn_original_context: " + n(m.yarn_original_context) + "\n";
   if (m.sliding_window > 0) y += "sliding_window: " + n(m.sliding_window) + "\n";
   if (m.full_attention_every > 0) y += "full_attention_every: " + n(m.full_attention_every) + "\n";
   if (m.moe) {

@@ -1,6 +1,8 @@
 // A decoder-only transformer as the catalog's model files describe it, and the counts derived from it.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,6 +57,12 @@ struct ModelSpec {
   // 0.1 ln(factor) + 1, which Transformer Engine's fused RoPE cannot apply
   // (plan/cost/megatron_eager_ops.hpp). 1: plain RoPE.
   double yarn_factor = 1;
+  // YaRN's original context: the sequence length the rotary frequencies were trained for before the
+  // extension (Hugging Face's original_max_position_embeddings; GPT-OSS 4096). 0: seq_len / yarn_factor.
+  int yarn_original_context = 0;
+  int yarn_context() const {
+    return yarn_original_context > 0 ? yarn_original_context : std::max(1, int(seq_len / yarn_factor + 0.5));
+  }
   // Sliding-window attention: a windowed layer's queries attend to the `sliding_window` latest keys,
   // themselves included (Hugging Face's sliding_window; Transformer Engine's window_size
   // (sliding_window - 1, 0)). 0: every layer attends over the whole causal prefix. With

@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(rope_matches_cpu_and_inverts) {
   auto d = to_device_bf16(qkv);
   rope(d.data(), B, Tn, H, K, D, false, nullptr);
   std::vector<double> ref = to_double(qkv);
-  kernels::rope(ref.data(), B, Tn, H, K, D, false);
+  kernels::rope(ref.data(), B, Tn, H, K, D, false, nullptr, kernels::rotary_angles(D));
   expect_close("rope forward", to_host(d), ref, 4 * kBf16 * 4);
   rope(d.data(), B, Tn, H, K, D, true, nullptr);
   expect_close("rope inverse of forward", to_host(d), qkv, 8 * kBf16 * 4);

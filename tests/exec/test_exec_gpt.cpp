@@ -107,6 +107,44 @@ BOOST_AUTO_TEST_CASE(llama_shaped_gradients_match_finite_differences) {
   check_gradients_match_finite_differences(llama_shaped());
 }
 
+BOOST_AUTO_TEST_CASE(yarn_gradients_match_finite_differences) {
+  // GPT-OSS's YaRN: the scaled cos and sin enter the forward and, transposed, the backward.
+  ModelSpec m = llama_shaped();
+  m.yarn_factor = 4;
+  check_gradients_match_finite_differences(m);
+}
+
+// YaRN's frequencies (Peng et al. 2023, Hugging Face's _compute_yarn_parameters): GPT-OSS's head of 128
+// over an original 4096 tokens, factor 32. Pair i turns 4096 x 10000^(-2i/128) / 2 pi times over the
+// original context: more than 32 times up to i = 20 (kept), fewer than once from i = 46 (divided by 32);
+// the attention factor 0.1 ln 32 + 1 scales every rotated pair.
+BOOST_AUTO_TEST_CASE(yarn_keeps_fast_pairs_interpolates_slow_ones_and_scales_them) {
+  const kernels::RotaryAngles rope = kernels::rotary_angles(128),
+                              yarn = kernels::rotary_angles(128, 32, 4096);
+  BOOST_TEST(rope.scale == 1.0);
+  BOOST_TEST(rope.inv_freq[1] == std::pow(10000.0, -2.0 / 128));
+  BOOST_TEST(yarn.scale == 0.1 * std::log(32.0) + 1, tt::tolerance(1e-15));
+  for (int i = 0; i <= 20; ++i) BOOST_TEST(yarn.inv_freq[size_t(i)] == rope.inv_freq[size_t(i)]);
+  for (int i = 46; i < 64; ++i)
+    BOOST_TEST(yarn.inv_freq[size_t(i)] == rope.inv_freq[size_t(i)] / 32, tt::tolerance(1e-15));
+  for (int i = 21; i < 46; ++i) {  // the ramp: between the two, falling towards the interpolated
+    BOOST_TEST(yarn.inv_freq[size_t(i)] < rope.inv_freq[size_t(i)]);
+    BOOST_TEST(yarn.inv_freq[size_t(i)] > rope.inv_freq[size_t(i)] / 32);
+  }
+  // Rotated and rotated back: the scale twice, the vector otherwise unchanged.
+  const int D = 8;
+  std::vector<double> qkv(3 * D);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = 0.1 * double(i) + 0.3;
+  std::vector<double> turned = qkv;
+  const kernels::RotaryAngles small = kernels::rotary_angles(D, 4, 2);
+  const int positions[] = {5};
+  kernels::rope(turned.data(), 1, 1, 1, 1, D, false, positions, small);
+  kernels::rope(turned.data(), 1, 1, 1, 1, D, true, positions, small);
+  for (size_t i = 0; i < 2 * D; ++i)
+    BOOST_TEST(turned[i] == qkv[i] * small.scale * small.scale, tt::tolerance(1e-12));
+  for (size_t i = 2 * D; i < qkv.size(); ++i) BOOST_TEST(turned[i] == qkv[i]);  // values are not rotated
+}
+
 BOOST_AUTO_TEST_CASE(alibi_and_sliding_window_gradients_match_finite_differences) {
   // BLOOM's ALiBi (no position table) and GPT-OSS's windows on every other layer: the bias and the mask
   // change the probabilities, the backward follows them.

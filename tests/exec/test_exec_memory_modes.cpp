@@ -505,6 +505,23 @@ BOOST_AUTO_TEST_CASE(alibi_and_sliding_windows_follow_one_rank_under_tp_and_cp) 
   }
 }
 
+// YaRN's scaled rotary embedding (each CP rank turns its tokens by their real positions) follows the
+// single-rank trajectory of the same model under tp and cp.
+BOOST_AUTO_TEST_CASE(yarn_follows_one_rank_under_tp_and_cp) {
+  if (mpi->world->size() < 2) return;
+  const std::vector<std::string> model{"model.position=rope", "model.yarn_factor=4"};
+  const Outcome one = train_on(1, model, options(6));
+  BOOST_TEST(one.losses.back() < one.losses.front());
+  std::vector<std::string> rope{"model.position=rope"};
+  BOOST_TEST(std::abs(one.losses.back() - train_on(1, rope, options(6)).losses.back()) >
+             1e-4);  // another model
+  for (const char* split : {"plan.tp=2", "plan.cp=2"}) {
+    std::vector<std::string> sets = model;
+    sets.push_back(split);
+    check_close(one.losses, train_on(1, sets, options(6)).losses, std::string("YaRN, ") + split);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(top_k_under_context_parallelism_trains_near_the_dense_run_and_sends_the_twins_bytes) {
   if (mpi->world->size() < 2) return;
   const int steps = 20;

@@ -319,9 +319,9 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_pp_1_only) {
   BOOST_TEST(all.find("overlap.ep (combined 1F1B) under pp 2") != std::string::npos, all);
 }
 
-// ALiBi and sliding windows run on the CPU backend; the CUDA backend's attention has neither, so it
-// refuses them before launch.
-BOOST_AUTO_TEST_CASE(the_cuda_backend_refuses_alibi_and_sliding_windows_before_launch) {
+// ALiBi, sliding windows and YaRN run on the CPU backend; the CUDA backend's attention and rotary
+// embedding have none of them, so it refuses them before launch.
+BOOST_AUTO_TEST_CASE(the_cuda_backend_refuses_alibi_sliding_windows_and_yarn_before_launch) {
   ScenarioSpec s = small_scenario();
   const Plan p = complete_plan(s);
   s.model.position = PositionKind::Alibi;
@@ -331,6 +331,13 @@ BOOST_AUTO_TEST_CASE(the_cuda_backend_refuses_alibi_and_sliding_windows_before_l
   for (const auto& l : live_limitations(p, s.model, LiveBackend::Cuda)) all += l + "\n";
   BOOST_TEST(all.find("position alibi runs on the CPU") != std::string::npos, all);
   BOOST_TEST(all.find("sliding_window runs on the CPU") != std::string::npos, all);
+  s.model.position = PositionKind::Rope;
+  s.model.sliding_window = 0;
+  s.model.yarn_factor = 32;
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
+  all.clear();
+  for (const auto& l : live_limitations(p, s.model, LiveBackend::Cuda)) all += l + "\n";
+  BOOST_TEST(all.find("yarn_factor runs on the CPU") != std::string::npos, all);
 }
 
 namespace {
