@@ -15,11 +15,13 @@
 namespace paratwin::exec {
 
 // What the forward keeps for the backward (Korthikanti et al. 2022): everything; everything but the
-// attention core's softmax (recomputed per layer in the backward: "selective"); the layer's input and
+// modules selective recomputation lists (the attention core's softmax by default, recomputed per layer
+// in the backward; ShardedGpt also an MoE layer's pre-MLP norm and experts' activation, Megatron-Core's
+// recompute_modules layernorm and moe_act); the layer's input and
 // the outputs of its first and third linears, QKV and the MLP's first (per-operator checkpointing,
-// torchtitan's "op": cost::op_kept_linears, ShardedGpt only); or only each layer's input (the whole
+// torchtitan's "op": plan/cost/op_checkpoint.hpp, ShardedGpt only); or only each layer's input (the whole
 // layer recomputed in the backward: "full").
-enum class ActivationPolicy { KeepAll, RecomputeAttention, RecomputeOps, RecomputeLayers };
+enum class ActivationPolicy { KeepAll, RecomputeSelective, RecomputeOps, RecomputeLayers };
 
 // Everything the forward of one micro-batch keeps for its backward. N = B x T tokens. Under a
 // recompute policy the buffers marked (L,...) that are not kept hold one layer (the one recomputed).

@@ -96,6 +96,10 @@ struct MoeTensorSplit {
 template <class T>
 void moe_mlp_forward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<T>& w, ExpertGroup& group,
                      const MoeTensorSplit<T>& tp, const T* ln2, T* out);
+// The local experts' activation again, from their kept first projection (Megatron-Core's selective
+// recomputation of moe_act): m.fc_act (R,F) from m.fc (R,FW), the forward's elementwise kernel.
+template <class T>
+void moe_activation_forward(MoeActivations<T>& m, const MoeShape& s);
 // Adds d ln2 into dln2 (N,C) (partial over TP) from dout (N,C); weight gradients add up.
 template <class T>
 void moe_mlp_backward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<T>& w, ExpertGroup& group,

@@ -267,6 +267,17 @@ void Gpt<T>::moe_backward(Activations<T>& a, int l, const T* dout, const T* ln2,
   moe_mlp_backward(a.moe[size_t(l)], moe_shape(a), moe_weights(l), experts_, {}, dout, ln2, dln2);
 }
 
+template <class T>
+void moe_activation_forward(MoeActivations<T>& m, const MoeShape& s) {
+  const size_t R = m.fc.size() / size_t(s.FW);
+  m.fc_act.assign(R * s.F, T(0));
+  if (s.swiglu)
+    k::swiglu_forward(m.fc_act.data(), m.fc.data(), int(R), s.F);
+  else
+    k::gelu_forward(m.fc_act.data(), m.fc.data(), long(R) * s.F);
+}
+
+template void moe_activation_forward(MoeActivations<float>&, const MoeShape&);
 template Communicator* checked_expert_group<float>(Communicator*, int);
 template Communicator* checked_expert_group<double>(Communicator*, int);
 template void moe_mlp_forward(MoeActivations<float>&, const MoeShape&, const MoeWeights<float>&, ExpertGroup&,

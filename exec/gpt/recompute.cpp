@@ -24,7 +24,7 @@ void Gpt<T>::recompute(Activations<T>& a, int layer) {
       return;
     case ActivationPolicy::RecomputeOps:
       throw std::logic_error("per-operator recomputation in the one-rank model");  // allocate() refuses it
-    case ActivationPolicy::RecomputeAttention: {
+    case ActivationPolicy::RecomputeSelective: {
       // The attention core only: softmax probabilities (one layer's buffer) from the kept q, k, v. The
       // core's output is written again over the kept one, with the same values.
       const int B = a.B, Tn = a.Tn, N = B * Tn;

@@ -279,7 +279,7 @@ size_t ShardedGpt::boundary_size(const ChunkActivations& a) const {
 }
 
 void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
-                          std::vector<ActivationPolicy> policies) const {
+                          std::vector<ActivationPolicy> policies, RecomputeModules modules) const {
   if (Tn > full_.max_seq_len)
     throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
                                 std::to_string(full_.max_seq_len));
@@ -300,6 +300,7 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   a.B = B;
   a.Tn = Tn;
   a.policies = std::move(policies);
+  a.modules = modules;
   a.recomputed_layer = -1;
   a.tokens.assign(N, 0);
   a.targets.assign(N, 0);
@@ -307,23 +308,29 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   // per-operator the input, qkv, fc (and CP's keys and values, MoE's routing and experts, mid under SP).
   // A layer's place in a buffer: the layers keeping it in order, then one place the others share (the
   // layer being recomputed).
-  const auto places = [&a, L](bool (*keeps)(ActivationPolicy), std::vector<size_t>& place) {
+  const auto places = [L](auto keeps, std::vector<size_t>& place) {
     place.assign(L, 0);
     size_t own = 0;
     for (size_t li = 0; li < L; ++li)
-      if (keeps(a.policies[li])) place[li] = own++;
+      if (keeps(li)) place[li] = own++;
     for (size_t li = 0; li < L; ++li)
-      if (!keeps(a.policies[li])) place[li] = own;
+      if (!keeps(li)) place[li] = own;
     return own < L ? own + 1 : own;
   };
-  const size_t Lk =
-      places([](ActivationPolicy p) { return p != ActivationPolicy::RecomputeLayers; }, a.slots);
-  const size_t Li = places(
-      [](ActivationPolicy p) {
-        return p == ActivationPolicy::KeepAll || p == ActivationPolicy::RecomputeAttention;
+  using P = ActivationPolicy;
+  const auto policy = [&a](size_t li) { return a.policies[li]; };
+  const size_t Lk = places([&](size_t li) { return policy(li) != P::RecomputeLayers; }, a.slots);
+  const auto inner = [&](size_t li) {
+    return policy(li) == P::KeepAll || policy(li) == P::RecomputeSelective;
+  };
+  const size_t Li = places(inner, a.inner_slots);
+  const size_t L2 = places([&](size_t li) { return inner(li) && !drops_moe_norm(a, int(li), lo + int(li)); },
+                           a.norm2_slots);
+  const size_t La = places(
+      [&](size_t li) {
+        return policy(li) == P::KeepAll || (policy(li) == P::RecomputeSelective && !a.modules.core_attn);
       },
-      a.inner_slots);
-  const size_t La = places([](ActivationPolicy p) { return p == ActivationPolicy::KeepAll; }, a.att_slots);
+      a.att_slots);
   const bool recomputes_layers =
       std::count(a.policies.begin(), a.policies.end(), ActivationPolicy::RecomputeLayers) > 0;
   // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
@@ -340,9 +347,9 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   // recomputation keeps them, as the Program's has no collective.
   assign_zeros(a.kv, cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0);
   assign_zeros(a.attn_out, Li * N * HD);
-  assign_zeros(a.ln2, Li * N * C);
-  assign_zeros(a.ln2_mean, Li * n);
-  assign_zeros(a.ln2_rstd, Li * n);
+  assign_zeros(a.ln2, L2 * N * C);
+  assign_zeros(a.ln2_mean, L2 * n);
+  assign_zeros(a.ln2_rstd, L2 * n);
   assign_zeros(a.fc, Lk * N * FW);
   assign_zeros(a.fc_act, Li * N * Fl_);
   assign_zeros(a.recomputed_out, recomputes_layers ? n * C : 0);
@@ -473,15 +480,15 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     const Layer& w = layers_[l];
     const int li = l - lo;
     // Where the layer's activations go: one layer's buffers for those it drops.
-    const size_t s = a.kept(li), si = a.inner(li), Nc = si * N * C, n1 = si * n;
+    const size_t s = a.kept(li), si = a.inner(li), s2 = a.norm2(li), n1 = si * n;
     float* x = a.residual.data() + size_t(li) * nC;  // (n,C) the layer's input
-    float* ln1 = a.ln1.data() + Nc;                  // (N,C)
+    float* ln1 = a.ln1.data() + si * N * C;          // (N,C)
     float* qkv = a.qkv.data() + s * N * QKV;
     float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
     float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     float* attn_out = a.attn_out.data() + si * N * HD;
     float* mid = a.mid.data() + mid_slot(a, li) * nC;  // (n,C)
-    float* ln2 = a.ln2.data() + Nc;                    // (N,C)
+    float* ln2 = a.ln2.data() + s2 * N * C;            // (N,C)
     float* fc = a.fc.data() + s * N * FW;
     float* act = a.fc_act.data() + si * N * Fl_;
     float* out = recomputing && l == to - 1 ? a.recomputed_out.data() : x + nC;  // (n,C) the next input
@@ -499,11 +506,12 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
                       C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
-    k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, mid,
-                    p(w.ln2_w), p(w.ln2_b), n, C);
+    k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + s2 * n : nullptr,
+                    a.ln2_rstd.data() + s2 * n, mid, p(w.ln2_w), p(w.ln2_b), n, C);
     gather(ln2, N);
     if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
       moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l, false), experts_, moe_split(), ln2, tmp);
+      if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
       if (c.swiglu)
@@ -634,15 +642,15 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
     if (a.policy(l - chunk_lo) != ActivationPolicy::KeepAll && a.recomputed_layer != l) recompute(a, l);
     const Layer& w = layers_[l];
     const int li = l - chunk_lo;
-    const size_t s = a.kept(li), si = a.inner(li), Nc = si * N * C, n1 = si * n;
+    const size_t s = a.kept(li), si = a.inner(li), s2 = a.norm2(li), n1 = si * n;
     const float* x = a.residual.data() + size_t(li) * nC;
-    const float* ln1 = a.ln1.data() + Nc;
+    const float* ln1 = a.ln1.data() + si * N * C;
     const float* qkv = a.qkv.data() + s * N * QKV;
     const float* att = a.att.data() + a.att_kept(li) * B * Hl_ * Tn * keys(Tn);
     const float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     const float* attn_out = a.attn_out.data() + si * N * HD;
     const float* mid = a.mid.data() + mid_slot(a, li) * nC;
-    const float* ln2 = a.ln2.data() + Nc;
+    const float* ln2 = a.ln2.data() + s2 * N * C;
     const float* fc = a.fc.data() + s * N * FW;
     const float* act = a.fc_act.data() + si * N * Fl_;
 
@@ -652,6 +660,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
       moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l, true), experts_, moe_split(), whole(dres, N),
                        ln2, dln_.data());
       if (spec_.tp_rank == 0) count_routed(a.moe[s], l, full_.layers, full_.experts, routed_);
+      if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);  // recomputed for this backward
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
@@ -663,7 +672,8 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
       k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
     }
     norm_backward(dres, w.ln2_w, w.ln2_b, reduce(dln_.data(), N), mid, w.ln2_w,
-                  ln ? a.ln2_mean.data() + n1 : nullptr, a.ln2_rstd.data() + n1, n);  // dres: d loss / d mid
+                  ln ? a.ln2_mean.data() + s2 * n : nullptr, a.ln2_rstd.data() + s2 * n,
+                  n);  // dres: d loss / d mid
     // Attention: the same pattern around the attention core.
     std::fill(dattn_.begin(), dattn_.begin() + size_t(N) * HD, 0.0f);
     k::linear_backward(dattn_.data(), g(w.proj_w), g(w.proj_b), whole(dres, N), attn_out, p(w.proj_w), N, HD,

@@ -16,6 +16,7 @@
 #include "exec/gpt/layout_windows.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/tensor.hpp"
+#include "plan/spec/recompute_modules.hpp"
 
 namespace paratwin::exec {
 
@@ -58,16 +59,19 @@ struct ChunkActivations {
   // leave some layers keeping all). What the layers under a recompute policy drop shares one layer's
   // buffers, which hold the layer recomputed_layer names; kept activations have a place of their own.
   std::vector<ActivationPolicy> policies;
+  RecomputeModules modules;  // what the layers under RecomputeSelective drop
   // Where layer li's activations sit: those every policy but full keeps (qkv, fc, kv, moe; mid under
   // sequence parallelism, a reduce-scatter's output), those per-operator recomputation drops too (the
-  // norms' outputs and statistics, attn_out, fc_act; mid without sequence parallelism) and the
-  // attention probabilities, which only keeping all keeps.
-  std::vector<size_t> slots, inner_slots, att_slots;
+  // first norm's output and statistics, attn_out, fc_act; mid without sequence parallelism), the second
+  // norm's (which selective recomputation of layernorm drops in MoE layers) and the attention
+  // probabilities (kept by keeping all, and by selective recomputation without core_attn).
+  std::vector<size_t> slots, inner_slots, norm2_slots, att_slots;
   int recomputed_layer = -1;
   Buffer<float> recomputed_out;  // full recomputation: the recomputed layer's output, set aside
   ActivationPolicy policy(int li) const { return policies[size_t(li)]; }
   size_t kept(int li) const { return slots[size_t(li)]; }
   size_t inner(int li) const { return inner_slots[size_t(li)]; }
+  size_t norm2(int li) const { return norm2_slots[size_t(li)]; }
   size_t att_kept(int li) const { return att_slots[size_t(li)]; }
   std::vector<int32_t> tokens, targets;  // (B,T)
   Buffer<float> residual;                // (l+1,N,C): the chunk's input (received or embedded), ...
@@ -146,9 +150,9 @@ class ShardedGpt {
   const Buffer<float>& lookup_gradients() const { return lookup_gradients_; }
 
   // Sizes `a` for B sequences of Tn tokens through the chunk, its layers under `policies` (one per
-  // layer of the chunk; empty: every layer keeps all).
-  void allocate(ChunkActivations& a, int chunk, int B, int Tn,
-                std::vector<ActivationPolicy> policies = {}) const;
+  // layer of the chunk; empty: every layer keeps all), the selective ones dropping `modules`.
+  void allocate(ChunkActivations& a, int chunk, int B, int Tn, std::vector<ActivationPolicy> policies = {},
+                RecomputeModules modules = {}) const;
   // Forward of the chunk: embeds a.tokens (chunk 0) or starts from a.residual[0] (received); the last
   // chunk returns the mean loss over a.targets (0 elsewhere). Output in a.residual[l] (top).
   double forward(ChunkActivations& a);
@@ -182,7 +186,12 @@ class ShardedGpt {
   void allreduce(float* data, size_t count);
   void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
   void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
+  void recompute_norm2(ChunkActivations& a, int layer);
   void recompute_ops(ChunkActivations& a, int layer);
+  // Whether the selective recomputation of `layer` (chunk index li) drops an MoE layer's norm output or
+  // its experts' activation.
+  bool drops_moe_norm(const ChunkActivations& a, int li, int layer) const;
+  bool drops_moe_act(const ChunkActivations& a, int li, int layer) const;
   double forward_head(ChunkActivations& a);
   MoeWeights<float> moe_weights(int layer, bool gradients);  // without them: null gradient pointers
   MoeShape moe_shape(int N) const;

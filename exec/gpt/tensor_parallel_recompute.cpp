@@ -21,10 +21,13 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
     case ActivationPolicy::RecomputeLayers:
       forward_layers(a, layer, layer + 1, true);  // from its kept input, its TP collectives included
       break;
-    case ActivationPolicy::RecomputeAttention:
-      // The attention core: this rank's heads' probabilities from the kept (rotated) q, k, v; its
-      // output is written again over the kept one, with the same values.
-      recompute_attention(a, layer);
+    case ActivationPolicy::RecomputeSelective:
+      // The modules the stage lists: the attention core (this rank's heads' probabilities from the kept
+      // (rotated) q, k, v; its output written again over the kept one, with the same values), an MoE
+      // layer's pre-MLP norm and its experts' activation.
+      if (a.modules.core_attn) recompute_attention(a, layer);
+      if (drops_moe_norm(a, li, layer)) recompute_norm2(a, layer);
+      if (drops_moe_act(a, li, layer)) moe_activation_forward(a.moe[a.kept(li)], moe_shape(a.B * a.Tn));
       break;
     case ActivationPolicy::RecomputeOps:
       recompute_ops(a, layer);
@@ -48,7 +51,29 @@ void ShardedGpt::recompute_attention(ChunkActivations& a, int layer) {
     kernels::attention_forward(out, att, qkv, a.B, a.Tn, Hl_, Kl_, D, attention_mask(layer));
 }
 
-// Per-operator recomputation (cost::op_checkpoint.hpp over the fused linears: qkv and fc kept, the output
+bool ShardedGpt::drops_moe_norm(const ChunkActivations& a, int li, int layer) const {
+  return a.policy(li) == ActivationPolicy::RecomputeSelective && a.modules.layernorm &&
+         full_.moe_layer(layer);
+}
+
+bool ShardedGpt::drops_moe_act(const ChunkActivations& a, int li, int layer) const {
+  return a.policy(li) == ActivationPolicy::RecomputeSelective && a.modules.moe_act && full_.moe_layer(layer);
+}
+
+// The second norm from the kept mid, gathered again under SP (the router's and the experts' input).
+void ShardedGpt::recompute_norm2(ChunkActivations& a, int layer) {
+  const Layer& w = layers_[layer];
+  const int li = layer - spec_.chunks.at(a.chunk).first;
+  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
+  const size_t s2 = a.norm2(li);
+  float* ln2 = a.ln2.data() + s2 * N * C;
+  kernels::norm_forward(ln2 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln2_mean.data() + s2 * n,
+                        a.ln2_rstd.data() + s2 * n, a.mid.data() + mid_slot(a, li) * n * C, p(w.ln2_w),
+                        p(w.ln2_b), n, C);
+  gather(ln2, N);
+}
+
+// Per-operator recomputation (plan/cost/op_checkpoint.hpp over the fused linears: qkv and fc kept, the output
 // projection run again, fc_proj's output read by no backward): the first norm (gathered again under
 // SP), the attention core, without SP the output projection and its all-reduce into mid (under SP mid,
 // a reduce-scatter's output, is kept), the second norm (gathered again) and the activation. The same
@@ -74,10 +99,7 @@ void ShardedGpt::recompute_ops(ChunkActivations& a, int layer) {
                             static_cast<const float*>(nullptr), N, HD, C);
     residual_add(mid, reduce(tmp_.data(), N), p(w.proj_b), x, n);
   }
-  float* ln2 = a.ln2.data() + si * N * C;
-  kernels::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + si * n : nullptr,
-                        a.ln2_rstd.data() + si * n, mid, p(w.ln2_w), p(w.ln2_b), n, C);
-  gather(ln2, N);
+  recompute_norm2(a, layer);
   if (c.moe_layer(layer)) return;  // its routing and experts are kept (a.moe)
   float* act = a.fc_act.data() + si * N * Fl_;
   const float* fc = a.fc.data() + a.kept(li) * N * FW;

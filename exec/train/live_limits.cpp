@@ -9,16 +9,7 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
   // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
   // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
-  // Each layer keeps everything, drops the attention core, keeps what per-operator checkpointing keeps
-  // or keeps its input only, as StagePlan::layer_recompute says (gpt/tensor_parallel_recompute.cpp).
-  for (const StagePlan& st : p.stages) {
-    if (st.recompute == Recompute::Selective && st.recompute_modules != RecomputeModules{}) {
-      out.push_back("recompute_modules [" + st.recompute_modules.names() +
-                    "] is planned and simulated only: the live engine's selective recompute runs the "
-                    "attention core again (core_attn); leave recompute_modules out");
-      break;
-    }
-  }
+  // Every recompute mode and module runs (gpt/tensor_parallel_recompute.cpp).
   // Combined 1F1B runs as its pass order says (the all-to-alls inside each pass, not beside the
   // other's compute); across pipeline stages that order needs receives beside compute, which the
   // engine's blocking receives cannot give.

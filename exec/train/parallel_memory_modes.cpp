@@ -23,7 +23,7 @@ std::vector<ActivationPolicy> ParallelRunner::activation_policies(int unit) cons
   for (int l = u.layer_begin; l < u.layer_end; ++l) {
     const Recompute mode = stage.layer_recompute(l);
     out.push_back(mode == Recompute::Full        ? ActivationPolicy::RecomputeLayers
-                  : mode == Recompute::Selective ? ActivationPolicy::RecomputeAttention
+                  : mode == Recompute::Selective ? ActivationPolicy::RecomputeSelective
                   : mode == Recompute::Op        ? ActivationPolicy::RecomputeOps
                                                  : ActivationPolicy::KeepAll);
   }

@@ -61,7 +61,8 @@ ChunkActivations& ParallelRunner::slot(int microbatch, int unit) {
   if (fresh || released_.erase({microbatch, unit})) {
     MemoryUseScope use(MemoryUse::Activations);  // the memory report's make-up, as on one shard
     model_.allocate(it->second, unit, setup_.plan.micro_batch,
-                    setup_.scenario.training.seq_len / setup_.plan.cp, activation_policies(unit));
+                    setup_.scenario.training.seq_len / setup_.plan.cp, activation_policies(unit),
+                    setup_.plan.stages.at(size_t(units_.at(size_t(unit)).chunk)).recompute_modules);
   }
   return it->second;
 }

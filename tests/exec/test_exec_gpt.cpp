@@ -248,7 +248,7 @@ BOOST_AUTO_TEST_CASE(moe_layers_recompute_to_the_same_gradients) {
   model.initialize(2);
   std::vector<Buffer<float>> grads;
   for (ActivationPolicy policy :
-       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeLayers, ActivationPolicy::RecomputeAttention}) {
+       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeLayers, ActivationPolicy::RecomputeSelective}) {
     Activations<float> a;
     model.allocate(a, 2, 16, policy);
     fill_batch(a, 4);
@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(moe_layers_recompute_to_the_same_gradients) {
 // one layer's buffers, and gives the same gradients bit for bit as keeping all.
 BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradients) {
   using P = ActivationPolicy;
-  const P keep = P::KeepAll, full = P::RecomputeLayers, core = P::RecomputeAttention, ops = P::RecomputeOps;
+  const P keep = P::KeepAll, full = P::RecomputeLayers, core = P::RecomputeSelective, ops = P::RecomputeOps;
   for (const ModelSpec& spec : {tiny_gpt(), tiny_moe()}) {
     const GptConfig config = gpt_config(spec);
     ShardSpec shard;
@@ -314,6 +314,27 @@ BOOST_AUTO_TEST_CASE(layers_recomputed_by_their_own_policy_give_the_same_gradien
     ChunkActivations all, per_op;
     model.allocate(all, 0, 2, 16);
     model.allocate(per_op, 0, 2, 16, {ops, ops, ops, ops});
+    // Megatron-Core's recompute modules: an MoE layer's pre-MLP norm and experts' activation dropped
+    // too, or instead of the attention core.
+    for (const RecomputeModules modules :
+         {RecomputeModules{true, true, true}, RecomputeModules{false, true, true},
+          RecomputeModules{false, false, true}}) {
+      ChunkActivations a;
+      model.allocate(a, 0, 2, 16, {core, core, core, core}, modules);
+      for (size_t i = 0; i < a.tokens.size(); ++i) {
+        a.tokens[i] = int32_t(i * 7 % 256);
+        a.targets[i] = int32_t(i * 13 % 256);
+      }
+      model.zero_gradients();
+      model.forward(a);
+      model.backward(a, 0, 4, 1.0f);
+      BOOST_TEST_INFO(spec.name << ", modules " << modules.names());
+      BOOST_TEST((model.gradients() == grads[0]));
+      const bool moe = config.experts > 0;
+      BOOST_TEST(a.att.size() == (modules.core_attn ? all.att.size() / 4 : all.att.size()));
+      BOOST_TEST(a.ln2.size() == (moe && modules.layernorm ? all.ln2.size() / 4 : all.ln2.size()));
+      for (const MoeActivations<float>& m : a.moe) BOOST_TEST(m.fc_act.empty());  // freed by each backward
+    }
     BOOST_TEST(per_op.qkv.size() == all.qkv.size());
     BOOST_TEST(per_op.fc.size() == all.fc.size());
     BOOST_TEST(per_op.ln1.size() == all.ln1.size() / 4);

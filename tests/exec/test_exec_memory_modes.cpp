@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(recomputed_activations_give_the_same_gradients_bit_for_bit)
   model.initialize(7);
   std::vector<Buffer<float>> grads;
   for (ActivationPolicy policy :
-       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeAttention, ActivationPolicy::RecomputeLayers}) {
+       {ActivationPolicy::KeepAll, ActivationPolicy::RecomputeSelective, ActivationPolicy::RecomputeLayers}) {
     Activations<float> a;
     model.allocate(a, 2, 16, policy);
     for (size_t i = 0; i < a.tokens.size(); ++i) {
