@@ -177,15 +177,16 @@ BOOST_AUTO_TEST_CASE(context_parallelism_divides_a_layers_activations_by_cp) {
 
 BOOST_AUTO_TEST_CASE(moe_layer_keeps_top_k_expert_activations_and_router_probabilities) {
   // Mixtral 8x7B has Llama 3 8B's layer shape; s 4096, b 1, t 1, selective. Dense: 34 sbh.
-  // MoE adds per token: fp32 router probabilities 4 x 8 = 32, top_k = 2 permuted copies 2 x 2h = 16384,
-  // and the second expert's SwiGLU intermediates 3 x 2 x 14336 = 86016:
-  //   s b (34h + 32 + 16384 + 86016) = 4096 x (139264 + 102432)
+  // MoE adds per token: fp32 router probabilities 4 x 8 = 32, top_k = 2 permuted copies 2 x 2h = 16384
+  // twice (the experts' input and their outputs, which the combine keeps for the probabilities'
+  // gradient) and the second expert's SwiGLU intermediates 3 x 2 x 14336 = 86016:
+  //   s b (34h + 32 + 2 x 16384 + 86016) = 4096 x (139264 + 118816)
   const ModelSpec m = model("mixtral-8x7b");
   ActivationConfig c;
   c.seq_len = 4096;
   c.recompute = Recompute::Selective;
   c.attention = AttentionKind::Unfused;
-  BOOST_TEST(layer_activation_bytes(m, c, true).value() == 4096.0 * (139264 + 102432), tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, true).value() == 4096.0 * (139264 + 118816), tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(head_keeps_16_bit_logits_and_fp32_softmax_over_t) {

@@ -86,7 +86,11 @@ Bytes compression_buffer_bytes(const CompressionSpec& compression, double parame
 // output and activation output); full recompute keeps the layer input only.
 // Context parallelism: a rank holds s/cp tokens, and its queries score all s keys.
 // MoE: the router's input is the MLP input above; add its fp32 probabilities 4 E, top_k permuted copies
-// of the token e h each (outside TP), and top_k expert MLPs' intermediates (inside TP).
+// of the token e h each (outside TP) twice: the experts' input (the first linear's weight gradient reads
+// it) and their outputs back from the combine's all-to-all, which the weighted sum by the router's
+// probabilities keeps for the probabilities' gradient (Transformer Engine's moe_unpermute saves its
+// input when given merging probabilities; the live engine's MoeActivations::y), and top_k expert MLPs'
+// intermediates (inside TP).
 namespace {
 
 // Per-operator selective checkpointing (op_checkpoint.hpp): the checkpoint keeps the layer's input and
@@ -142,7 +146,7 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
   if (moe_layer) {
     assert(model.moe && "an MoE layer in a model without moe");
     const double k = model.moe->top_k;
-    outside += 4.0 * model.moe->experts + k * e * h;
+    outside += 4.0 * model.moe->experts + 2 * k * e * h;
     inside += (k - 1) * mlp_inner;
     // Selective recompute of the pre-MLP norm drops its output (the router's input), of the experts'
     // activation its output (the last linear's input) for each of the top_k rows.
