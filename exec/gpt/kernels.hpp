@@ -106,6 +106,21 @@ void swiglu_forward(T* out, const T* inp, int N, int F);
 // dinp (N,2F) = [dgate | dup] (written); dout (N,F).
 template <class T>
 void swiglu_backward(T* dinp, const T* inp, const T* dout, int N, int F);
+// The MLP's activation of either kind: act (rows,F) from fc (rows,F or 2F), and its backward.
+template <class T>
+void mlp_activation_forward(T* act, const T* fc, int rows, int F, bool swiglu) {
+  if (swiglu)
+    swiglu_forward(act, fc, rows, F);
+  else
+    gelu_forward(act, fc, long(rows) * F);
+}
+template <class T>
+void mlp_activation_backward(T* dfc, const T* fc, const T* dact, int rows, int F, bool swiglu) {
+  if (swiglu)
+    swiglu_backward(dfc, fc, dact, rows, F);
+  else
+    gelu_backward(dfc, fc, dact, long(rows) * F);
+}
 
 // ---- mixture-of-experts router (router.cpp) ----------------------------------------------------
 // probs (N,E) = softmax(logits (N,E)) (may alias logits); chosen (N,K) = each token's K most probable

@@ -177,10 +177,7 @@ void Gpt<T>::forward_layer(Activations<T>& a, int l, T* out) {
     moe_forward(a, l, ln2, out);
   } else {
     k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
-    if (c.swiglu)
-      k::swiglu_forward(act, fc, N, F);
-    else
-      k::gelu_forward(act, fc, long(N) * F);
+    k::mlp_activation_forward(act, fc, N, F, c.swiglu);
     k::linear_forward(out, act, p(w.fc_proj_w), p(w.fc_proj_b), N, F, C);
   }
   for (size_t i = 0; i < size_t(N) * C; ++i) out[i] += mid[i];
@@ -250,10 +247,7 @@ void Gpt<T>::backward(Activations<T>& a, int lo, int hi, T loss_scale) {
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * F, T(0));
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), dres, act, p(w.fc_proj_w), N, F, C);
-      if (c.swiglu)
-        k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, F);
-      else
-        k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * F);
+      k::mlp_activation_backward(dfc_.data(), fc, dact_.data(), N, F, c.swiglu);
       k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
     }
     k::norm_backward(dres, g(w.ln2_w), g(w.ln2_b), dln_.data(), mid, p(w.ln2_w),

@@ -148,10 +148,7 @@ void moe_mlp_forward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<T
       T* fc = m.fc.data() + row * FW;
       T* act = m.fc_act.data() + row * F;
       k::linear_forward(fc, m.x.data() + row * C, x.fc_w, x.fc_b, n, C, FW);
-      if (s.swiglu)
-        k::swiglu_forward(act, fc, n, F);
-      else
-        k::gelu_forward(act, fc, long(n) * F);
+      k::mlp_activation_forward(act, fc, n, F, s.swiglu);
       // under TP a partial sum: the bias once over the group
       k::linear_forward(y_local.data() + row * C, act, x.fc_proj_w, tp.adds_shared ? x.fc_proj_b : nullptr, n,
                         F, C);
@@ -212,10 +209,7 @@ void moe_mlp_backward(MoeActivations<T>& m, const MoeShape& s, const MoeWeights<
       T* dfc_e = dfc.data() + row * FW;
       k::linear_backward(da, x.dfc_proj_w, x.dfc_proj_b, dy_local.data() + row * C, m.fc_act.data() + row * F,
                          x.fc_proj_w, n, F, C);
-      if (s.swiglu)
-        k::swiglu_backward(dfc_e, m.fc.data() + row * FW, da, n, F);
-      else
-        k::gelu_backward(dfc_e, m.fc.data() + row * FW, da, long(n) * F);
+      k::mlp_activation_backward(dfc_e, m.fc.data() + row * FW, da, n, F, s.swiglu);
       k::linear_backward(dx_local.data() + row * C, x.dfc_w, x.dfc_b, dfc_e, m.x.data() + row * C, x.fc_w, n,
                          C, FW);
     }
@@ -271,10 +265,7 @@ template <class T>
 void moe_activation_forward(MoeActivations<T>& m, const MoeShape& s) {
   const size_t R = m.fc.size() / size_t(s.FW);
   m.fc_act.assign(R * s.F, T(0));
-  if (s.swiglu)
-    k::swiglu_forward(m.fc_act.data(), m.fc.data(), int(R), s.F);
-  else
-    k::gelu_forward(m.fc_act.data(), m.fc.data(), long(R) * s.F);
+  k::mlp_activation_forward(m.fc_act.data(), m.fc.data(), int(R), s.F, s.swiglu);
 }
 
 template void moe_activation_forward(MoeActivations<float>&, const MoeShape&);

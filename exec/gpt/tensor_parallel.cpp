@@ -514,10 +514,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
       if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
-      if (c.swiglu)
-        k::swiglu_forward(act, fc, N, Fl_);
-      else
-        k::gelu_forward(act, fc, long(N) * Fl_);
+      k::mlp_activation_forward(act, fc, N, Fl_, c.swiglu);
       k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
     }
     residual_add(out, reduce(tmp, N), p(w.fc_proj_b), mid, n);  // out = MLP + bias + mid
@@ -665,10 +662,7 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
                          Fl_, C);
-      if (c.swiglu)
-        k::swiglu_backward(dfc_.data(), fc, dact_.data(), N, Fl_);
-      else
-        k::gelu_backward(dfc_.data(), fc, dact_.data(), long(N) * Fl_);
+      k::mlp_activation_backward(dfc_.data(), fc, dact_.data(), N, Fl_, c.swiglu);
       k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
     }
     norm_backward(dres, w.ln2_w, w.ln2_b, reduce(dln_.data(), N), mid, w.ln2_w,

@@ -103,10 +103,7 @@ void ShardedGpt::recompute_ops(ChunkActivations& a, int layer) {
   if (c.moe_layer(layer)) return;  // its routing and experts are kept (a.moe)
   float* act = a.fc_act.data() + si * N * Fl_;
   const float* fc = a.fc.data() + a.kept(li) * N * FW;
-  if (c.swiglu)
-    kernels::swiglu_forward(act, fc, N, Fl_);
-  else
-    kernels::gelu_forward(act, fc, long(N) * Fl_);
+  kernels::mlp_activation_forward(act, fc, N, Fl_, c.swiglu);
 }
 
 }  // namespace paratwin::exec
