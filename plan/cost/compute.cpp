@@ -279,10 +279,9 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
     if (!op_recomputes(i, linears.size())) continue;
     const LinearWidths width = linear_widths(m, linears[i]);
     const bool mlp = mlp_linear(linears[i]);
-    const double t = mlp ? sm.t : s.t;
-    c += row_parallel(linears[i])
-             ? gemm(mlp ? rows : s.tokens, width.in / t, width.out, s.e, mlp ? experts_read : 1)
-             : gemm(mlp ? rows : s.tokens, width.in, width.out / t, s.e, mlp ? experts_read : 1);
+    const double t = mlp ? sm.t : s.t, m_rows = mlp ? rows : s.tokens, copies = mlp ? experts_read : 1;
+    c += row_parallel(linears[i]) ? gemm(m_rows, width.in / t, width.out, s.e, copies)
+                                  : gemm(m_rows, width.in, width.out / t, s.e, copies);
   }
   if (moe_layer) c += moe_dispatch_kernels(m, w, sm, rows);
   c += activation(m, w, sm, rows);

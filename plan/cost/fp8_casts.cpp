@@ -2,6 +2,8 @@
 // memory-bound kernel: its bytes (16-bit elements read, 1-byte fp8 elements written) and its launch.
 #include "plan/cost/fp8_casts.hpp"
 
+#include <algorithm>
+
 #include "plan/cost/memory.hpp"
 #include "plan/cost/op_checkpoint.hpp"
 
@@ -154,11 +156,10 @@ std::vector<Fp8Linear> fp8_op_recompute_linears(const ModelSpec& m, const LayerW
   std::vector<Fp8Linear> out;
   for (size_t i = 0; i < linears.size(); ++i) {
     if (!op_recomputes(i, linears.size())) continue;
-    const LayerLinear l = linears[i];
-    const size_t part = l == LayerLinear::Output ? 1 : l == LayerLinear::Down ? 3 : mlp_linear(l) ? 2 : 0;
-    Fp8Linear linear = all[part];
     // A separate projection: its share of the fused linear's output columns.
-    linear.n *= linear_widths(m, l).out / linear_widths(m, fused[part]).out;
+    const LayerLinear whole = fused_linear(linears[i], m.mlp);
+    Fp8Linear linear = all[size_t(std::find(fused.begin(), fused.end(), whole) - fused.begin())];
+    linear.n *= linear_widths(m, linears[i]).out / linear_widths(m, whole).out;
     out.push_back(linear);
   }
   return out;

@@ -11,6 +11,20 @@ std::vector<LayerLinear> layer_linears(MlpKind mlp, Projections projections) {
   return {L::Q, L::K, L::V, L::Output, L::Up, L::Down};
 }
 
+LayerLinear fused_linear(LayerLinear l, MlpKind mlp) {
+  switch (l) {
+    case LayerLinear::Q:
+    case LayerLinear::K:
+    case LayerLinear::V:
+      return LayerLinear::Qkv;
+    case LayerLinear::Gate:
+    case LayerLinear::Up:
+      return mlp == MlpKind::SwiGlu ? LayerLinear::GateUp : LayerLinear::Up;
+    default:
+      return l;
+  }
+}
+
 LinearWidths linear_widths(const ModelSpec& m, LayerLinear l) {
   const double h = m.hidden, f = m.ffn_hidden;
   const double A = double(m.heads) * m.head_dim, Kv = double(m.kv_heads) * m.head_dim;

@@ -45,6 +45,10 @@ inline bool mlp_linear(LayerLinear l) {
   return l == LayerLinear::Gate || l == LayerLinear::Up || l == LayerLinear::GateUp || l == LayerLinear::Down;
 }
 
+// The linear of the fused layout a linear is part of: QKV for Q, K and V; SwiGLU's gate-and-up for its
+// gate or up; itself otherwise.
+LayerLinear fused_linear(LayerLinear l, MlpKind mlp);
+
 // A linear's input and output widths in the whole model (before TP splits them).
 struct LinearWidths {
   double in = 0, out = 0;
