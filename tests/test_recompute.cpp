@@ -4,6 +4,9 @@
 // layer keeps, the FLOPs and kernels it recomputes, and the Program and analytic evaluator that carry
 // them.
 #define BOOST_TEST_MODULE recompute
+#include <set>
+#include <string>
+
 #include <boost/test/unit_test.hpp>
 
 #include "catalog_scenario.hpp"
@@ -264,19 +267,21 @@ BOOST_AUTO_TEST_CASE(peak_memory_and_time_fall_in_order) {
 
 // ---- the optimizer ----
 
-BOOST_AUTO_TEST_CASE(the_optimizer_keeps_a_fixed_op_or_every_nth_layer_and_its_bounds_stay_below) {
-  // Everything but recompute left to the search, exhaustively: it throws if a bound is above the
-  // objective it bounds (the per-layer tables and the pass graph see which layers recompute).
-  const std::string auto_plan = R"(
+// A small model on one DGX A100 node with the plan left to the optimizer.
+const std::string kAutoPlan = R"(
 model: {name: small, layers: 8, hidden: 512, heads: 8, kv_heads: 2, ffn_hidden: 1536, vocab: 4096,
-        seq_len: 512, mlp: swiglu}
+        seq_len: 2048, mlp: swiglu}
 cluster: {from: dgx-a100-80g, nodes: 1}
 training: {global_batch: 32, seq_len: 512}
 plan: auto
 )";
+
+BOOST_AUTO_TEST_CASE(the_optimizer_keeps_a_fixed_op_or_every_nth_layer_and_its_bounds_stay_below) {
+  // Everything but recompute left to the search, exhaustively: it throws if a bound is above the
+  // objective it bounds (the per-layer tables and the pass graph see which layers recompute).
   for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
            {"plan.recompute=op"}, {"plan.recompute=full", "plan.recompute_every=2"}}) {
-    const ScenarioSpec s = scenario(auto_plan, sets);
+    const ScenarioSpec s = scenario(kAutoPlan, sets);
     const SearchResult r = search_plans(s, {.top = 3, .exhaustive = true});
     BOOST_REQUIRE(!r.top.empty());
     for (const Candidate& c : r.top)
@@ -284,6 +289,23 @@ plan: auto
         BOOST_TEST((st.recompute == *s.plan.recompute));
         BOOST_TEST(st.recompute_every == s.plan.recompute_every.value_or(1));
       }
+  }
+}
+
+// The optimizer proposes the recompute modes the scenario's framework runs: torchtitan's per-operator
+// policy under DTensor's TP, Megatron-LM's selective (the attention core) otherwise.
+BOOST_AUTO_TEST_CASE(the_optimizer_searches_op_for_torchtitan_and_selective_for_megatron) {
+  for (const char* framework : {"megatron", "dtensor"}) {
+    const ScenarioSpec s = scenario(kAutoPlan, {std::string("training.tensor_parallel=") + framework,
+                                                "training.seq_len=2048", "training.global_batch=64"});
+    const SearchResult r = search_plans(s, {.top = 60});
+    BOOST_REQUIRE(!r.top.empty());
+    std::set<Recompute> modes;
+    for (const Candidate& c : r.top) modes.insert(c.plan.stages.front().recompute);
+    const bool torchtitan = std::string(framework) == "dtensor";
+    BOOST_TEST_INFO(framework);
+    BOOST_TEST(modes.count(Recompute::Op) == (torchtitan ? 1u : 0u));
+    BOOST_TEST(modes.count(Recompute::Selective) == (torchtitan ? 0u : 1u));
   }
 }
 

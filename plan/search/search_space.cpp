@@ -15,6 +15,13 @@ std::vector<int> divisors(long long n, long long limit) {
   return out;
 }
 
+// The recompute modes the framework behind the scenario runs: Megatron-LM's selective (the attention
+// core) or torchtitan's per-operator policy (DTensor's TP), beside none and full.
+std::vector<Recompute> recompute_modes(TensorParallelImpl framework) {
+  return {Recompute::None, framework == TensorParallelImpl::DTensor ? Recompute::Op : Recompute::Selective,
+          Recompute::Full};
+}
+
 }  // namespace
 
 SearchSpace::SearchSpace(const SearchContext& context, const LayerCosts& costs,
@@ -82,7 +89,7 @@ void SearchSpace::enumerate(const std::function<void(ParallelLayout, int)>& visi
             const int microbatches = static_cast<int>(per_replica / mb);
             for (const auto& [schedule, v] : schedules(pp, microbatches)) {
               for (Recompute rc :
-                   fixed_or(ctx_.req.recompute, {Recompute::None, Recompute::Selective, Recompute::Full}))
+                   fixed_or(ctx_.req.recompute, recompute_modes(ctx_.s.training.tensor_parallel)))
                 for (bool sp :
                      fixed_or(ctx_.req.sequence_parallel, tp > 1 && (ctx_.s.training.seq_len / cp) % tp == 0
                                                               ? std::vector<bool>{false, true}
