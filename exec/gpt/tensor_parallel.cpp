@@ -296,6 +296,8 @@ void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
   if (policies.size() != L)
     throw std::invalid_argument(std::to_string(policies.size()) + " activation policies for a chunk of " +
                                 std::to_string(L) + " layers");
+  if (std::count(policies.begin(), policies.end(), ActivationPolicy::RecomputeOps) > 0)
+    check_op_rule(full_.swiglu);
   a.chunk = chunk;
   a.B = B;
   a.Tn = Tn;

@@ -188,6 +188,9 @@ class ShardedGpt {
   void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
   void recompute_norm2(ChunkActivations& a, int layer);
   void recompute_ops(ChunkActivations& a, int layer);
+  // Throws std::logic_error unless plan/cost/op_checkpoint.hpp's rule over the fused linears keeps qkv
+  // and fc and runs the output projection again, as recompute_ops does.
+  static void check_op_rule(bool swiglu);
   // Whether the selective recomputation of `layer` (chunk index li) drops an MoE layer's norm output or
   // its experts' activation.
   bool drops_moe_norm(const ChunkActivations& a, int li, int layer) const;

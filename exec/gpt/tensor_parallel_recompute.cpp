@@ -6,6 +6,7 @@
 #include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/kernels.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
+#include "plan/cost/op_checkpoint.hpp"
 
 namespace paratwin::exec {
 
@@ -71,6 +72,18 @@ void ShardedGpt::recompute_norm2(ChunkActivations& a, int layer) {
                         a.ln2_rstd.data() + s2 * n, a.mid.data() + mid_slot(a, li) * n * C, p(w.ln2_w),
                         p(w.ln2_b), n, C);
   gather(ln2, N);
+}
+
+void ShardedGpt::check_op_rule(bool swiglu) {
+  using cost::LayerLinear;
+  const std::vector<LayerLinear> linears =
+      cost::layer_linears(swiglu ? MlpKind::SwiGlu : MlpKind::Gelu, Projections::Fused);
+  const bool same = linears.size() == 4 && linears[0] == LayerLinear::Qkv &&
+                    linears[1] == LayerLinear::Output && cost::op_keeps_output(0) &&
+                    cost::op_recomputes(1, 4) && cost::op_keeps_output(2) && !cost::op_recomputes(3, 4);
+  if (!same)
+    throw std::logic_error(
+        "per-operator recomputation: the engine no longer runs what op_checkpoint.hpp says");
 }
 
 // Per-operator recomputation (plan/cost/op_checkpoint.hpp over the fused linears: qkv and fc kept, the output
