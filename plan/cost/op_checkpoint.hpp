@@ -2,8 +2,8 @@
 // torchtitan/models/llama/parallelize_llama.py): the checkpoint keeps the layer's input, and of the
 // layer's matmuls, counted in forward order, the output of every other one (the 1st, 3rd, ...); the
 // others run again in the backward. The one rule of which linears those are, for the memory a layer
-// keeps (memory.cpp), what its recomputation runs (compute.cpp, fp8_casts.cpp) and the live engine's
-// policy (exec/gpt/tensor_parallel_recompute.cpp).
+// keeps (memory.cpp) and what its recomputation runs (compute.cpp, fp8_casts.cpp); the live engine, which
+// implements the fused case, checks that it still says so (ShardedGpt::check_op_rule).
 #pragma once
 
 #include <cstddef>
