@@ -274,105 +274,6 @@ int ShardedGpt::stream_rows(int N) const {
   return sequence_parallel() ? N / spec_.tp : N;
 }
 
-size_t ShardedGpt::boundary_size(const ChunkActivations& a) const {
-  return size_t(stream_rows(a.B * a.Tn)) * full_.hidden;
-}
-
-void ShardedGpt::allocate(ChunkActivations& a, int chunk, int B, int Tn,
-                          std::vector<ActivationPolicy> policies, RecomputeModules modules) const {
-  if (Tn > full_.max_seq_len)
-    throw std::invalid_argument("sequence length " + std::to_string(Tn) + " exceeds the model's " +
-                                std::to_string(full_.max_seq_len));
-  if (sequence_parallel() && (B * Tn) % spec_.tp != 0)
-    throw std::invalid_argument("sequence parallelism needs the tokens of a micro-batch (" +
-                                std::to_string(B * Tn) + ") to split evenly over tp " +
-                                std::to_string(spec_.tp));
-  const auto [lo, hi] = spec_.chunks.at(chunk);
-  const size_t N = size_t(B) * Tn, n = size_t(stream_rows(int(N))), L = hi - lo, C = full_.hidden;
-  const size_t D = full_.head_dim, QKV = size_t(Hl_ + 2 * Kl_) * D, HD = size_t(Hl_) * D;
-  const size_t FW = full_.swiglu ? 2 * size_t(Fl_) : Fl_;
-  const bool last = spec_.last && hi == full_.layers;
-  if (policies.empty()) policies.assign(L, ActivationPolicy::KeepAll);
-  if (policies.size() != L)
-    throw std::invalid_argument(std::to_string(policies.size()) + " activation policies for a chunk of " +
-                                std::to_string(L) + " layers");
-  if (std::count(policies.begin(), policies.end(), ActivationPolicy::RecomputeOps) > 0)
-    check_op_rule(full_.swiglu);
-  a.chunk = chunk;
-  a.B = B;
-  a.Tn = Tn;
-  a.policies = std::move(policies);
-  a.modules = modules;
-  a.recomputed_layer = -1;
-  a.tokens.assign(N, 0);
-  a.targets.assign(N, 0);
-  // Full recomputation keeps a layer's input only, selective all but the attention probabilities,
-  // per-operator the input, qkv, fc (and CP's keys and values, MoE's routing and experts, mid under SP).
-  // A layer's place in a buffer: the layers keeping it in order, then one place the others share (the
-  // layer being recomputed).
-  const auto places = [L](auto keeps, std::vector<size_t>& place) {
-    place.assign(L, 0);
-    size_t own = 0;
-    for (size_t li = 0; li < L; ++li)
-      if (keeps(li)) place[li] = own++;
-    for (size_t li = 0; li < L; ++li)
-      if (!keeps(li)) place[li] = own;
-    return own < L ? own + 1 : own;
-  };
-  using P = ActivationPolicy;
-  const auto policy = [&a](size_t li) { return a.policies[li]; };
-  const size_t Lk = places([&](size_t li) { return policy(li) != P::RecomputeLayers; }, a.slots);
-  const auto inner = [&](size_t li) {
-    return policy(li) == P::KeepAll || policy(li) == P::RecomputeSelective;
-  };
-  const size_t Li = places(inner, a.inner_slots);
-  const size_t L2 = places([&](size_t li) { return inner(li) && !drops_moe_norm(a, int(li), lo + int(li)); },
-                           a.norm2_slots);
-  const size_t La = places(
-      [&](size_t li) {
-        return policy(li) == P::KeepAll || (policy(li) == P::RecomputeSelective && !a.modules.core_attn);
-      },
-      a.att_slots);
-  const bool recomputes_layers =
-      std::count(a.policies.begin(), a.policies.end(), ActivationPolicy::RecomputeLayers) > 0;
-  // The residual stream: (n,C) rows of this rank (all N without sequence parallelism); the norms'
-  // outputs are kept whole (gathered), as the GEMMs read them.
-  assign_zeros(a.residual, (L + 1) * n * C);
-  assign_zeros(a.mid, (sequence_parallel() ? Lk : Li) * n * C);
-  assign_zeros(a.ln1, Li * N * C);
-  assign_zeros(a.ln1_mean, Li * n);
-  assign_zeros(a.ln1_rstd, Li * n);
-  assign_zeros(a.qkv, Lk * N * QKV);
-  assign_zeros(a.att, La * B * Hl_ * size_t(Tn) * keys(Tn));
-  // CP's gathered keys and values: every layer's, but one layer's under full recomputation, which
-  // gathers them again (the Program's recompute task repeats the forward's CP all-gather); selective
-  // recomputation keeps them, as the Program's has no collective.
-  assign_zeros(a.kv, cp_ ? Lk * B * size_t(keys(Tn)) * 2 * Kl_ * D : 0);
-  assign_zeros(a.attn_out, Li * N * HD);
-  assign_zeros(a.ln2, L2 * N * C);
-  assign_zeros(a.ln2_mean, L2 * n);
-  assign_zeros(a.ln2_rstd, L2 * n);
-  assign_zeros(a.fc, Lk * N * FW);
-  assign_zeros(a.fc_act, Li * N * Fl_);
-  assign_zeros(a.recomputed_out, recomputes_layers ? n * C : 0);
-  assign_zeros(a.lnf, last ? N * C : 0);
-  assign_zeros(a.lnf_mean, last ? n : 0);
-  assign_zeros(a.lnf_rstd, last ? n : 0);
-  assign_zeros(a.probs, last ? N * Vl_ : 0);
-  assign_zeros(a.losses, last ? N : 0);
-  assign_zeros(a.dresidual, n * C);
-  a.moe.assign(full_.experts > 0 ? Lk : 0, {});  // sized by the routing, in the forward
-}
-
-const float* ShardedGpt::output(const ChunkActivations& a) const {
-  const auto [lo, hi] = spec_.chunks.at(a.chunk);
-  return a.residual.data() + size_t(hi - lo) * boundary_size(a);
-}
-
-float* ShardedGpt::input(ChunkActivations& a) const {
-  return a.residual.data();
-}
-
 float* ShardedGpt::reduce(float* partial, int N) {
   // (N,C) partial sums over the TP group -> this rank's rows of the sum: all of them (all-reduce) or,
   // under sequence parallelism, its n = N/tp rows (reduce-scatter, left at their place in `partial`).
@@ -468,21 +369,44 @@ double ShardedGpt::forward(ChunkActivations& a) {
 
 // Layers [from, to) of the chunk; `recomputing` writes the last one's output aside (its next layer's
 // input is kept, and may be on its way to the next stage).
+void ShardedGpt::norm1_forward(ChunkActivations& a, int layer) {
+  const Layer& w = layers_[layer];
+  const int li = layer - spec_.chunks.at(a.chunk).first;
+  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
+  const size_t si = a.inner(li);
+  float* ln1 = a.ln1.data() + si * N * C;
+  k::norm_forward(ln1 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln1_mean.data() + si * n,
+                  a.ln1_rstd.data() + si * n, a.residual.data() + size_t(li) * n * C, p(w.ln1_w), p(w.ln1_b),
+                  n, C);
+  gather(ln1, N);
+}
+
+void ShardedGpt::norm2_forward(ChunkActivations& a, int layer) {
+  const Layer& w = layers_[layer];
+  const int li = layer - spec_.chunks.at(a.chunk).first;
+  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
+  const size_t s2 = a.norm2(li);
+  float* ln2 = a.ln2.data() + s2 * N * C;
+  k::norm_forward(ln2 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln2_mean.data() + s2 * n,
+                  a.ln2_rstd.data() + s2 * n, a.mid.data() + mid_slot(a, li) * n * C, p(w.ln2_w), p(w.ln2_b),
+                  n, C);
+  gather(ln2, N);
+}
+
 void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool recomputing) {
   const GptConfig& c = full_;
   const int lo = spec_.chunks.at(a.chunk).first;
   const int B = a.B, Tn = a.Tn, N = B * Tn, C = c.hidden, D = c.head_dim;
   const int QKV = (Hl_ + 2 * Kl_) * D, HD = Hl_ * D, FW = c.swiglu ? 2 * Fl_ : Fl_;
-  const int n = stream_rows(N), r0 = first_row(N);
+  const int n = stream_rows(N);
   const size_t nC = size_t(n) * C;
-  const bool ln = !c.rmsnorm;
   ensure_scratch(N);
   float* tmp = tmp_.data();
   for (int l = from; l < to; ++l) {
     const Layer& w = layers_[l];
     const int li = l - lo;
     // Where the layer's activations go: one layer's buffers for those it drops.
-    const size_t s = a.kept(li), si = a.inner(li), s2 = a.norm2(li), n1 = si * n;
+    const size_t s = a.kept(li), si = a.inner(li);
     float* x = a.residual.data() + size_t(li) * nC;  // (n,C) the layer's input
     float* ln1 = a.ln1.data() + si * N * C;          // (N,C)
     float* qkv = a.qkv.data() + s * N * QKV;
@@ -490,14 +414,12 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     float* kv = cp_ ? a.kv.data() + s * B * keys(Tn) * 2 * Kl_ * D : nullptr;
     float* attn_out = a.attn_out.data() + si * N * HD;
     float* mid = a.mid.data() + mid_slot(a, li) * nC;  // (n,C)
-    float* ln2 = a.ln2.data() + s2 * N * C;            // (N,C)
+    float* ln2 = a.ln2.data() + a.norm2(li) * N * C;   // (N,C)
     float* fc = a.fc.data() + s * N * FW;
     float* act = a.fc_act.data() + si * N * Fl_;
     float* out = recomputing && l == to - 1 ? a.recomputed_out.data() : x + nC;  // (n,C) the next input
 
-    k::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + n1 : nullptr, a.ln1_rstd.data() + n1, x,
-                    p(w.ln1_w), p(w.ln1_b), n, C);
-    gather(ln1, N);
+    norm1_forward(a, l);
     k::linear_forward(qkv, ln1, p(w.qkv_w), p(w.qkv_b), N, C, QKV);  // column-parallel: this rank's heads
     if (c.rope) k::rope(qkv, B, Tn, Hl_, Kl_, D, false, positions(), rotary_);
     if (cp_)
@@ -508,9 +430,7 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
     k::linear_forward(tmp, attn_out, p(w.proj_w), static_cast<const float*>(nullptr), N, HD,
                       C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
-    k::norm_forward(ln2 + size_t(r0) * C, ln ? a.ln2_mean.data() + s2 * n : nullptr,
-                    a.ln2_rstd.data() + s2 * n, mid, p(w.ln2_w), p(w.ln2_b), n, C);
-    gather(ln2, N);
+    norm2_forward(a, l);
     if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
       moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l, false), experts_, moe_split(), ln2, tmp);
       if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);

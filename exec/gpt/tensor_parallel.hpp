@@ -185,8 +185,11 @@ class ShardedGpt {
            bool tied_copy = false);
   void allreduce(float* data, size_t count);
   void forward_layers(ChunkActivations& a, int from, int to, bool recomputing);
+  // The layer's first norm (of its input) and second (of mid), into their slots, gathered under SP: the
+  // forward's, and what recomputation runs again.
+  void norm1_forward(ChunkActivations& a, int layer);
+  void norm2_forward(ChunkActivations& a, int layer);
   void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
-  void recompute_norm2(ChunkActivations& a, int layer);
   void recompute_ops(ChunkActivations& a, int layer);
   // Throws std::logic_error unless plan/cost/op_checkpoint.hpp's rule over the fused linears keeps qkv
   // and fc and runs the output projection again, as recompute_ops does.

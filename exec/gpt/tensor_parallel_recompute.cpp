@@ -27,7 +27,7 @@ void ShardedGpt::recompute(ChunkActivations& a, int layer) {
       // (rotated) q, k, v; its output written again over the kept one, with the same values), an MoE
       // layer's pre-MLP norm and its experts' activation.
       if (a.modules.core_attn) recompute_attention(a, layer);
-      if (drops_moe_norm(a, li, layer)) recompute_norm2(a, layer);
+      if (drops_moe_norm(a, li, layer)) norm2_forward(a, layer);
       if (drops_moe_act(a, li, layer)) moe_activation_forward(a.moe[a.kept(li)], moe_shape(a.B * a.Tn));
       break;
     case ActivationPolicy::RecomputeOps:
@@ -61,19 +61,6 @@ bool ShardedGpt::drops_moe_act(const ChunkActivations& a, int li, int layer) con
   return a.policy(li) == ActivationPolicy::RecomputeSelective && a.modules.moe_act && full_.moe_layer(layer);
 }
 
-// The second norm from the kept mid, gathered again under SP (the router's and the experts' input).
-void ShardedGpt::recompute_norm2(ChunkActivations& a, int layer) {
-  const Layer& w = layers_[layer];
-  const int li = layer - spec_.chunks.at(a.chunk).first;
-  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
-  const size_t s2 = a.norm2(li);
-  float* ln2 = a.ln2.data() + s2 * N * C;
-  kernels::norm_forward(ln2 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln2_mean.data() + s2 * n,
-                        a.ln2_rstd.data() + s2 * n, a.mid.data() + mid_slot(a, li) * n * C, p(w.ln2_w),
-                        p(w.ln2_b), n, C);
-  gather(ln2, N);
-}
-
 void ShardedGpt::check_op_rule(bool swiglu) {
   using cost::LayerLinear;
   const std::vector<LayerLinear> linears =
@@ -96,15 +83,11 @@ void ShardedGpt::recompute_ops(ChunkActivations& a, int layer) {
   const Layer& w = layers_[layer];
   const int li = layer - spec_.chunks.at(a.chunk).first;
   const int N = a.B * a.Tn, C = c.hidden, HD = Hl_ * c.head_dim, FW = c.swiglu ? 2 * Fl_ : Fl_;
-  const int n = stream_rows(N), r0 = first_row(N);
+  const int n = stream_rows(N);
   const size_t nC = size_t(n) * C, si = a.inner(li);
-  const bool ln = !c.rmsnorm;
   ensure_scratch(N);
   const float* x = a.residual.data() + size_t(li) * nC;
-  float* ln1 = a.ln1.data() + si * N * C;
-  kernels::norm_forward(ln1 + size_t(r0) * C, ln ? a.ln1_mean.data() + si * n : nullptr,
-                        a.ln1_rstd.data() + si * n, x, p(w.ln1_w), p(w.ln1_b), n, C);
-  gather(ln1, N);
+  norm1_forward(a, layer);
   recompute_attention(a, layer);
   float* mid = a.mid.data() + mid_slot(a, li) * nC;
   if (!sequence_parallel()) {
@@ -112,7 +95,7 @@ void ShardedGpt::recompute_ops(ChunkActivations& a, int layer) {
                             static_cast<const float*>(nullptr), N, HD, C);
     residual_add(mid, reduce(tmp_.data(), N), p(w.proj_b), x, n);
   }
-  recompute_norm2(a, layer);
+  norm2_forward(a, layer);
   if (c.moe_layer(layer)) return;  // its routing and experts are kept (a.moe)
   float* act = a.fc_act.data() + si * N * Fl_;
   const float* fc = a.fc.data() + a.kept(li) * N * FW;
