@@ -367,32 +367,31 @@ double ShardedGpt::forward(ChunkActivations& a) {
   return forward_head(a);
 }
 
-// Layers [from, to) of the chunk; `recomputing` writes the last one's output aside (its next layer's
-// input is kept, and may be on its way to the next stage).
+void ShardedGpt::norm_into(Buffer<float>& out, Buffer<float>& mean, Buffer<float>& rstd, size_t slot,
+                           const float* inp, size_t weight, size_t bias, int N) {
+  const int C = full_.hidden, n = stream_rows(N);
+  float* o = out.data() + slot * N * C;
+  k::norm_forward(o + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : mean.data() + slot * n,
+                  rstd.data() + slot * n, inp, p(weight), p(bias), n, C);
+  gather(o, N);
+}
+
 void ShardedGpt::norm1_forward(ChunkActivations& a, int layer) {
   const Layer& w = layers_[layer];
-  const int li = layer - spec_.chunks.at(a.chunk).first;
-  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
-  const size_t si = a.inner(li);
-  float* ln1 = a.ln1.data() + si * N * C;
-  k::norm_forward(ln1 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln1_mean.data() + si * n,
-                  a.ln1_rstd.data() + si * n, a.residual.data() + size_t(li) * n * C, p(w.ln1_w), p(w.ln1_b),
-                  n, C);
-  gather(ln1, N);
+  const int li = layer - spec_.chunks.at(a.chunk).first, N = a.B * a.Tn;
+  norm_into(a.ln1, a.ln1_mean, a.ln1_rstd, a.inner(li), a.residual.data() + size_t(li) * boundary_size(a),
+            w.ln1_w, w.ln1_b, N);
 }
 
 void ShardedGpt::norm2_forward(ChunkActivations& a, int layer) {
   const Layer& w = layers_[layer];
-  const int li = layer - spec_.chunks.at(a.chunk).first;
-  const int N = a.B * a.Tn, C = full_.hidden, n = stream_rows(N);
-  const size_t s2 = a.norm2(li);
-  float* ln2 = a.ln2.data() + s2 * N * C;
-  k::norm_forward(ln2 + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : a.ln2_mean.data() + s2 * n,
-                  a.ln2_rstd.data() + s2 * n, a.mid.data() + mid_slot(a, li) * n * C, p(w.ln2_w), p(w.ln2_b),
-                  n, C);
-  gather(ln2, N);
+  const int li = layer - spec_.chunks.at(a.chunk).first, N = a.B * a.Tn;
+  norm_into(a.ln2, a.ln2_mean, a.ln2_rstd, a.norm2(li), a.mid.data() + mid_slot(a, li) * boundary_size(a),
+            w.ln2_w, w.ln2_b, N);
 }
 
+// Layers [from, to) of the chunk; `recomputing` writes the last one's output aside (its next layer's
+// input is kept, and may be on its way to the next stage).
 void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool recomputing) {
   const GptConfig& c = full_;
   const int lo = spec_.chunks.at(a.chunk).first;

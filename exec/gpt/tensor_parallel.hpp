@@ -189,6 +189,9 @@ class ShardedGpt {
   // forward's, and what recomputation runs again.
   void norm1_forward(ChunkActivations& a, int layer);
   void norm2_forward(ChunkActivations& a, int layer);
+  // This rank's rows of `inp` normalized into slot `slot` of out (N,C), gathered under SP.
+  void norm_into(Buffer<float>& out, Buffer<float>& mean, Buffer<float>& rstd, size_t slot, const float* inp,
+                 size_t weight, size_t bias, int N);
   void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
   void recompute_ops(ChunkActivations& a, int layer);
   // Throws std::logic_error unless plan/cost/op_checkpoint.hpp's rule over the fused linears keeps qkv
