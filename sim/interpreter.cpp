@@ -57,7 +57,7 @@ class Interpreter {
     mutex_ = sg4::Mutex::create();
     sm_mutex_ = sg4::Mutex::create();
     queues_.resize(program.roles.size());
-    durations_.resize(program.roles.size());
+    durations_ = task_durations(program, cluster, training, options.at_slowest_gpu);
     for (size_t r = 0; r < program.roles.size(); ++r) {
       const Role& role = program.roles[r];
       const PoolSpec& pool = cluster.pool_named(role.pool);
@@ -66,7 +66,6 @@ class Interpreter {
       for (size_t i = 0; i < role.tasks.size(); ++i) {
         sm_shares_[r].push_back(comm_sm_share(role.tasks[i], pool, cluster.device_of(pool)));
         queues_[r][static_cast<int>(role.tasks[i].stream)].push_back(static_cast<int>(i));
-        durations_[r].push_back(task_duration_s(role.tasks[i], pool, cluster, training.precision));
       }
     }
     // Collectives whose members play different roles (the embedding pair of the first and last

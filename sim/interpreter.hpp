@@ -26,6 +26,9 @@ struct InterpretOptions {
   // Every GPU's slowdown drawn from a distribution (variability.ranks): of each role, only the first
   // instance and its slowest rank are observed (not every rank whose slowdown is not 1).
   bool slowdown_drawn = false;
+  // Compute at the pace of the job's expected slowest GPU (the device's speed_cv, task_durations);
+  // false where each GPU's own factor is drawn instead (variability.ranks).
+  bool at_slowest_gpu = true;
   KernelNoise kernel_noise;    // each compute kernel's time factor per execution
   bool progress = false;       // print the iterations done to standard error
   double sample_period_s = 0;  // link usage sampling; 0: none

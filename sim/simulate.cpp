@@ -108,6 +108,7 @@ void apply_gpu_slowness(const VariabilitySpec& variability, int gpus, std::uint6
   if (io.gpu_slowdown.empty()) io.gpu_slowdown.assign(drawn.size(), 1.0);
   for (size_t g = 0; g < drawn.size(); ++g) io.gpu_slowdown[g] *= drawn[g];
   io.slowdown_drawn = true;
+  io.at_slowest_gpu = false;  // the draws replace the device's expected slowest GPU
 }
 
 // The spread of the simulated iterations against the noise-free step: without variability, the
@@ -123,6 +124,7 @@ IterationSpread spread_of(const ScenarioSpec& scenario, const Plan& plan, const 
     InterpretOptions o;
     o.iterations = std::min(std::max(1, options.iterations), kNoiseFreeIterations);
     o.gpu_slowdown = straggler_slowdown;
+    o.at_slowest_gpu = !scenario.variability.ranks_vary();  // as the drawn iterations ran
     const Interpretation i = interpret_in_child(program, scenario.cluster, scenario.training, plain, o);
     const std::vector<double>& ends = i.iteration_end_s;
     noise_free_s = ends.size() > 1 ? ends.back() - ends.end()[-2] : ends.back();
@@ -293,6 +295,8 @@ SimulationResult simulate(const ScenarioSpec& scenario, const Plan& plan, const 
   Evaluation ev = summarize_timings(program, scenario.cluster, scenario.training, in.role_timings);
   // The simulated iteration ends with the last rank, which may be one whose role was not observed.
   ev.iteration_time_s = std::max(ev.iteration_time_s, iteration_s);
+  if (io.at_slowest_gpu)
+    ev.compute_pace = compute_pace(program, scenario.cluster, program.roles[size_t(ev.critical_role)]);
   result.report = make_report(scenario.name, program, ev);
   result.report.evaluator = "simulation";
   // The report's iteration is the mean over the simulated iterations.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "plan/cost/slowest_gpu.hpp"
 #include "plan/ir/transfer_key.hpp"
 
 namespace paratwin {
@@ -99,7 +100,13 @@ double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& c
 }
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
-  return summarize_timings(program, cluster, training, schedule_tasks(program, cluster, training));
+  Evaluation ev = summarize_timings(program, cluster, training, schedule_tasks(program, cluster, training));
+  ev.compute_pace = compute_pace(program, cluster, program.roles[size_t(ev.critical_role)]);
+  return ev;
+}
+
+double compute_pace(const Program& program, const ClusterSpec& cluster, const Role& role) {
+  return cost::expected_slowest(program.world, cluster.device_of(cluster.pool_named(role.pool)).speed_cv);
 }
 
 Bytes activations_peak(const Role& role, const std::vector<TaskTiming>& timings) {
@@ -242,14 +249,21 @@ std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
 
 std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
                                                 const TrainingSpec& training) {
+  return task_durations(program, cluster, training, true);
+}
+
+std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
+                                                const TrainingSpec& training, bool at_slowest_gpu) {
   std::vector<std::vector<double>> out(program.roles.size());
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = cluster.pool_named(role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
+    const double pace = at_slowest_gpu ? compute_pace(program, cluster, role) : 1;
     out[r].reserve(role.tasks.size());
     for (const Task& t : role.tasks)
-      out[r].push_back(duration_on(t, pool, device, cluster, training.precision));
+      out[r].push_back(duration_on(t, pool, device, cluster, training.precision) *
+                       (is_compute(t.kind) ? pace : 1));
   }
   return out;
 }

@@ -43,18 +43,29 @@ struct Evaluation {
   int critical_role = 0;  // the role that finishes last
   Flops hardware_flops;   // executed by all ranks, recompute included
   FlopsPerSecond peak;    // of the ranks the plan uses, at the training precision
+  // Compute's time against one GPU's nominal speed on the critical role's pool: the job's expected
+  // slowest GPU where the timings assumed it (task_durations); 1 for timings measured or drawn.
+  double compute_pace = 1;
 };
 
-// Duration of one task on its role's hardware (a receive takes no time of its own: it ends with
-// its send).
+// Duration of one task on one GPU of its role's hardware at the device's nominal speed (a receive
+// takes no time of its own: it ends with its send).
 double task_duration_s(const Task& task, const PoolSpec& pool, const ClusterSpec& cluster,
                        Precision precision);
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training);
 
 // Every task's duration on its role's hardware, alone (no communication beside it): [role][task].
+// Compute runs at the pace of the job's expected slowest GPU (cost::expected_slowest over the
+// Program's world at the device's speed_cv); `at_slowest_gpu` false: at the nominal speed, for a
+// simulation that draws each GPU's own factor instead (variability.ranks).
 std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
                                                 const TrainingSpec& training);
+std::vector<std::vector<double>> task_durations(const Program& program, const ClusterSpec& cluster,
+                                                const TrainingSpec& training, bool at_slowest_gpu);
+// The pace of a role's compute tasks in task_durations: cost::expected_slowest over the Program's world
+// at the role's device's speed_cv.
+double compute_pace(const Program& program, const ClusterSpec& cluster, const Role& role);
 
 // The share of a device's SMs a task's communication kernels hold while they run: the task's own
 // Task::sms where lowering set it (TP overlap's transfers), else the pool's comm_sms_in_node for a

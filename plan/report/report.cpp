@@ -19,6 +19,7 @@ Report make_report(const std::string& scenario, const Program& program, const Ev
       program.model_flops_per_iteration.value() / ev.iteration_time_s / program.world / 1e12;
   m.mfu = program.model_flops_per_iteration.value() / (ev.iteration_time_s * ev.peak.value());
   m.hfu = ev.hardware_flops.value() / (ev.iteration_time_s * ev.peak.value());
+  m.compute_pace = ev.compute_pace;
   r.breakdown = ev.roles[ev.critical_role].breakdown;
   double worst = -1;
   for (size_t i = 0; i < program.roles.size(); ++i) {
@@ -87,7 +88,8 @@ nlohmann::json metrics_json(const Metrics& m) {
           {"hfu", m.hfu},
           {"peak_memory_gib", m.peak_memory_gib},
           {"memory_capacity_gib", m.memory_capacity_gib},
-          {"fits", m.fits}};
+          {"fits", m.fits},
+          {"compute_pace", m.compute_pace}};
 }
 
 nlohmann::json to_json(const Report& r) {
@@ -169,6 +171,10 @@ std::string to_text(const Report& r) {
   std::snprintf(buf, sizeof buf, "%.1f of %.1f GiB on stage %d%s", m.peak_memory_gib, m.memory_capacity_gib,
                 r.stages[r.worst_stage].stage, m.fits ? "" : "  DOES NOT FIT");
   row("peak memory", buf);
+  if (m.compute_pace > 1) {
+    std::snprintf(buf, sizeof buf, "x%.3f: the expected slowest of %d GPUs", m.compute_pace, p.gpus());
+    row("compute pace", buf);
+  }
   out += "  time of the critical stage:\n";
   const TimeBreakdown& b = r.breakdown;
   for (auto [label, v] : {std::pair{"compute", b.compute_s},

@@ -30,6 +30,8 @@ struct Metrics {
   double peak_memory_gib = 0;
   double memory_capacity_gib = 0;
   bool fits = true;
+  // Compute's time against one GPU's nominal speed: the job's expected slowest GPU (Evaluation).
+  double compute_pace = 1;
 };
 
 struct Report {
@@ -48,7 +50,7 @@ Report make_report(const std::string& scenario, const Program& program, const Ev
 
 nlohmann::json plan_json(const Plan& plan);
 // {iteration_time_s, tokens_per_s, model_tflops_per_gpu, mfu, hfu, peak_memory_gib, memory_capacity_gib,
-// fits}
+// fits, compute_pace}
 nlohmann::json metrics_json(const Metrics& metrics);
 nlohmann::json to_json(const Report& report);
 std::string to_text(const Report& report);

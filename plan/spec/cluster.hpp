@@ -97,6 +97,11 @@ struct DeviceSpec {
   // Streaming multiprocessors (compute units): GEMMs run in waves of one tile per SM, so a GEMM whose
   // tiles do not fill the last wave wastes the rest of it. 0: no wave quantization (CPU cores).
   int sms = 0;
+  // How much GPUs of this model differ in sustained speed (chip-to-chip and power-management
+  // variation): the coefficient of variation of one GPU's kernel times across GPUs, each GPU keeping
+  // its own factor. A job computes at the pace of its slowest GPU (plan/cost/slowest_gpu.hpp). 0: all
+  // equal.
+  double speed_cv = 0;
   EfficiencySpec efficiency;
 };
 

@@ -113,6 +113,7 @@ std::string to_yaml(const ClusterSpec& c, const std::map<std::string, std::strin
     w.line(4, "memory_bandwidth", q(d.memory_bandwidth), dp + ".memory_bandwidth");
     if (d.power.value() > 0) w.line(4, "power", q(d.power), dp + ".power");
     if (d.sms > 0) w.line(4, "sms", std::to_string(d.sms), dp + ".sms");
+    if (d.speed_cv > 0) w.line(4, "speed_cv", number(d.speed_cv), dp + ".speed_cv");
     const EfficiencySpec& e = d.efficiency;
     w.line(4, "efficiency", "", dp + ".efficiency");
     w.line(6, "gemm", number(e.gemm), dp + ".efficiency.gemm");

@@ -229,7 +229,8 @@ PointResult point_from_json(const nlohmann::json& j) {
                  m.at("hfu").get<double>(),
                  m.at("peak_memory_gib").get<double>(),
                  m.at("memory_capacity_gib").get<double>(),
-                 m.at("fits").get<bool>()};
+                 m.at("fits").get<bool>(),
+                 m.value("compute_pace", 1.0)};
     p.analytic_iteration_time_s = j.at("analytic_iteration_time_s").get<double>();
     p.tokens = j.at("tokens").get<double>();
     p.time_to_train_s = j.at("time_to_train_s").get<double>();
