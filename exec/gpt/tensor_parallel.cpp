@@ -44,7 +44,12 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
                                 " does not divide the model's experts (" + std::to_string(full.experts) +
                                 ")");
   if (t > 1 && !tp_) throw std::logic_error("tensor parallelism without a TP communicator");
+  if (spec_.fold_experts && !sequence_parallel())
+    throw std::invalid_argument(
+        "folded experts route each rank's sequence-parallel share of the tokens: "
+        "they need tp > 1 and sequence parallelism");
   Hl_ = full.heads / t, Kl_ = full.kv_heads / t, Fl_ = full.ffn / t, Vl_ = full.vocab / t;
+  Fe_ = spec_.fold_experts ? full.ffn : Fl_;
   if (full.alibi) alibi_ = k::alibi_slopes(full.heads);
   rotary_ = k::rotary_angles(full.head_dim, full.yarn_factor, full.yarn_context);
   const ParameterLayout layout = parameter_layout(full);
@@ -104,15 +109,24 @@ ShardedGpt::ShardedGpt(const GptConfig& full, ShardSpec spec, Communicator* tp)
       w.ln2_w = rep("ln2_w", true);
       w.ln2_b = rep("ln2_b", ln);
       // A MoE layer: the router whole on every TP rank, then this rank's experts, each split over TP as
-      // the dense MLP is (one contiguous range per expert, reduced over the ranks that hold it).
+      // the dense MLP is (one contiguous range per expert, reduced over the ranks that hold it), or whole
+      // when folded (its output bias too, the rank's own: it adds it to its own tokens).
       const bool moe = full.moe_layer(l);
       if (moe) w.router_w = rep("router_w", true);
       const int experts = moe ? full.experts / spec_.ep : 1, first = moe ? spec_.ep_rank * experts : 0;
+      const bool whole_experts = moe && spec_.fold_experts;
+      std::vector<std::pair<size_t, size_t>> expert_cols = {{0, F}};
+      if (full.swiglu) expert_cols.push_back({F, 2 * F});
       for (int e = first; e < first + experts; ++e) {
         const std::string m = moe ? "expert" + std::to_string(e) + "." : "";
         const size_t begin = tensors_.size();
-        const MlpOffsets x{part(m + "fc_w", 0, C, fc_cols), b ? part(m + "fc_b", 0, 1, fc_cols) : kNone,
-                           part(m + "fc_proj_w", f0, Fl_, {{0, C}}), rep(m + "fc_proj_b", b)};
+        const auto& cols = whole_experts ? expert_cols : fc_cols;
+        const MlpOffsets x{
+            part(m + "fc_w", 0, C, cols), b ? part(m + "fc_b", 0, 1, cols) : kNone,
+            whole_experts ? part(m + "fc_proj_w", 0, F, {{0, C}}) : part(m + "fc_proj_w", f0, Fl_, {{0, C}}),
+            !b              ? kNone
+            : whole_experts ? part(m + "fc_proj_b", 0, 1, {{0, C}})
+                            : rep(m + "fc_proj_b", b)};
         if (!moe) {
           w.fc_w = x.fc_w, w.fc_b = x.fc_b, w.fc_proj_w = x.fc_proj_w, w.fc_proj_b = x.fc_proj_b;
           continue;
@@ -180,35 +194,6 @@ std::pair<size_t, size_t> ShardedGpt::head_range() const {
 std::pair<size_t, size_t> ShardedGpt::wte_range() const {
   if (wte_ == kNone) return {0, 0};
   return {wte_, wte_ + size_t(Vl_) * full_.hidden};
-}
-
-void ShardedGpt::use_expert_group(Communicator* group) {
-  if ((group ? group->size() : 1) != spec_.ep || (group && group->rank() != spec_.ep_rank))
-    throw std::invalid_argument("the expert group does not match the shard's ep " + std::to_string(spec_.ep) +
-                                ", rank " + std::to_string(spec_.ep_rank));
-  experts_.comm = checked_expert_group<float>(group, full_.experts);
-}
-
-MoeWeights<float> ShardedGpt::moe_weights(int layer, bool gradients) {
-  const Layer& w = layers_[layer];
-  // A forward writes no gradient (under ZeRO 2 and 3 no window for them is open then).
-  const auto grad = [&](size_t offset) { return gradients ? g(offset) : nullptr; };
-  MoeWeights<float> out{p(w.router_w), grad(w.router_w), {}};
-  for (const MlpOffsets& x : w.experts)
-    out.experts.push_back({p(x.fc_w), p(x.fc_b), p(x.fc_proj_w), p(x.fc_proj_b), grad(x.fc_w), grad(x.fc_b),
-                           grad(x.fc_proj_w), grad(x.fc_proj_b)});
-  return out;
-}
-
-MoeShape ShardedGpt::moe_shape(int N) const {
-  return {N, full_.hidden, full_.experts, full_.top_k, Fl_, full_.swiglu ? 2 * Fl_ : Fl_, full_.swiglu};
-}
-
-MoeTensorSplit<float> ShardedGpt::moe_split() {
-  MoeTensorSplit<float> split;
-  split.adds_shared = spec_.tp_rank == 0;
-  if (spec_.tp > 1) split.sum_over_tp = [this](float* values, size_t n) { allreduce(values, n); };
-  return split;
 }
 
 void ShardedGpt::zero_gradients() {
@@ -368,12 +353,12 @@ double ShardedGpt::forward(ChunkActivations& a) {
 }
 
 void ShardedGpt::norm_into(Buffer<float>& out, Buffer<float>& mean, Buffer<float>& rstd, size_t slot,
-                           const float* inp, size_t weight, size_t bias, int N) {
+                           const float* inp, size_t weight, size_t bias, int N, bool gathered) {
   const int C = full_.hidden, n = stream_rows(N);
   float* o = out.data() + slot * N * C;
   k::norm_forward(o + size_t(first_row(N)) * C, full_.rmsnorm ? nullptr : mean.data() + slot * n,
                   rstd.data() + slot * n, inp, p(weight), p(bias), n, C);
-  gather(o, N);
+  if (gathered) gather(o, N);
 }
 
 void ShardedGpt::norm1_forward(ChunkActivations& a, int layer) {
@@ -387,7 +372,7 @@ void ShardedGpt::norm2_forward(ChunkActivations& a, int layer) {
   const Layer& w = layers_[layer];
   const int li = layer - spec_.chunks.at(a.chunk).first, N = a.B * a.Tn;
   norm_into(a.ln2, a.ln2_mean, a.ln2_rstd, a.norm2(li), a.mid.data() + mid_slot(a, li) * boundary_size(a),
-            w.ln2_w, w.ln2_b, N);
+            w.ln2_w, w.ln2_b, N, !folded_moe(layer));
 }
 
 // Layers [from, to) of the chunk; `recomputing` writes the last one's output aside (its next layer's
@@ -430,8 +415,14 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                       C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
     norm2_forward(a, l);
+    if (folded_moe(l)) {  // the rank's own rows through its whole experts: the sum, nothing to reduce
+      moe_forward(a, l, s, n, ln2 + size_t(first_row(N)) * C, tmp);
+      if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
+      residual_add(out, tmp, nullptr, mid, n);
+      continue;
+    }
     if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
-      moe_mlp_forward(a.moe[s], moe_shape(N), moe_weights(l, false), experts_, moe_split(), ln2, tmp);
+      moe_forward(a, l, s, N, ln2, tmp);
       if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
@@ -574,11 +565,13 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
 
     // MLP: dres (n,C) is the gradient of the layer's output and, through the residual, of mid.
     std::fill(dln_.begin(), dln_.begin() + size_t(N) * C, 0.0f);
-    if (c.moe_layer(l)) {
-      moe_mlp_backward(a.moe[s], moe_shape(N), moe_weights(l, true), experts_, moe_split(), whole(dres, N),
-                       ln2, dln_.data());
-      if (spec_.tp_rank == 0) count_routed(a.moe[s], l, full_.layers, full_.experts, routed_);
-      if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);  // recomputed for this backward
+    const float* dln2 = nullptr;  // d loss / d ln2 on the rank's own rows
+    if (folded_moe(l)) {
+      const size_t own = size_t(first_row(N)) * C;
+      moe_backward(a, l, s, n, dres, ln2 + own, dln_.data() + own);
+      dln2 = dln_.data() + own;
+    } else if (c.moe_layer(l)) {
+      moe_backward(a, l, s, N, whole(dres, N), ln2, dln_.data());
     } else {
       std::fill(dact_.begin(), dact_.begin() + size_t(N) * Fl_, 0.0f);
       k::linear_backward(dact_.data(), g(w.fc_proj_w), g(w.fc_proj_b), whole(dres, N), act, p(w.fc_proj_w), N,
@@ -586,7 +579,9 @@ void ShardedGpt::backward(ChunkActivations& a, int lo, int hi, float loss_scale)
       k::mlp_activation_backward(dfc_.data(), fc, dact_.data(), N, Fl_, c.swiglu);
       k::linear_backward(dln_.data(), g(w.fc_w), g(w.fc_b), dfc_.data(), ln2, p(w.fc_w), N, C, FW);
     }
-    norm_backward(dres, w.ln2_w, w.ln2_b, reduce(dln_.data(), N), mid, w.ln2_w,
+    if (c.moe_layer(l) && drops_moe_act(a, li, l))
+      Buffer<float>().swap(a.moe[s].fc_act);  // recomputed for this backward
+    norm_backward(dres, w.ln2_w, w.ln2_b, dln2 ? dln2 : reduce(dln_.data(), N), mid, w.ln2_w,
                   ln ? a.ln2_mean.data() + s2 * n : nullptr, a.ln2_rstd.data() + s2 * n,
                   n);  // dres: d loss / d mid
     // Attention: the same pattern around the attention core.

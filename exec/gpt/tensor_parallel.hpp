@@ -35,6 +35,10 @@ struct ShardSpec {
   // Expert parallelism: the rank's index in its EP group of `ep` ranks, whose MoE layers' experts it
   // shares (it holds experts [ep_rank E/ep, (ep_rank+1) E/ep) of each).
   int ep = 1, ep_rank = 0;
+  // MoE parallel folding (Plan::expert_tp 1, Megatron-Core's): the rank's experts whole rather than
+  // split over TP, its EP group drawn from tp x cp x dp (plan/topology/rank_groups.hpp), and each rank
+  // routing its sequence-parallel share of the tokens: no TP collective around an MoE layer's MLP.
+  bool fold_experts = false;
 };
 
 // One local tensor: full rows [row_begin, row_begin + rows) of a full tensor, and of those rows the
@@ -189,9 +193,17 @@ class ShardedGpt {
   // forward's, and what recomputation runs again.
   void norm1_forward(ChunkActivations& a, int layer);
   void norm2_forward(ChunkActivations& a, int layer);
-  // This rank's rows of `inp` normalized into slot `slot` of out (N,C), gathered under SP.
+  // This rank's rows of `inp` normalized into slot `slot` of out (N,C), gathered under SP if `gathered`.
   void norm_into(Buffer<float>& out, Buffer<float>& mean, Buffer<float>& rstd, size_t slot, const float* inp,
-                 size_t weight, size_t bias, int N);
+                 size_t weight, size_t bias, int N, bool gathered = true);
+  // Whether `layer` is an MoE layer whose experts are folded (ShardSpec::fold_experts): its MLP runs on
+  // the rank's own rows of the residual stream.
+  bool folded_moe(int layer) const { return spec_.fold_experts && full_.moe_layer(layer); }
+  // An MoE layer's MLP forward and backward on `rows` tokens (N whole under TP, the rank's n when
+  // folded), and the router's gradient summed over the TP group where each rank routed its own rows.
+  void moe_forward(ChunkActivations& a, int layer, size_t slot, int rows, const float* ln2, float* out);
+  void moe_backward(ChunkActivations& a, int layer, size_t slot, int rows, const float* dout,
+                    const float* ln2, float* dln2);
   void recompute_attention(ChunkActivations& a, int layer);  // tensor_parallel_recompute.cpp
   void recompute_ops(ChunkActivations& a, int layer);
   // Throws std::logic_error unless plan/cost/op_checkpoint.hpp's rule over the fused linears keeps qkv
@@ -242,6 +254,7 @@ class ShardedGpt {
   ExpertGroup experts_;
   std::vector<double> routed_;  // [layer x experts]: see routed_tokens()
   int Hl_, Kl_, Fl_, Vl_;       // this rank's heads, kv heads, FFN width, vocabulary rows
+  int Fe_;                      // this rank's FFN width of each of its experts (the whole when folded)
   std::vector<double> alibi_;   // ALiBi's slope of every head of the model (empty without ALiBi)
   kernels::RotaryAngles rotary_;
   std::vector<ShardTensor> tensors_;

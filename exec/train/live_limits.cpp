@@ -18,10 +18,6 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
         "overlap.ep (combined 1F1B) under pp " + std::to_string(p.pp) +
         " is planned and simulated only: the live engine's receives block its compute, which "
         "the interleaved order of combined 1F1B needs beside them; use pp 1 or leave overlap.ep out");
-  if (folds_experts(p))
-    out.push_back("expert_tp " + std::to_string(p.expert_tp) +
-                  " (MoE parallel folding) is planned and simulated only: the live engine carves its expert "
-                  "groups out of dp; leave expert_tp out");
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");

@@ -39,7 +39,8 @@ std::vector<std::pair<std::pair<size_t, size_t>, bool>> cut(const ParameterRange
 }
 
 // The model's chunks are the rank's activation units (see activation_units()).
-ShardSpec shard_spec(const Plan& p, const RankCoordinates& at, const std::vector<ActivationUnit>& units) {
+ShardSpec shard_spec(const Plan& p, int world_rank, const RankCoordinates& at,
+                     const std::vector<ActivationUnit>& units) {
   ShardSpec s;
   s.tp = p.tp;
   s.tp_rank = at.tp;
@@ -48,7 +49,13 @@ ShardSpec shard_spec(const Plan& p, const RankCoordinates& at, const std::vector
   s.last = at.pp == p.pp - 1;
   s.sequence_parallel = p.sequence_parallel;
   s.ep = p.ep;
-  s.ep_rank = at.dp % p.ep;  // EP groups are consecutive DP ranks (the lowering carves EP out of dp)
+  s.fold_experts = folds_experts(p);
+  if (s.fold_experts) {  // its place in the folded EP group (tp x cp x dp), in the communicator's order
+    const std::vector<int> members = group_members(p, world_rank, GroupKind::Ep);
+    s.ep_rank = int(std::find(members.begin(), members.end(), world_rank) - members.begin());
+  } else {
+    s.ep_rank = at.dp % p.ep;  // EP groups are consecutive DP ranks (the lowering carves EP out of dp)
+  }
   return s;
 }
 
@@ -72,7 +79,7 @@ ParallelRunner::ParallelRunner(const ParallelSetup& setup, const GptConfig& conf
       dp_(group(setup.world, setup.plan, GroupKind::Dp)),
       pp_(group(setup.world, setup.plan, GroupKind::Pp)),
       units_(activation_units(setup.plan, setup.program.roles.at(size_t(at_.pp)))),
-      model_(config, shard_spec(setup.plan, at_, units_), tp_.get()) {
+      model_(config, shard_spec(setup.plan, setup.world.rank(), at_, units_), tp_.get()) {
   const Plan& p = setup.plan;
   const GptConfig& c = config;
   // Tied embeddings over several stages: wte (first stage) and its copy (last stage), each summed over

@@ -8,7 +8,7 @@
 // (with and without sequence parallelism), over CP, with ep 2 beside pp, tp or cp (also under ZeRO 1-3,
 // top-k, recompute and offload), and at ep 1 with ZeRO, optimizer offload and recomputation; a run
 // checkpointed under ep x tp resumes on one rank; combined 1F1B at pp 1 runs its pass order on the
-// trajectory.
+// trajectory; MoE parallel folding (experts whole, EP over tp x cp x dp) follows one rank too.
 #define BOOST_TEST_MODULE exec_ep
 #include <boost/test/unit_test.hpp>
 
@@ -433,6 +433,26 @@ BOOST_AUTO_TEST_CASE(expert_parallelism_beside_tp_pp_or_cp_with_recompute_and_of
       {.dp = 2, .ep = 2, .pp = 2, .schedule = "interleaved", .extra = {"plan.offload.optimizer=true"}},
       {.dp = 2, .ep = 2, .tp = 2, .extra = {"plan.offload.activations=true"}},
       {.dp = 2, .ep = 2, .pp = 2, .extra = {"plan.offload.activations=true", "plan.recompute=selective"}},
+  });
+}
+
+// MoE parallel folding (plan.expert_tp 1): each rank's experts whole, the EP group drawn from tp x cp x dp
+// (ep 2 at tp 2: the two TP ranks hold different experts), each TP rank routing its sequence-parallel
+// share of the tokens; the experts' gradients reduced and ZeRO-sharded over the ranks that hold the same
+// experts, the router's summed over TP.
+BOOST_AUTO_TEST_CASE(folded_experts_follow_one_rank) {
+  const std::string fold = "plan.expert_tp=1";
+  check_layouts({
+      {.ep = 2, .tp = 2, .sp = true, .extra = {fold}},
+      {.dp = 2, .ep = 2, .tp = 2, .sp = true, .extra = {fold}},
+      {.dp = 2, .ep = 4, .tp = 2, .sp = true, .extra = {fold, "plan.zero=1"}},
+      {.dp = 2, .ep = 2, .tp = 2, .sp = true, .extra = {fold, "plan.zero=3"}},
+      {.ep = 4, .tp = 2, .cp = 2, .sp = true, .extra = {fold, "plan.recompute=full"}},
+      {.ep = 2,
+       .tp = 2,
+       .pp = 2,
+       .sp = true,
+       .extra = {fold, "plan.recompute=selective", "plan.recompute_modules=[layernorm, moe_act]"}},
   });
 }
 
