@@ -19,11 +19,12 @@ using cost::CollectiveKind;
 
 namespace {
 
-// The optimizer step over `params` parameters on a device of `pool`, launched as the training does.
-double optimizer_step_bound(const SearchContext& ctx, double params, int pool) {
+// The optimizer step over `params` parameters on a device of `pool`, launched as the training does, at
+// the pace of the layout's slowest GPU (`pace`, LayerCosts::gpu_pace).
+double optimizer_step_bound(const SearchContext& ctx, double params, int pool, double pace) {
   const cost::KernelCost step =
       cost::launched_as_trained(cost::optimizer_step(params, ctx.s.training), ctx.s.training);
-  return cost::compute_time_bound(step, *ctx.devices[pool], ctx.s.training.precision).value();
+  return pace * cost::compute_time_bound(step, *ctx.devices[pool], ctx.s.training.precision).value();
 }
 
 }  // namespace
@@ -58,8 +59,9 @@ double Bounds::microbatch_work(const ParallelLayout& layout) {
 // The optimizer step of a single pipeline rank holding every parameter (pp = 1), at ZeRO-0 or
 // sharded: the smaller of the two, so that it bounds every ZeRO stage.
 double Bounds::optimizer_bound(const ParallelLayout& layout) {
-  return optimizer_step_bound(ctx_, ctx_.params.total / layout.tp / layout.replicas(),
-                              layout.rank_pool.front());
+  const int pool = layout.rank_pool.front();
+  return optimizer_step_bound(ctx_, ctx_.params.total / layout.tp / layout.replicas(), pool,
+                              costs_.gpu_pace(pool, layout));
 }
 
 // min over partitions of max_r (sum_{r' < r} T_r' + m T_r): rank r starts after the first
@@ -130,7 +132,7 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
   const double shard =
       v.zero >= 1 ? (params - experts) / layout.replicas() + experts / layout.expert_replicas() : params;
   StateCosts out;
-  const double step = optimizer_step_bound(ctx_, shard, pool);
+  const double step = optimizer_step_bound(ctx_, shard, pool, costs_.gpu_pace(pool, layout));
   const double copy = v.offload ? shard *
                                       cost::optimizer_bytes_per_parameter(ctx_.s.training.optimizer,
                                                                           ctx_.s.training.precision) /

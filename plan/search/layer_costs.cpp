@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "plan/cost/expert_load.hpp"
+#include "plan/cost/slowest_gpu.hpp"
 #include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/buckets.hpp"
 
@@ -29,8 +30,8 @@ cost::LayerWork LayerCosts::layer_work(const ParallelLayout& layout) const {
 }
 
 const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
-  const ComputeKey key{pool,      layout.tp, layout.cp,     layout.ep,
-                       layout.mb, layout.sp, layout.folded, layout.recompute};
+  const ComputeKey key{pool,          layout.tp, layout.cp,     layout.ep,       layout.mb,
+                       layout.gpus(), layout.sp, layout.folded, layout.recompute};
   auto it = times_.find(key);
   if (it != times_.end()) return it->second;
   const PoolSpec& p = ctx_.s.cluster.pools[pool];
@@ -43,8 +44,9 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
     if (const int window = ctx_.s.model.attention_window(l); window > 0) w.attention_window = window;
   // Additive lower bounds (see compute_time_bound), so that sums over any partition stay below the
   // evaluator's time for the aggregated work of a chunk.
+  const double pace = gpu_pace(pool, layout);
   auto compute = [&](const cost::KernelCost& k) {
-    return cost::compute_time_bound(cost::launched_as_trained(k, ctx_.s.training), d, prec).value();
+    return pace * cost::compute_time_bound(cost::launched_as_trained(k, ctx_.s.training), d, prec).value();
   };
   // Each group at its cheapest feasible placement: no rank order places it better. Packed into as few
   // nodes as it can be is not always that one: a node's measured curves hold a latency that a spread
@@ -125,6 +127,10 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   return times_.emplace(key, t).first->second;
 }
 
+double LayerCosts::gpu_pace(int pool, const ParallelLayout& layout) const {
+  return cost::expected_slowest(layout.gpus(), ctx_.s.cluster.device_of(ctx_.s.cluster.pools[pool]).speed_cv);
+}
+
 double LayerCosts::per_layer(const LayerTimes& t) const {
   // The cheaper layer kind, so that the bound stays below any mix of layers.
   // Either the chain of passes with their collectives or the compute stream alone. With
@@ -140,12 +146,12 @@ double LayerCosts::per_layer(const LayerTimes& t) const {
 }
 
 // The tables follow the layers' times and memory on the layout's pools alone: layouts that differ only
-// in dp, pp or the schedule share them (a table is some kilobytes, and thousands of layouts are
-// refined).
+// in dp, pp or the schedule share them where their GPUs (the slowest one's pace) are the same (a table
+// is some kilobytes, and thousands of layouts are refined).
 const CostTable& LayerCosts::table(const ParallelLayout& layout) {
   unsigned pools_used = 0;
   for (int pool : layout.rank_pool) pools_used |= 1u << pool;
-  const auto key = std::tuple{layout.tp, layout.cp,     layout.ep,        layout.mb,
+  const auto key = std::tuple{layout.tp, layout.cp,     layout.ep,        layout.mb, layout.gpus(),
                               layout.sp, layout.folded, layout.recompute, pools_used};
   auto it = tables_.find(key);
   if (it == tables_.end()) it = tables_.emplace(key, make_table(layout)).first;

@@ -21,8 +21,12 @@ class LayerCosts {
   explicit LayerCosts(const SearchContext& context);
 
   // Per-layer times of one micro-batch of the layout on `pool`, each group packed into as few nodes
-  // as it can be (no rank order places it better); additive lower bounds of the evaluator's times.
+  // as it can be (no rank order places it better); additive lower bounds of the evaluator's times,
+  // compute at gpu_pace.
   const LayerTimes& times(int pool, const ParallelLayout& layout);
+  // The pace of the layout's compute on `pool`: the expected slowest of its GPUs, as the evaluator
+  // takes it (analytic/evaluate.hpp's compute_pace).
+  double gpu_pace(int pool, const ParallelLayout& layout) const;
   // One layer's model-parallel collectives per pass; `where(group, size)` places a group.
   template <class Where>
   LayerComm comm(const ParallelLayout& layout, const Where& where, const PoolSpec& pool) const;
@@ -64,7 +68,7 @@ class LayerCosts {
 
  private:
   struct ComputeKey {
-    int pool, tp, cp, ep, mb;
+    int pool, tp, cp, ep, mb, gpus;
     bool sp, folded;
     Recompute recompute;
     auto operator<=>(const ComputeKey&) const = default;
@@ -82,7 +86,7 @@ class LayerCosts {
   const SearchContext& ctx_;
   std::map<ComputeKey, LayerTimes> times_;
   mutable std::map<int, double> least_moe_pace_;  // by ep
-  std::map<std::tuple<int, int, int, int, bool, bool, Recompute, unsigned>, CostTable> tables_;
+  std::map<std::tuple<int, int, int, int, int, bool, bool, Recompute, unsigned>, CostTable> tables_;
   // By (group, tp, cp, dp, pp, ep, folded, HSDP's replicas, pool, rank order).
   std::map<std::tuple<GroupKind, int, int, int, int, int, bool, int, int, int>, cost::GroupPlacement>
       placements_;

@@ -114,6 +114,7 @@ struct ParallelLayout {
   double free_bound = 0;       // valid for every partition; tightened when the layout is refined
   double scale = 1;            // objective per second of iteration time (Search::objective_scale)
   long first_candidate = 0;    // the sequence number of its first variant
+  int gpus() const { return tp * cp * dp * pp; }  // the Program's world
   // The ranks that reduce each gradient: dp x cp, as the Program lowers them.
   int replicas() const { return dp * cp; }
   // The ranks that share ZeRO's blocks (Plan::zero_group): the replicas, a shard group's under HSDP.
