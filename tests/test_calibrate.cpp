@@ -489,6 +489,45 @@ BOOST_AUTO_TEST_CASE(a_spread_common_to_the_steps_kernels_is_told_from_each_kern
              tt::tolerance(1e-5));
 }
 
+// Two ranks whose mean step totals differ by R: what step-to-step noise of 5% (correlated 0.6 between
+// them) leaves in a mean over the measured steps comes off, and the rest is the device's speed_cv in the
+// calibrated cluster, which its file keeps.
+BOOST_AUTO_TEST_CASE(the_ranks_persistent_spread_is_the_devices_speed_spread) {
+  TempDir dir;
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.micro_batch=2"}, truth());
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(path));
+  for (auto& t : profile["tasks"]) {
+    if (t.contains("cpu_s")) t["cpu_cv"] = 0.05;
+    t["count"] = 2 * t["count"].get<int>();
+  }
+  profile["ranks"] = 2;
+  profile["step_cpu_cv"] = 0.05;
+  profile["step_cpu_correlation"] = 0.6;
+  const int steps = profile["steps"].get<int>() - profile.value("warmup_steps_excluded", 0);
+  const auto calibrated = [&](double rank_cv) {
+    profile["rank_cpu_cv"] = rank_cv;
+    std::ofstream(path) << profile.dump(1);
+    return calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  };
+  const double noise = 0.4 * 0.05 * 0.05 / steps;
+  const Calibration cal = calibrated(0.03);
+  BOOST_TEST(cal.variability.ranks == 2);
+  BOOST_TEST(cal.variability.rank_cv == std::sqrt(0.03 * 0.03 - noise), tt::tolerance(1e-9));
+  const DeviceSpec& device = cal.cluster.devices.at("cpu-core");
+  BOOST_TEST(device.speed_cv == cal.variability.rank_cv, tt::tolerance(1e-12));
+  BOOST_TEST(figure(cal, "speed_cv").fitted);
+  BOOST_TEST(to_text(cal.variability).find("; ranks apart throughout") != std::string::npos);
+  const fs::path file = dir.path / "c.yaml";
+  std::ofstream(file) << calibrated_cluster_yaml(cal, {lower_profile(load_profile(path), kLocalCpu)},
+                                                 "local-cpu", "now");
+  BOOST_TEST(load_cluster_file(file.string()).devices.at("cpu-core").speed_cv == device.speed_cv,
+             tt::tolerance(1e-5));
+  // A spread no larger than the noise leaves none; one rank measures none.
+  BOOST_TEST(calibrated(std::sqrt(noise) / 2).variability.rank_cv == 0.0);
+  BOOST_TEST(calibrated(std::sqrt(noise) / 2).cluster.devices.at("cpu-core").speed_cv == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(the_kernels_spread_is_pooled_per_kind_and_read_back_as_the_scenarios_variability) {
   TempDir dir;
   // Two micro-batches: two forward tasks, whose spreads (3% and 5%, as many executions) pool to the root

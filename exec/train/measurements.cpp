@@ -102,6 +102,24 @@ double step_to_step_cv(const RunTimings& t, At at) {
   return std::sqrt(squares / double(t.ranks * (steps - 1)));
 }
 
+// How much the ranks differ persistently in a per-rank, per-step figure: the coefficient of variation of
+// the ranks' means over the measured steps (sample deviation, n - 1); 0 with one rank. A device's
+// speed_cv once the step-to-step part that does not average out is taken off (plan/calibrate).
+template <typename At>
+double across_ranks_cv(const RunTimings& t, At at) {
+  const int first = first_measured_step(t), steps = t.steps - first;
+  if (t.ranks < 2 || steps < 1) return 0;
+  std::vector<double> means(size_t(t.ranks), 0.0);
+  for (int r = 0; r < t.ranks; ++r)
+    for (int s = first; s < t.steps; ++s) means[size_t(r)] += at(r, s) / steps;
+  double mean = 0;
+  for (double m : means) mean += m / t.ranks;
+  if (mean <= 0) return 0;
+  double squares = 0;
+  for (double m : means) squares += std::pow(m / mean - 1, 2);
+  return std::sqrt(squares / (t.ranks - 1));
+}
+
 // How much the ranks' values of a per-rank, per-step figure move together from step to step: the
 // Pearson correlation of every pair of ranks' series over the measured steps, averaged (a slowdown
 // of the whole machine or job slows every rank at once); 0 with one rank or fewer than three steps.
@@ -244,6 +262,8 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       {"step_cpu_cv", step_to_step_cv(t, step_total)},
       // And how much of that the ranks share: the correlation of their step totals.
       {"step_cpu_correlation", cross_rank_correlation(t, step_total)},
+      // And how much the ranks differ throughout: the spread of their mean step totals.
+      {"rank_cpu_cv", across_ranks_cv(t, step_total)},
       {"tasks", tasks}};
   if (nlohmann::json routing = routing_json(scenario.model, t); !routing.is_null())
     profile["routing"] = routing;

@@ -36,7 +36,8 @@ RunTimings gather_timings(Communicator& comm, const Role& role, const RunResult&
 // "pool", "device", "ranks", "nodes", "steps", "inputs" (what the Program was lowered from, less the cluster:
 // see plan/calibrate/profile.hpp), "step_cpu_cv" (the step-to-step coefficient of variation of a rank's
 // compute tasks' CPU time together), "step_cpu_correlation" (how much the ranks' step totals move
-// together: their pairwise correlation, averaged), "tasks": [{"task": name, "index", "kind", "stream",
+// together: their pairwise correlation, averaged), "rank_cpu_cv" (how much the ranks' mean step totals
+// differ: their coefficient of variation), "tasks": [{"task": name, "index", "kind", "stream",
 // "count", "mean_s", "min_s", "max_s", "median_s", ...}]}: every task of the role, over all ranks and all
 // steps but the first (warm-up) when there are several. Compute tasks add "cpu_s", "gemm_s", "attention_s",
 // "scores_s" and "cpu_cv" (the step-to-step coefficient of variation of their CPU time); collectives and

@@ -266,6 +266,20 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   fit_inter_host(collectives_across_hosts(runs), std::move(run_clusters), cal);
   compare_tasks(runs, precision, cal);
   cal.variability = measure_kernel_variability(runs);
+  // How much the ranks differ throughout is the device's speed_cv: the calibrated twin's jobs wait for
+  // their slowest rank as the measured ones did (plan/cost/slowest_gpu.hpp).
+  if (cal.variability.ranks >= 2) {
+    constexpr double kMostSpread = 0.5;  // the most a device file takes
+    device.speed_cv = std::min(kMostSpread, cal.variability.rank_cv);
+    if (cal.variability.rank_cv > kMostSpread)
+      cal.notes.push_back("the ranks' spread " + percent(cal.variability.rank_cv) + " is kept at " +
+                          percent(kMostSpread) +
+                          ", the most speed_cv takes: were other processes on their cores?");
+    char measured[96];
+    std::snprintf(measured, sizeof measured, "%.1f%% between %d ranks' mean steps", 100 * device.speed_cv,
+                  cal.variability.ranks);
+    set_figure(cal, {dp + ".speed_cv", "speed spread", measured, true, cal.variability.ranks, -1});
+  }
   return cal;
 }
 
@@ -279,7 +293,8 @@ std::string to_text(const FittedFigure& f) {
   std::snprintf(line, sizeof line, "%-28s %s", f.what.c_str(), f.measured.c_str());
   std::string text = line;
   if (f.fitted)
-    text += "  (" + std::to_string(f.samples) + " samples, rms residual " + percent(f.rms_residual) + ")";
+    text += "  (" + std::to_string(f.samples) + " samples" +
+            (f.rms_residual >= 0 ? ", rms residual " + percent(f.rms_residual) : std::string()) + ")";
   return text;
 }
 

@@ -30,7 +30,8 @@ struct FittedFigure {
   std::string measured;  // the fitted rate in words ("131.2 GFLOP/s"), or why it was kept
   bool fitted = false;
   int samples = 0;          // tasks it was fitted on
-  double rms_residual = 0;  // relative, of those tasks' terms against their measurements
+  double rms_residual = 0;  // relative, of those tasks' terms against their measurements; < 0: no fit
+                            // to task times (a spread measured directly)
 };
 
 // "dense GEMMs                  96.8 GFLOP/s  (4 samples, rms residual 1.8%)"

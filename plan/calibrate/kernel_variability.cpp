@@ -36,6 +36,7 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
   KernelVariability v;
   std::array<double, kKernelKinds> squares{}, weights{};
   double step_squares = 0, step_weight = 0, correlation_sum = 0, correlation_weight = 0;
+  double rank_squares = 0, rank_weight = 0;
   for (const ProfiledRun& run : runs) {
     if (run.profile.measured_steps < 3) continue;
     const Role& role = run.program.roles.front();
@@ -65,9 +66,17 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
       step_squares += step2 * dof;
       step_weight += dof;
       v.step_samples += first.count;
-      if (rank_steps / run.profile.measured_steps >= 2 && run.profile.step_cpu_correlation > -1) {
-        correlation_sum += std::max(0.0, run.profile.step_cpu_correlation) * dof;
+      const double ranks = rank_steps / run.profile.measured_steps;
+      const double rho = std::max(0.0, run.profile.step_cpu_correlation);
+      if (ranks >= 2 && run.profile.step_cpu_correlation > -1) {
+        correlation_sum += rho * dof;
         correlation_weight += dof;
+      }
+      if (ranks >= 2 && run.profile.rank_cpu_cv >= 0) {
+        const double noise = (1 - rho) * std::pow(run.profile.step_cpu_cv, 2) / run.profile.measured_steps;
+        rank_squares += std::max(0.0, std::pow(run.profile.rank_cpu_cv, 2) - noise) * (ranks - 1);
+        rank_weight += ranks - 1;
+        v.ranks += int(std::lround(ranks));
       }
     }
     for (size_t i : measured) {
@@ -85,6 +94,7 @@ KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& run
     if (weights[k] > 0) v.cv[k] = std::min(kMaxCv, std::sqrt(squares[k] / weights[k]));
   if (step_weight > 0) v.step_cv = std::min(kMaxCv, std::sqrt(step_squares / step_weight));
   if (correlation_weight > 0) v.step_correlation = correlation_sum / correlation_weight;
+  if (rank_weight > 0) v.rank_cv = std::min(kMaxCv, std::sqrt(rank_squares / rank_weight));
   return v;
 }
 
@@ -103,6 +113,11 @@ std::string to_text(const KernelVariability& v) {
     char item[120];
     std::snprintf(item, sizeof item, "; whole steps %.1f%%, correlated %.2f between ranks (%d rank-steps)",
                   100 * v.step_cv, v.step_correlation, v.step_samples);
+    text += item;
+  }
+  if (v.ranks >= 2) {
+    char item[120];
+    std::snprintf(item, sizeof item, "; ranks apart throughout %.1f%% (%d ranks)", 100 * v.rank_cv, v.ranks);
     text += item;
   }
   return text;

@@ -19,6 +19,10 @@ struct KernelVariability {
   double step_cv = 0;                       // what a rank's kernels share in one step
   int step_samples = 0;                     // the rank-steps it was measured over; 0: not measured
   double step_correlation = 0;              // how much of it the ranks share (0 with one rank)
+  // How much the ranks differ throughout (a device's speed_cv): the spread of their mean step totals
+  // less what step-to-step noise leaves in a mean of that many steps; over `ranks` ranks, 0: not measured.
+  double rank_cv = 0;
+  int ranks = 0;
   bool any() const;
 };
 
@@ -32,6 +36,10 @@ struct KernelVariability {
 // Each kind's e_k are pooled over its tasks, weighted by their executions less their ranks (the root
 // of the mean square); s over the runs the same way. Tasks whose profile recorded no cpu_cv, or
 // measured fewer than 3 steps, are left out. A CV above the largest the scenario takes (2) is capped.
+// The ranks' persistent spread: their mean step totals over S steps differ by rank_cpu_cv R, of which
+// step-to-step noise of CV C (step_cpu_cv) not shared between ranks (correlation rho) leaves
+// (1 - rho) C^2 / S in the square: rank_cv^2 = R^2 - (1 - rho) C^2 / S (0 below), pooled over the runs
+// of two ranks or more, weighted by their ranks less one.
 KernelVariability measure_kernel_variability(const std::vector<ProfiledRun>& runs);
 
 // "forward 3.6% (1 task, 58 executions), backward ...; whole steps 2.9% (58 rank-steps)" (what was

@@ -94,6 +94,7 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
   p.measured_steps = p.steps - warmup;
   r.read("step_cpu_cv", p.step_cpu_cv, 0, 100);  // profiles before the step's common spread have none
   r.read("step_cpu_correlation", p.step_cpu_correlation, -1, 1);  // nor those before the ranks' share
+  r.read("rank_cpu_cv", p.rank_cpu_cv, 0, 100);  // nor those before the ranks' persistent spread
   if (const DocNode* inputs = r.require("inputs")) {
     p.inputs_location = inputs->location;
     if (inputs->is_scalar())

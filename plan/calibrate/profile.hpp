@@ -45,6 +45,7 @@ struct Profile {
   int steps = 0, measured_steps = 0;
   double step_cpu_cv = -1;           // of a rank's compute tasks' CPU time together; -1: not recorded (older)
   double step_cpu_correlation = -1;  // of the ranks' step totals, pairwise; -1: not recorded (older)
+  double rank_cpu_cv = -1;           // of the ranks' mean step totals; -1: not recorded (older)
   std::string inputs;                // profile_inputs_yaml of the run
   Location inputs_location;
   std::vector<ProfiledTask> tasks;
