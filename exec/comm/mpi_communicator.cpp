@@ -21,6 +21,9 @@ class MpiCommunicator final : public Communicator {
     PARATWIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
   ~MpiCommunicator() override {
+    // Unwinding from an error (as MpiSession): its transfers in flight may wait for ranks that are still
+    // training, so they and the communicator are left to the process's exit, which reports the error.
+    if (std::uncaught_exceptions() > 0) return;
     for (auto& [h, pending] : in_flight_) MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
     if (owned_) MPI_Comm_free(&comm_);
   }
