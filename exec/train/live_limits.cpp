@@ -9,15 +9,8 @@ std::vector<std::string> live_cpu_limitations(const Plan& p, const ModelSpec& m)
   // verify() says what no plan may do (tp dividing heads and FFN, CP's and SP's splits of a sequence);
   // beyond it, the live backend splits the vocabulary in whole rows (Megatron-LM pads it instead).
   std::vector<std::string> out;
-  // Every recompute mode and module runs (gpt/tensor_parallel_recompute.cpp).
-  // Combined 1F1B runs as its pass order says (the all-to-alls inside each pass, not beside the
-  // other's compute); across pipeline stages that order needs receives beside compute, which the
-  // engine's blocking receives cannot give.
-  if (p.overlap_ep && p.pp > 1)
-    out.push_back(
-        "overlap.ep (combined 1F1B) under pp " + std::to_string(p.pp) +
-        " is planned and simulated only: the live engine's receives block its compute, which "
-        "the interleaved order of combined 1F1B needs beside them; use pp 1 or leave overlap.ep out");
+  // Every recompute mode and module runs (gpt/tensor_parallel_recompute.cpp), and combined 1F1B in its
+  // pass order (the all-to-alls inside each pass, not beside the other's compute), at any pp.
   if (p.tp > 1 && m.vocab % p.tp != 0)
     out.push_back("tp " + std::to_string(p.tp) + " does not divide the model's vocabulary (" +
                   std::to_string(m.vocab) + " tokens): the live backend splits it in whole rows");

@@ -424,7 +424,10 @@ void RoleBuilder::backward(int mb, int chunk, bool final_microbatch) {
   const StagePlan& st = stage(chunk);
   const int before_this = previous_compute_.empty() ? -1 : previous_compute_.front();
   TaskDeps deps = forward_done_[forward_slot(mb, chunk)];
-  if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, {}));
+  // The output's gradient lands where the forward left its activations: its receive is posted once
+  // that forward has run (posted earlier, as a stream of receives with nothing to wait for would be,
+  // it would have nowhere to land).
+  if (!last_chunk(chunk)) deps.push_back(p2p(TaskKind::Recv, Direction::Backward, mb, chunk, deps));
   if (p_.offload_activations) {
     Task in;
     in.kind = TaskKind::Copy;

@@ -7,8 +7,9 @@
 // twin's lowering says. So do its MoE layers on pipeline stages (1F1B and interleaved), split over TP
 // (with and without sequence parallelism), over CP, with ep 2 beside pp, tp or cp (also under ZeRO 1-3,
 // top-k, recompute and offload), and at ep 1 with ZeRO, optimizer offload and recomputation; a run
-// checkpointed under ep x tp resumes on one rank; combined 1F1B at pp 1 runs its pass order on the
-// trajectory; MoE parallel folding (experts whole, EP over tp x cp x dp) follows one rank too.
+// checkpointed under ep x tp resumes on one rank; combined 1F1B at pp 1 and under the interleaved
+// schedule runs its pass order on the trajectory; MoE parallel folding (experts whole, EP over
+// tp x cp x dp) follows one rank too.
 #define BOOST_TEST_MODULE exec_ep
 #include <boost/test/unit_test.hpp>
 
@@ -196,6 +197,27 @@ BOOST_AUTO_TEST_CASE(combined_1f1b_follows_the_single_rank_trajectory) {
     if (dp > mpi->world->size()) continue;
     const Trained got = train(dp, 2, 10, {"plan.overlap.ep=true", "plan.micro_batch=1"});
     BOOST_TEST_INFO("dp " << dp << " ep 2, combined 1F1B");
+    BOOST_TEST(worst_relative_error(one.losses, got.losses) < 1e-5);
+    BOOST_TEST(got.ep_tasks > 0u);
+  }
+}
+
+// Combined 1F1B under the interleaved schedule: with 8 micro-batches a replica the steady state pairs
+// a pass of one micro-batch with the other pass of another on both stages (the pairs' sends on the Ep
+// stream, each backward's receive posted once its forward has run), on one rank's trajectory; with the
+// pipeline's transfers on the compute stream and with selective recomputation too.
+BOOST_AUTO_TEST_CASE(combined_1f1b_under_interleaving_follows_the_single_rank_trajectory) {
+  const std::vector<std::string> batch = {"training.global_batch=16", "plan.micro_batch=1"};
+  const Trained one = train(Layout{.extra = batch}, options(10));
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), batch.begin(), batch.end());
+    extra.push_back("plan.overlap.ep=true");
+    return Layout{.dp = 2, .ep = 2, .pp = 2, .schedule = "interleaved", .extra = extra};
+  };
+  for (const Layout& l : {with({}), with({"plan.overlap.pp=false"}), with({"plan.recompute=selective"})}) {
+    if (l.world() > mpi->world->size()) continue;
+    const Trained got = train(l, options(10));
+    BOOST_TEST_INFO(l.text());
     BOOST_TEST(worst_relative_error(one.losses, got.losses) < 1e-5);
     BOOST_TEST(got.ep_tasks > 0u);
   }

@@ -303,9 +303,9 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_every_recompute_mode) {
   BOOST_TEST(limits(p).empty(), limits(p));
 }
 
-// Combined 1F1B runs live at pp 1; under the interleaved schedule its order needs receives beside the
-// compute, which the engine's blocking receives cannot give: refused by name.
-BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_pp_1_only) {
+// Combined 1F1B runs live at pp 1 and under the interleaved schedule (test_exec_ep runs both); the CUDA
+// backend runs no MoE model.
+BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_any_pp) {
   const ScenarioSpec s = load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml");
   Plan p = complete_plan(s);
   p.overlap_ep = true;
@@ -313,9 +313,8 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_pp_1_only) {
   BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
   p.pp = 2;
   p.schedule = Schedule::Interleaved;
-  std::string all;
-  for (const auto& l : live_limitations(p, s.model, LiveBackend::Cpu)) all += l + "\n";
-  BOOST_TEST(all.find("overlap.ep (combined 1F1B) under pp 2") != std::string::npos, all);
+  BOOST_TEST(live_limitations(p, s.model, LiveBackend::Cpu).empty());
+  BOOST_TEST(!live_limitations(p, s.model, LiveBackend::Cuda).empty());
 }
 
 // ALiBi, sliding windows and YaRN run on the CPU backend; the CUDA backend's attention and rotary
