@@ -319,6 +319,13 @@ int run_live_rank(const LiveRunOptions& opts) {
     // Bad input the checks before launch could not see: the supervisor must not restart the job.
     if (agent) agent->refused(e.diagnostics().empty() ? e.what() : e.diagnostics().front().str());
     throw;
+  } catch (const std::exception& e) {
+    // Said here, while the supervisor's channel is still open: its closing reads as the rank's end, and
+    // the supervisor then stops the job, which could cut the message off. The training's objects are
+    // gone already; the process leaves without MPI_Finalize (as MpiSession does when unwinding) and
+    // mpirun ends the other ranks.
+    std::cerr << "paratwin run: error: " << e.what() << std::endl;
+    std::_Exit(1);
   }
 }
 

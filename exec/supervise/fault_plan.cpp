@@ -17,6 +17,8 @@ const char* fault_name(FaultKind kind) {
       return "hang";
     case FaultKind::Slow:
       return "slow";
+    case FaultKind::Error:
+      return "error";
   }
   return "?";
 }
@@ -43,7 +45,7 @@ Injection parse_injection(const std::string& text, int ranks, int64_t steps, Dia
   const auto at = [&text](size_t column0) {
     return Location{"<--inject " + text + ">", 1, int(column0) + 1};
   };
-  const std::string form = "expected KIND@STEP:RANK such as kill@12:1, with KIND kill, hang or slow";
+  const std::string form = "expected KIND@STEP:RANK such as kill@12:1, with KIND kill, hang, slow or error";
   Injection out;
   const size_t sign = text.find('@'), colon = text.find(':', sign == std::string::npos ? 0 : sign);
   if (sign == std::string::npos || colon == std::string::npos) {
@@ -51,16 +53,18 @@ Injection parse_injection(const std::string& text, int ranks, int64_t steps, Dia
     return out;
   }
   const std::string kind = text.substr(0, sign);
-  const std::vector<std::string> kinds = {"kill", "hang", "slow"};
+  const std::vector<std::string> kinds = {"kill", "hang", "slow", "error"};
   if (kind == "kill")
     out.kind = FaultKind::Kill;
   else if (kind == "hang")
     out.kind = FaultKind::Hang;
   else if (kind == "slow")
     out.kind = FaultKind::Slow;
+  else if (kind == "error")
+    out.kind = FaultKind::Error;
   else
-    diag.error(at(0),
-               "unknown fault kind '" + kind + "'; expected kill, hang or slow" + did_you_mean(kind, kinds));
+    diag.error(at(0), "unknown fault kind '" + kind + "'; expected kill, hang, slow or error" +
+                          did_you_mean(kind, kinds));
   const auto step = whole_number(text, sign + 1, colon);
   if (!step || *step < 1 || (steps > 0 && *step > steps))
     diag.error(at(sign + 1), "expected a step from 1 to " +

@@ -1,6 +1,6 @@
 // Faults that a live run injects into itself, for tests and demos: `--inject KIND@STEP:RANK` (a
-// rank dies, hangs or slows down at the end of a step) and `--chaos SEED` (the supervisor kills
-// random ranks at random moments, a bounded number of times).
+// rank dies, hangs, slows down or fails with an error at the end of a step) and `--chaos SEED` (the
+// supervisor kills random ranks at random moments, a bounded number of times).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace paratwin::exec {
 
-enum class FaultKind { Kill, Hang, Slow };
+enum class FaultKind { Kill, Hang, Slow, Error };
 
 struct Injection {
   FaultKind kind = FaultKind::Kill;
@@ -22,7 +22,7 @@ struct Injection {
   std::string text() const;  // "kill@12:3", as parse_injection reads it
 };
 
-const char* fault_name(FaultKind kind);  // "kill", "hang", "slow"
+const char* fault_name(FaultKind kind);  // "kill", "hang", "slow", "error"
 
 // Parses KIND@STEP:RANK. RANK must be below `ranks`, STEP between 1 and `steps` (0: not known yet).
 // Bad input goes into `diag` located in the argument ("<--inject kill@x:1>:1:6"), with what was

@@ -2,6 +2,7 @@
 #include "exec/supervise/rank_agent.hpp"
 
 #include <unistd.h>
+#include <stdexcept>
 
 #include <chrono>
 #include <csignal>
@@ -60,6 +61,8 @@ void RankAgent::after_step(const StepReport& r, const std::function<void()>& set
       case FaultKind::Slow:
         slow_ = true;
         break;
+      case FaultKind::Error:  // what a bug in the rank does: an exception out of its step loop
+        throw std::runtime_error("injected error after step " + std::to_string(r.step));
     }
   }
 }

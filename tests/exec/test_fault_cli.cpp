@@ -1,5 +1,6 @@
 // `paratwin run` under failures, end to end on 4 CPU ranks: random kills and a hang recovered
-// without a person and ending bit-identical to an uninterrupted run, a shrink from 4 ranks to 3 and
+// without a person and ending bit-identical to an uninterrupted run, a rank's error reported and
+// recovered, a shrink from 4 ranks to 3 and
 // back, the twin's replay of the failure trace, and bad fault-tolerance flags (exit status 2).
 #define BOOST_TEST_MODULE fault_cli
 #include <boost/test/unit_test.hpp>
@@ -109,6 +110,24 @@ BOOST_AUTO_TEST_CASE(random_kills_and_a_hang_are_recovered_and_the_run_ends_bit_
   BOOST_TEST(sim["reliability"]["goodput"] == rel["predicted"]["goodput"]);
 }
 
+// An error inside a rank (an exception out of its step loop) is reported as the rank's own message, not
+// swallowed while the rank waits in its communicators' teardown for peers still training, and the job
+// recovers as from a kill, ending with the uninterrupted run's loss.
+BOOST_AUTO_TEST_CASE(an_error_in_a_rank_is_reported_and_recovered) {
+  const Shared& s = shared();
+  const Output out = run_paratwin(kJob + " --checkpoint-dir " + (s.dir / "error").string() + " --json " +
+                                  (s.dir / "error.json").string() + " --inject error@12:1");
+  BOOST_TEST_INFO(out.text);
+  BOOST_TEST_REQUIRE(out.status == 0);
+  BOOST_TEST(out.text.find("paratwin run: error: injected error after step 12") != std::string::npos);
+  BOOST_TEST(out.text.find("rank 1 exited after step 12") != std::string::npos);
+  BOOST_TEST(out.text.find("hangs") == std::string::npos);
+  const json r = read_json(s.dir / "error.json");
+  BOOST_TEST(r["reliability"]["failures"] == 1);
+  BOOST_TEST(r["reliability"]["restarts"] == 1);
+  BOOST_TEST(r["loss"] == s.reference["loss"]);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_shrinks_from_4_ranks_to_3_and_grows_back_with_the_same_loss) {
   // The killed rank's slot must stay down past the relaunch (the stopped job's teardown: 0.3 s on an
   // idle machine, over 0.8 s beside another test on 2 cores; the relaunch then has 3 ranks) and be
@@ -149,9 +168,10 @@ BOOST_AUTO_TEST_CASE(bad_fault_tolerance_flags_exit_with_status_2_before_any_ran
     BOOST_TEST(out.text.find(message) != std::string::npos);
     BOOST_TEST(out.text.find("live run of") == std::string::npos);
   };
-  refused("--inject kil@3:1",
-          "<--inject kil@3:1>:1:1: error: unknown fault kind 'kil'; expected kill, hang or slow — did you "
-          "mean 'kill'?");
+  refused(
+      "--inject kil@3:1",
+      "<--inject kil@3:1>:1:1: error: unknown fault kind 'kil'; expected kill, hang, slow or error — did you "
+      "mean 'kill'?");
   refused("--inject kill@x:1",
           "<--inject kill@x:1>:1:6: error: expected a step from 1 to 30 after '@', found 'x'");
   refused("--inject kill@31:0", "expected a step from 1 to 30");

@@ -88,10 +88,10 @@ BOOST_AUTO_TEST_CASE(an_injected_fault_reads_kind_step_and_rank) {
 BOOST_AUTO_TEST_CASE(malformed_injections_are_located_in_the_argument_with_what_was_expected) {
   auto kind = inject_errors("kil@3:1");
   BOOST_REQUIRE(kind.size() == 1u);
-  BOOST_TEST(
-      kind[0].str() ==
-      "<--inject kil@3:1>:1:1: error: unknown fault kind 'kil'; expected kill, hang or slow — did you mean "
-      "'kill'?");
+  BOOST_TEST(kind[0].str() ==
+             "<--inject kil@3:1>:1:1: error: unknown fault kind 'kil'; expected kill, hang, slow or error — "
+             "did you mean "
+             "'kill'?");
   auto step = inject_errors("kill@x:1");
   BOOST_REQUIRE(step.size() == 1u);
   BOOST_TEST(step[0].where.column == 6);
