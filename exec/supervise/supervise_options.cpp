@@ -9,7 +9,7 @@ namespace paratwin::exec {
 void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
   const std::string group = "Fault tolerance";
   cmd.add_option("--inject", o.inject,
-                 "inject a fault at the end of a step: kill|hang|slow@STEP:RANK (repeatable)")
+                 "inject a fault at the end of a step: kill|hang|slow|error@STEP:RANK (repeatable)")
       ->type_name("KIND@STEP:RANK")
       ->group(group);
   cmd.add_option("--chaos", o.chaos_seed, "kill random ranks at random moments, drawn from this seed")
