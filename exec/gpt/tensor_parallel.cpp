@@ -415,21 +415,21 @@ void ShardedGpt::forward_layers(ChunkActivations& a, int from, int to, bool reco
                       C);                                  // row-parallel
     residual_add(mid, reduce(tmp, N), p(w.proj_b), x, n);  // mid = projection + bias + x
     norm2_forward(a, l);
-    if (folded_moe(l)) {  // the rank's own rows through its whole experts: the sum, nothing to reduce
-      moe_forward(a, l, s, n, ln2 + size_t(first_row(N)) * C, tmp);
-      if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
-      residual_add(out, tmp, nullptr, mid, n);
-      continue;
-    }
-    if (c.moe_layer(l)) {  // every TP rank routes all N tokens; its experts' columns give partial sums
-      moe_forward(a, l, s, N, ln2, tmp);
+    const bool folded = folded_moe(l);
+    if (c.moe_layer(l)) {
+      // Every TP rank routes all N tokens and its experts' columns give partial sums, or, folded, the
+      // rank's own rows go through its whole experts: the sum, nothing to reduce.
+      if (folded)
+        moe_forward(a, l, s, n, ln2 + size_t(first_row(N)) * C, tmp);
+      else
+        moe_forward(a, l, s, N, ln2, tmp);
       if (drops_moe_act(a, li, l)) Buffer<float>().swap(a.moe[s].fc_act);
     } else {
       k::linear_forward(fc, ln2, p(w.fc_w), p(w.fc_b), N, C, FW);
       k::mlp_activation_forward(act, fc, N, Fl_, c.swiglu);
       k::linear_forward(tmp, act, p(w.fc_proj_w), static_cast<const float*>(nullptr), N, Fl_, C);
     }
-    residual_add(out, reduce(tmp, N), p(w.fc_proj_b), mid, n);  // out = MLP + bias + mid
+    residual_add(out, folded ? tmp : reduce(tmp, N), p(w.fc_proj_b), mid, n);  // out = MLP + bias + mid
   }
 }
 
