@@ -269,11 +269,10 @@ Calibration calibrate(const std::vector<ProfiledRun>& runs, const ClusterSpec& c
   // How much the ranks differ throughout is the device's speed_cv: the calibrated twin's jobs wait for
   // their slowest rank as the measured ones did (plan/cost/slowest_gpu.hpp).
   if (cal.variability.ranks >= 2) {
-    constexpr double kMostSpread = 0.5;  // the most a device file takes
-    device.speed_cv = std::min(kMostSpread, cal.variability.rank_cv);
-    if (cal.variability.rank_cv > kMostSpread)
+    device.speed_cv = std::min(kMostSpeedCv, cal.variability.rank_cv);
+    if (cal.variability.rank_cv > kMostSpeedCv)
       cal.notes.push_back("the ranks' spread " + percent(cal.variability.rank_cv) + " is kept at " +
-                          percent(kMostSpread) +
+                          percent(kMostSpeedCv) +
                           ", the most speed_cv takes: were other processes on their cores?");
     char measured[96];
     std::snprintf(measured, sizeof measured, "%.1f%% between %d ranks' mean steps", 100 * device.speed_cv,

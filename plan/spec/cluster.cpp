@@ -193,7 +193,7 @@ DeviceSpec parse_device(const std::string& name, const DocNode& node, const std:
   r.read_quantity("memory_bandwidth", d.memory_bandwidth, true);
   r.read_quantity("power", d.power);
   r.read("sms", d.sms, 1, 1 << 16);
-  r.read("speed_cv", d.speed_cv, 0.0, 0.5);
+  r.read("speed_cv", d.speed_cv, 0.0, kMostSpeedCv);
   if (const DocNode* eff = r.get("efficiency")) {
     MapReader er(*eff, r.field("efficiency"), diag, locations);
     er.read("gemm", d.efficiency.gemm, 0.01, 1.0);

@@ -104,6 +104,8 @@ struct DeviceSpec {
   double speed_cv = 0;
   EfficiencySpec efficiency;
 };
+// The largest speed_cv a device file takes (and calibration writes).
+inline constexpr double kMostSpeedCv = 0.5;
 
 enum class FabricKind { NvSwitch, NvLink, Pcie, InfinityFabric, SharedMemory };
 extern const EnumNames<FabricKind> kFabricKindNames;
