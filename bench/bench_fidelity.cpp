@@ -123,6 +123,50 @@ void print_kinds(const std::string& column, const std::vector<Outcome>& outcomes
   for (const Kind& k : kinds) stats_row(k.label, stats(outcomes, k.keep));
 }
 
+// Rows by attention kernel and by the share of the critical stage's (re)compute the twin gives
+// attention: an error that grows with the share points at the kernel's figures, not the rest.
+void print_attention(const std::string& column, const std::vector<Outcome>& outcomes) {
+  std::vector<std::string> kernels;
+  for (const Outcome& o : outcomes)
+    if (std::find(kernels.begin(), kernels.end(), o.attention) == kernels.end())
+      kernels.push_back(o.attention);
+  const struct {
+    const char* label;
+    double from, to;
+  } shares[] = {{"under 10%", 0, 0.1},
+                {"10% to a third", 0.1, 1.0 / 3},
+                {"a third to two thirds", 1.0 / 3, 2.0 / 3},
+                {"two thirds and more", 2.0 / 3, 2}};
+  std::printf("| %s | runs | mean abs | P90 abs | max abs | mean signed |\n", column.c_str());
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  for (const std::string& kernel : kernels)
+    for (const auto& share : shares) {
+      const Stats s = stats(outcomes, [&](const Outcome& o) {
+        return o.attention == kernel && o.attention_share() >= share.from && o.attention_share() < share.to;
+      });
+      if (s.runs > 0) stats_row(kernel + ", attention " + share.label, s);
+    }
+  // What the runs say of the two parts: measured / predicted = (1 - share) x rest + share x attention,
+  // least squares over a kernel's runs (a diagnostic to point a measurement, never a figure to use).
+  std::printf("\n");
+  for (const std::string& kernel : kernels) {
+    double uu = 0, uv = 0, vv = 0, uy = 0, vy = 0, most = 0;
+    int runs = 0;
+    for (const Outcome& o : outcomes) {
+      if (o.attention != kernel) continue;
+      const double v = o.attention_share(), u = 1 - v, y = o.measured_s / o.predicted_s;
+      uu += u * u, uv += u * v, vv += v * v, uy += u * y, vy += v * y;
+      most = std::max(most, v);
+      ++runs;
+    }
+    // Only where some runs are mostly attention can the two parts be told apart.
+    if (runs < 10 || most < 1.0 / 3) continue;
+    const double det = uu * vv - uv * uv;
+    std::printf("- %s (%d runs): measured / predicted is x%.2f on attention, x%.2f on the rest\n",
+                kernel.c_str(), runs, (uu * vy - uv * uy) / det, (uy * vv - vy * uv) / det);
+  }
+}
+
 std::string gib(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -188,6 +232,8 @@ void print_held_out(const Manifest& m, const std::vector<Outcome>& held_out) {
   std::printf("\n");
   print_kinds("held-out kind", held_out);
   std::printf("\n");
+  print_attention("held-out attention kernel, share of (re)compute", held_out);
+  std::printf("\n");
   print_runs("held-out id", held_out);
 }
 
@@ -208,6 +254,7 @@ nlohmann::json runs_json(const std::vector<Outcome>& outcomes) {
          {"model", o.model},
          {"device", o.device},
          {"precision", o.precision},
+         {"attention", o.attention},
          {"gpus", o.gpus},
          {"seq_len", o.seq_len},
          {"plan", o.plan},
@@ -289,6 +336,10 @@ int main(int argc, char** argv) {
     print_devices("device", outcomes);
     std::printf("\n## By kind of run (a run counts in every row it matches)\n\n");
     print_kinds("kind", outcomes);
+    std::printf(
+        "\n## By attention kernel and the twin's share of (re)compute in attention (training.attention; the "
+        "report's kernel split)\n\n");
+    print_attention("attention kernel, share of (re)compute", outcomes);
     print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);
     print_held_out(manifest, held_out);

@@ -222,6 +222,7 @@ Outcome evaluate_loaded(const Run& run, const ScenarioSpec& s, const std::string
   o.replay = "paratwin plan bench/fidelity/" + std::filesystem::path(run.scenario).filename().string() +
              " --point " + run.id;
   o.precision = enum_name(s.training.precision, kPrecisionNames);
+  o.attention = enum_name(s.training.attention, kAttentionNames);
   o.gpus = plan.gpus();
   o.seq_len = s.training.seq_len;
   o.parameters = count_parameters(s.model).total;

@@ -93,6 +93,7 @@ struct Outcome {
   std::string settings;   // the run's sweep.list entry as --set arguments
   std::string replay;     // the command that evaluates it: paratwin plan bench/fidelity/FILE --point ID
   std::string precision;  // training.precision
+  std::string attention;  // training.attention: the kernel
   int gpus = 0;
   int seq_len = 0;
   double parameters = 0;  // the model's, all experts counted
@@ -109,6 +110,11 @@ struct Outcome {
   double published_peak_gib() const { return published_peak ? gib(*published_peak) : 0; }
   double peak_ratio() const {
     return published_peak ? report.metrics.peak_memory_gib / published_peak_gib() : 0;
+  }
+  // Attention's share of the critical stage's (re)compute time in the prediction.
+  double attention_share() const {
+    const double all = report.breakdown.kernels.total();
+    return all > 0 ? report.breakdown.kernels.attention_s / all : 0;
   }
 };
 

@@ -265,6 +265,34 @@ BOOST_AUTO_TEST_CASE(unfused_attentions_kernels_over_the_scores_run_at_their_own
   BOOST_TEST(compute_time(only, d, Precision::Bf16).value() == 2 * at_memory, tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(a_kernel_groups_time_splits_into_its_kinds_of_kernel) {
+  const ClusterSpec dgx = cluster("dgx-a100-80g");
+  const DeviceSpec& d = dgx.device_of(dgx.pools[0]);
+  ModelSpec m = model("llama3-8b");
+  m.dropout = true;
+  LayerWork w;
+  w.seq_len = 2048;
+  for (AttentionKind kind : {AttentionKind::Unfused, AttentionKind::Flash2}) {
+    w.attention = kind;
+    const KernelCost layer = layer_forward(m, w, false);
+    const KernelTimes t = kernel_times(layer, d, Precision::Bf16);
+    BOOST_TEST(t.total() == compute_time(layer, d, Precision::Bf16).value(), tt::tolerance(1e-12));
+    BOOST_TEST(t.launch_s == 5e-6 * layer.launches, tt::tolerance(1e-12));
+    BOOST_TEST(t.memory_bound_s > 0);
+    // The linear layers alone are the GEMM term; the attention core (its products, or the fused
+    // kernel) is the attention term and adds no GEMM time.
+    KernelCost linears = layer;
+    linears.gemms = {};
+    for (const Gemm& g : layer.gemms)
+      if (!g.attention) linears.gemms.add(g);
+    BOOST_TEST(t.gemm_s == kernel_times(linears, d, Precision::Bf16).gemm_s, tt::tolerance(1e-12));
+    const KernelTimes core = kernel_times(attention_core_forward(m, w), d, Precision::Bf16);
+    BOOST_TEST(core.gemm_s == 0);
+    BOOST_TEST(t.attention_s == core.attention_s, tt::tolerance(1e-12));
+    BOOST_TEST(core.attention_s > 0);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fused_attention_pads_a_head_to_the_kernels_compiled_size) {
   BOOST_TEST(flash_kernel_head_dim(false, 80) == 96);
   BOOST_TEST(flash_kernel_head_dim(false, 128) == 128);

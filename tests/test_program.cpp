@@ -151,6 +151,22 @@ BOOST_AUTO_TEST_CASE(program_flops_add_up_to_model_flops_plus_recompute) {
   BOOST_TEST(report.metrics.hfu > report.metrics.mfu);
 }
 
+BOOST_AUTO_TEST_CASE(the_report_splits_compute_and_recompute_by_kind_of_kernel) {
+  const Run r = run(std::string("model: llama3-8b\ncluster: {from: dgx-h100, nodes: 1}\n") +
+                    "training: {global_batch: 16, seq_len: 8192, attention: flash}\n"
+                    "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 1, recompute: full}\n");
+  const Report report = make_report("t", r.program, r.eval);
+  const TimeBreakdown& b = report.breakdown;
+  BOOST_TEST(b.recompute_s > 0);
+  BOOST_TEST(b.kernels.total() == b.compute_s + b.recompute_s, tt::tolerance(1e-9));
+  BOOST_TEST(b.kernels.gemm_s > b.kernels.attention_s);
+  BOOST_TEST(b.kernels.attention_s > b.kernels.launch_s);
+  BOOST_TEST(b.kernels.memory_bound_s > 0);
+  const auto kernels = to_json(report)["breakdown"]["kernels"];
+  BOOST_TEST(kernels["attention_s"].get<double>() == b.kernels.attention_s);
+  BOOST_TEST(to_text(report).find("(re)compute by kernel  GEMM ") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_plan_that_does_not_fit_names_the_overflowing_stage) {
   const Run r = run(std::string("model: gpt3-175b\ncluster: {from: dgx-a100-80g, nodes: 4}\n") +
                     "training: {global_batch: 32}\n"

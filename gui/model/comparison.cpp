@@ -30,10 +30,14 @@ std::vector<ComparisonRow> compare(const Candidate& a, const Candidate& b) {
   result("peak memory (GiB)", ma.peak_memory_gib, mb.peak_memory_gib, -1,
          QString::number(ma.peak_memory_gib, 'f', 1), QString::number(mb.peak_memory_gib, 'f', 1));
   const TimeBreakdown &ba = a.report.breakdown, &bb = b.report.breakdown;
-  for (auto [label, va, vb] : {std::tuple{"bubble", ba.bubble_s, bb.bubble_s},
-                               {"exposed communication", ba.exposed_comm_s, bb.exposed_comm_s},
-                               {"recompute", ba.recompute_s, bb.recompute_s},
-                               {"optimizer", ba.optimizer_s, bb.optimizer_s}})
+  for (auto [label, va, vb] :
+       {std::tuple{"bubble", ba.bubble_s, bb.bubble_s},
+        {"exposed communication", ba.exposed_comm_s, bb.exposed_comm_s},
+        {"recompute", ba.recompute_s, bb.recompute_s},
+        {"optimizer", ba.optimizer_s, bb.optimizer_s},
+        {"GEMMs", ba.kernels.gemm_s, bb.kernels.gemm_s},
+        {"attention kernels", ba.kernels.attention_s, bb.kernels.attention_s},
+        {"memory-bound kernels", ba.kernels.memory_bound_s, bb.kernels.memory_bound_s}})
     result(label, va, vb, -1, seconds(va), seconds(vb));
   // Under the scenario's failures: the expected goodput the objective is divided by.
   if (a.report.goodput && b.report.goodput)

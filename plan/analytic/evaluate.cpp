@@ -391,6 +391,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
     const Role& role = program.roles[r];
     RoleEvaluation& re = ev.roles[r];
     const PoolSpec& pool = cluster.pool_named(role.pool);
+    const DeviceSpec& device = cluster.device_of(pool);
     Intervals compute, tp, pp, dp, copy;
     Flops executed;
     for (size_t i = 0; i < role.tasks.size(); ++i) {
@@ -402,11 +403,12 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
       switch (t.kind) {
         case TaskKind::Forward:
         case TaskKind::Backward:
-          re.breakdown.compute_s += d;
+        case TaskKind::Recompute: {
+          (t.kind == TaskKind::Recompute ? re.breakdown.recompute_s : re.breakdown.compute_s) += d;
+          const cost::KernelTimes costed = cost::kernel_times(t.work, device, training.precision);
+          if (costed.total() > 0) re.breakdown.kernels += costed.scaled(d / costed.total());
           break;
-        case TaskKind::Recompute:
-          re.breakdown.recompute_s += d;
-          break;
+        }
         case TaskKind::Optimizer:
           re.breakdown.optimizer_s += d;
           break;
@@ -446,9 +448,9 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
 
     re.activations_peak = activations_peak(role, re.tasks);
     re.peak_memory = peak_memory(role, re.activations_peak);
-    re.capacity = cluster.device_of(pool).memory;
+    re.capacity = device.memory;
     ev.hardware_flops += executed * role.instances;
-    const auto& peaks = cluster.device_of(pool).peak;
+    const auto& peaks = device.peak;
     if (auto it = peaks.find(training.precision); it != peaks.end()) ev.peak += it->second * role.instances;
     if (re.end_s > ev.iteration_time_s) {
       ev.iteration_time_s = re.end_s;

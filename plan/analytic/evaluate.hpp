@@ -26,6 +26,9 @@ struct TimeBreakdown {
   double offload_s = 0;  // host copies
   double exposed_comm_s = 0;
   double bubble_s = 0;
+  // compute_s + recompute_s by kind of kernel: each task's time shared out as its kernels' costed
+  // times are (cost::kernel_times), so for timings simulated or measured the twin's split of them.
+  cost::KernelTimes kernels;
 };
 
 struct RoleEvaluation {

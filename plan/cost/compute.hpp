@@ -190,6 +190,30 @@ Seconds gemm_time(const Gemm& gemm, const DeviceSpec& device, Precision precisio
 // is a programming error (checked when scenarios load).
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision);
 
+// compute_time by kind of kernel, the terms it adds up: the linear layers' GEMMs; attention (the fused
+// kernel, or the unfused score and value products); memory-bound kernels (elementwise, norms, the
+// optimizer's passes); and the launches' own cost. A question users ask of a step ("is it the
+// attention?") and the first one to ask of a prediction that is off.
+struct KernelTimes {
+  double gemm_s = 0;
+  double attention_s = 0;
+  double memory_bound_s = 0;
+  double launch_s = 0;
+
+  double total() const { return memory_bound_s + launch_s + attention_s + gemm_s; }
+  KernelTimes& operator+=(const KernelTimes& o) {
+    gemm_s += o.gemm_s;
+    attention_s += o.attention_s;
+    memory_bound_s += o.memory_bound_s;
+    launch_s += o.launch_s;
+    return *this;
+  }
+  KernelTimes scaled(double f) const {
+    return {gemm_s * f, attention_s * f, memory_bound_s * f, launch_s * f};
+  }
+};
+KernelTimes kernel_times(const KernelCost& cost, const DeviceSpec& device, Precision precision);
+
 // A lower bound of compute_time that adds up over kernel groups: GEMMs at their compute rate only,
 // plus the other terms. compute_time(a + b) >= bound(a) + bound(b) for any groups, which is what the
 // optimizer's branch and bound needs.

@@ -47,13 +47,16 @@ std::pair<double, double> gemm_peak_and_share(const Gemm& g, const DeviceSpec& d
   return {peak_of(device, precision), device.efficiency.gemm_fp8.value_or(device.efficiency.gemm)};
 }
 
-// The terms of compute_time other than the GEMMs.
-double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+// compute_time's terms with each GEMM costed by `gemm_s` (its time, or for the bound its math alone).
+template <typename GemmSeconds>
+KernelTimes terms(const KernelCost& cost, const DeviceSpec& device, Precision precision, GemmSeconds gemm_s) {
   const EfficiencySpec& e = device.efficiency;
-  double s = memory_equivalent_bytes(cost, e) / (device.memory_bandwidth.value() * e.memory) +
-             cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory()) +
-             e.kernel_launch.value() * cost.launches +
-             e.synchronous_launch.value() * cost.synchronous_launches;
+  KernelTimes t;
+  t.memory_bound_s =
+      memory_equivalent_bytes(cost, e) / (device.memory_bandwidth.value() * e.memory) +
+      cost.optimizer_bytes.value() / (device.memory_bandwidth.value() * e.optimizer_or_memory());
+  t.launch_s =
+      e.kernel_launch.value() * cost.launches + e.synchronous_launch.value() * cost.synchronous_launches;
   if (cost.fused_attention_flops().value() > 0) {
     const FusedKernel kernel = fused_kernel_of(cost.fused_kernel, e);
     const auto& figures = fused_figures(e, kernel);
@@ -62,13 +65,15 @@ double other_terms_s(const KernelCost& cost, const DeviceSpec& device, Precision
     const int d = cost.fused_head_dim;
     const double padded = d > 0 ? double(fused_kernel_head_dim(kernel, d)) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
-    s += padded *
-         (cost.flash_forward_flops.value() / (peak * rates.forward) +
-          cost.flash_backward_flops.value() / (peak * rates.backward) +
-          cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
-          cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward)));
+    t.attention_s =
+        padded *
+        (cost.flash_forward_flops.value() / (peak * rates.forward) +
+         cost.flash_backward_flops.value() / (peak * rates.backward) +
+         cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
+         cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward)));
   }
-  return s;
+  for (const Gemm& g : cost.gemms) (g.attention ? t.attention_s : t.gemm_s) += g.count * gemm_s(g);
+  return t;
 }
 
 }  // namespace
@@ -107,19 +112,22 @@ Seconds gemm_time(const Gemm& g, const DeviceSpec& device, Precision precision) 
   return Seconds(std::max(math, memory));
 }
 
-Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  double s = other_terms_s(cost, device, precision);
-  for (const Gemm& g : cost.gemms) s += g.count * gemm_time(g, device, precision).value();
-  return Seconds(s);
+KernelTimes kernel_times(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+  return terms(cost, device, precision,
+               [&](const Gemm& g) { return gemm_time(g, device, precision).value(); });
 }
 
+Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
+  return Seconds(kernel_times(cost, device, precision).total());
+}
+
+// The same terms with each GEMM at its math time: each term no larger than compute_time's, summed in
+// the same order, so the bound holds exactly.
 Seconds compute_time_bound(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
-  double s = other_terms_s(cost, device, precision);
-  for (const Gemm& g : cost.gemms) {
-    const auto [peak, share] = gemm_peak_and_share(g, device, precision);
-    s += g.count * gemm_math_s(g, device, precision, peak, share);
-  }
-  return Seconds(s);
+  return Seconds(terms(cost, device, precision, [&](const Gemm& g) {
+                   const auto [peak, share] = gemm_peak_and_share(g, device, precision);
+                   return gemm_math_s(g, device, precision, peak, share);
+                 }).total());
 }
 
 double dense_gemm_seconds_at_full_efficiency(const KernelCost& cost, const DeviceSpec& device,

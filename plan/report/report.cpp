@@ -115,7 +115,12 @@ nlohmann::json to_json(const Report& r) {
                           {"dp_comm_s", b.dp_comm_s},
                           {"exposed_comm_s", b.exposed_comm_s},
                           {"optimizer_s", b.optimizer_s},
-                          {"offload_s", b.offload_s}}},
+                          {"offload_s", b.offload_s},
+                          {"kernels",
+                           {{"gemm_s", b.kernels.gemm_s},
+                            {"attention_s", b.kernels.attention_s},
+                            {"memory_bound_s", b.kernels.memory_bound_s},
+                            {"launch_s", b.kernels.launch_s}}}}},
                         {"memory",
                          {{"stage", w.stage},
                           {"weights_gib", gib(w.weights)},
@@ -183,6 +188,12 @@ std::string to_text(const Report& r) {
                           {"exposed communication", b.exposed_comm_s},
                           {"bubble", b.bubble_s}})
     row((std::string("  ") + label).c_str(), seconds(v) + "  " + pct(v));
+  if (const double kernels = b.kernels.total(); kernels > 0) {
+    std::snprintf(buf, sizeof buf, "GEMM %.0f%%, attention %.0f%%, memory-bound %.0f%%, launches %.0f%%",
+                  100 * b.kernels.gemm_s / kernels, 100 * b.kernels.attention_s / kernels,
+                  100 * b.kernels.memory_bound_s / kernels, 100 * b.kernels.launch_s / kernels);
+    row("  (re)compute by kernel", buf);
+  }
   out += "  communication (busy, partly hidden):\n";
   for (auto [label, v] : {std::pair{"TP/CP/EP", b.tp_comm_s},
                           {"PP", b.pp_comm_s},

@@ -287,6 +287,12 @@ class TestGuiModel : public QObject {
     const double ta = r.top[0].report.metrics.iteration_time_s,
                  tb = r.top.back().report.metrics.iteration_time_s;
     QCOMPARE(it->better, ta < tb * (1 - 1e-9) ? -1 : tb < ta * (1 - 1e-9) ? 1 : 0);
+    // Where the critical stage's compute goes, kernel kind by kernel kind.
+    it = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow& x) { return x.label == "GEMMs"; });
+    QVERIFY(it != rows.end());
+    QVERIFY(r.top[0].report.breakdown.kernels.gemm_s > 0);
+    QCOMPARE(it->a, format_time(r.top[0].report.breakdown.kernels.gemm_s,
+                                r.top[0].report.breakdown.kernels.gemm_s / 1000));
   }
 
   // Under failures the comparison shows each plan's expected goodput, the figure the objective divides by.
