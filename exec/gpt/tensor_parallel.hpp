@@ -267,6 +267,7 @@ class ShardedGpt {
   const LayoutWindows* param_windows_ = nullptr;
   const LayoutWindows* grad_windows_ = nullptr;
   Buffer<float> tmp_, dln_, dqkv_, dattn_, dfc_, dact_, row_, norm_grads_;
+  Buffer<float> router_part_;  // folded experts: this rank's part of a router gradient (C x E)
   bool lookup_apart_ = false;
   std::vector<int32_t> lookup_rows_, lookup_slot_;  // the rows kept apart; per local row, its slot or -1
   Buffer<float> lookup_gradients_;

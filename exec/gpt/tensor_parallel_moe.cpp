@@ -48,16 +48,15 @@ void ShardedGpt::moe_backward(ChunkActivations& a, int layer, size_t slot, int r
                               const float* ln2, float* dln2) {
   MoeWeights<float> w = moe_weights(layer, true);
   // Folded, each TP rank routed its own rows: its router gradient is a part of the sum over the group.
-  Buffer<float> router_part;
   if (spec_.fold_experts) {
-    router_part.assign(size_t(full_.hidden) * full_.experts, 0.0f);
-    w.drouter_w = router_part.data();
+    router_part_.assign(size_t(full_.hidden) * full_.experts, 0.0f);
+    w.drouter_w = router_part_.data();
   }
   moe_mlp_backward(a.moe[slot], moe_shape(rows), w, experts_, moe_split(), dout, ln2, dln2);
   if (spec_.fold_experts) {
-    allreduce(router_part.data(), router_part.size());
+    allreduce(router_part_.data(), router_part_.size());
     float* d = g(layers_[layer].router_w);
-    for (size_t i = 0; i < router_part.size(); ++i) d[i] += router_part[i];
+    for (size_t i = 0; i < router_part_.size(); ++i) d[i] += router_part_[i];
   }
   // Each token's choices once: under TP every rank routed the same tokens, folded each its own.
   if (spec_.tp_rank == 0 || spec_.fold_experts)
