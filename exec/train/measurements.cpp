@@ -85,20 +85,28 @@ double median(std::vector<double> v) {
   return quantile(std::move(v), 0.5);
 }
 
-// The step-to-step coefficient of variation of a per-rank, per-step figure `at(rank, step)`: each
-// rank's values against that rank's mean (a rank persistently slower is no step-to-step variation),
-// pooled over the ranks; 0 with fewer than two measured steps.
+// Each rank's mean of a per-rank, per-step figure `at(rank, step)` over the measured steps.
+template <typename At>
+std::vector<double> rank_means(const RunTimings& t, At at) {
+  const int first = first_measured_step(t), steps = t.steps - first;
+  std::vector<double> means(size_t(t.ranks), 0.0);
+  for (int r = 0; r < t.ranks; ++r)
+    for (int s = first; s < t.steps; ++s) means[size_t(r)] += at(r, s) / steps;
+  return means;
+}
+
+// The step-to-step coefficient of variation of a per-rank, per-step figure: each rank's values against
+// that rank's mean (a rank persistently slower is no step-to-step variation), pooled over the ranks; 0
+// with fewer than two measured steps.
 template <typename At>
 double step_to_step_cv(const RunTimings& t, At at) {
   const int first = first_measured_step(t), steps = t.steps - first;
   if (steps < 2) return 0;
+  const std::vector<double> means = rank_means(t, at);
   double squares = 0;
-  for (int r = 0; r < t.ranks; ++r) {
-    double mean = 0;
-    for (int s = first; s < t.steps; ++s) mean += at(r, s) / steps;
+  for (int r = 0; r < t.ranks; ++r)
     for (int s = first; s < t.steps; ++s)
-      if (mean > 0) squares += std::pow(at(r, s) / mean - 1, 2);
-  }
+      if (means[size_t(r)] > 0) squares += std::pow(at(r, s) / means[size_t(r)] - 1, 2);
   return std::sqrt(squares / double(t.ranks * (steps - 1)));
 }
 
@@ -109,9 +117,7 @@ template <typename At>
 double across_ranks_cv(const RunTimings& t, At at) {
   const int first = first_measured_step(t), steps = t.steps - first;
   if (t.ranks < 2 || steps < 1) return 0;
-  std::vector<double> means(size_t(t.ranks), 0.0);
-  for (int r = 0; r < t.ranks; ++r)
-    for (int s = first; s < t.steps; ++s) means[size_t(r)] += at(r, s) / steps;
+  const std::vector<double> means = rank_means(t, at);
   double mean = 0;
   for (double m : means) mean += m / t.ranks;
   if (mean <= 0) return 0;
