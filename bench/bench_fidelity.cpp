@@ -80,12 +80,18 @@ void print_sources(const Manifest& m, const std::vector<Outcome>& outcomes) {
   stats_row("**all**", stats(outcomes), " " + std::to_string(left_out) + " |");
 }
 
+// The distinct values of one of the runs' fields, in the order the runs give them.
+std::vector<std::string> first_seen(const std::vector<Outcome>& outcomes, std::string Outcome::*field) {
+  std::vector<std::string> values;
+  for (const Outcome& o : outcomes)
+    if (std::find(values.begin(), values.end(), o.*field) == values.end()) values.push_back(o.*field);
+  return values;
+}
+
 // One row per device the runs' plans use, in the order the runs name them: a device file's figures
 // (peak, efficiencies) are shared by every run on it, so a skew common to its rows points there.
 void print_devices(const std::string& column, const std::vector<Outcome>& outcomes) {
-  std::vector<std::string> devices;
-  for (const Outcome& o : outcomes)
-    if (std::find(devices.begin(), devices.end(), o.device) == devices.end()) devices.push_back(o.device);
+  const std::vector<std::string> devices = first_seen(outcomes, &Outcome::device);
   std::printf("| %s | runs | mean abs | P90 abs | max abs | mean signed |\n", column.c_str());
   std::printf("|---|---:|---:|---:|---:|---:|\n");
   for (const std::string& d : devices)
@@ -126,10 +132,7 @@ void print_kinds(const std::string& column, const std::vector<Outcome>& outcomes
 // Rows by attention kernel and by the share of the critical stage's (re)compute the twin gives
 // attention: an error that grows with the share points at the kernel's figures, not the rest.
 void print_attention(const std::string& column, const std::vector<Outcome>& outcomes) {
-  std::vector<std::string> kernels;
-  for (const Outcome& o : outcomes)
-    if (std::find(kernels.begin(), kernels.end(), o.attention) == kernels.end())
-      kernels.push_back(o.attention);
+  const std::vector<std::string> kernels = first_seen(outcomes, &Outcome::attention);
   const struct {
     const char* label;
     double from, to;
