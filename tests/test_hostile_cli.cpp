@@ -183,7 +183,7 @@ BOOST_AUTO_TEST_CASE(simulations_and_traces_too_large_are_refused_before_they_st
   r = paratwin("simulate " + std::string(PARATWIN_SOURCE_DIR) +
                "/scenarios/gpt3-175b-1024-a100.yaml --iterations 1000 --all-ranks");
   BOOST_TEST(r.status == 2);
-  BOOST_TEST(r.err.find("activities (2311 tasks on each of 1024 simulated ranks x 1000 iterations); fewer "
+  BOOST_TEST(r.err.find("activities (2335 tasks on each of 1024 simulated ranks x 1000 iterations); fewer "
                         "--iterations") != std::string::npos,
              r.err);
   const fs::path trace = work("t.json");
@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(simulations_and_traces_too_large_are_refused_before_they_st
                   trace.string());
   BOOST_TEST(r.status == 2);
   BOOST_TEST(
-      r.err.find("error: the trace would hold 191 events (183 tasks of the Program)") != std::string::npos,
+      r.err.find("error: the trace would hold 199 events (191 tasks of the Program)") != std::string::npos,
       r.err);
   BOOST_TEST(!fs::exists(trace));
   fs::remove_all(test_dir("paratwin_hostile_"));

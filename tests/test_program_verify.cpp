@@ -75,6 +75,7 @@ BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
   role.tasks[buckets[2]].collective = cost::CollectiveKind::AllReduce;      // ZeRO 1 reduce-scatters
   role.tasks[gathers[0]].deps = {};                                         // a gather before the step
   role.tasks[5].deps.push_back(7);                                          // waits for a later task
+  role.tasks[tasks_for(role, Purpose::InputBatch).front()].to_host = true;  // the loader's copy, backwards
   const std::string all = joined(verify(p));
   BOOST_TEST_MESSAGE(all);
   BOOST_TEST(all.find("'RS dp bucket0': has no purpose") != std::string::npos);
@@ -83,6 +84,8 @@ BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
   BOOST_TEST(all.find("'RS dp bucket2': gradient-reduce must be a DP reduce-scatter (ZeRO 1-3)") !=
              std::string::npos);
   BOOST_TEST(all.find("'AG dp params': parameter-gather must wait for the optimizer step") !=
+             std::string::npos);
+  BOOST_TEST(all.find("'copy h2d batch mb0 c0': input-batch must be a copy to the device") !=
              std::string::npos);
   BOOST_TEST(all.find("task 5 '" + role.tasks[5].name +
                       "': waits for task 7, which is not an earlier task") != std::string::npos);
@@ -97,6 +100,42 @@ BOOST_AUTO_TEST_CASE(verify_program_reports_every_broken_invariant_at_once) {
   BOOST_TEST(zero3.find("has no purpose") != std::string::npos);
   BOOST_TEST(zero3.find("'F mb0 c0 L0': runs layer 0 without a ZeRO-3 gather of it before") !=
              std::string::npos);
+}
+
+// The data loader's copies: each micro-batch's token ids before chunk 0's forward and its labels before
+// the last chunk's (both on a stage that holds the whole model), this rank's seq_len / cp of each
+// sequence as int64, and the forward that reads them waits for them.
+BOOST_AUTO_TEST_CASE(each_micro_batch_reaches_the_device_before_the_forward_that_reads_it) {
+  for (const std::string plan :
+       {"{tp: 1, pp: 1, cp: 2, dp: 8, micro_batch: 2}",
+        "{tp: 1, pp: 2, dp: 8, micro_batch: 2, schedule: interleaved, virtual_stages: 2}",
+        "{tp: 1, pp: 2, dp: 8, micro_batch: 2, zero: 3}",
+        "{tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1, overlap: {param_gather: true}}"}) {
+    const Run r = run(std::string(kTinyOnTwoNodes) + "plan: " + plan + "\n");
+    BOOST_TEST_CONTEXT(plan) {
+      BOOST_TEST(joined(verify(r.program)) == "");
+      const int last = r.plan.chunks() - 1;
+      for (const Role& role : r.program.roles) {
+        const std::vector<size_t> copies = tasks_for(role, Purpose::InputBatch);
+        const int loads = (role.pipeline_rank == 0 ? 1 : 0) + (role.pipeline_rank == r.plan.pp - 1 ? 1 : 0);
+        // One copy a micro-batch on each end of the model (one in all where one stage holds it).
+        BOOST_TEST(copies.size() == size_t(r.plan.num_microbatches * std::min(loads, r.plan.pp)));
+        for (size_t i : copies) {
+          const Task& copy = role.tasks[i];
+          BOOST_TEST((copy.chunk == 0 || copy.chunk == last));
+          const int ids = (copy.chunk == 0 ? 1 : 0) + (copy.chunk == last ? 1 : 0);
+          BOOST_TEST(copy.bytes.value() == 8.0 * ids * r.plan.micro_batch * 128 / r.plan.cp);
+          const auto forward =
+              std::find_if(role.tasks.begin() + std::ptrdiff_t(i), role.tasks.end(), [&](const Task& t) {
+                return t.kind == TaskKind::Forward && t.microbatch == copy.microbatch &&
+                       t.chunk == copy.chunk;
+              });
+          BOOST_REQUIRE(forward != role.tasks.end());
+          BOOST_TEST(forward->deps.contains(int(i)), forward->name);
+        }
+      }
+    }
+  }
 }
 
 // The step's gradient norm, and under fp16 the overflow flag before it: one all-reduce each over every

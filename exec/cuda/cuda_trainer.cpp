@@ -93,6 +93,7 @@ class CudaTrainer::Runner final : public StepRunner {
     step_ = step;
     skip_step_ = false;
     in_flight_.clear();
+    batches_.clear();
     losses_.clear();
     dp_bytes_ = 0;
     // ZeRO: the master weights were gathered after the last update; refresh their bf16 copy.
@@ -108,14 +109,10 @@ class CudaTrainer::Runner final : public StepRunner {
     switch (task.kind) {
       case TaskKind::Forward: {
         CudaActivations& a = slot(task.microbatch);
-        const int64_t first =
-            step_ * t_.scenario().training.global_batch +
-            (int64_t(t_.world().rank()) * p.num_microbatches + task.microbatch) * p.micro_batch;
-        const size_t n = size_t(p.micro_batch) * t_.scenario().training.seq_len;
-        tokens_.resize(n);
-        targets_.resize(n);
-        t_.data().fill(first, p.micro_batch, tokens_.data(), targets_.data());
-        losses_.push_back(t_.model_->forward(a, tokens_.data(), targets_.data()));
+        // The ids go up on the compute stream before the forward's kernels, as PyTorch's non-blocking
+        // .cuda() on the current stream does; the InputBatch task loaded them.
+        const auto& [tokens, targets] = batches_.at(task.microbatch);
+        losses_.push_back(t_.model_->forward(a, tokens.data(), targets.data()));
         break;
       }
       case TaskKind::Backward: {
@@ -156,6 +153,8 @@ class CudaTrainer::Runner final : public StepRunner {
         requests.push_back(comm.start_reduce_scatter_sum(g, dp_blocks(range, comm.size())));
     } else if (task.purpose == Purpose::OverflowCheck || task.purpose == Purpose::GradientNorm) {
       check_gradients(task);  // a few bytes, blocking: nothing is left in flight
+    } else if (task.purpose == Purpose::InputBatch) {
+      load_batch(task);  // on the host: nothing is left in flight
     } else {
       throw std::invalid_argument("task '" + task.name + "' is not a collective the live CUDA backend runs");
     }
@@ -211,6 +210,18 @@ class CudaTrainer::Runner final : public StepRunner {
     if (t_.plan().zero == 0) squares /= t_.world().size();
     gradient_norm_ = std::sqrt(squares);
   }
+  // This rank's share of the step's global sequences for the task's micro-batch (data parallelism).
+  void load_batch(const Task& task) {
+    const Plan& p = t_.plan();
+    const int64_t first =
+        DataLoader::first_sequence(step_, t_.scenario().training.global_batch, t_.world().rank(),
+                                   p.num_microbatches, task.microbatch, p.micro_batch);
+    const size_t n = size_t(p.micro_batch) * t_.scenario().training.seq_len;
+    auto& [tokens, targets] = batches_[task.microbatch];
+    tokens.resize(n);
+    targets.resize(n);
+    t_.data().fill(first, p.micro_batch, tokens.data(), targets.data());
+  }
   // AdamW on the blocks this rank owns; the mean and the clipping folded into its grad_scale.
   void optimizer_step() {
     if (skip_step_) return;
@@ -230,7 +241,8 @@ class CudaTrainer::Runner final : public StepRunner {
   double dp_bytes_ = 0;       // this step's DP messages: fp32 gradients and master weights
   double gradient_norm_ = 0;  // this step's, over every rank (check_gradients)
   bool skip_step_ = false;    // a gradient overflowed on some rank
-  std::vector<int32_t> tokens_, targets_;
+  // This step's micro-batches as their InputBatch tasks loaded them: (tokens, targets).
+  std::map<int, std::pair<std::vector<int32_t>, std::vector<int32_t>>> batches_;
   std::vector<std::vector<Communicator::Handle>> in_flight_;
   std::vector<std::unique_ptr<CudaActivations>> pool_;
   std::vector<bool> busy_;

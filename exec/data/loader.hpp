@@ -17,6 +17,12 @@ class DataLoader {
   // vocabulary (`paratwin run` checks both before any rank starts: see exec/run/launch_checks.hpp).
   DataLoader(std::vector<uint16_t> tokens, int seq_len, int vocab);
 
+  // The first global sequence of micro-batch `microbatch` of data-parallel rank `dp_rank` at step
+  // `step`, each rank running `microbatches` of `micro_batch` sequences a step: the rule above.
+  static int64_t first_sequence(int64_t step, int global_batch, int dp_rank, int microbatches, int microbatch,
+                                int micro_batch) {
+    return step * global_batch + (int64_t(dp_rank) * microbatches + microbatch) * micro_batch;
+  }
   // Fills inputs and targets (B,T) with global sequences first, first + 1, ..., first + B - 1.
   void fill(int64_t first_sequence, int B, int32_t* inputs, int32_t* targets) const;
 

@@ -236,7 +236,7 @@ nlohmann::json profile_json(const ScenarioSpec& scenario, const Program& program
       // stretched by other processes; the 10th percentile over steps is the transfer undisturbed.
       j["transfer_s"] = quantile(fastest, 0.1);
     }
-    if (task.kind == TaskKind::Copy) {  // offload: the bytes moved, and how long the copy stream took
+    if (task.kind == TaskKind::Copy) {  // the bytes moved, and how long the copy stream took
       j["bytes"] = task.bytes.value();
       j["transfer_s"] = median(wall);
     }
@@ -346,7 +346,7 @@ nlohmann::json live_report_json(const ScenarioSpec& scenario, const Program& pro
       if (task.kind == TaskKind::Forward || task.kind == TaskKind::Backward) b.compute_s += d;
       if (task.kind == TaskKind::Optimizer) b.optimizer_s += d;
       if (task.kind == TaskKind::Recompute) b.recompute_s += d;
-      if (task.kind == TaskKind::Copy) b.offload_s += d;
+      if (task.kind == TaskKind::Copy && task.purpose != Purpose::InputBatch) b.offload_s += d;
       if (task.kind == TaskKind::Collective) {
         b.dp_comm_s += d;
         b.exposed_comm_s += t.at(t.wait_s, 0, s, i);

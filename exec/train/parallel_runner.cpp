@@ -215,6 +215,7 @@ void ParallelRunner::begin_step(int64_t step) {
   forward_sends_.clear();
   pass_tickets_.clear();
   reductions_.clear();
+  batches_.clear();
   computes_ = 0;
   skip_step_ = false;
   if (sharded_)
@@ -289,6 +290,9 @@ int ParallelRunner::start(int index, const Task& task) {
     case Purpose::ActivationOffload:
     case Purpose::OptimizerOffload:
       return start_memory_mode(index, task);
+    case Purpose::InputBatch:
+      load_batch(task);
+      return kDone;
   }
   if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) return transfer(index, task);
   if (task.kind == TaskKind::Collective &&

@@ -115,6 +115,8 @@ class ParallelRunner final : public StepRunner {
   // A forward or backward task over its unit: the residual stream (its gradient) handed from the unit
   // below (above), the data, the loss, the unit's release.
   void run_forward(int index, const Task& task);
+  // An InputBatch task: this DP replica's share of the step's global sequences for its micro-batch.
+  void load_batch(const Task& task);
   void run_backward(int index, const Task& task);
   // A recompute task: the top layer of its span that the backward needs again (it recomputes each
   // next one itself).
@@ -218,7 +220,12 @@ class ParallelRunner final : public StepRunner {
   // experts' gradients are summed; the shard's expert tensors, as sorted ranges.
   std::unique_ptr<Communicator> experts_, expert_replicas_;
   ParameterRanges expert_ranges_;
-  std::vector<int32_t> whole_tokens_, whole_targets_;  // whole sequences, of which CP takes its share
+  // This step's micro-batches as their InputBatch tasks loaded them: this rank's tokens and targets
+  // (under CP its share of each sequence), by micro-batch, until the forward takes them.
+  struct LoadedBatch {
+    std::vector<int32_t> tokens, targets;
+  };
+  std::map<int, LoadedBatch> batches_;
   std::unique_ptr<AdamW> adamw_;
   int64_t step_ = 0;
   std::vector<double> losses_;

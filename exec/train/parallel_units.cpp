@@ -93,20 +93,10 @@ void ParallelRunner::run_forward(int index, const Task& task) {
   if (task.layer_end != u.layer_end)
     throw std::logic_error("forward '" + task.name + "' runs part of an activation unit");
   ChunkActivations& a = slot(task.microbatch, unit);
-  if (u.layer_begin == 0 || u.layer_end == model_.config().layers) {
-    // The tokens (embedding) and targets (loss): this DP replica's share of the step's global sequences.
-    const int64_t first = step_ * setup_.scenario.training.global_batch +
-                          (int64_t(at_.dp) * p.num_microbatches + task.microbatch) * p.micro_batch;
-    if (context_) {  // this CP rank's tokens of each sequence
-      const size_t whole = size_t(p.micro_batch) * setup_.scenario.training.seq_len;
-      whole_tokens_.resize(whole);
-      whole_targets_.resize(whole);
-      setup_.data.fill(first, p.micro_batch, whole_tokens_.data(), whole_targets_.data());
-      context_->take(whole_tokens_.data(), p.micro_batch, a.tokens.data());
-      context_->take(whole_targets_.data(), p.micro_batch, a.targets.data());
-    } else {
-      setup_.data.fill(first, p.micro_batch, a.tokens.data(), a.targets.data());
-    }
+  if (u.layer_begin == 0 || u.layer_end == model_.config().layers) {  // the embedding or the loss
+    const LoadedBatch& b = batches_.at(task.microbatch);
+    std::copy(b.tokens.begin(), b.tokens.end(), a.tokens.begin());
+    std::copy(b.targets.begin(), b.targets.end(), a.targets.begin());
   }
   if (unit != first_unit(task.chunk)) {  // the unit below's output is this one's input
     const ChunkActivations& below = slots_.at({task.microbatch, unit - 1});
@@ -118,6 +108,23 @@ void ParallelRunner::run_forward(int index, const Task& task) {
     if (task.chunk == p.chunks() - 1 && at_.tp == 0 && at_.cp == 0) losses_.push_back(loss);
   }
   pass_ended(index, task);
+}
+
+void ParallelRunner::load_batch(const Task& task) {
+  const Plan& p = setup_.plan;
+  const int64_t first = DataLoader::first_sequence(step_, setup_.scenario.training.global_batch, at_.dp,
+                                                   p.num_microbatches, task.microbatch, p.micro_batch);
+  const size_t whole = size_t(p.micro_batch) * setup_.scenario.training.seq_len;
+  LoadedBatch& b = batches_[task.microbatch];
+  b.tokens.resize(whole);
+  b.targets.resize(whole);
+  setup_.data.fill(first, p.micro_batch, b.tokens.data(), b.targets.data());
+  if (context_) {  // this CP rank's tokens of each sequence
+    LoadedBatch share{std::vector<int32_t>(whole / size_t(p.cp)), std::vector<int32_t>(whole / size_t(p.cp))};
+    context_->take(b.tokens.data(), p.micro_batch, share.tokens.data());
+    context_->take(b.targets.data(), p.micro_batch, share.targets.data());
+    b = std::move(share);
+  }
 }
 
 void ParallelRunner::run_backward(int index, const Task& task) {

@@ -311,7 +311,7 @@ QString span_kind_label(SpanKind kind) {
     case SpanKind::Optimizer:
       return "optimizer";
     case SpanKind::Copy:
-      return "offload copy";
+      return "host copy";
     case SpanKind::Idle:
       return "idle / bubble";
     case SpanKind::Other:

@@ -392,7 +392,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
     RoleEvaluation& re = ev.roles[r];
     const PoolSpec& pool = cluster.pool_named(role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
-    Intervals compute, tp, pp, dp, copy;
+    Intervals compute, tp, pp, dp, copy, batch;
     Flops executed;
     for (size_t i = 0; i < role.tasks.size(); ++i) {
       const Task& t = role.tasks[i];
@@ -426,6 +426,8 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
         pp.push_back(iv);
       } else if (t.stream == StreamKind::Dp || t.stream == StreamKind::DpReplicate) {
         dp.push_back(iv);
+      } else if (t.purpose == Purpose::InputBatch) {
+        batch.push_back(iv);  // not an offload: counted where it leaves the compute stream waiting
       } else {
         copy.push_back(iv);
       }
@@ -441,7 +443,7 @@ Evaluation summarize_timings(const Program& program, const ClusterSpec& cluster,
     b.dp_comm_s = length(dp);
     b.offload_s = length(copy);
     // Exposed: communication while the compute stream idles, counted once however many streams are busy.
-    const Intervals comm = united(united(tp, pp), united(dp, copy));
+    const Intervals comm = united(united(united(tp, pp), united(dp, copy)), batch);
     b.exposed_comm_s = uncovered(comm, compute);
     b.bubble_s = std::max(0.0, re.end_s - length(compute) - b.exposed_comm_s);
     if (b.bubble_s < 1e-9 * re.end_s) b.bubble_s = 0;  // rounding residue of the interval sums

@@ -37,7 +37,7 @@ inline bool spans_roles(GroupKind kind) {
 }
 enum class Direction { Forward, Backward };
 
-// What a data-parallel task or an offload copy does for the step. The live engines run each such task
+// What a data-parallel task or a host copy does for the step. The live engines run each such task
 // by its purpose and the parameters it names (Task's parameter span), never by its place in the graph.
 enum class Purpose {
   None,            // compute, pipeline transfers, TP/CP/EP collectives: their kind and group say it all
@@ -58,6 +58,10 @@ enum class Purpose {
   GradientNorm,
   ActivationOffload,  // one micro-batch's activations of a chunk, to the host or back
   OptimizerOffload,   // the optimizer state, to the host or back
+  // Host to device before a micro-batch's forward of chunk 0 (the token ids the embedding reads) or of
+  // the last chunk (the labels the loss reads), as the data loader hands a batch over: its ids, this
+  // rank's seq_len / cp of each sequence. The live engines load the micro-batch then.
+  InputBatch,
   // A compute task holding a share of its pass's attention (the CP ring's blocks, lowered apart so
   // that the ring's transfers overlap them: plan/cost/ring_attention.hpp); the pass's own task runs the
   // layers in the live engines, which skip this one.

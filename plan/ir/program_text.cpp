@@ -47,6 +47,7 @@ const EnumNames<Purpose> kPurposeNames = {{"-", Purpose::None},
                                           {"gradient-norm", Purpose::GradientNorm},
                                           {"activation-offload", Purpose::ActivationOffload},
                                           {"optimizer-offload", Purpose::OptimizerOffload},
+                                          {"input-batch", Purpose::InputBatch},
                                           {"attention-blocks", Purpose::AttentionBlocks},
                                           {"tp-gemm-pieces", Purpose::TpGemmPieces},
                                           {"gathered-forward-part", Purpose::GatheredForwardPart}};

@@ -292,6 +292,9 @@ class RoleBuilder {
   TaskDeps sharded_backward(int mb, int chunk, TaskDeps deps, bool final);
 
   void forward(int mb, int chunk);
+  // The host-to-device copy of micro-batch mb's token ids or labels before its forward of `chunk`
+  // (chunk 0 or the last): Purpose::InputBatch. Returns its id.
+  int input_batch(int mb, int chunk);
 
   // ZeRO 1's parameter gather during the next step's first forward (lower_param_gather.cpp,
   // Plan::overlap_param_gather): whether the plan runs it so, the buckets in the order the forward

@@ -169,6 +169,11 @@ class RoleVerifier {
         expect(t.kind == TaskKind::Copy && p_.offload_optimizer,
                "must be a copy of a plan that offloads the optimizer");
         return;
+      case Purpose::InputBatch:
+        expect(t.kind == TaskKind::Copy && !t.to_host, "must be a copy to the device");
+        expect(t.microbatch >= 0 && own_chunk(t.chunk) && (t.chunk == 0 || t.chunk == p_.chunks() - 1),
+               "must name a micro-batch and the role's first or last chunk of the model");
+        return;
     }
   }
 

@@ -369,13 +369,17 @@ BOOST_AUTO_TEST_CASE(gradient_buckets_start_while_the_backward_of_earlier_layers
   BOOST_TEST(at("start AR dp bucket0") == at("run B mb0 c0 L3-4") + 1);
   BOOST_TEST(at("start AR dp bucket1") == at("run B mb0 c0 L2-3") + 1);
   BOOST_TEST(at("start AR dp bucket2") < at("run B mb0 c0 L0-1"));
-  // The gradient norm's all-reduce waits for all four, the optimizer for it, and runs last.
+  // The forward waits for its micro-batch, loaded on the copy stream before anything else.
+  BOOST_TEST(runner.events.front() == "start copy h2d batch mb0 c0");
+  BOOST_TEST(at("finish 0") < at("run F mb0 c0"));
+  // The gradient norm's all-reduce waits for all four buckets, the optimizer for it, and runs last.
   BOOST_TEST(runner.events.back() == "run optimizer step");
-  BOOST_TEST(std::count_if(runner.events.begin(), runner.events.end(),
-                           [](const std::string& e) { return e.rfind("finish", 0) == 0; }) == 5);
-  const auto norm = at("start AR world gradient norm");
-  BOOST_TEST(std::count_if(runner.events.begin(), runner.events.begin() + norm,
-                           [](const std::string& e) { return e.rfind("finish", 0) == 0; }) == 4);
+  const auto finishes = [&](auto end) {
+    return std::count_if(runner.events.begin(), end,
+                         [](const std::string& e) { return e.rfind("finish", 0) == 0; });
+  };
+  BOOST_TEST(finishes(runner.events.end()) == 6);
+  BOOST_TEST(finishes(runner.events.begin() + at("start AR world gradient norm")) == 5);
   BOOST_TEST(spans.size() == p.roles.front().tasks.size());
 }
 
