@@ -342,6 +342,39 @@ BOOST_AUTO_TEST_CASE(a_profile_missing_a_task_names_it) {
   BOOST_TEST(message.find(path) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_profile_from_before_the_data_loaders_copies_still_calibrates) {
+  TempDir dir;
+  const std::string path =
+      synthetic_profile(dir.path, "p", {"training.global_batch=8", "plan.bucket_size=300KiB"}, truth());
+  const Calibration now =
+      calibrate({lower_profile(load_profile(path), kLocalCpu)}, load_cluster_file(kLocalCpu));
+  // As version 1 wrote it: no input-batch copies, the tasks numbered without them.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  nlohmann::json tasks = nlohmann::json::array();
+  for (nlohmann::json t : j["tasks"])
+    if (!t["task"].get<std::string>().starts_with("copy h2d batch")) {
+      t["index"] = tasks.size();
+      tasks.push_back(t);
+    }
+  BOOST_REQUIRE(tasks.size() < j["tasks"].size());
+  j["tasks"] = tasks;
+  j["version"] = 1;
+  std::ofstream(path) << j.dump(1);
+  const ProfiledRun old = lower_profile(load_profile(path), kLocalCpu);
+  BOOST_TEST(old.profile.tasks.size() == old.program.roles.front().tasks.size());
+  const Calibration before = calibrate({old}, load_cluster_file(kLocalCpu));
+  BOOST_TEST(to_yaml(before.cluster) == to_yaml(now.cluster));
+  // A profile of version 2 must have measured them.
+  j["version"] = 2;
+  std::ofstream(path) << j.dump(1);
+  const std::string message = input_error([&] { lower_profile(load_profile(path), kLocalCpu); });
+  BOOST_TEST(
+      message.find(
+          "but the Program (model tiny-gpt, scenario live-cpu-tiny) has 'copy h2d batch mb0 c0' there") !=
+          std::string::npos,
+      message);
+}
+
 BOOST_AUTO_TEST_CASE(a_profile_of_another_model_is_refused_task_by_task) {
   TempDir dir;
   // Tasks measured on tiny-gpt, inputs claiming a wider model: the work differs.

@@ -73,10 +73,9 @@ Profile parse_profile(const DocNode& document, const std::string& path) {
                      path + " is not a profile of a live run (expected \"format\": \"" + kProfileFormat +
                          "\"); write one with paratwin run SCENARIO --profile FILE");
   }
-  int version = 0;
-  r.read("version", version, 1, 1000, true);
-  if (version > kProfileVersion)
-    diag.error(document.find("version")->location, "profile version " + std::to_string(version) +
+  r.read("version", p.version, 1, 1000, true);
+  if (p.version > kProfileVersion)
+    diag.error(document.find("version")->location, "profile version " + std::to_string(p.version) +
                                                        " is newer than this paratwin reads (" +
                                                        std::to_string(kProfileVersion) + ")");
   r.read("scenario", p.scenario, true);
@@ -211,14 +210,23 @@ ProfiledRun lower_profile(const Profile& profile, const std::string& cluster) {
 
   // The profile must have measured this very Program: task by task, the same names and work.
   const Role& role = run.program.roles.front();
+  // A profile before version 2 was recorded before the Program had the data loader's copies: they
+  // stand unmeasured (count 0) in their places; calibration reads no copy.
+  std::vector<ProfiledTask>& tasks = run.profile.tasks;
+  if (profile.version < 2)
+    for (size_t i = 0; i < role.tasks.size() && i <= tasks.size(); ++i)
+      if (role.tasks[i].purpose == Purpose::InputBatch)
+        tasks.insert(tasks.begin() + std::ptrdiff_t(i),
+                     ProfiledTask{role.tasks[i].name, int(i), {profile.path}});
+  for (size_t i = 0; i < tasks.size(); ++i) tasks[i].index = int(i);
   const std::string of = " (model " + profile.model + ", scenario " + profile.scenario + ")";
-  for (size_t i = 0; i < std::max(role.tasks.size(), profile.tasks.size()); ++i) {
-    if (i >= profile.tasks.size()) {
+  for (size_t i = 0; i < std::max(role.tasks.size(), tasks.size()); ++i) {
+    if (i >= tasks.size()) {
       diag.error(Location{profile.path}, "the profile has no measurement of task '" + role.tasks[i].name +
                                              "' (index " + std::to_string(i) + ") of the Program" + of);
       continue;
     }
-    const ProfiledTask& measured = profile.tasks[i];
+    const ProfiledTask& measured = tasks[i];
     if (i >= role.tasks.size()) {
       diag.error(measured.where, "the profile measured task '" + measured.name + "', which the Program" + of +
                                      " does not have: a profile of another plan or paratwin version?");
@@ -228,7 +236,7 @@ ProfiledRun lower_profile(const Profile& profile, const std::string& cluster) {
     if (measured.name != task.name)
       diag.error(measured.where, "task " + std::to_string(i) + " of the profile is '" + measured.name +
                                      "' but the Program" + of + " has '" + task.name + "' there");
-    else if (measured.count == 0)
+    else if (measured.count == 0 && !(profile.version < 2 && task.purpose == Purpose::InputBatch))
       diag.error(measured.where, "task '" + measured.name + "' was never measured (count 0)");
     else if (!same(measured.gemm_flops, task.work.gemm_flops.value()))
       diag.error(measured.where, "task '" + measured.name + "' did " + to_string(Flops(measured.gemm_flops)) +

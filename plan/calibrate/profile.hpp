@@ -13,7 +13,9 @@
 namespace paratwin {
 
 inline constexpr const char* kProfileFormat = "paratwin-profile";
-inline constexpr int kProfileVersion = 1;
+// 2 (2026-12-07): the Program holds the data loader's copies (Purpose::InputBatch); a profile of version 1
+// has none, and lower_profile lets it stand for the Program without them.
+inline constexpr int kProfileVersion = 2;
 
 // The profile's "inputs": a scenario in YAML with the model written out in full, the training job
 // and the complete plan, and no cluster.
@@ -38,6 +40,7 @@ struct ProfiledTask {
 
 struct Profile {
   std::string path;
+  int version = kProfileVersion;
   std::string scenario, backend, model, cluster, pool, device;
   int ranks = 0;
   int nodes = 1;    // hosts the ranks ran on (runs across hosts: --hosts, --hostfile, Slurm)
