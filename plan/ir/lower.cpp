@@ -34,6 +34,12 @@ Role RoleBuilder::build() {
       estimated_role_tasks(p_.virtual_stages, p_.num_microbatches, m_.layers, p_.pp, p_.zero)));
   const auto order =
       pass_order(p_.schedule, p_.pp, p_.virtual_stages, p_.num_microbatches, rank_, p_.overlap_ep);
+  // The data loader's copies lead the step: every micro-batch's ids are on the device before a pass
+  // needs them (a few microseconds each), and no offload copy queues ahead of them on the copy stream.
+  input_batch_.assign(forward_done_.size(), -1);
+  for (const auto& s : order)
+    if (s.forward && (s.chunk == 0 || last_chunk(s.chunk)))
+      input_batch_[forward_slot(s.microbatch, s.chunk)] = input_batch(s.microbatch, s.chunk);
   // The last backward of each chunk finalizes its gradients.
   std::map<int, int> last_backward;
   for (const auto& s : order)
@@ -399,14 +405,13 @@ int RoleBuilder::input_batch(int mb, int chunk) {
   const int ids = (chunk == 0 ? 1 : 0) + (last_chunk(chunk) ? 1 : 0);
   in.bytes = Bytes(8.0 * ids * p_.micro_batch * (double(t_.seq_len) / p_.cp));
   in.name = named("copy h2d batch ", mb, chunk);
-  return add(std::move(in));
+  return add(std::move(in));  // after nothing: the loader's workers have the batch ready
 }
 
 void RoleBuilder::forward(int mb, int chunk) {
   const StagePlan& st = stage(chunk);
   TaskDeps deps;
-  // Nothing before it: the data loader has the batch ready (prefetched by its workers).
-  if (chunk == 0 || last_chunk(chunk)) deps.push_back(input_batch(mb, chunk));
+  if (const int batch = input_batch_[forward_slot(mb, chunk)]; batch >= 0) deps.push_back(batch);
   if (chunk > 0) deps.push_back(p2p(TaskKind::Recv, Direction::Forward, mb, chunk, {}));
   if (p_.zero == 3) {
     sharded_forward(mb, chunk, std::move(deps));

@@ -338,6 +338,7 @@ class RoleBuilder {
   std::map<int, std::vector<std::pair<int, int>>> bucket_segments_;
   std::map<std::pair<int, int>, int> segment_done_;
   std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
+  std::vector<int> input_batch_;        // by forward_slot: the data loader's copy before it (-1: none)
   std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
   std::map<std::pair<int, int>, cost::KernelCost> recompute_work_;  // by layer range
   std::vector<std::optional<Bytes>> activations_;                   // by chunk
