@@ -110,7 +110,8 @@ BOOST_AUTO_TEST_CASE(each_micro_batch_reaches_the_device_before_the_forward_that
        {"{tp: 1, pp: 1, cp: 2, dp: 8, micro_batch: 2}",
         "{tp: 1, pp: 2, dp: 8, micro_batch: 2, schedule: interleaved, virtual_stages: 2}",
         "{tp: 1, pp: 2, dp: 8, micro_batch: 2, zero: 3}",
-        "{tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1, overlap: {param_gather: true}}"}) {
+        "{tp: 1, pp: 1, dp: 16, micro_batch: 2, zero: 1, overlap: {param_gather: true}}",
+        "{tp: 1, pp: 1, dp: 16, micro_batch: 1, offload: {activations: true}}"}) {
     const Run r = run(std::string(kTinyOnTwoNodes) + "plan: " + plan + "\n");
     BOOST_TEST_CONTEXT(plan) {
       BOOST_TEST(joined(verify(r.program)) == "");
@@ -122,6 +123,9 @@ BOOST_AUTO_TEST_CASE(each_micro_batch_reaches_the_device_before_the_forward_that
         BOOST_TEST(copies.size() == size_t(r.plan.num_microbatches * std::min(loads, r.plan.pp)));
         for (size_t i : copies) {
           const Task& copy = role.tasks[i];
+          // Ahead of every offload copy on the copy stream: none delays a forward's batch.
+          BOOST_TEST(std::none_of(role.tasks.begin(), role.tasks.begin() + std::ptrdiff_t(i),
+                                  [](const Task& t) { return t.purpose == Purpose::ActivationOffload; }));
           BOOST_TEST((copy.chunk == 0 || copy.chunk == last));
           const int ids = (copy.chunk == 0 ? 1 : 0) + (copy.chunk == last ? 1 : 0);
           BOOST_TEST(copy.bytes.value() == 8.0 * ids * r.plan.micro_batch * 128 / r.plan.cp);
