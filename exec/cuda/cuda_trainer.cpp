@@ -111,8 +111,8 @@ class CudaTrainer::Runner final : public StepRunner {
         CudaActivations& a = slot(task.microbatch);
         // The ids go up on the compute stream before the forward's kernels, as PyTorch's non-blocking
         // .cuda() on the current stream does; the InputBatch task loaded them.
-        const auto& [tokens, targets] = batches_.at(task.microbatch);
-        losses_.push_back(t_.model_->forward(a, tokens.data(), targets.data()));
+        const Batch& b = batches_.at(task.microbatch);
+        losses_.push_back(t_.model_->forward(a, b.inputs.data(), b.targets.data()));
         break;
       }
       case TaskKind::Backward: {
@@ -216,11 +216,7 @@ class CudaTrainer::Runner final : public StepRunner {
     const int64_t first =
         DataLoader::first_sequence(step_, t_.scenario().training.global_batch, t_.world().rank(),
                                    p.num_microbatches, task.microbatch, p.micro_batch);
-    const size_t n = size_t(p.micro_batch) * t_.scenario().training.seq_len;
-    auto& [tokens, targets] = batches_[task.microbatch];
-    tokens.resize(n);
-    targets.resize(n);
-    t_.data().fill(first, p.micro_batch, tokens.data(), targets.data());
+    batches_[task.microbatch] = t_.data().batch(first, p.micro_batch);
   }
   // AdamW on the blocks this rank owns; the mean and the clipping folded into its grad_scale.
   void optimizer_step() {
@@ -238,11 +234,10 @@ class CudaTrainer::Runner final : public StepRunner {
   CudaTrainer& t_;
   int64_t step_ = 0;
   std::vector<double> losses_;
-  double dp_bytes_ = 0;       // this step's DP messages: fp32 gradients and master weights
-  double gradient_norm_ = 0;  // this step's, over every rank (check_gradients)
-  bool skip_step_ = false;    // a gradient overflowed on some rank
-  // This step's micro-batches as their InputBatch tasks loaded them: (tokens, targets).
-  std::map<int, std::pair<std::vector<int32_t>, std::vector<int32_t>>> batches_;
+  double dp_bytes_ = 0;           // this step's DP messages: fp32 gradients and master weights
+  double gradient_norm_ = 0;      // this step's, over every rank (check_gradients)
+  bool skip_step_ = false;        // a gradient overflowed on some rank
+  std::map<int, Batch> batches_;  // this step's micro-batches as their InputBatch tasks loaded them
   std::vector<std::vector<Communicator::Handle>> in_flight_;
   std::vector<std::unique_ptr<CudaActivations>> pool_;
   std::vector<bool> busy_;

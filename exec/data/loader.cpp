@@ -32,4 +32,11 @@ void DataLoader::fill(int64_t first_sequence, int B, int32_t* inputs, int32_t* t
   }
 }
 
+Batch DataLoader::batch(int64_t first_sequence, int B) const {
+  Batch b{std::vector<int32_t>(size_t(B) * size_t(seq_len_)),
+          std::vector<int32_t>(size_t(B) * size_t(seq_len_))};
+  fill(first_sequence, B, b.inputs.data(), b.targets.data());
+  return b;
+}
+
 }  // namespace paratwin::exec

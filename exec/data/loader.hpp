@@ -11,6 +11,11 @@
 
 namespace paratwin::exec {
 
+// One micro-batch's token ids and the targets of the loss, (B,T) each.
+struct Batch {
+  std::vector<int32_t> inputs, targets;
+};
+
 class DataLoader {
  public:
   // Throws InputError when the corpus holds fewer than seq_len + 1 tokens, or a token is outside the
@@ -25,6 +30,8 @@ class DataLoader {
   }
   // Fills inputs and targets (B,T) with global sequences first, first + 1, ..., first + B - 1.
   void fill(int64_t first_sequence, int B, int32_t* inputs, int32_t* targets) const;
+  // The same, into a batch of its own.
+  Batch batch(int64_t first_sequence, int B) const;
 
   int64_t sequences_per_epoch() const { return per_epoch_; }
   size_t tokens() const { return tokens_.size(); }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/comm/communicator.hpp"
+#include "exec/data/loader.hpp"
 #include "exec/gpt/context_parallel.hpp"
 #include "exec/gpt/model.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
@@ -32,8 +33,6 @@
 #include "plan/topology/rank_order.hpp"
 
 namespace paratwin::exec {
-
-class DataLoader;
 
 // Where a world rank sits under the plan's rank order (plan.order, fastest-varying first).
 using RankCoordinates = RankCoords;
@@ -220,12 +219,9 @@ class ParallelRunner final : public StepRunner {
   // experts' gradients are summed; the shard's expert tensors, as sorted ranges.
   std::unique_ptr<Communicator> experts_, expert_replicas_;
   ParameterRanges expert_ranges_;
-  // This step's micro-batches as their InputBatch tasks loaded them: this rank's tokens and targets
-  // (under CP its share of each sequence), by micro-batch, until the forward takes them.
-  struct LoadedBatch {
-    std::vector<int32_t> tokens, targets;
-  };
-  std::map<int, LoadedBatch> batches_;
+  // This step's micro-batches as their InputBatch tasks loaded them (under CP this rank's share of each
+  // sequence), by micro-batch, until the forward takes them.
+  std::map<int, Batch> batches_;
   std::unique_ptr<AdamW> adamw_;
   int64_t step_ = 0;
   std::vector<double> losses_;

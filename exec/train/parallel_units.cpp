@@ -94,8 +94,8 @@ void ParallelRunner::run_forward(int index, const Task& task) {
     throw std::logic_error("forward '" + task.name + "' runs part of an activation unit");
   ChunkActivations& a = slot(task.microbatch, unit);
   if (u.layer_begin == 0 || u.layer_end == model_.config().layers) {  // the embedding or the loss
-    const LoadedBatch& b = batches_.at(task.microbatch);
-    std::copy(b.tokens.begin(), b.tokens.end(), a.tokens.begin());
+    const Batch& b = batches_.at(task.microbatch);
+    std::copy(b.inputs.begin(), b.inputs.end(), a.tokens.begin());
     std::copy(b.targets.begin(), b.targets.end(), a.targets.begin());
   }
   if (unit != first_unit(task.chunk)) {  // the unit below's output is this one's input
@@ -114,16 +114,13 @@ void ParallelRunner::load_batch(const Task& task) {
   const Plan& p = setup_.plan;
   const int64_t first = DataLoader::first_sequence(step_, setup_.scenario.training.global_batch, at_.dp,
                                                    p.num_microbatches, task.microbatch, p.micro_batch);
-  const size_t whole = size_t(p.micro_batch) * setup_.scenario.training.seq_len;
-  LoadedBatch& b = batches_[task.microbatch];
-  b.tokens.resize(whole);
-  b.targets.resize(whole);
-  setup_.data.fill(first, p.micro_batch, b.tokens.data(), b.targets.data());
+  Batch& b = batches_[task.microbatch] = setup_.data.batch(first, p.micro_batch);
   if (context_) {  // this CP rank's tokens of each sequence
-    LoadedBatch share{std::vector<int32_t>(whole / size_t(p.cp)), std::vector<int32_t>(whole / size_t(p.cp))};
-    context_->take(b.tokens.data(), p.micro_batch, share.tokens.data());
-    context_->take(b.targets.data(), p.micro_batch, share.targets.data());
-    b = std::move(share);
+    const size_t share = b.inputs.size() / size_t(p.cp);
+    Batch mine{std::vector<int32_t>(share), std::vector<int32_t>(share)};
+    context_->take(b.inputs.data(), p.micro_batch, mine.inputs.data());
+    context_->take(b.targets.data(), p.micro_batch, mine.targets.data());
+    b = std::move(mine);
   }
 }
 

@@ -213,12 +213,13 @@ ProfiledRun lower_profile(const Profile& profile, const std::string& cluster) {
   // A profile before version 2 was recorded before the Program had the data loader's copies: they
   // stand unmeasured (count 0) in their places; calibration reads no copy.
   std::vector<ProfiledTask>& tasks = run.profile.tasks;
-  if (profile.version < 2)
+  if (profile.version < 2) {
     for (size_t i = 0; i < role.tasks.size() && i <= tasks.size(); ++i)
       if (role.tasks[i].purpose == Purpose::InputBatch)
         tasks.insert(tasks.begin() + std::ptrdiff_t(i),
                      ProfiledTask{role.tasks[i].name, int(i), {profile.path}});
-  for (size_t i = 0; i < tasks.size(); ++i) tasks[i].index = int(i);
+    for (size_t i = 0; i < tasks.size(); ++i) tasks[i].index = int(i);
+  }
   const std::string of = " (model " + profile.model + ", scenario " + profile.scenario + ")";
   for (size_t i = 0; i < std::max(role.tasks.size(), tasks.size()); ++i) {
     if (i >= tasks.size()) {
