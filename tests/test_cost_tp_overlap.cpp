@@ -161,23 +161,33 @@ BOOST_AUTO_TEST_CASE(tp_overlap_pairs_are_the_fused_ops_one_collective_each) {
   BOOST_TEST(compute_time(f[2].pieces.rest, d, Precision::Bf16).value() > gather);
 }
 
-BOOST_AUTO_TEST_CASE(torchtitan_float8_tp_gathers_float8_and_scatters_bf16) {
-  // torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput cast the sequence shard before the
-  // all-gather (the output gradient before the backward's): one byte an element; the reduce-scatters
-  // move bf16 partial sums.
+BOOST_AUTO_TEST_CASE(float8_tp_gathers_move_one_byte_and_scatters_bf16) {
+  // torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput (torchtitan) and Transformer Engine's
+  // LayerNormLinear and grad_output_preprocess (Megatron) cast the sequence shard before the all-gather
+  // (the output gradient before the backward's): one byte an element; the reduce-scatters move bf16
+  // partial sums.
   const ModelSpec m = model("llama3-70b");
-  LayerWork w = sp_layer(8192, 8);
-  w.precision = Precision::Fp8;
-  w.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
-  w.tensor_parallel = TensorParallelImpl::DTensor;
-  const LayerCollectiveBytes b = layer_collective_bytes(m, w);
-  BOOST_TEST(b.tp.value() == 8192.0 * m.hidden * 2);
-  BOOST_TEST(b.tp_gather.value() == b.tp.value() / 2);
-  // Transformer Engine's recipes, Megatron's linears or bf16: the all-gathers move what the scatters do.
+  LayerWork torchao = sp_layer(8192, 8);
+  torchao.precision = Precision::Fp8;
+  torchao.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
+  torchao.tensor_parallel = TensorParallelImpl::DTensor;
+  LayerWork te = torchao;
+  te.tensor_parallel = TensorParallelImpl::Megatron;
+  for (Fp8Recipe recipe : {Fp8Recipe::TeDelayed, Fp8Recipe::TeCurrent}) {
+    te.fp8_recipe = recipe;
+    for (const LayerWork& w : {torchao, te}) {
+      const LayerCollectiveBytes b = layer_collective_bytes(m, w);
+      BOOST_TEST(b.tp.value() == 8192.0 * m.hidden * 2);
+      BOOST_TEST(b.tp_gather.value() == b.tp.value() / 2);
+    }
+  }
+  // A recipe under the other framework's linears, bf16, or no sequence parallelism (all-reduces): the
+  // all-gathers move what the scatters do.
   for (auto change : {+[](LayerWork& x) { x.fp8_recipe = Fp8Recipe::TeDelayed; },
                       +[](LayerWork& x) { x.tensor_parallel = TensorParallelImpl::Megatron; },
-                      +[](LayerWork& x) { x.precision = Precision::Bf16; }}) {
-    LayerWork x = w;
+                      +[](LayerWork& x) { x.precision = Precision::Bf16; },
+                      +[](LayerWork& x) { x.sequence_parallel = false; }}) {
+    LayerWork x = torchao;
     change(x);
     const LayerCollectiveBytes c = layer_collective_bytes(m, x);
     BOOST_TEST(c.tp_gather.value() == c.tp.value());

@@ -10,8 +10,9 @@ constexpr double kFloat8Bytes = 1;
 }  // namespace
 
 bool tp_gathers_float8(const LayerWork& w) {
-  return w.precision == Precision::Fp8 && w.fp8_recipe == Fp8Recipe::TorchaoTensorwise &&
-         w.tensor_parallel == TensorParallelImpl::DTensor && w.sequence_parallel && w.tp > 1;
+  if (w.precision != Precision::Fp8 || !w.sequence_parallel || w.tp <= 1) return false;
+  const bool torchao = w.fp8_recipe == Fp8Recipe::TorchaoTensorwise;
+  return torchao == (w.tensor_parallel == TensorParallelImpl::DTensor);
 }
 
 LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerWork& work) {

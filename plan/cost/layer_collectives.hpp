@@ -28,12 +28,19 @@ struct LayerCollectiveBytes {
 
 LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerWork& work);
 
-// Whether the TP all-gathers move float8: torchtitan's apply_tp gives float8 linears torchao's
-// Float8ColwiseParallel, Float8RowwiseParallel and PrepareFloat8ModuleInput
-// (torchao/float8/float8_tensor_parallel.py), which cast the sequence shard to float8 before the
-// forward's all-gathers and the output gradient before the backward's (_NoopFwToFloat8BwDynamic);
-// the reduce-scatters move the high-precision partial sums. training.fp8_recipe torchao_tensorwise
-// under training.tensor_parallel dtensor and sequence parallelism.
+// Whether the TP all-gathers move float8 (under fp8 and sequence parallelism); the reduce-scatters
+// move the high-precision partial sums either way.
+// - torchtitan (training.fp8_recipe torchao_tensorwise under training.tensor_parallel dtensor): its
+//   apply_tp gives float8 linears torchao's Float8ColwiseParallel, Float8RowwiseParallel and
+//   PrepareFloat8ModuleInput (torchao/float8/float8_tensor_parallel.py), which cast the sequence
+//   shard to float8 before the forward's all-gathers and the output gradient before the backward's
+//   (_NoopFwToFloat8BwDynamic).
+// - Transformer Engine (the te_* recipes under tensor_parallel megatron): LayerNormLinear writes the
+//   norm's output in fp8 and all-gathers that (TE 1.8 layernorm_linear.py: ln_out of dtype uint8
+//   into gather_along_first_dim), gathers the same fp8 shard again for the weight gradient, and
+//   casts a row-parallel linear's output gradient to fp8 before its all-gather
+//   (base.py grad_output_preprocess); TE 2.x gathers through _all_gather_fp8 for delayed and current
+//   scaling alike, the latter's scale shared by an amax reduction over the TP group.
 bool tp_gathers_float8(const LayerWork& work);
 
 }  // namespace paratwin::cost
