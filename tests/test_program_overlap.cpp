@@ -234,6 +234,38 @@ BOOST_AUTO_TEST_CASE(tp_overlap_hides_part_of_the_tp_collectives_not_all) {
   BOOST_TEST(overlapped.eval.iteration_time_s > serial.eval.iteration_time_s - tp_comm);
 }
 
+BOOST_AUTO_TEST_CASE(megatron_linears_reduce_their_input_gradients_beside_the_backward) {
+  // Megatron-LM's and Transformer Engine's column-parallel linears start the input gradient's
+  // reduce-scatter (all-reduce without sequence parallelism) before the weight-gradient GEMM: it runs
+  // beside the backward pass, not after it; DTensor's stays after the pass.
+  using cost::CollectiveKind;
+  for (const bool sp : {true, false}) {
+    BOOST_TEST_CONTEXT("sequence parallel " << sp) {
+      const std::string sp_set = sp ? "plan.sequence_parallel=true" : "plan.sequence_parallel=false";
+      const CollectiveKind kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+      for (const bool megatron : {true, false}) {
+        const Run r = run(tp_overlap_plan(4), {sp_set, megatron ? "training.tensor_parallel=megatron"
+                                                                : "training.tensor_parallel=dtensor"});
+        const auto& tasks = r.program.roles[0].tasks;
+        const auto& timing = r.eval.roles[0].tasks;
+        // Each backward pass's collectives of `kind` follow it in the task list: do they start before it
+        // ends?
+        int beside = 0, after = 0, pass = -1;
+        for (size_t i = 0; i < tasks.size(); ++i) {
+          const Task& t = tasks[i];
+          if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward)
+            pass = t.kind == TaskKind::Backward ? int(i) : -1;
+          if (pass < 0 || t.kind != TaskKind::Collective || t.group != GroupKind::Tp || t.collective != kind)
+            continue;
+          (timing[i].start_s < timing[size_t(pass)].end_s ? beside : after) += 1;
+        }
+        BOOST_TEST(beside + after >= r.plan.num_microbatches);
+        BOOST_TEST((megatron ? after : beside) == 0);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tp_overlap_leaves_plain_tp_all_reduces_after_their_gemms) {
   // Neither AsyncTP nor Transformer Engine decomposes an all-reduce: without sequence parallelism
   // overlap.tp changes nothing.

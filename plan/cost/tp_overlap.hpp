@@ -80,6 +80,21 @@ inline bool tp_overlap_bulk_backward(const LayerWork& work) {
   return tp_overlap_decomposes(work.tp, work.sequence_parallel) && work.tp_overlap == TpOverlap::Userbuffers;
 }
 
+// Whether the backward's column-parallel input gradients (the QKV and up projections') are
+// reduce-scattered, or all-reduced without sequence parallelism, beside the pass rather than after it
+// (`overlap_tp`: plan.overlap.tp). Under TP overlap where it decomposes: userbuffers' bulk overlap.
+// Otherwise Megatron-LM's and Transformer Engine's linears (training.tensor_parallel megatron) start
+// them asynchronously before the weight-gradient GEMM and wait for them before the norm's backward
+// (TE 1.8 layernorm_linear.py, "Overlap dgrad-RS/AR with wgrad"; Megatron-Core's
+// LinearWithGradAccumulationAndAsyncCommunication). Costed beside the whole pass, not beside each
+// linear's own weight gradient: at tp 8 a QKV projection's weight gradient can be shorter than its
+// reduce-scatter, which the pass then hides.
+inline bool tp_input_grads_beside_pass(const LayerWork& work, bool overlap_tp) {
+  if (overlap_tp && tp_overlap_decomposes(work.tp, work.sequence_parallel))
+    return work.tp_overlap == TpOverlap::Userbuffers;
+  return work.tensor_parallel == TensorParallelImpl::Megatron;
+}
+
 // The pairs of one layer's forward (or recomputed forward) or backward at work.tp, in the pass's order;
 // empty below tp 2 or without sequence parallelism (the all-reduces of plain TP are not decomposed).
 // Forward: QKV and up (all-gathers), output and down (reduce-scatters); backward: down and output

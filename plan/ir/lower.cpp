@@ -155,19 +155,18 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
     const Bytes full = bytes.tp;
     if (p_.sequence_parallel) {
       // Those TP overlap did not run beside its pieces (compute_with_comm): all of them without it, the
-      // embedding's and AsyncTP's backward reduce-scatters with it.
+      // embedding's and AsyncTP's backward reduce-scatters with it; the backward's reduce-scatters
+      // beside the pass are compute_with_comm's too.
       TaskDeps deps = tp_after;
       if (count > gathered) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp_gather,
                                      count - gathered, stream, what("AG tp "), deps)));
         deps = {ids.back()};
       }
-      // Under userbuffers' bulk overlap the backward's reduce-scatters run beside the whole pass
-      // (compute_with_comm).
-      if ((forward || !bulk_backward_rs()) && count > scattered)
+      if ((forward || !input_grads_beside_pass()) && count > scattered)
         ids.push_back(add(collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, full,
                                      count - scattered, stream, what("RS tp "), deps)));
-    } else {
+    } else if (forward || !input_grads_beside_pass()) {
       ids.push_back(add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, full, count, stream,
                                    what("AR tp "), tp_after)));
     }
@@ -201,8 +200,8 @@ int RoleBuilder::tp_collectives(int chunk, int begin, int end, int passes) const
   return (tp_layer_collectives(begin, end) + (chunk == 0 && begin == stage(0).layer_begin ? 1 : 0)) * passes;
 }
 
-bool RoleBuilder::bulk_backward_rs() const {
-  return p_.overlap_tp && cost::tp_overlap_bulk_backward(layer_work());
+bool RoleBuilder::input_grads_beside_pass() const {
+  return cost::tp_input_grads_beside_pass(layer_work(), p_.overlap_tp);
 }
 
 std::vector<RoleBuilder::TpPairRun> RoleBuilder::tp_pairs(int begin, int end, bool forward,
@@ -259,29 +258,34 @@ TaskDeps RoleBuilder::compute_with_comm(Task compute, int chunk, int begin, int 
   const cost::LayerCollectiveBytes layer_bytes = cost::layer_collective_bytes(m_, layer_work());
   const Bytes tp_bytes = layer_bytes.tp;
   int beside = -1;  // the last of the backward's TP collectives that run beside the whole pass
-  if (!forward && p_.sequence_parallel && p_.tp > 1 && end > begin) {
-    if (t_.tensor_parallel == TensorParallelImpl::Megatron) {
+  if (!forward && p_.tp > 1 && end > begin) {
+    if (p_.sequence_parallel && t_.tensor_parallel == TensorParallelImpl::Megatron) {
       // Under sequence parallelism the column-parallel linears (QKV, MLP up) keep only their input's
       // sequence shard, the activation memory counts that (cost::layer_activation_bytes), and gather it
       // again in the backward for the weight gradient, beside the input gradient's GEMM (Megatron-LM's
       // and Transformer Engine's linears): two more all-gathers per layer and backward (one in a folded
       // MoE layer, whose experts are no TP linears). DTensor's
       // autograd keeps the gathered input instead (training.tensor_parallel).
-      beside = add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, tp_bytes,
+      beside = add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, layer_bytes.tp_gather,
                               tp_layer_collectives(begin, end) * passes, StreamKind::Tp,
                               names_ ? named("AG tp input B ", mb, chunk) : std::string(), deps));
     }
-    if (bulk_backward_rs()) {
-      // userbuffers' bulk overlap (plan/cost/tp_overlap.hpp): the QKV and up projections' input gradients
-      // are reduce-scattered whole beside their weight gradients' GEMMs, after the regather where there is
-      // one: beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
-      // model_parallel_comm leaves these reduce-scatters out.
-      Task bulk = collective(CollectiveKind::ReduceScatter, GroupKind::Tp, tp_, tp_bytes,
-                             tp_collectives(chunk, begin, end, passes), StreamKind::Tp,
-                             names_ ? named("RS tp bulk B ", mb, chunk) : std::string(),
-                             beside >= 0 ? TaskDeps{beside} : deps);
-      bulk.sms = cost::tp_overlap_transfer_sms(t_.tp_overlap, CollectiveKind::ReduceScatter);
-      beside = add(std::move(bulk));
+    if (input_grads_beside_pass()) {
+      // The QKV and up projections' input gradients (input_grads_beside_pass), after the regather where
+      // there is one: beside the pass, not its pieces (the vocabulary-parallel embedding's with them).
+      // model_parallel_comm leaves these collectives out.
+      const bool bulk = p_.overlap_tp && cost::tp_overlap_bulk_backward(layer_work());  // userbuffers
+      const CollectiveKind kind =
+          p_.sequence_parallel ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+      Task t = collective(kind, GroupKind::Tp, tp_, tp_bytes, tp_collectives(chunk, begin, end, passes),
+                          StreamKind::Tp,
+                          names_ ? named(std::string(p_.sequence_parallel ? "RS" : "AR") +
+                                             (bulk ? " tp bulk B " : " tp input grads B "),
+                                         mb, chunk)
+                                 : std::string(),
+                          beside >= 0 ? TaskDeps{beside} : deps);
+      if (bulk) t.sms = cost::tp_overlap_transfer_sms(t_.tp_overlap, kind);
+      beside = add(std::move(t));
     }
   }
   // The pairs after the collectives beside the whole pass: the TP stream runs its tasks in issue order.

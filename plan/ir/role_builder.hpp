@@ -229,8 +229,9 @@ class RoleBuilder {
   // parallelism) of `passes` passes over layers [begin, end) of a chunk.
   int tp_collectives(int chunk, int begin, int end, int passes) const;
 
-  // Whether the backward's TP reduce-scatters run beside the whole pass (userbuffers' bulk overlap).
-  bool bulk_backward_rs() const;
+  // Whether the backward's column-parallel input gradients are reduce-scattered (all-reduced without
+  // sequence parallelism) beside the whole pass (cost::tp_input_grads_beside_pass).
+  bool input_grads_beside_pass() const;
 
   // One TP overlap pair of `passes` passes over layers [begin, end) (plan/cost/tp_overlap.hpp): its
   // pieces summed over the layers that have it, and the `count` collectives beside them.

@@ -64,11 +64,12 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
         },
         p);
     best = first ? c
-                 : LayerComm{std::min(best.tp, c.tp), std::min(best.cp_forward, c.cp_forward),
+                 : LayerComm{std::min(best.tp, c.tp), std::min(best.tp_backward, c.tp_backward),
+                             std::min(best.cp_forward, c.cp_forward),
                              std::min(best.cp_backward, c.cp_backward), std::min(best.ep, c.ep)};
     first = false;
   }
-  const auto [tp_pass, cp_f, cp_b, ep] = best;
+  const auto [tp_pass, tp_backward, cp_f, cp_b, ep] = best;
   // A pass's collectives follow its GEMMs and the next pass waits for them. TP overlap under sequence
   // parallelism (plan/cost/tp_overlap.hpp) decomposes the GEMMs next to its all-gathers and
   // reduce-scatters into pieces, which cost what `decomposed` says, and runs its TP collectives beside
@@ -91,10 +92,10 @@ const LayerTimes& LayerCosts::times(int pool, const ParallelLayout& layout) {
   t.moe_forward_compute = compute(work(true, true));
   t.moe_backward_compute = compute(work(false, true));
   t.forward = pass(t.forward_compute, 2 * tp_pass, cp_f);
-  t.backward = pass(t.backward_compute, 2 * tp_pass, cp_b);
-  const double moe_tp = tp_layer_collectives(1, 1, layout.folded) * tp_pass;
-  t.moe_forward = pass(t.moe_forward_compute, moe_tp, cp_f + ep);
-  t.moe_backward = pass(t.moe_backward_compute, moe_tp, cp_b + ep);
+  t.backward = pass(t.backward_compute, 2 * tp_backward, cp_b);
+  const double moe_collectives = tp_layer_collectives(1, 1, layout.folded);
+  t.moe_forward = pass(t.moe_forward_compute, moe_collectives * tp_pass, cp_f + ep);
+  t.moe_backward = pass(t.moe_backward_compute, moe_collectives * tp_backward, cp_b + ep);
   if (layout.recompute == Recompute::Full) {
     t.recompute = t.forward;
     t.moe_recompute = t.moe_forward;

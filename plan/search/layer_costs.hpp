@@ -10,6 +10,7 @@
 #include "plan/cost/compute.hpp"
 #include "plan/cost/layer_collectives.hpp"
 #include "plan/cost/ring_attention.hpp"
+#include "plan/cost/tp_overlap.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/search/layout.hpp"
 #include "plan/search/search_context.hpp"
@@ -102,9 +103,14 @@ LayerComm LayerCosts::comm(const ParallelLayout& layout, const Where& where, con
   const cost::LayerWork work = layer_work(layout);
   const cost::LayerCollectiveBytes bytes = cost::layer_collective_bytes(ctx_.s.model, work);
   LayerComm out;
-  out.tp = layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp_gather) +
-                           coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
-                     : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
+  const double gather =
+      layout.sp ? coll(CollectiveKind::AllGather, GroupKind::Tp, layout.tp, bytes.tp_gather) : 0;
+  const double input_grads = layout.sp
+                                 ? coll(CollectiveKind::ReduceScatter, GroupKind::Tp, layout.tp, bytes.tp)
+                                 : coll(CollectiveKind::AllReduce, GroupKind::Tp, layout.tp, bytes.tp);
+  const bool beside = cost::tp_input_grads_beside_pass(work, ctx_.req.overlap_tp.value_or(false));
+  out.tp = gather + input_grads;
+  out.tp_backward = gather + (beside ? 0 : input_grads);
   if (layout.cp > 1 && cost::runs_ring_attention(work)) {
     // The ring (plan/ir/lower.cpp): its transfers may hide behind its blocks, but for the shifts it
     // leaves for after its last block (torch_ring's last dK/dV send per layer), which never hide.

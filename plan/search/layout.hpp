@@ -42,9 +42,11 @@ struct LayerTimes {
 };
 
 // One layer's model-parallel collectives per pass, as lowering issues them: TP (or SP), CP forward
-// and backward, and on MoE layers EP's dispatch and combine (none under combined 1F1B).
+// and backward, and on MoE layers EP's dispatch and combine (none under combined 1F1B). tp_backward:
+// the backward's TP after its pass, without the input gradients' collectives where they run beside it
+// (cost::tp_input_grads_beside_pass; a bound leaves those out).
 struct LayerComm {
-  double tp = 0, cp_forward = 0, cp_backward = 0, ep = 0;
+  double tp = 0, tp_backward = 0, cp_forward = 0, cp_backward = 0, ep = 0;
 };
 
 // Prefix sums over the layers of one layout's per-layer costs, so that a chunk's time, activations and

@@ -140,13 +140,12 @@ ChunkPasses PassGraphBounds::chunk_passes(const ParallelLayout& layout, int c, i
   // vocabulary-parallel embedding.
   const int layers = end - begin, moe = x[end].moe_layers - x[begin].moe_layers;
   const double tp = tp_layer_collectives(layers, moe, layout.folded) + (first ? 1 : 0);
-  const double shared = tp * comm.tp + moe * comm.ep;
-  const double forward_comm = shared + layers * comm.cp_forward;
+  const double forward_comm = tp * comm.tp + moe * comm.ep + layers * comm.cp_forward;
   return {chunk_bound_forward(layout, true, c, begin, end),
           forward_comm,
           x[end].backward_pure - x[begin].backward_pure + (first ? ends.embedding_backward : 0) +
               (last ? ends.head_backward : 0),
-          shared + layers * comm.cp_backward,
+          tp * comm.tp_backward + moe * comm.ep + layers * comm.cp_backward,
           x[end].recompute_compute - x[begin].recompute_compute,
           layout.recompute == Recompute::Full ? forward_comm : 0};
 }

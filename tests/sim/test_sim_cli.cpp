@@ -236,11 +236,11 @@ BOOST_AUTO_TEST_CASE(a_straggler_slows_the_whole_synchronous_step) {
       base["breakdown"]["compute_s"].get<double>() + base["breakdown"]["recompute_s"].get<double>();
   BOOST_TEST(iteration(straggling) >= iteration(base) + 0.45 * compute);
   BOOST_TEST(iteration(straggling) <= iteration(base) * 1.55);
-  // 1.5x its compute, give or take how much more of it now runs beside the DP collectives (on the
-  // SMs they leave).
+  // 1.5x its compute, give or take how much less of it now runs beside the DP collectives and the
+  // backward's TP reduce-scatters, which hold some SMs for as long as they take.
   BOOST_TEST(straggling["breakdown"]["compute_s"].get<double>() ==
                  1.5 * base["breakdown"]["compute_s"].get<double>(),
-             tt::tolerance(0.01));
+             tt::tolerance(0.03));
 }
 
 BOOST_AUTO_TEST_CASE(a_scripted_failure_costs_exactly_the_work_since_the_last_checkpoint_plus_restart) {

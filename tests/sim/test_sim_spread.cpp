@@ -181,9 +181,13 @@ BOOST_AUTO_TEST_CASE(zero_variability_gives_todays_figure_exactly) {
   BOOST_TEST(zero["metrics"] == today["metrics"]);
   BOOST_TEST(zero["simulation"]["iteration_times_s"] == today["simulation"]["iteration_times_s"]);
   BOOST_TEST(zero["simulation"]["folded_tp_lanes"] == 2);  // nothing differs: the lanes still fold
+  // Without noise the iterations differ only by what the last one does not share with a next one
+  // (ranks that start it early, beside another's tail): the spread's p99 is the longest of them.
   const auto& spread = zero["simulation"]["spread"];
-  BOOST_TEST(spread["p99_s"].get<double>() == today["metrics"]["iteration_time_s"].get<double>(),
-             tt::tolerance(1e-9));
+  double longest = 0;
+  for (const auto& t : today["simulation"]["iteration_times_s"]) longest = std::max(longest, t.get<double>());
+  BOOST_TEST(spread["p99_s"].get<double>() == longest, tt::tolerance(1e-9));
+  BOOST_TEST(longest == today["metrics"]["iteration_time_s"].get<double>(), tt::tolerance(1e-3));
   BOOST_TEST(spread["p_slower"].get<double>() == 0.0);
 }
 
