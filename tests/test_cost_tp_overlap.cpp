@@ -179,6 +179,10 @@ BOOST_AUTO_TEST_CASE(float8_tp_gathers_move_one_byte_and_scatters_bf16) {
       const LayerCollectiveBytes b = layer_collective_bytes(m, w);
       BOOST_TEST(b.tp.value() == 8192.0 * m.hidden * 2);
       BOOST_TEST(b.tp_gather.value() == b.tp.value() / 2);
+      // Current scaling reduces each gathered tensor's fp32 amax over the TP group first.
+      const bool current =
+          w.tensor_parallel == TensorParallelImpl::Megatron && recipe == Fp8Recipe::TeCurrent;
+      BOOST_TEST(b.tp_amax.value() == (current ? 4.0 : 0.0));
     }
   }
   // A recipe under the other framework's linears, bf16, or no sequence parallelism (all-reduces): the

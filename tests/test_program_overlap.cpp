@@ -266,6 +266,35 @@ BOOST_AUTO_TEST_CASE(megatron_linears_reduce_their_input_gradients_beside_the_ba
   }
 }
 
+BOOST_AUTO_TEST_CASE(current_scaling_reduces_each_gathered_tensors_amax_before_the_next_pass) {
+  // Transformer Engine's current scaling under sequence parallelism: one 4-byte all-reduce over the TP
+  // group per fp8 all-gather (the column-parallel inputs forward, the row-parallel output gradients
+  // backward), with or without TP overlap; delayed scaling has none.
+  for (const std::string overlap : {"plan.overlap.tp=false", "plan.overlap.tp=true"}) {
+    BOOST_TEST_CONTEXT(overlap) {
+      auto amax = [&](const std::string& recipe) {
+        const Run r =
+            run(tp_overlap_plan(4), {overlap, "training.precision=fp8", "training.fp8_recipe=" + recipe,
+                                     "training.tp_overlap=userbuffers"});
+        double n = 0, gathers = 0;
+        for (const Task& t : r.program.roles[0].tasks) {
+          if (t.kind != TaskKind::Collective || t.group != GroupKind::Tp) continue;
+          if (t.collective == cost::CollectiveKind::AllReduce) {
+            BOOST_TEST(t.bytes.value() == 4.0);
+            n += t.count;
+          }
+        }
+        // Two gathered tensors a layer and pass: 4 layers, a forward and a backward per micro-batch.
+        gathers = 2.0 * 4 * 2 * r.plan.num_microbatches;
+        return std::pair{n, gathers};
+      };
+      const auto [current, gathers] = amax("te_current");
+      BOOST_TEST(current == gathers);
+      BOOST_TEST(amax("te_delayed").first == 0.0);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tp_overlap_leaves_plain_tp_all_reduces_after_their_gemms) {
   // Neither AsyncTP nor Transformer Engine decomposes an all-reduce: without sequence parallelism
   // overlap.tp changes nothing.

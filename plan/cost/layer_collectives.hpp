@@ -15,6 +15,9 @@ struct LayerCollectiveBytes {
   // TP all-gathers under sequence parallelism: `tp` at one byte an element where they move float8
   // (tp_gathers_float8), else `tp`. The reduce-scatters and all-reduces move `tp`.
   Bytes tp_gather;
+  // Before each of those all-gathers, the all-reduce of its fp32 amax over the TP group where the
+  // gathered fp8 tensor's scale comes from the whole tensor (tp_reduces_amax); 0 elsewhere.
+  Bytes tp_amax;
   // CP (training.cp_attention gather): the keys and values of the whole sequence on this TP rank,
   // b x s x 2 x kv_heads x head_dim / tp (heads with training.repeat_kv): all-gathered forward, their
   // gradients reduce-scattered backward. torch_ring moves its own (plan/cost/ring_attention.hpp).
@@ -42,5 +45,14 @@ LayerCollectiveBytes layer_collective_bytes(const ModelSpec& model, const LayerW
 //   (base.py grad_output_preprocess); TE 2.x gathers through _all_gather_fp8 for delayed and current
 //   scaling alike, the latter's scale shared by an amax reduction over the TP group.
 bool tp_gathers_float8(const LayerWork& work);
+
+// Whether each float8 TP all-gather waits for an all-reduce of its tensor's amax over the TP group:
+// Transformer Engine's current scaling (training.fp8_recipe te_current) gives a column-parallel
+// linear's input quantizer and a row-parallel linear's output-gradient quantizer with_amax_reduction
+// over the TP group under sequence parallelism, so that every rank casts its shard with one scale
+// (TE 2.9 layernorm_linear.py and linear.py _customize_quantizers_float8_current_scaling); the
+// quantizer waits for the all-reduce before its cast (quantizer.cpp). Delayed scaling uses the last
+// steps' amax and torchao's tensorwise scaling reduces it inside DTensor: neither waits per tensor.
+bool tp_reduces_amax(const LayerWork& work);
 
 }  // namespace paratwin::cost

@@ -158,6 +158,14 @@ TaskDeps RoleBuilder::model_parallel_comm(int chunk, int begin, int end, bool fo
       // embedding's and AsyncTP's backward reduce-scatters with it; the backward's reduce-scatters
       // beside the pass are compute_with_comm's too.
       TaskDeps deps = tp_after;
+      if (bytes.tp_amax.value() > 0) {
+        // Each gathered tensor's amax (cost::tp_reduces_amax), decomposed pairs' included: after the
+        // pass's compute, where the quantizer's wait puts it on the chain.
+        ids.push_back(
+            add(collective(CollectiveKind::AllReduce, GroupKind::Tp, tp_, bytes.tp_amax,
+                           tp_layer_collectives(begin, end) * passes, stream, what("AR tp amax "), deps)));
+        deps = {ids.back()};
+      }
       if (count > gathered) {
         ids.push_back(add(collective(CollectiveKind::AllGather, GroupKind::Tp, tp_, bytes.tp_gather,
                                      count - gathered, stream, what("AG tp "), deps)));
