@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "paratwin_process.hpp"
 #include "plan/calibrate/gemm_sweep.hpp"
@@ -190,6 +191,22 @@ BOOST_AUTO_TEST_CASE(a_gemm_sweep_recovers_the_shares_and_the_tiles_fixed_cost) 
   apply_gemm_sweeps({parse_gemm_sweep("m,n,k,dtype,tflops\n8192,8192,8192,bf16,700\n", "one.csv")}, one_k);
   BOOST_TEST(one_k.cluster.devices.at("h100-sxm-80g").efficiency.gemm_tile_k_steps == 2.0);
   BOOST_TEST(one_k.figures.back().measured.starts_with("kept"));
+}
+
+BOOST_AUTO_TEST_CASE(the_500_w_h100s_gemm_shares_are_the_fit_of_its_measured_sweep) {
+  // The catalog's figures for a part measured in public are what calibrate makes of the measurement
+  // (topologies/sweeps/, issue 19's rule): change one without the other and this fails.
+  const std::string cluster = PARATWIN_SOURCE_DIR "/topologies/grand-teton-h100.yaml";
+  const std::string sweep = PARATWIN_SOURCE_DIR "/topologies/sweeps/grand-teton-h100-gemm.csv";
+  std::ifstream in(sweep);
+  const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Calibration cal = start_calibration(load_cluster_file(cluster), "");
+  apply_gemm_sweeps({parse_gemm_sweep(csv, sweep)}, cal);
+  const EfficiencySpec& fitted = cal.cluster.devices.at("h100-sxm-96g-500w").efficiency;
+  const EfficiencySpec& catalog = load_cluster_file(cluster).devices.at("h100-sxm-96g-500w").efficiency;
+  BOOST_TEST(catalog.gemm == fitted.gemm, boost::test_tools::tolerance(0.001));
+  BOOST_TEST(*catalog.gemm_fp8 == *fitted.gemm_fp8, boost::test_tools::tolerance(0.001));
+  BOOST_TEST(catalog.gemm_tile_k_steps == fitted.gemm_tile_k_steps);
 }
 
 BOOST_AUTO_TEST_CASE(a_gemm_sweep_that_is_not_one_is_refused_cell_by_cell) {
