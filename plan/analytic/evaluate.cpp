@@ -132,118 +132,130 @@ Bytes peak_memory(const Role& role, Bytes activations_peak) {
 
 namespace {
 
-// One list schedule of every role at once with the given task durations ([role][task]).
-std::vector<std::vector<TaskTiming>> list_schedule(const Program& program,
-                                                   const std::vector<std::vector<double>>& durations) {
-  const size_t roles = program.roles.size();
-  constexpr int kStreams = kStreamKinds;
-  constexpr int kWaitsForSend = -2;
-  // Per role, what scheduling reads in flat arrays (dependencies in one list with offsets): a large
-  // Program's tasks do not fit in cache, and list scheduling visits them out of order. Per stream:
-  // its queue, the head's position, when it is free, and what the head waits for -- a dependency's
-  // index, a send not yet scheduled (looked up again only once more sends are known), or nothing (-1).
-  struct Flat {
-    std::vector<double> duration;
-    std::vector<int> dep_offset, deps;
-    std::vector<char> done;
-    std::vector<TaskKind> kind;
-    std::array<std::vector<int>, kStreams> queue;
-    std::array<size_t, kStreams> head{};
-    std::array<double, kStreams> stream_free{};
-    std::array<int, kStreams> waiting_for = [] {
-      std::array<int, kStreams> none;
-      none.fill(-1);
-      return none;
-    }();
-    std::array<size_t, kStreams> sends_seen{};
-  };
-  std::vector<Flat> flat(roles);
-  std::vector<std::vector<TaskTiming>> timing(roles);
-  // Sends scheduled so far, by (direction, micro-batch, receiving chunk): the receiving chunk names the
-  // receiving pipeline rank too.
-  const int chunks = program.plan.chunks(), microbatches = program.plan.num_microbatches;
-  std::vector<TaskTiming> sends(2 * static_cast<size_t>(microbatches) * chunks);
-  std::vector<char> sent(sends.size(), 0);
-  size_t sends_known = 0;
-  auto send_slot = [&](const Task& t) { return transfer_index(t, program.plan); };
-
-  for (size_t r = 0; r < roles; ++r) {
-    const Role& role = program.roles[r];
-    Flat& f = flat[r];
-    const size_t n = role.tasks.size();
-    timing[r].resize(n);
-    f.done.assign(n, 0);
-    f.duration.reserve(n);
-    f.dep_offset.reserve(n + 1);
-    f.dep_offset.push_back(0);
-    for (size_t i = 0; i < n; ++i) {
-      const Task& t = role.tasks[i];
-      f.duration.push_back(durations[r][i]);
-      f.kind.push_back(t.kind);
-      f.deps.insert(f.deps.end(), t.deps.begin(), t.deps.end());
-      f.dep_offset.push_back(static_cast<int>(f.deps.size()));
-      f.queue[static_cast<int>(t.stream)].push_back(static_cast<int>(i));
-    }
-  }
-
-  size_t remaining = program.task_count();
-  // Sweeps alternate between ascending and descending pipeline ranks: activations flow up and
-  // gradients down, so either chain advances through every rank in one sweep.
-  for (bool ascending = true; remaining > 0; ascending = !ascending) {
-    bool progress = false;
-    for (size_t k = 0; k < roles; ++k) {
-      const size_t r = ascending ? k : roles - 1 - k;
+// List schedules of every role at once, one per set of task durations ([role][task]). What
+// scheduling reads is laid out once per Program in flat arrays (dependencies in one list with offsets,
+// each stream's queue, each receive's and send's slot): a large Program's tasks do not fit in cache,
+// list scheduling visits them out of order, and the SM fixed point schedules the same Program again.
+class ListScheduler {
+ public:
+  explicit ListScheduler(const Program& program) : program_(program), flat_(program.roles.size()) {
+    for (size_t r = 0; r < flat_.size(); ++r) {
       const Role& role = program.roles[r];
-      Flat& f = flat[r];
-      for (int s = 0; s < kStreams; ++s) {
-        while (f.head[s] < f.queue[s].size()) {
-          // A head that was blocked stays blocked until what it waited for is done.
-          int& waits = f.waiting_for[s];
-          if (waits >= 0 && !f.done[waits]) break;
-          if (waits == kWaitsForSend && sends_known == f.sends_seen[s]) break;
-          waits = -1;
-          const int i = f.queue[s][f.head[s]];
-          double start = f.stream_free[s];
-          for (int j = f.dep_offset[i]; j < f.dep_offset[i + 1]; ++j) {
-            const int d = f.deps[j];
-            if (!f.done[d]) {
-              waits = d;
-              break;
-            }
-            start = std::max(start, timing[r][d].end_s);
-          }
-          if (waits >= 0) break;
-          double end = start + f.duration[i];
-          if (f.kind[i] == TaskKind::Recv) {
-            const size_t slot = send_slot(role.tasks[i]);
-            if (!sent[slot]) {
-              waits = kWaitsForSend;
-              f.sends_seen[s] = sends_known;
-              break;
-            }
-            start = std::max(start, sends[slot].start_s);
-            end = std::max(start, sends[slot].end_s);
-          }
-          timing[r][i] = {start, end};
-          if (f.kind[i] == TaskKind::Send) {
-            const size_t slot = send_slot(role.tasks[i]);
-            sends_known += sent[slot] ? 0 : 1;
-            sent[slot] = 1;
-            sends[slot] = {start, end};
-          }
-          f.stream_free[s] = end;
-          f.done[i] = 1;
-          ++f.head[s];
-          --remaining;
-          progress = true;
-        }
+      Flat& f = flat_[r];
+      const size_t n = role.tasks.size();
+      f.dep_offset.reserve(n + 1);
+      f.dep_offset.push_back(0);
+      f.kind.reserve(n);
+      f.slot.assign(n, 0);
+      for (size_t i = 0; i < n; ++i) {
+        const Task& t = role.tasks[i];
+        f.kind.push_back(t.kind);
+        if (t.kind == TaskKind::Send || t.kind == TaskKind::Recv) f.slot[i] = transfer_index(t, program.plan);
+        f.deps.insert(f.deps.end(), t.deps.begin(), t.deps.end());
+        f.dep_offset.push_back(static_cast<int>(f.deps.size()));
+        f.queue[static_cast<int>(t.stream)].push_back(static_cast<int>(i));
       }
     }
-    if (!progress)
-      throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
+    const size_t slots = 2 * static_cast<size_t>(program.plan.num_microbatches) * program.plan.chunks();
+    sends_.resize(slots);
+    sent_.resize(slots);
   }
-  return timing;
-}
+
+  std::vector<std::vector<TaskTiming>> run(const std::vector<std::vector<double>>& durations) {
+    const size_t roles = flat_.size();
+    std::vector<std::vector<TaskTiming>> timing(roles);
+    // Per stream: the head's position, when it is free, and what the head waits for -- a dependency's
+    // index, a send not yet scheduled (looked up again only once more sends are known), or nothing (-1).
+    for (size_t r = 0; r < roles; ++r) {
+      Flat& f = flat_[r];
+      timing[r].resize(f.kind.size());
+      f.done.assign(f.kind.size(), 0);
+      f.head.fill(0);
+      f.stream_free.fill(0);
+      f.waiting_for.fill(-1);
+      f.sends_seen.fill(0);
+    }
+    std::fill(sent_.begin(), sent_.end(), 0);
+    size_t sends_known = 0;
+    size_t remaining = program_.task_count();
+    // Sweeps alternate between ascending and descending pipeline ranks: activations flow up and
+    // gradients down, so either chain advances through every rank in one sweep.
+    for (bool ascending = true; remaining > 0; ascending = !ascending) {
+      bool progress = false;
+      for (size_t k = 0; k < roles; ++k) {
+        const size_t r = ascending ? k : roles - 1 - k;
+        Flat& f = flat_[r];
+        const std::vector<double>& duration = durations[r];
+        for (int s = 0; s < kStreamKinds; ++s) {
+          while (f.head[s] < f.queue[s].size()) {
+            // A head that was blocked stays blocked until what it waited for is done.
+            int& waits = f.waiting_for[s];
+            if (waits >= 0 && !f.done[waits]) break;
+            if (waits == kWaitsForSend && sends_known == f.sends_seen[s]) break;
+            waits = -1;
+            const int i = f.queue[s][f.head[s]];
+            double start = f.stream_free[s];
+            for (int j = f.dep_offset[i]; j < f.dep_offset[i + 1]; ++j) {
+              const int d = f.deps[j];
+              if (!f.done[d]) {
+                waits = d;
+                break;
+              }
+              start = std::max(start, timing[r][d].end_s);
+            }
+            if (waits >= 0) break;
+            double end = start + duration[i];
+            if (f.kind[i] == TaskKind::Recv) {
+              const size_t slot = f.slot[i];
+              if (!sent_[slot]) {
+                waits = kWaitsForSend;
+                f.sends_seen[s] = sends_known;
+                break;
+              }
+              start = std::max(start, sends_[slot].start_s);
+              end = std::max(start, sends_[slot].end_s);
+            }
+            timing[r][i] = {start, end};
+            if (f.kind[i] == TaskKind::Send) {
+              const size_t slot = f.slot[i];
+              sends_known += sent_[slot] ? 0 : 1;
+              sent_[slot] = 1;
+              sends_[slot] = {start, end};
+            }
+            f.stream_free[s] = end;
+            f.done[i] = 1;
+            ++f.head[s];
+            --remaining;
+            progress = true;
+          }
+        }
+      }
+      if (!progress)
+        throw std::logic_error("analytic evaluation deadlocked: the Program's schedule is inconsistent");
+    }
+    return timing;
+  }
+
+ private:
+  static constexpr int kWaitsForSend = -2;
+  struct Flat {
+    std::vector<int> dep_offset, deps;
+    std::vector<TaskKind> kind;
+    std::vector<size_t> slot;  // a send's or receive's transfer (transfer_index)
+    std::array<std::vector<int>, kStreamKinds> queue;
+    std::vector<char> done;
+    std::array<size_t, kStreamKinds> head{};
+    std::array<double, kStreamKinds> stream_free{};
+    std::array<int, kStreamKinds> waiting_for{};
+    std::array<size_t, kStreamKinds> sends_seen{};
+  };
+  const Program& program_;
+  std::vector<Flat> flat_;
+  // Sends scheduled so far, by (direction, micro-batch, receiving chunk): the receiving chunk names the
+  // receiving pipeline rank too.
+  std::vector<TaskTiming> sends_;
+  std::vector<char> sent_;
+};
 
 }  // namespace
 
@@ -260,10 +272,27 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
     const PoolSpec& pool = cluster.pool_named(role.pool);
     const DeviceSpec& device = cluster.device_of(pool);
     const double pace = at_slowest_gpu ? compute_pace(program, cluster, role) : 1;
+    // duration_on's figures, with what a role repeats costed once: its passes' GEMMs (KernelTimer) and
+    // its collectives, by kind, size and group.
+    cost::KernelTimer compute(device, training.precision);
+    std::map<std::tuple<cost::CollectiveKind, double, int, int, bool>, double> collectives;
     out[r].reserve(role.tasks.size());
-    for (const Task& t : role.tasks)
-      out[r].push_back(duration_on(t, pool, device, cluster, training.precision) *
-                       (is_compute(t.kind) ? pace : 1));
+    for (const Task& t : role.tasks) {
+      double d;
+      if (is_compute(t.kind)) {
+        d = compute(t.work).total() * pace;
+      } else if (t.kind == TaskKind::Collective) {
+        const auto key = std::tuple{t.collective, t.bytes.value(), t.placement.size, t.placement.per_node,
+                                    t.placement.crosses_pods};
+        auto [it, fresh] = collectives.try_emplace(key);
+        if (fresh)
+          it->second = cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value();
+        d = it->second * t.count;
+      } else {
+        d = duration_on(t, pool, device, cluster, training.precision);
+      }
+      out[r].push_back(d);
+    }
   }
   return out;
 }
@@ -278,13 +307,26 @@ bool uses_sms_for_comm(const Task& t) {
 
 }  // namespace
 
+namespace {
+
+double sm_share(int sms, const DeviceSpec& device) {
+  return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
+}
+
+}  // namespace
+
 double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& device) {
   if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;
   // NCCL's channel counts are known for collectives (docs/catalog.md); a send keeps comm_sms.
   const bool in_node = t.kind == TaskKind::Collective && t.placement.size <= t.placement.per_node;
   int sms = in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
   if (t.sms >= 0) sms = t.sms;  // the framework's own transfers (TP overlap), not NCCL's
-  return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
+  return sm_share(sms, device);
+}
+
+double least_collective_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
+  const int in_node = pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
+  return std::min(sm_share(pool.comm_sms, device), sm_share(in_node, device));
 }
 
 namespace {
@@ -340,7 +382,8 @@ class HeldSms {
 std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, const ClusterSpec& cluster,
                                                     const TrainingSpec& training) {
   const std::vector<std::vector<double>> nominal = task_durations(program, cluster, training);
-  std::vector<std::vector<TaskTiming>> timing = list_schedule(program, nominal);
+  ListScheduler scheduler(program);
+  std::vector<std::vector<TaskTiming>> timing = scheduler.run(nominal);
   // Compute beside communication runs on the SMs the communication kernels leave: a task of d seconds
   // alone takes d plus, for each kernel beside it, their overlap o times the kernel's share of the SMs
   // (comm_sm_share), its progress slowed while they run. The overlaps depend on the durations: iterate
@@ -375,7 +418,7 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
       }
     }
     if (change <= kSettled * span_of(timing)) break;
-    timing = list_schedule(program, durations);
+    timing = scheduler.run(durations);
   }
   return timing;
 }

@@ -76,6 +76,9 @@ double compute_pace(const Program& program, const ClusterSpec& cluster, const Ro
 // that runs none (only collectives and sends off the compute stream do) or when the figures are not
 // given. Compute beside communication progresses at 1 - the sum of the shares of the kernels running.
 double comm_sm_share(const Task& task, const PoolSpec& pool, const DeviceSpec& device);
+// The least share any NCCL collective on `pool` holds (the smaller of comm_sms and comm_sms_in_node):
+// what the optimizer's bounds may charge compute for each second a collective runs beside it.
+double least_collective_sm_share(const PoolSpec& pool, const DeviceSpec& device);
 // The most of a GPU's SMs the communication kernels running at once are taken to hold (the simulator:
 // at each instant; the analytic evaluator: over each compute task's span): a guard, not a measurement.
 // Their sum passes it only with more collectives in flight than frameworks run (four streams of

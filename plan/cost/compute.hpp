@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "plan/cost/fused_attention_rate.hpp"
@@ -213,6 +214,20 @@ struct KernelTimes {
   }
 };
 KernelTimes kernel_times(const KernelCost& cost, const DeviceSpec& device, Precision precision);
+
+// kernel_times of many kernel groups on one device at one precision, each distinct GemmList's GEMMs
+// costed once: lowering gives the copies of a pass (every micro-batch's) one list. The same figures,
+// summed in the same order. The groups' lists must outlive the timer (it knows them by address).
+class KernelTimer {
+ public:
+  KernelTimer(const DeviceSpec& device, Precision precision) : device_(device), precision_(precision) {}
+  KernelTimes operator()(const KernelCost& cost);
+
+ private:
+  const DeviceSpec& device_;
+  Precision precision_;
+  std::unordered_map<const Gemm*, KernelTimes> gemms_;  // by the list's first shape: its GEMMs' terms
+};
 
 // A lower bound of compute_time that adds up over kernel groups: GEMMs at their compute rate only,
 // plus the other terms. compute_time(a + b) >= bound(a) + bound(b) for any groups, which is what the

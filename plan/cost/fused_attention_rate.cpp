@@ -4,27 +4,44 @@
 #include <bit>
 #include <cmath>
 #include <iterator>
-#include <map>
 #include <span>
 
 namespace paratwin::cost {
 
 namespace {
 
-// One rate (chosen by `rate`) at `length` from the points that give it.
+// One rate (chosen by `rate`) at `length` from the points that give it: the figures at seq_len and
+// the listed lengths' (which replace them at seq_len), in order of length. Walked in place: the
+// evaluator asks this of every attention task.
 template <class Rate>
 std::optional<double> interpolate(const EfficiencySpec::FusedAttention& kernel, double length, Rate rate) {
   const std::optional<double> at_measured = rate(kernel);
   if (!at_measured) return std::nullopt;
-  std::map<double, double> points{{double(kernel.seq_len), *at_measured}};
-  for (const auto& [l, rates] : kernel.by_seq_len)
-    if (const std::optional<double> v = rate(rates)) points[l] = *v;
-  const auto above = points.lower_bound(length);
-  if (above == points.begin()) return above->second;
-  if (above == points.end()) return std::prev(above)->second;
-  const auto below = std::prev(above);
-  const double t = std::log(length / below->first) / std::log(above->first / below->first);
-  return below->second + t * (above->second - below->second);
+  std::optional<std::pair<double, double>> below;
+  auto visit = [&](double l, double v) -> std::optional<double> {
+    if (l < length) {
+      below = {l, v};
+      return std::nullopt;
+    }
+    if (!below) return v;  // at or before the shortest
+    const double t = std::log(length / below->first) / std::log(l / below->first);
+    return below->second + t * (v - below->second);
+  };
+  bool measured_placed = false;
+  const double measured = kernel.seq_len;
+  for (const auto& [l, rates] : kernel.by_seq_len) {
+    const std::optional<double> v = rate(rates);
+    if (!v) continue;
+    if (!measured_placed && measured <= l) {
+      measured_placed = true;
+      if (measured < l)
+        if (auto r = visit(measured, *at_measured)) return r;
+    }
+    if (auto r = visit(l, *v)) return r;
+  }
+  if (!measured_placed)
+    if (auto r = visit(measured, *at_measured)) return r;
+  return below->second;  // past the longest
 }
 
 }  // namespace

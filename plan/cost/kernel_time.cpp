@@ -47,9 +47,8 @@ std::pair<double, double> gemm_peak_and_share(const Gemm& g, const DeviceSpec& d
   return {peak_of(device, precision), device.efficiency.gemm_fp8.value_or(device.efficiency.gemm)};
 }
 
-// compute_time's terms with each GEMM costed by `gemm_s` (its time, or for the bound its math alone).
-template <typename GemmSeconds>
-KernelTimes terms(const KernelCost& cost, const DeviceSpec& device, Precision precision, GemmSeconds gemm_s) {
+// compute_time's terms but the GEMMs': memory-bound kernels, launches, fused attention.
+KernelTimes other_terms(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
   const EfficiencySpec& e = device.efficiency;
   KernelTimes t;
   t.memory_bound_s =
@@ -72,8 +71,20 @@ KernelTimes terms(const KernelCost& cost, const DeviceSpec& device, Precision pr
          cost.flash_full_forward_flops.value() / (peak * rates.forward_full.value_or(rates.forward)) +
          cost.flash_full_backward_flops.value() / (peak * rates.backward_full.value_or(rates.backward)));
   }
-  for (const Gemm& g : cost.gemms) (g.attention ? t.attention_s : t.gemm_s) += g.count * gemm_s(g);
   return t;
+}
+
+// compute_time's terms with each GEMM costed by `gemm_s` (its time, or for the bound its math alone),
+// added to `t` (other_terms) in the list's order.
+template <typename GemmSeconds>
+KernelTimes add_gemms(KernelTimes t, const GemmList& gemms, GemmSeconds gemm_s) {
+  for (const Gemm& g : gemms) (g.attention ? t.attention_s : t.gemm_s) += g.count * gemm_s(g);
+  return t;
+}
+
+template <typename GemmSeconds>
+KernelTimes terms(const KernelCost& cost, const DeviceSpec& device, Precision precision, GemmSeconds gemm_s) {
+  return add_gemms(other_terms(cost, device, precision), cost.gemms, gemm_s);
 }
 
 }  // namespace
@@ -115,6 +126,19 @@ Seconds gemm_time(const Gemm& g, const DeviceSpec& device, Precision precision) 
 KernelTimes kernel_times(const KernelCost& cost, const DeviceSpec& device, Precision precision) {
   return terms(cost, device, precision,
                [&](const Gemm& g) { return gemm_time(g, device, precision).value(); });
+}
+
+KernelTimes KernelTimer::operator()(const KernelCost& cost) {
+  KernelTimes t = other_terms(cost, device_, precision_);
+  auto gemm_s = [&](const Gemm& g) { return gemm_time(g, device_, precision_).value(); };
+  // A list's GEMM terms added to zero are what adding them to `t` adds, as long as attention's time
+  // does not start from a fused kernel's (a group with both kinds of attention: lowering builds none).
+  if (cost.gemms.size() == 0 || t.attention_s != 0) return add_gemms(t, cost.gemms, gemm_s);
+  auto [it, fresh] = gemms_.try_emplace(cost.gemms.begin());
+  if (fresh) it->second = add_gemms({}, cost.gemms, gemm_s);
+  t.gemm_s = it->second.gemm_s;
+  t.attention_s = it->second.attention_s;
+  return t;
 }
 
 Seconds compute_time(const KernelCost& cost, const DeviceSpec& device, Precision precision) {

@@ -57,6 +57,13 @@ inline bool experts_replicated(int expert_replicas) {
 // reduced once a step: not under gradient compression, which keeps its once-a-step exchange.
 bool reduces_every_microbatch(const Plan& plan);
 
+// Whether ZeRO 1 gathers its updated parameters during the next step's first forward, bucket by bucket
+// (Megatron-LM's --overlap-param-gather, plan.overlap.param_gather; lower_param_gather.cpp) rather than
+// after the optimizer step: over several replicas (dp x cp) only.
+inline bool gathers_params_in_forward(bool overlap_param_gather, int zero, int replicas) {
+  return overlap_param_gather && zero == 1 && replicas > 1;
+}
+
 // Tied embeddings on one pipeline stage under data parallelism (dense buckets): the head's part of the
 // tied gradient is final once the head's backward has run, the lookup's only at the end, and it touches
 // the batch's tokens' rows alone. So the head's part is reduced in the first bucket (with the last

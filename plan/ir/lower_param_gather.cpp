@@ -12,7 +12,7 @@
 namespace paratwin::lowering {
 
 bool RoleBuilder::gathers_in_forward() const {
-  return p_.overlap_param_gather && p_.zero == 1 && replicas() > 1;
+  return gathers_params_in_forward(p_.overlap_param_gather, p_.zero, replicas());
 }
 
 void RoleBuilder::gather_order() {

@@ -161,13 +161,20 @@ class RoleBuilder {
   }
 
   // Layers [begin, end) of a chunk, forward or backward, with the embedding and head where they live;
-  // every micro-batch's pass through a chunk does the same work, so it is costed once.
+  // every micro-batch's pass through a chunk does the same work, and so do ranges of the same layers
+  // (ZeRO 3's units): each is costed once, and alike ones share their GEMM list (cost::KernelTimer).
   cost::KernelCost pass_work(int begin, int end, bool forward, bool with_embedding, bool with_head) {
     const auto key = std::tuple{begin, end, forward, with_embedding, with_head};
     auto known = pass_work_.find(key);
-    if (known == pass_work_.end())
-      known = pass_work_.emplace(key, layers_work(begin, end, forward, with_embedding, with_head)).first;
-    return known->second;
+    if (known != pass_work_.end()) return known->second;
+    double parameters = 0;  // what gradient_copy reads of the range
+    for (int l = begin; l < end; ++l) parameters += unit_params_.at(l);
+    const auto alike = std::tuple{layers_by_kind(begin, end, [](int) { return true; }), forward,
+                                  with_embedding, with_head, parameters};
+    auto work = alike_work_.find(alike);
+    if (work == alike_work_.end())
+      work = alike_work_.emplace(alike, layers_work(begin, end, forward, with_embedding, with_head)).first;
+    return pass_work_.emplace(key, work->second).first->second;
   }
   cost::KernelCost layers_work(int begin, int end, bool forward, bool with_embedding, bool with_head) const;
   // The fp8 weight casts of the rank's layers run once a step (cost::fp8_weight_casts_per_step).
@@ -341,6 +348,9 @@ class RoleBuilder {
   std::vector<TaskDeps> forward_done_;  // by forward_slot(micro-batch, chunk): its tasks
   std::vector<int> input_batch_;        // by forward_slot: the data loader's copy before it (-1: none)
   std::map<std::tuple<int, int, bool, bool, bool>, cost::KernelCost> pass_work_;
+  // By what layers_work reads of a range: its layers by kind, the direction, embedding, head and the
+  // range's parameters.
+  std::map<std::tuple<std::map<LayerKind, int>, bool, bool, bool, double>, cost::KernelCost> alike_work_;
   std::map<std::pair<int, int>, cost::KernelCost> recompute_work_;  // by layer range
   std::vector<std::optional<Bytes>> activations_;                   // by chunk
   TaskDeps previous_compute_;

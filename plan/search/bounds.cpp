@@ -9,9 +9,12 @@
 // backward. Embedding, head, optimizer, DP communication and bubbles only add time.
 #include "plan/search/bounds.hpp"
 
+#include "plan/analytic/evaluate.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace paratwin::search {
 
@@ -25,6 +28,39 @@ double optimizer_step_bound(const SearchContext& ctx, double params, int pool, d
   const cost::KernelCost step =
       cost::launched_as_trained(cost::optimizer_step(params, ctx.s.training), ctx.s.training);
   return pace * cost::compute_time_bound(step, *ctx.devices[pool], ctx.s.training.precision).value();
+}
+
+// The units a rank's every-micro-batch DP collectives go in, at least: ZeRO 3's layers (one gather and
+// one reduce-scatter each), ZeRO 2's buckets (walked from each chunk's last layer as lowering closes them,
+// ir/buckets.cpp, without the head's and embedding's elements, which only close them sooner).
+int dp_units(const SearchContext& ctx, const ParallelLayout& layout, const Variant& v, const Ranges& ranges,
+             int r) {
+  int units = 0;
+  const double bucket_elements =
+      r > 0 && ctx.s.training.dp_buckets == DpBuckets::FirstStage
+          ? std::numeric_limits<double>::infinity()
+          : ctx.req.bucket_size.value_or(Plan().bucket_size).value() / ctx.grad_elem;
+  const std::vector<double>& prefix = layout.costs->params;
+  for (int c = r; c < layout.pp * layout.v; c += layout.pp) {
+    const auto [begin, end] = ranges[c];
+    if (v.zero == 3) {
+      units += end - begin;
+      continue;
+    }
+    double filled = 0;
+    for (int l = end - 1; l >= begin; --l) {
+      filled += prefix[l + 1] - prefix[l];
+      if (filled >= bucket_elements || l == begin) ++units, filled = 0;
+    }
+  }
+  return units;
+}
+
+// How many times a step reduces each gradient over the DP group: every micro-batch under ZeRO 2 and 3
+// uncompressed (ir/buckets.hpp's reduces_every_microbatch), but under ZeRO 3's reshard after_step once.
+double gradient_reductions(const SearchContext& ctx, const Variant& v, int m) {
+  if ((v.zero != 2 && v.zero != 3) || v.topk) return 1;
+  return v.zero == 3 ? ctx.zero3_reductions(m) : m;
 }
 
 }  // namespace
@@ -120,7 +156,8 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
   const StateCosts& t = *costs;
   const double m = microbatches;
   return std::max({m * microbatch_work(layout) + t.step,
-                   t.gradients + ctx_.zero3_gathers(microbatches) * t.gather + t.step,
+                   gradient_reductions(ctx_, v, microbatches) * t.gradients +
+                       (v.zero == 3 ? ctx_.zero3_gathers(microbatches) : 1) * t.gather + t.step,
                    ctx_.zero3_reductions(microbatches) * t.replica_sums + t.step}) /
          layout.pp;
 }
@@ -144,8 +181,12 @@ StateCosts Bounds::state_costs(const ParallelLayout& layout, const Variant& v, i
     const double gathered =
         dp_collective(layout, v, pool, CollectiveKind::AllGather, (params - experts) * ctx_.gather_elem,
                       moved_experts(layout, experts) * ctx_.gather_elem);
-    if (v.zero == 1 || v.zero == 2) gather = gathered;
-    if (v.zero == 3) out.gather = gathered;
+    // ZeRO 1 and 2 gather the updated parameters after the step, but where ZeRO 1 gathers them in the
+    // next forward, on the DP stream before its reduce-scatters (a gather once a step, as ZeRO 3's).
+    const bool in_forward =
+        gathers_params_in_forward(ctx_.req.overlap_param_gather.value_or(false), v.zero, layout.replicas());
+    if ((v.zero == 1 && !in_forward) || v.zero == 2) gather = gathered;
+    if (v.zero == 3 || in_forward) out.gather = gathered;
     if (layout.replicate > 1)
       out.replica_sums =
           cost::collective_time(CollectiveKind::AllReduce, Bytes(params * ctx_.grad_elem / layout.shards()),
@@ -204,10 +245,28 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
   auto terms = layout.partition_terms.find(partition);
   if (terms == layout.partition_terms.end())
     terms = layout.partition_terms.emplace(partition, partition_terms(layout, ranges)).first;
-  const auto [steps, gradients, gathers, dp_tails, replica_sums] = rank_tails(layout, v, ranges);
+  const auto [steps, gradients, gathers, dp_tails, replica_sums, dp_streams] = rank_tails(layout, v, ranges);
   double bound = 0;
   for (int r = 0; r < layout.pp; ++r)
-    bound = std::max({bound, gathers[r] + gradients[r] + steps[r], replica_sums[r] + steps[r]});
+    bound = std::max({bound, dp_streams[r] + steps[r], replica_sums[r] + steps[r]});
+  // Compute beside the DP streams' collectives runs on the SMs they leave (analytic/evaluate.hpp's
+  // comm_sm_share): a rank's compute of C seconds alone, beside a stream of collectives that run D
+  // seconds in all holding a share s of the SMs each, is busy C + s O, O the time they run beside it;
+  // they run beside it but while it idles, so O >= D - I, and the step T = C + s O + I >= C + s D +
+  // (1 - s) I, summed over the streams (the DP stream, HSDP's replica stream). It idles at least while
+  // its passes wait for their TP, CP and EP collectives (the chain's load less the compute's, selective
+  // recomputation beside them taken off). The evaluator settles its durations to a millionth of the
+  // step a task: the margin covers that.
+  constexpr double kSettledMargin = 0.995;
+  const auto& [chain, alone] = terms->second.costings;
+  for (int r = 0; r < layout.pp; ++r) {
+    const PoolSpec& pool = ctx_.s.cluster.pools[layout.rank_pool[r]];
+    const double share = least_collective_sm_share(pool, *ctx_.devices[layout.rank_pool[r]]);
+    const double streams = (dp_streams[r] > 0 ? 1 : 0) + (replica_sums[r] > 0 ? 1 : 0);
+    const double waits = std::max(0.0, chain.load[r] - alone.load[r]);
+    bound = std::max(bound, kSettledMargin * (alone.load[r] + share * (dp_streams[r] + replica_sums[r]) +
+                                              (1 - streams * share) * waits));
+  }
   for (const PartitionTerms::Costing& t : terms->second.costings)
     for (int r = 0; r < layout.pp; ++r) {
       bound = std::max(bound, t.load[r] + std::max(t.prefix[r], steps[r]));
@@ -216,6 +275,8 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
       bound = std::max(bound, t.to_own_step[r] + steps[r]);
       if (&t == &terms->second.costings[1] && layout.replicas() > 1)
         bound = std::max(bound, t.to_dp_tail[r] + dp_tails[r] + steps[r]);
+      // ZeRO 2's DP stream holds the reduce-scatters alone, none before the rank's first backward.
+      if (v.zero == 2 && !v.topk) bound = std::max(bound, t.to_first_backward[r] + dp_streams[r] + steps[r]);
     }
   return bound;
 }
@@ -238,12 +299,20 @@ PartitionTerms Bounds::partition_terms(const ParallelLayout& layout, const Range
       const auto& passes = layout.counts->before_buckets[r][c / layout.pp];
       t.before_buckets[r] += passes[0] * forward[c] + passes[1] * backward[c];
     }
+    const double all_forward = std::accumulate(forward.begin(), forward.end(), 0.0);
+    t.to_first_backward.assign(layout.pp, all_forward);
+    for (int c = chunks - 1; c >= chunks - layout.pp; --c)
+      for (int above = c + 1; above < chunks; ++above) t.to_first_backward[c % layout.pp] += backward[above];
     double prefix = 0, forward_prefix = 0;
     for (int r = 0; r < layout.pp; ++r) {
       t.load[r] *= m;
       t.prefix[r] = prefix;
       t.before_buckets[r] = forward_prefix + t.before_buckets[r];
       forward_prefixes[r] = forward_prefix;
+      double warm_up = forward_prefix;
+      const PassCounts& before = layout.counts->before_backward[r];
+      for (int j = 0; j < layout.v; ++j) warm_up += before[j][0] * forward[j * layout.pp + r];
+      t.to_first_backward[r] = std::max(t.to_first_backward[r], warm_up);
       prefix += forward[r] + backward[r];
       forward_prefix += forward[r];
     }
@@ -265,15 +334,18 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     experts[c % layout.pp] += chunk_experts(c);
   }
   const std::vector<double> zeros(layout.pp, 0);
-  RankTails out{zeros, zeros, zeros, zeros, zeros};
-  auto& [steps, gradients, gathers, dp_tails, replica_sums] = out;
-  // Ranks alike (pool, parameters, the elements of their DP tail) have the same tails: most of them.
-  std::vector<std::tuple<int, double, double, BucketElements, int>> worked_out;
+  RankTails out{zeros, zeros, zeros, zeros, zeros, zeros};
+  auto& [steps, gradients, gathers, dp_tails, replica_sums, dp_streams] = out;
+  const bool every_microbatch = (v.zero == 2 || v.zero == 3) && !v.topk;
+  const double reductions = gradient_reductions(ctx_, v, m);
+  // Ranks alike (pool, parameters, the elements of their DP tail, their units) have the same tails:
+  // most of them.
+  std::vector<std::tuple<int, double, double, BucketElements, int, int>> worked_out;
   for (int r = 0; r < layout.pp; ++r) {
+    const int units = every_microbatch ? dp_units(ctx_, layout, v, ranges, r) : 1;
     const double first_chunk = costs_.chunk_params(layout, r, ranges[r].first, ranges[r].second);
-    // Reduce-scattered every micro-batch (ZeRO 2 and 3 uncompressed), the other chunks' buckets run
-    // during their own backward; ZeRO 3's last one is a single layer's, left out.
-    const bool every_microbatch = (v.zero == 2 || v.zero == 3) && !v.topk;
+    // Reduced every micro-batch, the other chunks' buckets run during their own backward; ZeRO 3's
+    // last one is a single layer's, left out.
     BucketElements tail;
     if (v.zero != 3 || v.topk) {
       tail = last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
@@ -284,22 +356,34 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
     }
     const auto alike = std::find_if(worked_out.begin(), worked_out.end(), [&](const auto& w) {
       return std::get<0>(w) == layout.rank_pool[r] && std::get<1>(w) == params[r] &&
-             std::get<2>(w) == experts[r] && std::get<3>(w) == tail;
+             std::get<2>(w) == experts[r] && std::get<3>(w) == tail && std::get<5>(w) == units;
     });
     if (alike != worked_out.end()) {
       const int q = std::get<4>(*alike);
       steps[r] = steps[q], gradients[r] = gradients[q], gathers[r] = gathers[q], dp_tails[r] = dp_tails[q],
-      replica_sums[r] = replica_sums[q];
+      replica_sums[r] = replica_sums[q], dp_streams[r] = dp_streams[q];
       continue;
     }
-    worked_out.push_back({layout.rank_pool[r], params[r], experts[r], tail, r});
-    const StateCosts costs = state_costs(layout, v, layout.rank_pool[r], params[r], experts[r]);
+    worked_out.push_back({layout.rank_pool[r], params[r], experts[r], tail, r, units});
+    const int pool = layout.rank_pool[r];
+    const StateCosts costs = state_costs(layout, v, pool, params[r], experts[r]);
     steps[r] = costs.step;
     gradients[r] = costs.gradients;
+    // Every micro-batch's collectives go a unit (ZeRO 3's layer, ZeRO 2's bucket) at a time: together at
+    // least one collective of them all and each other unit's latency (a concave f of the bytes, f(0) >= 0,
+    // has f(x) + f(y) >= f(x + y) + f(0)).
+    double gather = costs.gather, gradient = costs.gradients;
+    if (units > 1 && layout.replicas() > 1) {
+      gradient += (units - 1) * gradient_collective(layout, v, pool, 1, 0);
+      if (v.zero == 3)
+        gather += (units - 1) * dp_collective(layout, v, pool, CollectiveKind::AllGather, 1, 0);
+    }
     // ZeRO-3 gathers each chunk's parameters before its every forward and backward, on the DP stream
-    // (under plan.reshard after_backward and after_step at least once a step).
-    gathers[r] = ctx_.zero3_gathers(m) * costs.gather;
+    // (under plan.reshard after_backward and after_step at least once a step); ZeRO 1 in the forward
+    // once a step.
+    gathers[r] = (v.zero == 3 ? ctx_.zero3_gathers(m) : 1) * gather;
     replica_sums[r] = ctx_.zero3_reductions(m) * costs.replica_sums;
+    dp_streams[r] = gathers[r] + reductions * gradient;
     // The DP stream runs the buckets in issue order: the rank's first chunk's (bottom layers last),
     // then its other chunks'. So the first chunk's last bucket, ready only when the rank's last
     // backward of that chunk ends, and every bucket of its other chunks still run after that

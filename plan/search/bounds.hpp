@@ -27,7 +27,8 @@ struct BucketElements {
 struct StateCosts {
   double step = 0;       // the optimizer step, offload's copies in and out, ZeRO 1/2's gather after it
   double gradients = 0;  // the DP collective of all their gradients
-  double gather = 0;     // ZeRO 3: one all-gather of them (twice per micro-batch)
+  // ZeRO 3: one all-gather of them (twice per micro-batch); ZeRO 1 gathering in the forward: once a step
+  double gather = 0;
   // HSDP: one all-reduce over the replicas of their gradients' shard, on a stream of its own (after
   // every micro-batch's reduce-scatters, once under reshard after_step).
   double replica_sums = 0;
@@ -36,10 +37,12 @@ struct StateCosts {
 using VariantCosts = std::array<std::optional<StateCosts>, 32>;
 
 // Per pipeline rank, what does not depend on the passes' times (see Bounds::partition_bound): the
-// step with what follows it, the gradient collectives, ZeRO-3's gathers, the DP tail and HSDP's
-// all-reduces over the replicas (all of the step's: the step waits for them).
+// step with what follows it, one gradient collective of all its parameters, ZeRO-3's gathers, the DP
+// tail, HSDP's all-reduces over the replicas (all of the step's: the step waits for them), and the
+// DP stream's whole step (the gathers and every reduction of the gradients: under ZeRO 2 and 3 one a
+// micro-batch).
 struct RankTails {
-  std::vector<double> steps, gradients, gathers, dp_tails, replica_sums;
+  std::vector<double> steps, gradients, gathers, dp_tails, replica_sums, dp_streams;
 };
 
 class Bounds {

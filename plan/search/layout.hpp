@@ -78,6 +78,8 @@ using PassCounts = std::vector<std::array<int, 2>>;
 struct PipelineCounts {
   // [r]: before the first backward that finishes a chunk's gradients (when the first bucket is ready).
   std::vector<PassCounts> before_buckets;
+  // [r]: before the rank's first backward (its warm-up forwards).
+  std::vector<PassCounts> before_backward;
   // [r][j][d]: up to and including the rank's last pass of its chunk j in direction d (0 forward,
   // 1 backward).
   std::vector<std::vector<std::array<PassCounts, 2>>> through_last;
@@ -91,11 +93,14 @@ struct PassBounds {
 
 // The terms of Bounds::partition_bound that follow from the partition alone, per pipeline rank r, with the
 // passes as a chain with their collectives ([0]) or on the compute stream alone ([1]): m load_r;
-// prefix_r; forward prefix_r + the passes before the first bucket; and through the rank's last
-// passes (Bounds::last_microbatch_terms) to rank 0's step, to its own step and to its first chunk's DP tail.
+// prefix_r; forward prefix_r + the passes before the first bucket; through the rank's last
+// passes (Bounds::last_microbatch_terms) to rank 0's step, to its own step and to its first chunk's DP tail;
+// and to the start of its first backward (its warm-up forwards after forward prefix_r, and the first
+// micro-batch's forward through every chunk and backward through the chunks after the rank's last).
 struct PartitionTerms {
   struct Costing {
-    std::vector<double> load, prefix, before_buckets, to_first_step, to_own_step, to_dp_tail;
+    std::vector<double> load, prefix, before_buckets, to_first_step, to_own_step, to_dp_tail,
+        to_first_backward;
   };
   std::array<Costing, 2> costings;
 };

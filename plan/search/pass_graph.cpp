@@ -69,15 +69,20 @@ PassGraph pass_graph(const ParallelLayout& layout, int microbatches) {
 PipelineCounts pipeline_counts(const ParallelLayout& layout, int microbatches) {
   PipelineCounts out;
   out.before_buckets.assign(layout.pp, PassCounts(layout.v, {0, 0}));
+  out.before_backward.assign(layout.pp, PassCounts(layout.v, {0, 0}));
   out.through_last.assign(layout.pp, std::vector<std::array<PassCounts, 2>>(layout.v));
   for (int r = 0; r < layout.pp; ++r) {
     const auto order = pass_order(layout.schedule, layout.pp, layout.v, microbatches, r, layout.overlap_ep);
     std::vector<std::array<size_t, 2>> last(layout.v, {0, 0});  // index of the last pass per (j, d)
     for (size_t k = 0; k < order.size(); ++k) last[order[k].chunk / layout.pp][order[k].forward ? 0 : 1] = k;
     PassCounts running(layout.v, {0, 0});
-    bool bucket_ready = false;
+    bool bucket_ready = false, backward_seen = false;
     for (size_t k = 0; k < order.size(); ++k) {
       const int j = order[k].chunk / layout.pp, d = order[k].forward ? 0 : 1;
+      if (d == 1 && !backward_seen) {
+        out.before_backward[r] = running;
+        backward_seen = true;
+      }
       // The last backward of a chunk finishes its gradients.
       if (d == 1 && last[j][1] == k && !bucket_ready) {
         out.before_buckets[r] = running;
