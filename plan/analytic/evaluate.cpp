@@ -341,13 +341,20 @@ double span_of(const std::vector<std::vector<TaskTiming>>& timing) {
 // A role's communication kernels in one round of the schedule, by stream, each stream's in time order
 // (a stream runs its tasks one at a time, in issue order): when each runs and the share of the SMs it
 // holds.
+// A role's communication kernels, what the SM fixed point reads of them every round (gathered once: the
+// Program's tasks do not fit in cache).
+struct CommKernel {
+  int task;
+  StreamKind stream;
+  double share;  // comm_sm_share
+};
+
 class HeldSms {
  public:
-  HeldSms(const Role& role, const std::vector<TaskTiming>& timing, const std::vector<double>& shares) {
-    for (size_t i = 0; i < role.tasks.size(); ++i)
-      if (shares[i] > 0 && timing[i].end_s > timing[i].start_s)
-        streams_[static_cast<size_t>(role.tasks[i].stream)].push_back(
-            {timing[i].start_s, timing[i].end_s, shares[i]});
+  HeldSms(const std::vector<CommKernel>& kernels, const std::vector<TaskTiming>& timing) {
+    for (const CommKernel& k : kernels)
+      if (const TaskTiming& t = timing[size_t(k.task)]; t.end_s > t.start_s)
+        streams_[static_cast<size_t>(k.stream)].push_back({t.start_s, t.end_s, k.share});
   }
 
   // The SM-seconds communication holds over [start, end), as a share of the device: each kernel's
@@ -389,15 +396,19 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   // (comm_sm_share), its progress slowed while they run. The overlaps depend on the durations: iterate
   // the list schedule to the fixed point (it settles in a few rounds; durations only grow, so neither
   // do the ends shrink, and the optimizer's bounds of the nominal schedule stay bounds).
-  std::vector<std::vector<double>> shares(program.roles.size());
+  std::vector<std::vector<CommKernel>> comm(program.roles.size());
+  std::vector<std::vector<int>> compute(program.roles.size());  // the compute tasks with work
   bool contended = false;
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
     const PoolSpec& pool = cluster.pool_named(role.pool);
-    for (const Task& t : role.tasks) {
-      shares[r].push_back(comm_sm_share(t, pool, cluster.device_of(pool)));
-      contended |= shares[r].back() > 0;
+    for (size_t i = 0; i < role.tasks.size(); ++i) {
+      const Task& t = role.tasks[i];
+      if (const double share = comm_sm_share(t, pool, cluster.device_of(pool)); share > 0)
+        comm[r].push_back({int(i), t.stream, share});
+      if (is_compute(t.kind) && nominal[r][i] > 0) compute[r].push_back(int(i));
     }
+    contended |= !comm[r].empty();
   }
   if (!contended) return timing;
   std::vector<std::vector<double>> durations = nominal;
@@ -408,10 +419,8 @@ std::vector<std::vector<TaskTiming>> schedule_tasks(const Program& program, cons
   for (int round = 0; round < kRounds; ++round) {
     double change = 0;
     for (size_t r = 0; r < program.roles.size(); ++r) {
-      const Role& role = program.roles[r];
-      HeldSms held(role, timing[r], shares[r]);
-      for (size_t i = 0; i < role.tasks.size(); ++i) {
-        if (!is_compute(role.tasks[i].kind) || nominal[r][i] <= 0) continue;
+      HeldSms held(comm[r], timing[r]);
+      for (const int i : compute[r]) {
         const double d = nominal[r][i] + held.seconds(timing[r][i].start_s, timing[r][i].end_s);
         change = std::max(change, std::abs(d - durations[r][i]));
         durations[r][i] = d;

@@ -130,14 +130,15 @@ KernelTimes kernel_times(const KernelCost& cost, const DeviceSpec& device, Preci
 
 KernelTimes KernelTimer::operator()(const KernelCost& cost) {
   KernelTimes t = other_terms(cost, device_, precision_);
+  if (cost.gemms.size() == 0) return t;
   auto gemm_s = [&](const Gemm& g) { return gemm_time(g, device_, precision_).value(); };
-  // A list's GEMM terms added to zero are what adding them to `t` adds, as long as attention's time
-  // does not start from a fused kernel's (a group with both kinds of attention: lowering builds none).
-  if (cost.gemms.size() == 0 || t.attention_s != 0) return add_gemms(t, cost.gemms, gemm_s);
   auto [it, fresh] = gemms_.try_emplace(cost.gemms.begin());
   if (fresh) it->second = add_gemms({}, cost.gemms, gemm_s);
+  // A list's GEMM terms added to zero are what adding them to `t` adds, but where unfused attention's
+  // products would add to a fused kernel's time (a group with both: lowering builds none).
+  if (it->second.attention_s != 0 && t.attention_s != 0) return add_gemms(t, cost.gemms, gemm_s);
   t.gemm_s = it->second.gemm_s;
-  t.attention_s = it->second.attention_s;
+  t.attention_s += it->second.attention_s;
   return t;
 }
 
