@@ -305,10 +305,6 @@ bool uses_sms_for_comm(const Task& t) {
   return t.kind == TaskKind::Collective || (t.kind == TaskKind::Send && t.stream != StreamKind::Compute);
 }
 
-}  // namespace
-
-namespace {
-
 double sm_share(int sms, const DeviceSpec& device) {
   return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
 }
@@ -338,9 +334,6 @@ double span_of(const std::vector<std::vector<TaskTiming>>& timing) {
   return end;
 }
 
-// A role's communication kernels in one round of the schedule, by stream, each stream's in time order
-// (a stream runs its tasks one at a time, in issue order): when each runs and the share of the SMs it
-// holds.
 // A role's communication kernels, what the SM fixed point reads of them every round (gathered once: the
 // Program's tasks do not fit in cache).
 struct CommKernel {
@@ -349,6 +342,9 @@ struct CommKernel {
   double share;  // comm_sm_share
 };
 
+// A role's communication kernels in one round of the schedule, by stream, each stream's in time order
+// (a stream runs its tasks one at a time, in issue order): when each runs and the share of the SMs it
+// holds.
 class HeldSms {
  public:
   HeldSms(const std::vector<CommKernel>& kernels, const std::vector<TaskTiming>& timing) {
