@@ -309,20 +309,26 @@ double sm_share(int sms, const DeviceSpec& device) {
   return sms > 0 && sms < device.sms ? double(sms) / device.sms : 0;
 }
 
+// The SMs a NCCL collective holds: comm_sms_in_node for a group inside one node where the pool gives it,
+// else comm_sms.
+int collective_sms(const PoolSpec& pool, bool in_node) {
+  return in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
+}
+
 }  // namespace
 
 double comm_sm_share(const Task& t, const PoolSpec& pool, const DeviceSpec& device) {
   if (!uses_sms_for_comm(t) || device.sms <= 0) return 0;
   // NCCL's channel counts are known for collectives (docs/catalog.md); a send keeps comm_sms.
   const bool in_node = t.kind == TaskKind::Collective && t.placement.size <= t.placement.per_node;
-  int sms = in_node && pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
+  int sms = collective_sms(pool, in_node);
   if (t.sms >= 0) sms = t.sms;  // the framework's own transfers (TP overlap), not NCCL's
   return sm_share(sms, device);
 }
 
 double least_collective_sm_share(const PoolSpec& pool, const DeviceSpec& device) {
-  const int in_node = pool.comm_sms_in_node > 0 ? pool.comm_sms_in_node : pool.comm_sms;
-  return std::min(sm_share(pool.comm_sms, device), sm_share(in_node, device));
+  return std::min(sm_share(collective_sms(pool, false), device),
+                  sm_share(collective_sms(pool, true), device));
 }
 
 namespace {

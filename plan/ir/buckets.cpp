@@ -9,7 +9,7 @@
 namespace paratwin {
 
 bool reduces_every_microbatch(const Plan& p) {
-  return (p.zero == 2 || p.zero == 3) && p.dp * p.cp > 1 && p.compression.kind == CompressionKind::None;
+  return reduces_every_microbatch(p.zero, p.dp * p.cp, p.compression.kind != CompressionKind::None);
 }
 
 bool tied_head_reduced_early(const Plan& p, const ModelSpec& m) {

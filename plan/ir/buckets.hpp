@@ -56,6 +56,11 @@ inline bool experts_replicated(int expert_replicas) {
 // gradients, as DeepSpeed and FSDP run ZeRO 2 and 3 over several replicas (dp x cp), rather than
 // reduced once a step: not under gradient compression, which keeps its once-a-step exchange.
 bool reduces_every_microbatch(const Plan& plan);
+// The same from the fields it reads (the optimizer's candidates before they are Plans): `compressed`
+// under gradient compression.
+inline bool reduces_every_microbatch(int zero, int replicas, bool compressed) {
+  return (zero == 2 || zero == 3) && replicas > 1 && !compressed;
+}
 
 // Whether ZeRO 1 gathers its updated parameters during the next step's first forward, bucket by bucket
 // (Megatron-LM's --overlap-param-gather, plan.overlap.param_gather; lower_param_gather.cpp) rather than

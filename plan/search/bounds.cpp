@@ -56,10 +56,10 @@ int dp_units(const SearchContext& ctx, const ParallelLayout& layout, const Varia
   return units;
 }
 
-// How many times a step reduces each gradient over the DP group: every micro-batch under ZeRO 2 and 3
-// uncompressed (ir/buckets.hpp's reduces_every_microbatch), but under ZeRO 3's reshard after_step once.
-double gradient_reductions(const SearchContext& ctx, const Variant& v, int m) {
-  if ((v.zero != 2 && v.zero != 3) || v.topk) return 1;
+// How many times a step reduces each gradient over the DP group: every micro-batch where ZeRO 2 and 3
+// do (reduces_every_microbatch), but under ZeRO 3's reshard after_step once.
+double gradient_reductions(const SearchContext& ctx, const ParallelLayout& layout, const Variant& v, int m) {
+  if (!reduces_every_microbatch(layout, v)) return 1;
   return v.zero == 3 ? ctx.zero3_reductions(m) : m;
 }
 
@@ -156,7 +156,7 @@ double Bounds::variant_bound(const ParallelLayout& layout, int microbatches, con
   const StateCosts& t = *costs;
   const double m = microbatches;
   return std::max({m * microbatch_work(layout) + t.step,
-                   gradient_reductions(ctx_, v, microbatches) * t.gradients +
+                   gradient_reductions(ctx_, layout, v, microbatches) * t.gradients +
                        (v.zero == 3 ? ctx_.zero3_gathers(microbatches) : 1) * t.gather + t.step,
                    ctx_.zero3_reductions(microbatches) * t.replica_sums + t.step}) /
          layout.pp;
@@ -336,8 +336,8 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
   const std::vector<double> zeros(layout.pp, 0);
   RankTails out{zeros, zeros, zeros, zeros, zeros, zeros};
   auto& [steps, gradients, gathers, dp_tails, replica_sums, dp_streams] = out;
-  const bool every_microbatch = (v.zero == 2 || v.zero == 3) && !v.topk;
-  const double reductions = gradient_reductions(ctx_, v, m);
+  const bool every_microbatch = reduces_every_microbatch(layout, v);
+  const double reductions = gradient_reductions(ctx_, layout, v, m);
   // Ranks alike (pool, parameters, the elements of their DP tail, their units) have the same tails:
   // most of them.
   std::vector<std::tuple<int, double, double, BucketElements, int, int>> worked_out;

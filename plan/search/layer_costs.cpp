@@ -262,15 +262,10 @@ double LayerCosts::chunk_params(const ParallelLayout& layout, int c, int begin, 
   return search::chunk_params(layout, chunk_memory(layout), c, begin, end);
 }
 
-// As lowering holds them: ZeRO 2 and 3 reduce-scatter every micro-batch's gradients unless compressed.
-static bool sharded_gradients(const ParallelLayout& layout, const Variant& v) {
-  return (v.zero == 2 || v.zero == 3) && layout.replicas() > 1 && !v.topk;
-}
-
 // Device bytes of model states per parameter a rank holds (states are linear in the parameters).
 double LayerCosts::state_bytes_per_parameter(const ParallelLayout& layout, const Variant& v) const {
-  const auto st =
-      cost::held_model_state_bytes(1, layout.shards(), v.zero, sharded_gradients(layout, v), ctx_.s.training);
+  const auto st = cost::held_model_state_bytes(1, layout.shards(), v.zero,
+                                               reduces_every_microbatch(layout, v), ctx_.s.training);
   return (st.weights + st.gradients + (v.offload ? Bytes(0) : st.optimizer)).value();
 }
 
@@ -302,8 +297,8 @@ double LayerCosts::capacity(const ParallelLayout& layout, int rank) const {
 // Whatever the partition, some pipeline rank holds at least 1/pp of the layers' parameters.
 bool LayerCosts::states_can_fit(const ParallelLayout& layout, const Variant& v) const {
   const double per_rank = layer_parameters(layout) / layout.pp * (1 - 1e-9);
-  auto states = cost::held_model_state_bytes(per_rank, layout.shards(), v.zero, sharded_gradients(layout, v),
-                                             ctx_.s.training);
+  auto states = cost::held_model_state_bytes(per_rank, layout.shards(), v.zero,
+                                             reduces_every_microbatch(layout, v), ctx_.s.training);
   const double device =
       (states.weights + states.gradients + (v.offload ? Bytes(0) : states.optimizer)).value();
   double largest_capacity = 0;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/ir/buckets.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/topology/rank_order.hpp"
 
@@ -195,6 +196,12 @@ inline double chunk_bound_backward(const ParallelLayout& layout, bool alone, int
 
 inline double chunk_time(const ParallelLayout& layout, int c, int begin, int end) {
   return chunk_forward(layout, c, begin, end) + chunk_backward(layout, c, begin, end);
+}
+
+// Whether a candidate's ZeRO 2 or 3 reduce-scatters its gradients every micro-batch, as lowering does
+// (ir/buckets.hpp): its variant's top-k compression keeps the once-a-step exchange.
+inline bool reduces_every_microbatch(const ParallelLayout& layout, const Variant& v) {
+  return paratwin::reduces_every_microbatch(v.zero, layout.replicas(), v.topk);
 }
 
 // What chunk_params and chunk_bytes need beyond the layout's tables, worked out once per partition.
