@@ -268,7 +268,9 @@ BOOST_AUTO_TEST_CASE(bounds_hold_where_zero_collectives_run_beside_the_compute) 
     for (const char* plan : {"plan: {zero: 2}\n", "plan: {zero: 3, reshard: after_forward}\n",
                              "plan: {zero: 3, reshard: after_step}\n",
                              // ZeRO 1 gathering its parameters in the next forward, not after the step
-                             "plan: {zero: 1, overlap: {param_gather: true}}\n"}) {
+                             "plan: {zero: 1, overlap: {param_gather: true}}\n",
+                             // HSDP: the replicas' all-reduces on a stream of their own
+                             "plan: {zero: 3, dp_replicate: 2}\n"}) {
       BOOST_TEST_CONTEXT(cluster << plan) {
         const ScenarioSpec s = scenario(model + cluster + plan);
         const SearchResult a = search_plans(s, {3, false});

@@ -266,6 +266,20 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
     const double waits = std::max(0.0, chain.load[r] - alone.load[r]);
     bound = std::max(bound, kSettledMargin * (alone.load[r] + share * (dp_streams[r] + replica_sums[r]) +
                                               (1 - streams * share) * waits));
+    // The same along a path through the rank's last passes: between the rank's first pass (at a >= the
+    // path's forward prefix) and its pass on the path (at b), the compute stream runs those passes,
+    // busy P (alone) + s O and idle I >= their waits; after b come the rest of the path and a step, X.
+    // Each stream runs D_i in all, at most a before the window, X after it and I while the compute
+    // idles, so O >= sum D_i - n (a + X + I) over n streams, and T = a + P + s O + I + X >= P + s sum D_i
+    // + (1 - n s)(a + I + X).
+    if (streams > 0)
+      for (size_t k = 0; k < alone.paths[r].size(); ++k) {
+        const PartitionTerms::Path &on_chain = chain.paths[r][k], &path = alone.paths[r][k];
+        const double idle =
+            on_chain.rest + std::max(0.0, on_chain.own - path.own) + steps[on_chain.to_own_step ? r : 0];
+        bound = std::max(bound, kSettledMargin * (path.own + share * (dp_streams[r] + replica_sums[r]) +
+                                                  (1 - streams * share) * idle));
+      }
   }
   for (const PartitionTerms::Costing& t : terms->second.costings)
     for (int r = 0; r < layout.pp; ++r) {
@@ -422,6 +436,7 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
   out.to_first_step.assign(layout.pp, 0);
   out.to_own_step.assign(layout.pp, 0);
   out.to_dp_tail.assign(layout.pp, 0);
+  out.paths.resize(layout.pp);
   for (int r = 0; r < layout.pp; ++r) {
     auto run = [&](const PassCounts& n) {
       double t = 0;
@@ -429,18 +444,21 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
         t += n[j][0] * forward[j * layout.pp + r] + n[j][1] * backward[j * layout.pp + r];
       return t;
     };
-    double own = 0, first = 0;
+    std::vector<PartitionTerms::Path>& paths = out.paths[r];
+    paths.clear();
     for (int j = 0; j < layout.v; ++j) {
       const int c = j * layout.pp + r;
       const auto& through = layout.counts->through_last[r][j];
-      first = std::max(first, forward_prefixes[r] + run(through[0]) + forward_after[c] + all_backward);
       const double until_backward = run(through[1]);
-      first = std::max(first, forward_prefixes[r] + until_backward + backward_below[c]);
+      paths.push_back({run(through[0]), forward_prefixes[r] + forward_after[c] + all_backward, false});
+      paths.push_back({until_backward, forward_prefixes[r] + backward_below[c], false});
+      paths.push_back({until_backward, forward_prefixes[r], true});
       if (j == 0) out.to_dp_tail[r] = forward_prefixes[r] + until_backward;
-      own = std::max(own, until_backward);
     }
-    out.to_first_step[r] = first;
-    out.to_own_step[r] = forward_prefixes[r] + own;
+    for (const PartitionTerms::Path& path : paths) {
+      double& to_step = path.to_own_step ? out.to_own_step[r] : out.to_first_step[r];
+      to_step = std::max(to_step, path.own + path.rest);
+    }
   }
 }
 

@@ -99,9 +99,17 @@ struct PassBounds {
 // and to the start of its first backward (its warm-up forwards after forward prefix_r, and the first
 // micro-batch's forward through every chunk and backward through the chunks after the rank's last).
 struct PartitionTerms {
+  // One of those paths through rank r's last passes: the rank's own passes on it (`own`) and the rest
+  // (`rest`: the forward prefix before them, the passes of other ranks after them), without the step
+  // it ends with: rank 0's (`to_own_step` false) or the rank's own.
+  struct Path {
+    double own, rest;
+    bool to_own_step;
+  };
   struct Costing {
     std::vector<double> load, prefix, before_buckets, to_first_step, to_own_step, to_dp_tail,
         to_first_backward;
+    std::vector<std::vector<Path>> paths;  // per pipeline rank
   };
   std::array<Costing, 2> costings;
 };
