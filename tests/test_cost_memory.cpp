@@ -126,8 +126,19 @@ BOOST_AUTO_TEST_CASE(full_recompute_keeps_only_the_2_sbh_layer_input) {
   BOOST_TEST(gpt3_layer(Recompute::Full, true) == 2 * kSbh / 8, tt::tolerance(1e-12));
 }
 
-// Llama 3 8B (GQA 32/8 heads of 128, SwiGLU f = 14336, RMSNorm, no dropout), s 4096, b 1, t 4, bf16.
-// By the same count as Korthikanti et al., per token, in bytes:
+// Llama 3 8B (GQA 32/8 heads of 128, SwiGLU f = 14336, RMSNorm, no dropout), s 4096, b 1, t 4: s b h,
+// the 16-bit softmax output and the fp32 log-sum-exp (inside TP), and the configuration.
+static constexpr double kLlamaSbh = 4096.0 * 4096;
+static constexpr double kLlamaScores = 2.0 * 32 * 4096 * 4096 / 4, kLlamaLse = 4.0 * 32 * 4096 / 4;
+static ActivationConfig llama_tp4(AttentionKind attention) {
+  ActivationConfig c;
+  c.seq_len = 4096;
+  c.tp = 4;
+  c.attention = attention;
+  return c;
+}
+
+// bf16, by the same count as Korthikanti et al., per token, in bytes:
 //   outside TP: QKV input 2h, MLP input 2h, two norm inputs 4h, no dropout masks          = 8h
 //   inside TP:  Q 2h, K and V 2 x 2 x 1024 = h, projection input 2h, SwiGLU gate, up and
 //               product 3 x 2 x 14336 = 21h                                                = 26h
@@ -135,34 +146,55 @@ BOOST_AUTO_TEST_CASE(full_recompute_keeps_only_the_2_sbh_layer_input) {
 // So none/no SP = sbh (8 + 26/4) + 2 a s^2 / 4 = 14.5 sbh + 64 s^2 / 4.
 BOOST_AUTO_TEST_CASE(gqa_swiglu_without_dropout_follows_the_hand_count) {
   const ModelSpec m = model("llama3-8b");
-  const double sbh = 4096.0 * 4096, scores = 2.0 * 32 * 4096 * 4096 / 4;
-  ActivationConfig c;
-  c.seq_len = 4096;
-  c.tp = 4;
-  c.attention = AttentionKind::Unfused;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * sbh + scores, tt::tolerance(1e-12));
+  ActivationConfig c = llama_tp4(AttentionKind::Unfused);
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * kLlamaSbh + kLlamaScores,
+             tt::tolerance(1e-12));
   BOOST_TEST(layer_activation_bytes(m, c, false).value() == 511705088.0, tt::tolerance(1e-12));
   c.sequence_parallel = true;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * sbh / 4 + scores, tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * kLlamaSbh / 4 + kLlamaScores,
+             tt::tolerance(1e-12));
   c.recompute = Recompute::Selective;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * sbh / 4, tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 34 * kLlamaSbh / 4, tt::tolerance(1e-12));
   c.recompute = Recompute::Full;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 2 * sbh / 4, tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 2 * kLlamaSbh / 4, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(fused_attention_keeps_no_scores_only_a_log_sum_exp_per_query_and_head) {
-  // Llama 3 8B as above: the s x s scores give way to 4 bytes per query and head, inside TP; selective
-  // recomputation then has nothing left to drop.
+  // The s x s scores give way to 4 bytes per query and head, inside TP; selective recomputation then
+  // has nothing left to drop.
   const ModelSpec m = model("llama3-8b");
-  const double sbh = 4096.0 * 4096, lse = 4.0 * 32 * 4096 / 4;
-  ActivationConfig c;
-  c.seq_len = 4096;
-  c.tp = 4;
-  c.attention = AttentionKind::Flash2;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * sbh + lse, tt::tolerance(1e-12));
+  ActivationConfig c = llama_tp4(AttentionKind::Flash2);
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * kLlamaSbh + kLlamaLse,
+             tt::tolerance(1e-12));
   c.recompute = Recompute::Selective;
-  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * sbh + lse, tt::tolerance(1e-12));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * kLlamaSbh + kLlamaLse,
+             tt::tolerance(1e-12));
   BOOST_TEST(recompute_working_bytes(m, c, false).value() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(transformer_engine_fp8_keeps_the_gemm_inputs_in_one_byte) {
+  // fp8 under Transformer Engine's recipes, per token:
+  //   outside TP: norm inputs 4h, QKV and MLP inputs in fp8 1h + 1h                              = 6h
+  //   inside TP:  Q 2h, K and V h, the attention output the kernel keeps 2h and the projection's
+  //               fp8 copy h, SwiGLU gate and up 2 x 2 x 14336 = 14h, product in fp8 3.5h     = 23.5h
+  // Unfused attention keeps no 16-bit output: the projection's fp8 input is its only copy (21.5h).
+  // torchao's Float8Linear keeps the bf16 inputs: 8h + 26h / 4 as under bf16.
+  const ModelSpec m = model("llama3-8b");
+  ActivationConfig c = llama_tp4(AttentionKind::Flash2);
+  c.precision = Precision::Fp8;
+  BOOST_TEST(keeps_fp8_gemm_inputs(c));
+  const double te = (6 + 23.5 / 4) * kLlamaSbh + kLlamaLse;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == te, tt::tolerance(1e-12));
+  c.fp8_recipe = Fp8Recipe::TeCurrent;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == te, tt::tolerance(1e-12));
+  c.attention = AttentionKind::Unfused;
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == (6 + 21.5 / 4) * kLlamaSbh + kLlamaScores,
+             tt::tolerance(1e-12));
+  c.attention = AttentionKind::Flash2;
+  c.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
+  BOOST_TEST(!keeps_fp8_gemm_inputs(c));
+  BOOST_TEST(layer_activation_bytes(m, c, false).value() == 14.5 * kLlamaSbh + kLlamaLse,
+             tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(context_parallelism_divides_a_layers_activations_by_cp) {

@@ -124,6 +124,10 @@ double op_kept_bytes(const ModelSpec& model, const ActivationConfig& c, bool moe
 
 }  // namespace
 
+bool keeps_fp8_gemm_inputs(const ActivationConfig& c) {
+  return c.precision == Precision::Fp8 && c.fp8_recipe != Fp8Recipe::TorchaoTensorwise;
+}
+
 Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, bool moe_layer) {
   assert(c.tp >= 1 && c.cp >= 1 && c.micro_batch >= 1 && c.seq_len >= 1 && "bad activation config");
   const double e = element_bytes(c.precision), h = model.hidden, f = model.ffn_hidden;
@@ -134,13 +138,21 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
   if (c.recompute == Recompute::Full) return Bytes(e * tokens * h / sp);
   if (c.recompute == Recompute::Op) return Bytes(op_kept_bytes(model, c, moe_layer));
 
-  const double mlp_inner = (model.mlp == MlpKind::SwiGlu ? 3 : 2) * e * f;
-  double outside = 4 * e * h + (model.dropout ? 2 * h : 0);
-  double inside = e * (2 * A + 2 * Kv) + mlp_inner;
+  // A GEMM input's element; an MoE layer's MLP input is the router's too, which keeps it in 16 bits.
+  const bool fp8_inputs = keeps_fp8_gemm_inputs(c);
+  const double in = fp8_inputs ? 1 : e, mlp_in = moe_layer ? e : in;
+  // The first MLP GEMM's output (the activation's input) and the second GEMM's input.
+  const double mlp_inner = (model.mlp == MlpKind::SwiGlu ? 2 : 1) * e * f + in * f;
+  const bool fused = c.attention != AttentionKind::Unfused;
+  // Q, K, V, and the attention output: the fused kernel's in 16 bits, the output projection's input.
+  const double attention = e * (A + 2 * Kv) + (fused ? e * A : 0) + (fused && !fp8_inputs ? 0 : in * A);
+  // The two norms' inputs and outputs (the QKV and MLP inputs), the dropout masks.
+  double outside = 2 * e * h + (in + mlp_in) * h + (model.dropout ? 2 * h : 0);
+  double inside = attention + mlp_inner;
   if (c.sequence_parallel && c.tp > 1 && c.tensor_parallel == TensorParallelImpl::DTensor) {
     // DTensor's autograd keeps the all-gathers' outputs, the QKV and MLP inputs, whole.
-    outside -= 2 * e * h;
-    inside += 2 * e * h * t;
+    outside -= (in + mlp_in) * h;
+    inside += (in + mlp_in) * h * t;
   }
   const bool selective = c.recompute == Recompute::Selective;
   if (moe_layer) {
@@ -151,7 +163,7 @@ Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& c, 
     // Selective recompute of the pre-MLP norm drops its output (the router's input), of the experts'
     // activation its output (the last linear's input) for each of the top_k rows.
     if (selective && c.recompute_modules.layernorm) outside -= e * h;
-    if (selective && c.recompute_modules.moe_act) inside -= k * e * f;
+    if (selective && c.recompute_modules.moe_act) inside -= k * in * f;
   }
   double bytes = tokens * (outside / sp + inside / t);
   if (c.attention != AttentionKind::Unfused) {

@@ -88,10 +88,18 @@ struct ActivationConfig {
   TensorParallelImpl tensor_parallel = TensorParallelImpl::Megatron;  // training.tensor_parallel
   RecomputeModules recompute_modules{};  // what selective recompute drops (StagePlan::recompute_modules)
   Projections projections = Projections::Fused;  // training.projections: which outputs recompute op keeps
+  Fp8Recipe fp8_recipe = Fp8Recipe::TeDelayed;   // under precision fp8: how the GEMM inputs are kept
 };
 
+// Whether the linear layers keep their GEMM inputs for the backward in fp8, 1 byte an element: under
+// precision fp8 with Transformer Engine's recipes, whose Linear, LayerNormLinear and LayerNormMLP save
+// the fp8 casts they ran the forward GEMM on (the norm's output written in fp8 by the fused norm, the
+// MLP activation's output cast for the second GEMM) and cast nothing again in the backward. torchao's
+// Float8Linear keeps the 16-bit inputs and casts them again (matmul_with_hp_or_float8_args).
+bool keeps_fp8_gemm_inputs(const ActivationConfig& config);
+
 // Activation bytes one transformer layer keeps for its backward pass, per micro-batch. For GPT (4h
-// GELU MLP, MHA, dropout, 16-bit) this is Korthikanti et al.'s table 2:
+// GELU MLP, MHA, dropout, 16-bit GEMM inputs) this is Korthikanti et al.'s table 2:
 //   none, no SP:        s b h (10 + 24/t + 5 a s / (h t))
 //   none, SP:           s b h (34/t + 5 a s / (h t))
 //   selective, no SP:   s b h (10 + 24/t)
@@ -102,7 +110,10 @@ struct ActivationConfig {
 // where a is the number of heads. Context parallelism divides s by cp. MoE layers keep top_k expert
 // MLP activations per token plus the router's. Fused (flash) attention keeps no s x s term: it
 // recomputes the scores in its backward from Q, K, V and one fp32 log-sum-exp per query and head
-// (4 a s b / t bytes), which selective recomputation does not drop.
+// (4 a s b / t bytes), which selective recomputation does not drop. Where the GEMM inputs are kept in
+// fp8 (keeps_fp8_gemm_inputs), the QKV and dense MLP inputs (the norms' outputs) and the second MLP
+// GEMM's input take 1 byte an element, and the output projection's fp8 input is a copy beside the
+// 16-bit attention output a fused attention kernel keeps (under unfused attention, the only one).
 Bytes layer_activation_bytes(const ModelSpec& model, const ActivationConfig& config, bool moe_layer);
 
 // What recomputing one layer holds beside the kept activations while its backward runs: the bytes

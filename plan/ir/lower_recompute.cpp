@@ -20,7 +20,8 @@ cost::ActivationConfig RoleBuilder::activation_config(int chunk, int layer) cons
           t_.cross_entropy,
           t_.tensor_parallel,
           stage(chunk).recompute_modules,
-          t_.projections};
+          t_.projections,
+          t_.fp8_recipe};
 }
 
 cost::KernelCost RoleBuilder::recompute_work(int chunk, int begin, int end) {

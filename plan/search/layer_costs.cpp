@@ -213,7 +213,8 @@ CostTable LayerCosts::make_table(const ParallelLayout& layout) {
                                    ctx_.s.training.cross_entropy,
                                    ctx_.s.training.tensor_parallel,
                                    ctx_.req.recompute_modules.value_or(RecomputeModules{}),
-                                   ctx_.s.training.projections};
+                                   ctx_.s.training.projections,
+                                   ctx_.s.training.fp8_recipe};
   cost::ActivationConfig kept_all = act;
   kept_all.recompute = Recompute::None;
   auto activations = [&](const cost::ActivationConfig& a, bool moe) {

@@ -106,7 +106,8 @@ enum class TensorParallelImpl { Megatron, DTensor };
 // start.
 enum class DpBuckets { EveryStage, FirstStage };
 // Which fp8 training recipe quantizes the linear layers' GEMM operands under precision fp8 (the
-// memory-bound passes around each fp8 GEMM: plan/cost/fp8_casts.hpp). te_delayed: Transformer Engine's
+// memory-bound passes around each fp8 GEMM: plan/cost/fp8_casts.hpp; the dtype of the inputs the linears
+// keep for the backward: cost::keeps_fp8_gemm_inputs). te_delayed: Transformer Engine's
 // DelayedScaling (the scale from the amax history, so the cast is one pass; the norm before a
 // LayerNormLinear writes fp8 itself); te_current: Transformer Engine's Float8CurrentScaling (an amax
 // pass over each tensor before its cast; Megatron-LM's --fp8-recipe tensorwise); torchao_tensorwise:
