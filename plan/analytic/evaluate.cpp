@@ -64,39 +64,55 @@ Intervals united(const Intervals& a, const Intervals& b) {
   return merged(all);
 }
 
-// task_duration_s with the pool's device looked up once (list scheduling costs every task of a role).
-double duration_on(const Task& t, const PoolSpec& pool, const DeviceSpec& device, const ClusterSpec& cluster,
-                   Precision precision) {
-  switch (t.kind) {
-    case TaskKind::Forward:
-    case TaskKind::Backward:
-    case TaskKind::Recompute:
-    case TaskKind::Optimizer:
-      return cost::compute_time(t.work, device, precision).value();
-    case TaskKind::Collective:
-      return cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value() * t.count;
-    case TaskKind::Send:
-      return cost::p2p_time(t.bytes, t.peer_same_node, pool, cluster).value();
-    case TaskKind::Recv:
-      return 0;
-    case TaskKind::Copy:
-      return t.bytes.value() / pool.pcie_bandwidth.value();
+// A role's tasks' times alone on its pool, what the role repeats costed once: its passes' GEMM lists
+// (cost::KernelTimer) and its collectives, by kind, size and group.
+class TaskCoster {
+ public:
+  TaskCoster(const PoolSpec& pool, const ClusterSpec& cluster, Precision precision)
+      : pool_(pool), cluster_(cluster), compute_(cluster.device_of(pool), precision) {}
+
+  double operator()(const Task& t) {
+    switch (t.kind) {
+      case TaskKind::Forward:
+      case TaskKind::Backward:
+      case TaskKind::Recompute:
+      case TaskKind::Optimizer:
+        return compute_(t.work).total();
+      case TaskKind::Collective: {
+        const auto key = std::tuple{t.collective, t.bytes.value(), t.placement.size, t.placement.per_node,
+                                    t.placement.crosses_pods};
+        auto [it, fresh] = collectives_.try_emplace(key);
+        if (fresh)
+          it->second =
+              cost::collective_time(t.collective, t.bytes, t.placement, pool_, cluster_).time.value();
+        return it->second * t.count;
+      }
+      case TaskKind::Send:
+        return cost::p2p_time(t.bytes, t.peer_same_node, pool_, cluster_).value();
+      case TaskKind::Recv:
+        return 0;
+      case TaskKind::Copy:
+        return t.bytes.value() / pool_.pcie_bandwidth.value();
+    }
+    return 0;
   }
-  return 0;
-}
+
+ private:
+  const PoolSpec& pool_;
+  const ClusterSpec& cluster_;
+  cost::KernelTimer compute_;
+  std::map<std::tuple<cost::CollectiveKind, double, int, int, bool>, double> collectives_;
+};
 
 bool is_compute(TaskKind k) {
   return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute ||
          k == TaskKind::Optimizer;
 }
 
-// A task whose kernels hold SMs beside the compute: collectives and sends (NCCL), not host copies
-// (copy engines) nor receives (their time is the send's).
-
 }  // namespace
 
 double task_duration_s(const Task& t, const PoolSpec& pool, const ClusterSpec& cluster, Precision precision) {
-  return duration_on(t, pool, cluster.device_of(pool), cluster, precision);
+  return TaskCoster(pool, cluster, precision)(t);
 }
 
 Evaluation evaluate(const Program& program, const ClusterSpec& cluster, const TrainingSpec& training) {
@@ -269,30 +285,10 @@ std::vector<std::vector<double>> task_durations(const Program& program, const Cl
   std::vector<std::vector<double>> out(program.roles.size());
   for (size_t r = 0; r < program.roles.size(); ++r) {
     const Role& role = program.roles[r];
-    const PoolSpec& pool = cluster.pool_named(role.pool);
-    const DeviceSpec& device = cluster.device_of(pool);
     const double pace = at_slowest_gpu ? compute_pace(program, cluster, role) : 1;
-    // duration_on's figures, with what a role repeats costed once: its passes' GEMMs (KernelTimer) and
-    // its collectives, by kind, size and group.
-    cost::KernelTimer compute(device, training.precision);
-    std::map<std::tuple<cost::CollectiveKind, double, int, int, bool>, double> collectives;
+    TaskCoster duration(cluster.pool_named(role.pool), cluster, training.precision);
     out[r].reserve(role.tasks.size());
-    for (const Task& t : role.tasks) {
-      double d;
-      if (is_compute(t.kind)) {
-        d = compute(t.work).total() * pace;
-      } else if (t.kind == TaskKind::Collective) {
-        const auto key = std::tuple{t.collective, t.bytes.value(), t.placement.size, t.placement.per_node,
-                                    t.placement.crosses_pods};
-        auto [it, fresh] = collectives.try_emplace(key);
-        if (fresh)
-          it->second = cost::collective_time(t.collective, t.bytes, t.placement, pool, cluster).time.value();
-        d = it->second * t.count;
-      } else {
-        d = duration_on(t, pool, device, cluster, training.precision);
-      }
-      out[r].push_back(d);
-    }
+    for (const Task& t : role.tasks) out[r].push_back(duration(t) * (is_compute(t.kind) ? pace : 1));
   }
   return out;
 }
