@@ -261,8 +261,11 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
   const auto& [chain, alone] = terms->second.costings;
   for (int r = 0; r < layout.pp; ++r) {
     const PoolSpec& pool = ctx_.s.cluster.pools[layout.rank_pool[r]];
-    const double share = least_collective_sm_share(pool, *ctx_.devices[layout.rank_pool[r]]);
     const double streams = (dp_streams[r] > 0 ? 1 : 0) + (replica_sums[r] > 0 ? 1 : 0);
+    // The evaluator caps what all the kernels beside a task hold at kMostHeldSms of it: the streams'
+    // shares together stay under that cap.
+    const double share = std::min(least_collective_sm_share(pool, *ctx_.devices[layout.rank_pool[r]]),
+                                  kMostHeldSms / std::max(1.0, streams));
     const double waits = std::max(0.0, chain.load[r] - alone.load[r]);
     bound = std::max(bound, kSettledMargin * (alone.load[r] + share * (dp_streams[r] + replica_sums[r]) +
                                               (1 - streams * share) * waits));
