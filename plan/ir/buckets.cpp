@@ -22,16 +22,20 @@ double tied_lookup_rows(const Plan& p, const ModelSpec& m, const TrainingSpec& t
   return std::min(double(m.vocab) / p.tp, tokens);
 }
 
+double dp_bucket_elements(int rank, DpBuckets dp_buckets, Bytes bucket_size, double gradient_bytes) {
+  // Megatron-Core's DDP sets no bucket size on pipeline ranks after the first: a chunk is one bucket.
+  return rank > 0 && dp_buckets == DpBuckets::FirstStage ? std::numeric_limits<double>::infinity()
+                                                         : bucket_size.value() / gradient_bytes;
+}
+
 RankParameters plan_rank_parameters(const Plan& p, const ModelSpec& m, const TrainingSpec& training,
                                     int rank) {
   RankParameters out;
   const ParameterCount pc = count_parameters(m);
   const double embedding = double(m.vocab) * m.hidden / p.tp;
   const double positions = m.position == PositionKind::Learned ? double(m.seq_len) * m.hidden : 0;
-  // Megatron-Core's DDP sets no bucket size on pipeline ranks after the first: a chunk is one bucket.
-  const double bucket_elements = rank > 0 && training.dp_buckets == DpBuckets::FirstStage
-                                     ? std::numeric_limits<double>::infinity()
-                                     : p.bucket_size.value() / cost::gradient_bytes(training);
+  const double bucket_elements =
+      dp_bucket_elements(rank, training.dp_buckets, p.bucket_size, cost::gradient_bytes(training));
   for (const int chunk : p.chunks_of(rank)) {
     const StagePlan& st = p.stages[size_t(chunk)];
     std::vector<double> layer_params, layer_experts;  // under EP the experts are apart

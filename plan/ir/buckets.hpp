@@ -69,6 +69,11 @@ inline bool gathers_params_in_forward(bool overlap_param_gather, int zero, int r
   return overlap_param_gather && zero == 1 && replicas > 1;
 }
 
+// Gradient elements a DP bucket closes at on pipeline rank `rank` (walked from a chunk's last layer, a
+// bucket closes once it holds this many, or at the chunk's first layer): plan.bucket_size's, but
+// unbounded on the ranks after the first under training.dp_buckets first_stage.
+double dp_bucket_elements(int rank, DpBuckets dp_buckets, Bytes bucket_size, double gradient_bytes);
+
 // Tied embeddings on one pipeline stage under data parallelism (dense buckets): the head's part of the
 // tied gradient is final once the head's backward has run, the lookup's only at the end, and it touches
 // the batch's tokens' rows alone. So the head's part is reduced in the first bucket (with the last

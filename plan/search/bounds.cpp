@@ -36,10 +36,8 @@ double optimizer_step_bound(const SearchContext& ctx, double params, int pool, d
 int dp_units(const SearchContext& ctx, const ParallelLayout& layout, const Variant& v, const Ranges& ranges,
              int r) {
   int units = 0;
-  const double bucket_elements =
-      r > 0 && ctx.s.training.dp_buckets == DpBuckets::FirstStage
-          ? std::numeric_limits<double>::infinity()
-          : ctx.req.bucket_size.value_or(Plan().bucket_size).value() / ctx.grad_elem;
+  const double bucket_elements = dp_bucket_elements(
+      r, ctx.s.training.dp_buckets, ctx.req.bucket_size.value_or(Plan().bucket_size), ctx.grad_elem);
   const std::vector<double>& prefix = layout.costs->params;
   for (int c = r; c < layout.pp * layout.v; c += layout.pp) {
     const auto [begin, end] = ranges[c];
@@ -266,9 +264,12 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
     // shares together stay under that cap.
     const double share = std::min(least_collective_sm_share(pool, *ctx_.devices[layout.rank_pool[r]]),
                                   kMostHeldSms / std::max(1.0, streams));
-    const double waits = std::max(0.0, chain.load[r] - alone.load[r]);
-    bound = std::max(bound, kSettledMargin * (alone.load[r] + share * (dp_streams[r] + replica_sums[r]) +
-                                              (1 - streams * share) * waits));
+    // T >= busy + s (D_1 + ... + D_n) + (1 - n s) idle, less the margin.
+    const auto beside_streams = [&](double busy, double idle) {
+      return kSettledMargin *
+             (busy + share * (dp_streams[r] + replica_sums[r]) + (1 - streams * share) * idle);
+    };
+    bound = std::max(bound, beside_streams(alone.load[r], std::max(0.0, chain.load[r] - alone.load[r])));
     // The same along a path through the rank's last passes: between the rank's first pass (at a >= the
     // path's forward prefix) and its pass on the path (at b), the compute stream runs those passes,
     // busy P (alone) + s O and idle I >= their waits; after b come the rest of the path and a step, X.
@@ -280,8 +281,7 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
         const PartitionTerms::Path &on_chain = chain.paths[r][k], &path = alone.paths[r][k];
         const double idle =
             on_chain.rest + std::max(0.0, on_chain.own - path.own) + steps[on_chain.to_own_step ? r : 0];
-        bound = std::max(bound, kSettledMargin * (path.own + share * (dp_streams[r] + replica_sums[r]) +
-                                                  (1 - streams * share) * idle));
+        bound = std::max(bound, beside_streams(path.own, idle));
       }
   }
   for (const PartitionTerms::Costing& t : terms->second.costings)
