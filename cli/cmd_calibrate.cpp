@@ -1,6 +1,7 @@
 // `paratwin calibrate [PROFILE...] --cluster NAME|FILE -o FILE`: fits the cluster's efficiency figures
 // to what live runs measured (profiles of `paratwin run --profile`) and to microbenchmarks of the real
-// machines (--nccl-tests: nccl-tests output; --gemm-sweep: GEMM rates by shape), and writes the
+// machines (--nccl-tests: nccl-tests output; --gemm-sweep: GEMM rates by shape; --attention-sweep: a
+// fused attention kernel's rates by key length), and writes the
 // calibrated cluster file, which `plan`, `simulate` and `run` then take as their cluster (`--set
 // cluster=FILE`); with --routing also the model with the expert routing the run measured (`--set
 // model=FILE`).
@@ -9,6 +10,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "plan/calibrate/attention_sweep.hpp"
 #include "plan/calibrate/fit.hpp"
 #include "plan/calibrate/gemm_sweep.hpp"
 #include "plan/calibrate/measured_routing.hpp"
@@ -32,7 +34,7 @@ std::string utc_now() {
 
 void add_calibrate_command(CLI::App& app, int& exit_status) {
   struct Options {
-    std::vector<std::string> profiles, nccl_tests, gemm_sweeps;
+    std::vector<std::string> profiles, nccl_tests, gemm_sweeps, attention_sweeps;
     std::string cluster, output, routing, variability, pool;
   };
   auto opts = std::make_shared<Options>();
@@ -47,6 +49,11 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
       ->type_name("FILE...");
   cmd->add_option("--gemm-sweep", opts->gemm_sweeps,
                   "GEMM rates by shape, CSV m,n,k,dtype,tflops: fits the device's GEMM shares and tile cost")
+      ->type_name("FILE...");
+  cmd->add_option("--attention-sweep", opts->attention_sweeps,
+                  "a fused attention kernel's rates by key length: flash-attention's benchmark output or CSV "
+                  "kernel,causal,head_dim,seq_len,dtype,fwd_tflops,bwd_tflops; replaces the device's "
+                  "efficiency.flash2, flash3 or triton")
       ->type_name("FILE...");
   cmd->add_option("--pool", opts->pool,
                   "the pool the microbenchmarks ran on (the cluster's only pool by default)")
@@ -66,10 +73,11 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
       ->type_name("FILE");
   cmd->callback([opts, &exit_status] {
     const Location usage{"paratwin calibrate"};
-    if (opts->profiles.empty() && opts->nccl_tests.empty() && opts->gemm_sweeps.empty())
+    if (opts->profiles.empty() && opts->nccl_tests.empty() && opts->gemm_sweeps.empty() &&
+        opts->attention_sweeps.empty())
       throw InputError(usage,
-                       "nothing to calibrate from: expected profiles (paratwin run --profile), --nccl-tests "
-                       "or --gemm-sweep files");
+                       "nothing to calibrate from: expected profiles (paratwin run --profile), --nccl-tests, "
+                       "--gemm-sweep or --attention-sweep files");
     if (opts->profiles.empty() && !(opts->routing.empty() && opts->variability.empty()))
       throw InputError(usage, std::string(opts->routing.empty() ? "--variability" : "--routing") +
                                   " needs profiles: microbenchmarks measure no routing or kernel spread");
@@ -82,11 +90,14 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
     for (const std::string& path : opts->nccl_tests) nccl.push_back(load_nccl_tests(path));
     std::vector<GemmSweep> sweeps;
     for (const std::string& path : opts->gemm_sweeps) sweeps.push_back(load_gemm_sweep(path));
+    std::vector<AttentionSweep> attention;
+    for (const std::string& path : opts->attention_sweeps) attention.push_back(load_attention_sweep(path));
     Calibration cal = runs.empty() ? start_calibration(cluster, opts->pool) : calibrate(runs, cluster);
     if (!opts->pool.empty() && opts->pool != cal.pool)
       throw InputError(usage, "the profiles ran on pool " + cal.pool + ", --pool names " + opts->pool +
                                   ": calibrate one pool at a time");
     apply_gemm_sweeps(sweeps, cal);
+    apply_attention_sweeps(attention, cal);
     apply_nccl_tests(nccl, cal);
     // Both checked before either file is written: a profile without routing leaves no half result.
     const std::string routing = opts->routing.empty() ? "" : measured_model_yaml(runs.front(), utc_now());
@@ -96,8 +107,8 @@ void add_calibrate_command(CLI::App& app, int& exit_status) {
       write_file_atomically(opts->variability, variability_yaml(cal.variability, runs, utc_now()));
 
     std::cout << "calibrated " << cal.cluster.name << " (device " << cal.device << ", pool " << cal.pool
-              << ") from " << runs.size() << " profile(s), " << nccl.size() << " nccl-tests run(s) and "
-              << sweeps.size() << " GEMM sweep(s):\n";
+              << ") from " << runs.size() << " profile(s), " << nccl.size() << " nccl-tests run(s), "
+              << sweeps.size() << " GEMM sweep(s) and " << attention.size() << " attention sweep(s):\n";
     for (const FittedFigure& f : cal.figures) std::cout << "  " << to_text(f) << "\n";
     for (const std::string& n : cal.notes) std::cout << "  note: " << n << "\n";
     if (!runs.empty()) std::cout << "  kernel-time variability      " << to_text(cal.variability) << "\n";

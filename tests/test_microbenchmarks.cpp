@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "paratwin_process.hpp"
+#include "plan/calibrate/attention_sweep.hpp"
 #include "plan/calibrate/gemm_sweep.hpp"
 #include "plan/calibrate/nccl_tests.hpp"
 #include "plan/spec/cluster.hpp"
@@ -22,6 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kDgxH100 = PARATWIN_SOURCE_DIR "/topologies/dgx-h100.yaml";
+const std::string kDgxA100 = PARATWIN_SOURCE_DIR "/topologies/dgx-a100-80g.yaml";
 
 // nccl-tests' header for `ranks` ranks, `per_host` to a host; `group` writes the "Group" field of
 // nccl-tests 2.10 and later.
@@ -233,18 +235,124 @@ BOOST_AUTO_TEST_CASE(a_gemm_sweep_that_is_not_one_is_refused_cell_by_cell) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_attention_sweep_replaces_the_kernels_figures_by_key_length) {
+  // Two rows at 8192 keys average; the head-dim-64 row is not the head size the figures hold.
+  const std::string csv =
+      "# flash_attn_triton.py on an A100 (synthetic)\n"
+      "kernel,causal,head_dim,seq_len,dtype,fwd_tflops,bwd_tflops\n"
+      "triton,true,128,8192,bf16,120,80\n"
+      "triton,true,128,8192,bf16,130,90\n"
+      "triton,false,128,8192,bf16,150,100\n"
+      "triton,true,128,2048,bf16,90,60\n"
+      "triton,true,64,2048,bf16,200,150\n"
+      "triton,false,128,1024,bf16,110,70\n";
+  Calibration cal = start_calibration(load_cluster_file(kDgxA100), "");
+  const double flash2_before = cal.cluster.devices.at("a100-sxm-80g").efficiency.flash2->forward;
+  apply_attention_sweeps({parse_attention_sweep(csv, "triton.csv")}, cal);
+  const EfficiencySpec& e = cal.cluster.devices.at("a100-sxm-80g").efficiency;
+  BOOST_TEST_REQUIRE(e.triton.has_value());
+  const auto& f = *e.triton;
+  BOOST_TEST(f.seq_len == 8192);
+  BOOST_TEST(f.forward == 125.0 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(f.backward == 85.0 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(*f.forward_full == 150.0 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST_REQUIRE(f.by_seq_len.size() == 1u);  // 2048; 1024 has no causal row
+  BOOST_TEST(f.by_seq_len.at(2048).forward == 90.0 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(!f.by_seq_len.at(2048).forward_full.has_value());
+  // What the cost model reads between the lengths measured: log-linear, as for the catalog's figures.
+  BOOST_TEST(cost::fused_rates_at(f, 4096).forward == (90.0 + 125.0) / 2 / 312,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(e.flash2->forward == flash2_before);  // another kernel's figures untouched
+  BOOST_TEST(cal.figures.back().field == "devices.a100-sxm-80g.efficiency.triton");
+  BOOST_TEST(cal.figures.back().samples == 5);
+  BOOST_TEST_REQUIRE(cal.notes.size() == 2u);
+  BOOST_TEST(cal.notes[0].find("without a mask at 1024 keys not used") != std::string::npos);
+  BOOST_TEST(cal.notes[1].find("1 measurement(s) at head dims below 128") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(flash_attentions_benchmark_output_is_read_as_it_prints_it) {
+  // benchmarks/benchmark_flash_attention.py's lines (verbose output between them ignored); its
+  // "Triton" is another kernel than flash_attn_triton.py, and 0.00 is a configuration that did not run.
+  const std::string text =
+      "### causal=False, headdim=128, batch_size=2, seqlen=8192 ###\n"
+      "Flash2 fwd: 187.12 TFLOPs/s, bwd: 176.48 TFLOPs/s, fwd + bwd: 179.37 TFLOPs/s\n"
+      "Pytorch fwd: 0.00 TFLOPs/s, bwd: 0.00 TFLOPs/s, fwd + bwd: 0.00 TFLOPs/s\n"
+      "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###\n"
+      "FlashAttention - Forward pass\n"
+      "  3.39 ms\n"
+      "Flash2 fwd: 172.50 TFLOPs/s, bwd: 180.00 TFLOPs/s, fwd + bwd: 177.80 TFLOPs/s\n"
+      "Triton fwd: 95.00 TFLOPs/s, bwd: 60.00 TFLOPs/s, fwd + bwd: 67.20 TFLOPs/s\n"
+      "### causal=True, headdim=128, batch_size=16, seqlen=1024 ###\n"
+      "Flash2 fwd: 0.00 TFLOPs/s, bwd: 0.00 TFLOPs/s, fwd + bwd: 0.00 TFLOPs/s\n";
+  const AttentionSweep sweep = parse_attention_sweep(text, "fa2.txt");
+  BOOST_TEST(sweep.form == "flash-attention benchmark");
+  BOOST_TEST_REQUIRE(sweep.rows.size() == 2u);
+  BOOST_TEST(sweep.rows[1].line == 7);
+  BOOST_TEST(sweep.rows[1].causal);
+  Calibration cal = start_calibration(load_cluster_file(kDgxA100), "");
+  apply_attention_sweeps({sweep}, cal);
+  const auto& f = *cal.cluster.devices.at("a100-sxm-80g").efficiency.flash2;
+  BOOST_TEST(f.seq_len == 8192);
+  BOOST_TEST(f.by_seq_len.empty());
+  BOOST_TEST(f.forward == 172.5 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(*f.backward_full == 176.48 / 312, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST_REQUIRE(cal.notes.size() == 3u);
+  BOOST_TEST(cal.notes[0].find("1 Pytorch line(s) skipped") != std::string::npos);
+  BOOST_TEST(cal.notes[1].find("OpenAI's triton.ops kernel") != std::string::npos);
+  BOOST_TEST(cal.notes[2].find("1 line(s) of 0.00 TFLOP/s skipped") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_attention_sweep_that_is_not_one_is_refused_where_it_goes_wrong) {
+  auto refused = [](const std::string& text, const std::string& where, const std::string& says) {
+    try {
+      Calibration cal = start_calibration(load_cluster_file(kDgxA100), "");
+      apply_attention_sweeps({parse_attention_sweep(text, "a.csv")}, cal);
+      BOOST_ERROR("accepted: " + text);
+    } catch (const InputError& e) {
+      BOOST_TEST_INFO(e.what());
+      BOOST_TEST(e.diagnostics().front().where.str() == where);
+      BOOST_TEST(e.diagnostics().front().message.find(says) != std::string::npos);
+    }
+  };
+  const std::string header = "kernel,causal,head_dim,seq_len,dtype,fwd_tflops,bwd_tflops\n";
+  refused(header + "flash,true,128,8192,bf16,120,80\n", "a.csv:2:1", "did you mean 'flash2'");
+  refused(header + "triton,yes,128,8192,bf16,120,80\n", "a.csv:2:8", "expected true, false");
+  refused(header + "triton,true,128,8192,fp8,120,80\n", "a.csv:2:22", "expected bf16, fp16");
+  refused(header + "triton,true,128,8192.5,bf16,120,80\n", "a.csv:2:17", "expected a whole number");
+  refused("kernel,causal,head_dim,seqlen,dtype,fwd_tflops,bwd_tflops\n", "a.csv:1:24",
+          "did you mean 'seq_len'");
+  // A rate above the device's peak: measured on another device than the cluster's.
+  refused(header + "triton,true,128,8192,bf16,400,80\n", "a.csv:2:1", "measured on another device?");
+  refused(header + "triton,false,128,8192,bf16,150,100\n", "a.csv", "no causal measurement at head dim 128");
+  refused(
+      "Flash2 fwd: 172.50 TFLOPs/s, bwd: 180.00 TFLOPs/s, fwd + bwd: 177.80 TFLOPs/s\n"
+      "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###\n",
+      "a.csv:1:1", "a result line before any");
+  refused(
+      "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###\n"
+      "Triton fwd: 95.00 TFLOPs/s, bwd: 60.00 TFLOPs/s, fwd + bwd: 67.20 TFLOPs/s\n",
+      "a.csv", "no Flash2 result");
+}
+
 BOOST_AUTO_TEST_CASE(calibrate_writes_a_cluster_from_microbenchmarks_alone) {
   const fs::path dir = paratwin_test::test_dir("paratwin-microbench-");
   const fs::path ag = dir / "all_gather.out", out = dir / "calibrated.yaml";
+  const fs::path fa = dir / "fa2.txt";
   std::ofstream(ag) << header("all_gather_perf", 8, 8) << row(1 << 20, 45e-6) << row(1 << 30, 2.9e-3);
-  const auto written =
-      run_paratwin("calibrate --cluster dgx-h100 --nccl-tests " + ag.string() + " -o " + out.string());
+  std::ofstream(fa) << "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###\n"
+                       "Flash2 fwd: 330.00 TFLOPs/s, bwd: 300.00 TFLOPs/s, fwd + bwd: 308.00 TFLOPs/s\n";
+  const auto written = run_paratwin("calibrate --cluster dgx-h100 --nccl-tests " + ag.string() +
+                                    " --attention-sweep " + fa.string() + " -o " + out.string());
   BOOST_TEST_INFO(written.text);
   BOOST_TEST_REQUIRE(written.status == 0);
   BOOST_TEST(written.text.find("all_gather inside a node") != std::string::npos);
+  BOOST_TEST(written.text.find("FlashAttention 2 (head dim 128)") != std::string::npos);
   const auto valid = run_paratwin("validate " + out.string());
   BOOST_TEST_INFO(valid.text);
   BOOST_TEST(valid.status == 0);
+  const auto& flash2 = load_cluster_file(out.string()).devices.at("h100-sxm-80g").efficiency.flash2;
+  BOOST_TEST(flash2->forward == 330e12 / 989e12, boost::test_tools::tolerance(1e-3));
+  BOOST_TEST(flash2->by_seq_len.empty());
   // Nothing to calibrate from: refused before anything is written.
   const fs::path none = dir / "none.yaml";
   const auto refused = run_paratwin("calibrate --cluster dgx-h100 -o " + none.string());

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "plan/calibrate/csv_table.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/reader.hpp"
 #include "plan/util/number_text.hpp"
@@ -69,68 +70,29 @@ GemmSweep parse_gemm_sweep(std::string_view text, const std::string& path) {
   GemmSweep sweep;
   sweep.path = path;
   Diagnostics diag;
-  std::map<std::string, size_t> index;  // header column -> position
-  size_t header_columns = 0;
-  for_each_line(text, [&](std::string_view line, int line_number) {
-    if (line.find_first_not_of(" \t") == std::string_view::npos || line.starts_with('#')) return;
-    const std::vector<LineField> cells = comma_fields(line);
-    if (index.empty()) {
-      header_columns = cells.size();
-      for (size_t i = 0; i < cells.size(); ++i) {
-        const std::string name(cells[i].text);
-        if (std::find(kColumns.begin(), kColumns.end(), name) == kColumns.end())
-          diag.error({path, line_number, cells[i].column},
-                     "unknown column '" + name + "': expected the header " + join(kColumns, ",") +
-                         did_you_mean(name, kColumns));
-        else if (!index.emplace(name, i).second)
-          diag.error({path, line_number, cells[i].column}, "column '" + name + "' a second time");
-      }
-      for (const std::string& column : kColumns)
-        if (!index.contains(column))
-          diag.error({path, line_number, 1},
-                     "the header has no column '" + column + "': expected " + join(kColumns, ","));
-      diag.throw_if_errors();
-      return;
-    }
-    if (cells.size() != header_columns) {
-      diag.error({path, line_number, 1}, "expected " + std::to_string(header_columns) +
-                                             " comma-separated values (" + join(kColumns, ",") + "), got " +
-                                             std::to_string(cells.size()));
-      return;
-    }
+  for_each_csv_row(text, path, kColumns, diag, [&](const CsvRow& cells) {
     GemmSweepRow row;
-    row.line = line_number;
-    bool ok = true;
-    auto positive = [&](const std::string& column, double most, double& value) {
-      const LineField& c = cells[index.at(column)];
-      if (!parse_field(c.text, value) || !(value > 0) || !(value <= most)) {
-        diag.error({path, line_number, c.column}, column + ": expected a positive number up to " +
-                                                      format_number("%.0f", most) + ", got '" +
-                                                      std::string(c.text) + "'");
-        ok = false;
-      }
-    };
-    positive("m", 1 << 24, row.shape.m);
-    positive("n", 1 << 24, row.shape.n);
-    positive("k", 1 << 24, row.shape.k);
+    row.line = cells.line();
     double tflops = 0;
-    positive("tflops", 1e5, tflops);
+    bool ok = cells.positive("m", 1 << 24, row.shape.m);
+    ok &= cells.positive("n", 1 << 24, row.shape.n);
+    ok &= cells.positive("k", 1 << 24, row.shape.k);
+    ok &= cells.positive("tflops", 1e5, tflops);
     row.flops_per_s = tflops * 1e12;
-    const LineField& type = cells[index.at("dtype")];
+    const LineField& type = cells.at("dtype");
     bool known = false;
     for (const auto& [name, precision] : kSweepTypes)
       if (type.text == name) row.dtype = precision, known = true;
     if (!known) {
-      diag.error({path, line_number, type.column}, "dtype: expected " + join(enum_choices(kSweepTypes)) +
-                                                       ", got '" + std::string(type.text) + "'" +
-                                                       did_you_mean(type.text, enum_choices(kSweepTypes)));
+      diag.error(cells.where("dtype"), "dtype: expected " + join(enum_choices(kSweepTypes)) + ", got '" +
+                                           std::string(type.text) + "'" +
+                                           did_you_mean(type.text, enum_choices(kSweepTypes)));
       ok = false;
     }
     row.shape.fp8 = row.dtype == Precision::Fp8;
     if (ok) sweep.rows.push_back(row);
   });
   diag.throw_if_errors();
-  if (index.empty()) throw InputError(Location{path}, "empty: expected the header " + join(kColumns, ","));
   if (sweep.rows.empty()) throw InputError(Location{path}, "no measured GEMM below the header");
   return sweep;
 }

@@ -1,0 +1,290 @@
+// Reading an attention-kernel sweep, and the fused-attention figures it gives a device.
+#include "plan/calibrate/attention_sweep.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "plan/calibrate/csv_table.hpp"
+#include "plan/spec/doc.hpp"
+#include "plan/spec/reader.hpp"
+#include "plan/spec/suggest.hpp"
+#include "plan/util/number_text.hpp"
+#include "plan/util/text_lines.hpp"
+
+namespace paratwin {
+namespace {
+
+using cost::FusedKernel;
+
+const EnumNames<FusedKernel> kKernels = {
+    {"flash2", FusedKernel::Flash2}, {"flash3", FusedKernel::Flash3}, {"triton", FusedKernel::Triton}};
+const EnumNames<Precision> kSixteenBit = {{"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
+const EnumNames<bool> kCausal = {{"true", true}, {"false", false}};
+const std::vector<std::string> kColumns = {"kernel", "causal",     "head_dim",  "seq_len",
+                                           "dtype",  "fwd_tflops", "bwd_tflops"};
+// flash-attention's benchmark prints a method's rates under its own name; the ones that are a kernel of
+// the device file. Its "Triton" is OpenAI's triton.ops.flash_attention, another kernel than the
+// flash_attn_triton.py that `triton` stands for.
+const std::map<std::string, FusedKernel, std::less<>> kBenchmarkMethods = {{"Flash2", FusedKernel::Flash2}};
+constexpr const char* kHeaderMark = "### causal=";
+
+std::string label(FusedKernel kernel) {
+  switch (kernel) {
+    case FusedKernel::Flash2:
+      return "FlashAttention 2";
+    case FusedKernel::Flash3:
+      return "FlashAttention 3";
+    case FusedKernel::Triton:
+      return "Triton FlashAttention";
+  }
+  return "";
+}
+
+std::optional<EfficiencySpec::FusedAttention>& figures_of(EfficiencySpec& e, FusedKernel kernel) {
+  return kernel == FusedKernel::Flash3 ? e.flash3 : kernel == FusedKernel::Triton ? e.triton : e.flash2;
+}
+
+template <class E>
+bool read_choice(const CsvRow& cells, const std::string& column, const EnumNames<E>& names, E& value,
+                 Diagnostics& diag) {
+  const std::string_view text = cells.at(column).text;
+  for (const auto& [name, v] : names)
+    if (text == name) return value = v, true;
+  diag.error(cells.where(column), column + ": expected " + join(enum_choices(names)) + ", got '" +
+                                      std::string(text) + "'" + did_you_mean(text, enum_choices(names)));
+  return false;
+}
+
+bool whole(double v) {
+  return v == double(int(v));
+}
+
+void parse_csv(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) {
+  for_each_csv_row(text, sweep.path, kColumns, diag, [&](const CsvRow& cells) {
+    AttentionSweepRow row;
+    row.line = cells.line();
+    double head = 0, length = 0, fwd = 0, bwd = 0;
+    bool ok = read_choice(cells, "kernel", kKernels, row.kernel, diag);
+    ok &= read_choice(cells, "causal", kCausal, row.causal, diag);
+    ok &= read_choice(cells, "dtype", kSixteenBit, row.dtype, diag);
+    ok &= cells.positive("head_dim", 1024, head);
+    ok &= cells.positive("seq_len", 1 << 24, length);
+    ok &= cells.positive("fwd_tflops", 1e5, fwd);
+    ok &= cells.positive("bwd_tflops", 1e5, bwd);
+    if (ok && !(whole(head) && whole(length))) {
+      diag.error(cells.where(whole(head) ? "seq_len" : "head_dim"), "expected a whole number");
+      ok = false;
+    }
+    row.head_dim = int(head), row.seq_len = int(length);
+    row.forward_flops_per_s = fwd * 1e12, row.backward_flops_per_s = bwd * 1e12;
+    if (ok) sweep.rows.push_back(row);
+  });
+}
+
+// "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###" (from column `offset` + 1 of its line):
+// the configuration the result lines below it measured.
+std::optional<AttentionSweepRow> parse_configuration(std::string_view line, int offset,
+                                                     const std::string& path, int number, Diagnostics& diag) {
+  AttentionSweepRow c;
+  std::map<std::string, LineField, std::less<>> values;
+  for (const LineField& f : comma_fields(line)) {
+    std::string_view t = f.text;
+    int column = offset + f.column;
+    while (!t.empty() && (t.front() == '#' || t.front() == ' ')) t.remove_prefix(1), ++column;
+    while (!t.empty() && (t.back() == '#' || t.back() == ' ')) t.remove_suffix(1);
+    const size_t eq = t.find('=');
+    if (eq != std::string_view::npos)
+      values[std::string(t.substr(0, eq))] = {t.substr(eq + 1), column + int(eq) + 1};
+  }
+  bool ok = true;
+  auto number_of = [&](const char* key, int& v) {
+    auto it = values.find(key);
+    if (it == values.end() || !parse_field(it->second.text, v) || v <= 0) {
+      diag.error({path, number, it == values.end() ? 1 : it->second.column},
+                 std::string("expected ") + key +
+                     "=N, a positive whole number, in the benchmark's configuration line");
+      ok = false;
+    }
+  };
+  number_of("headdim", c.head_dim);
+  number_of("seqlen", c.seq_len);
+  auto causal = values.find("causal");
+  if (causal == values.end() || (causal->second.text != "True" && causal->second.text != "False")) {
+    diag.error({path, number, causal == values.end() ? 1 : causal->second.column},
+               "expected causal=True or causal=False in the benchmark's configuration line");
+    ok = false;
+  } else {
+    c.causal = causal->second.text == "True";
+  }
+  if (!ok) return std::nullopt;
+  return c;
+}
+
+void parse_benchmark(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) {
+  std::optional<AttentionSweepRow> configuration;
+  std::map<std::string, int> others;  // skipped methods' result lines
+  int not_run = 0;
+  for_each_line(text, [&](std::string_view line, int number) {
+    const size_t mark = line.find(kHeaderMark);
+    if (mark != std::string_view::npos) {
+      configuration = parse_configuration(line.substr(mark), int(mark), sweep.path, number, diag);
+      return;
+    }
+    // "<method> fwd: X TFLOPs/s, bwd: Y TFLOPs/s, fwd + bwd: Z TFLOPs/s"
+    const std::vector<LineField> t = whitespace_fields(line);
+    if (t.size() < 6 || t[1].text != "fwd:" || t[4].text != "bwd:") return;
+    if (!configuration) {
+      diag.error({sweep.path, number, 1},
+                 "a result line before any '### causal=..., headdim=..., seqlen=... ###' line");
+      return;
+    }
+    double fwd = 0, bwd = 0;
+    bool ok = true;
+    for (auto [field, value] : {std::pair{&t[2], &fwd}, {&t[5], &bwd}})
+      if (!parse_field(field->text, *value) || *value < 0) {
+        diag.error({sweep.path, number, field->column},
+                   "expected a rate in TFLOP/s, got '" + std::string(field->text) + "'");
+        ok = false;
+      }
+    const auto method = kBenchmarkMethods.find(t[0].text);
+    if (!ok) return;
+    if (method == kBenchmarkMethods.end()) {
+      ++others[std::string(t[0].text)];
+    } else if (fwd == 0 || bwd == 0) {
+      ++not_run;  // the benchmark prints 0.00 for a configuration that did not run (out of memory)
+    } else {
+      AttentionSweepRow row = *configuration;
+      row.kernel = method->second, row.line = number;
+      row.forward_flops_per_s = fwd * 1e12, row.backward_flops_per_s = bwd * 1e12;
+      sweep.rows.push_back(row);
+    }
+  });
+  for (const auto& [method, lines] : others)
+    sweep.skipped.push_back(std::to_string(lines) + " " + method +
+                            " line(s) skipped: not a kernel of the device " + "file (" + method +
+                            (method == "Triton" ? ": OpenAI's triton.ops kernel" : "") + ")");
+  if (not_run > 0)
+    sweep.skipped.push_back(std::to_string(not_run) +
+                            " line(s) of 0.00 TFLOP/s skipped: configurations that did not run");
+}
+
+// The rows of one kernel at one head size, averaged by mask and key length as shares of the peak.
+struct Means {
+  std::map<std::pair<bool, int>, std::pair<double, double>> sum;  // (causal, length) -> shares summed
+  std::map<std::pair<bool, int>, int> count;
+  EfficiencySpec::FusedRates at(int length) const {
+    EfficiencySpec::FusedRates r;
+    auto mean = [&](bool causal) -> std::optional<std::pair<double, double>> {
+      auto it = sum.find({causal, length});
+      if (it == sum.end()) return std::nullopt;
+      const int n = count.at({causal, length});
+      return std::pair{it->second.first / n, it->second.second / n};
+    };
+    std::tie(r.forward, r.backward) = *mean(true);
+    if (auto full = mean(false)) r.forward_full = full->first, r.backward_full = full->second;
+    return r;
+  }
+};
+
+}  // namespace
+
+AttentionSweep parse_attention_sweep(std::string_view text, const std::string& path) {
+  AttentionSweep sweep;
+  sweep.path = path;
+  Diagnostics diag;
+  const bool benchmark = text.find(kHeaderMark) != std::string_view::npos;
+  sweep.form = benchmark ? "flash-attention benchmark" : "CSV";
+  if (benchmark)
+    parse_benchmark(text, sweep, diag);
+  else
+    parse_csv(text, sweep, diag);
+  diag.throw_if_errors();
+  if (sweep.rows.empty())
+    throw InputError(Location{path}, benchmark ? "no Flash2 result with a rate: nothing the device file holds"
+                                               : "no measured kernel below the header");
+  return sweep;
+}
+
+AttentionSweep load_attention_sweep(const std::string& path) {
+  return parse_attention_sweep(read_input_file(path), path);
+}
+
+void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibration& cal) {
+  DeviceSpec& device = cal.cluster.devices.at(cal.device);
+  std::map<FusedKernel, std::vector<std::pair<const AttentionSweepRow*, const std::string*>>> by_kernel;
+  for (const AttentionSweep& sweep : sweeps) {
+    cal.inputs.push_back(sweep.path + ": attention sweep (" + sweep.form + "), " +
+                         std::to_string(sweep.rows.size()) + " measurements");
+    for (const std::string& s : sweep.skipped) cal.notes.push_back(sweep.path + ": " + s);
+    for (const AttentionSweepRow& r : sweep.rows) by_kernel[r.kernel].push_back({&r, &sweep.path});
+  }
+  for (const auto& [kernel, rows] : by_kernel) {
+    const std::string name = enum_name(kernel, kKernels);
+    int head = 0;
+    for (const auto& [r, path] : rows) head = std::max(head, r->head_dim);
+    Means means;
+    int used = 0, other_heads = 0;
+    std::string peak_name;
+    for (const auto& [r, path] : rows) {
+      if (r->head_dim != head) {
+        ++other_heads;
+        continue;
+      }
+      auto peak = device.peak.find(r->dtype);
+      if (peak == device.peak.end())
+        peak = device.peak.find(r->dtype == Precision::Bf16 ? Precision::Fp16 : Precision::Bf16);
+      if (peak == device.peak.end())
+        throw InputError(
+            Location{*path, r->line, 1},
+            "device " + cal.device + " has no 16-bit peak to measure a share of (its file's peak.bf16)");
+      peak_name = enum_name(peak->first, kPrecisionNames);
+      const double fwd = r->forward_flops_per_s / peak->second.value(),
+                   bwd = r->backward_flops_per_s / peak->second.value();
+      if (std::max(fwd, bwd) > 1 || std::min(fwd, bwd) < 0.001)
+        throw InputError(
+            Location{*path, r->line, 1},
+            "a rate at " +
+                format_number("%.3g", std::max(fwd, bwd) > 1 ? std::max(fwd, bwd) : std::min(fwd, bwd)) +
+                " of device " + cal.device + "'s " + peak_name + " peak (" + to_string(peak->second) +
+                "): measured on another device? (--cluster, --pool)");
+      auto& s = means.sum[{r->causal, r->seq_len}];
+      s.first += fwd, s.second += bwd;
+      ++means.count[{r->causal, r->seq_len}];
+      ++used;
+    }
+    std::set<int> causal, full;
+    for (const auto& [key, n] : means.count) (key.first ? causal : full).insert(key.second);
+    if (causal.empty())
+      throw InputError(Location{*rows.front().second},
+                       name + ": no causal measurement at head dim " + std::to_string(head) +
+                           ": the figures are a causal kernel's, with the non-causal rates beside them");
+    EfficiencySpec::FusedAttention f;
+    f.seq_len = *causal.rbegin();
+    static_cast<EfficiencySpec::FusedRates&>(f) = means.at(f.seq_len);
+    for (int length : causal)
+      if (length != f.seq_len) f.by_seq_len[length] = means.at(length);
+    int unmasked = 0;
+    for (int length : full)
+      if (causal.contains(length))
+        ++unmasked;
+      else
+        cal.notes.push_back(name + ": the rates without a mask at " + std::to_string(length) +
+                            " keys not used (no causal measurement at that length)");
+    if (other_heads > 0)
+      cal.notes.push_back(name + ": " + std::to_string(other_heads) + " measurement(s) at head dims below " +
+                          std::to_string(head) + " not used (the device file holds one head size's rates)");
+    figures_of(device.efficiency, kernel) = f;
+    set_figure(cal,
+               {"devices." + cal.device + ".efficiency." + name,
+                label(kernel) + " (head dim " + std::to_string(head) + ")",
+                format_number("%.3f", f.forward) + " forward, " + format_number("%.3f", f.backward) +
+                    " backward of the " + peak_name + " peak at " + std::to_string(f.seq_len) + " keys; " +
+                    std::to_string(causal.size()) + " key length(s) from " + std::to_string(*causal.begin()) +
+                    ", " + std::to_string(unmasked) + " without a mask too",
+                true, used, -1});
+  }
+}
+
+}  // namespace paratwin
