@@ -73,13 +73,14 @@ void parse_csv(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) 
     ok &= cells.positive("seq_len", 1 << 24, length);
     ok &= cells.positive("fwd_tflops", 1e5, fwd);
     ok &= cells.positive("bwd_tflops", 1e5, bwd);
-    if (ok && !(whole(head) && whole(length))) {
+    if (!ok) return;  // the numbers may be out of range: nothing converted
+    if (!(whole(head) && whole(length))) {
       diag.error(cells.where(whole(head) ? "seq_len" : "head_dim"), "expected a whole number");
-      ok = false;
+      return;
     }
     row.head_dim = int(head), row.seq_len = int(length);
     row.forward_flops_per_s = fwd * 1e12, row.backward_flops_per_s = bwd * 1e12;
-    if (ok) sweep.rows.push_back(row);
+    sweep.rows.push_back(row);
   });
 }
 

@@ -265,9 +265,9 @@ double Bounds::partition_bound(ParallelLayout& layout, const Variant& v, int par
     const double share = std::min(least_collective_sm_share(pool, *ctx_.devices[layout.rank_pool[r]]),
                                   kMostHeldSms / std::max(1.0, streams));
     // T >= busy + s (D_1 + ... + D_n) + (1 - n s) idle, less the margin.
+    const double streams_busy = dp_streams[r] + replica_sums[r];
     const auto beside_streams = [&](double busy, double idle) {
-      return kSettledMargin *
-             (busy + share * (dp_streams[r] + replica_sums[r]) + (1 - streams * share) * idle);
+      return kSettledMargin * (busy + share * streams_busy + (1 - streams * share) * idle);
     };
     bound = std::max(bound, beside_streams(alone.load[r], std::max(0.0, chain.load[r] - alone.load[r])));
     // The same along a path through the rank's last passes: between the rank's first pass (at a >= the

@@ -28,7 +28,8 @@
   X(token_file)                  \
   X(control)                     \
   X(nccl_tests)                  \
-  X(gemm_sweep)
+  X(gemm_sweep)                  \
+  X(attention_sweep)
 
 #define PARATWIN_DECLARE(name) \
   extern "C" int paratwin_fuzz_##name(const std::uint8_t* data, std::size_t size);
