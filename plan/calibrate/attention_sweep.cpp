@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "plan/calibrate/csv_table.hpp"
 #include "plan/spec/doc.hpp"
@@ -164,27 +163,29 @@ void parse_benchmark(std::string_view text, AttentionSweep& sweep, Diagnostics& 
   });
   for (const auto& [method, lines] : others)
     sweep.skipped.push_back(std::to_string(lines) + " " + method +
-                            " line(s) skipped: not a kernel of the device " + "file (" + method +
+                            " line(s) skipped: not a kernel of the device file (" + method +
                             (method == "Triton" ? ": OpenAI's triton.ops kernel" : "") + ")");
   if (not_run > 0)
     sweep.skipped.push_back(std::to_string(not_run) +
                             " line(s) of 0.00 TFLOP/s skipped: configurations that did not run");
 }
 
-// The rows of one kernel at one head size, averaged by mask and key length as shares of the peak.
+// The rows of one kernel at one head size, as shares of the peak summed by mask and key length.
 struct Means {
-  std::map<std::pair<bool, int>, std::pair<double, double>> sum;  // (causal, length) -> shares summed
-  std::map<std::pair<bool, int>, int> count;
+  struct Sum {
+    double forward = 0, backward = 0;
+    int rows = 0;
+  };
+  std::map<std::pair<bool, int>, Sum> by;  // (causal, key length)
+
+  // The means at `length` (which has a causal row), the non-causal ones beside them where measured.
   EfficiencySpec::FusedRates at(int length) const {
+    const Sum& c = by.at({true, length});
     EfficiencySpec::FusedRates r;
-    auto mean = [&](bool causal) -> std::optional<std::pair<double, double>> {
-      auto it = sum.find({causal, length});
-      if (it == sum.end()) return std::nullopt;
-      const int n = count.at({causal, length});
-      return std::pair{it->second.first / n, it->second.second / n};
-    };
-    std::tie(r.forward, r.backward) = *mean(true);
-    if (auto full = mean(false)) r.forward_full = full->first, r.backward_full = full->second;
+    r.forward = c.forward / c.rows, r.backward = c.backward / c.rows;
+    if (auto full = by.find({false, length}); full != by.end())
+      r.forward_full = full->second.forward / full->second.rows,
+      r.backward_full = full->second.backward / full->second.rows;
     return r;
   }
 };
@@ -243,20 +244,18 @@ void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibrati
       peak_name = enum_name(peak->first, kPrecisionNames);
       const double fwd = r->forward_flops_per_s / peak->second.value(),
                    bwd = r->backward_flops_per_s / peak->second.value();
-      if (std::max(fwd, bwd) > 1 || std::min(fwd, bwd) < 0.001)
-        throw InputError(
-            Location{*path, r->line, 1},
-            "a rate at " +
-                format_number("%.3g", std::max(fwd, bwd) > 1 ? std::max(fwd, bwd) : std::min(fwd, bwd)) +
-                " of device " + cal.device + "'s " + peak_name + " peak (" + to_string(peak->second) +
-                "): measured on another device? (--cluster, --pool)");
-      auto& s = means.sum[{r->causal, r->seq_len}];
-      s.first += fwd, s.second += bwd;
-      ++means.count[{r->causal, r->seq_len}];
+      const double outside = std::max(fwd, bwd) > 1 ? std::max(fwd, bwd) : std::min(fwd, bwd);
+      if (outside > 1 || outside < 0.001)
+        throw InputError(Location{*path, r->line, 1},
+                         "a rate at " + format_number("%.3g", outside) + " of device " + cal.device + "'s " +
+                             peak_name + " peak (" + to_string(peak->second) +
+                             "): measured on another device? (--cluster, --pool)");
+      Means::Sum& sum = means.by[{r->causal, r->seq_len}];
+      sum.forward += fwd, sum.backward += bwd, ++sum.rows;
       ++used;
     }
     std::set<int> causal, full;
-    for (const auto& [key, n] : means.count) (key.first ? causal : full).insert(key.second);
+    for (const auto& [key, sum] : means.by) (key.first ? causal : full).insert(key.second);
     if (causal.empty())
       throw InputError(Location{*rows.front().second},
                        name + ": no causal measurement at head dim " + std::to_string(head) +
