@@ -299,7 +299,41 @@ BOOST_AUTO_TEST_CASE(flash_attentions_benchmark_output_is_read_as_it_prints_it) 
   BOOST_TEST_REQUIRE(cal.notes.size() == 3u);
   BOOST_TEST(cal.notes[0].find("1 Pytorch line(s) skipped") != std::string::npos);
   BOOST_TEST(cal.notes[1].find("OpenAI's triton.ops kernel") != std::string::npos);
-  BOOST_TEST(cal.notes[2].find("1 line(s) of 0.00 TFLOP/s skipped") != std::string::npos);
+  BOOST_TEST(cal.notes[2].find("1 configuration(s) of 0.00 TFLOP/s skipped") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(flash_attention_3s_benchmark_output_is_read_in_both_its_forms) {
+  // hopper/benchmark_attn.py prints each direction on a line of its own; its earlier form put the
+  // direction in the configuration line (mode = 'fwd') and the method alone before the rate.
+  const std::string text =
+      "\n### headdim = 128, causal = True, seqlen = 8192 ###\n"
+      "Fav2 fwd: 0.950ms, 289.4 TFLOPS\n"
+      "Fav2 bwd: 2.400ms, 286.4 TFLOPS\n"
+      "CuDNN fwd: 0.430ms, 639.2 TFLOPS\n"
+      "CuDNN bwd: 1.290ms, 532.8 TFLOPS\n"
+      "Fav3 fwd: 0.431ms, 637.7 TFLOPS\n"
+      "Fav3 bwd: 1.277ms, 538.2 TFLOPS\n"
+      "### mode = 'fwd', batch_size = 2, headdim = 128, seqlen = 2048, causal = True ###\n"
+      "Fav3: 0.319ms, 545.0 TFLOPS\n"
+      "### mode = 'bwd', batch_size = 2, headdim = 128, seqlen = 2048, causal = True ###\n"
+      "Fav3: 0.900ms, 476.7 TFLOPS\n"
+      "### mode = 'fwd', batch_size = 2, headdim = 128, seqlen = 1024, causal = True ###\n"
+      "Fav3: 0.200ms, 443.0 TFLOPS\n";
+  const AttentionSweep sweep = parse_attention_sweep(text, "fa3.txt");
+  BOOST_TEST_REQUIRE(sweep.rows.size() == 3u);  // Fav2 at 8192; Fav3 at 2048 and 8192 (1024: forward alone)
+  Calibration cal = start_calibration(load_cluster_file(kDgxH100), "");
+  apply_attention_sweeps({sweep}, cal);
+  const EfficiencySpec& e = cal.cluster.devices.at("h100-sxm-80g").efficiency;
+  BOOST_TEST(e.flash3->seq_len == 8192);
+  BOOST_TEST(e.flash3->forward == 637.7 / 989, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(e.flash3->backward == 538.2 / 989, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(e.flash3->by_seq_len.at(2048).backward == 476.7 / 989, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(e.flash2->forward == 289.4 / 989, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(e.flash2->by_seq_len.empty());
+  BOOST_TEST_REQUIRE(cal.notes.size() == 2u);
+  BOOST_TEST(cal.notes[0].find("2 CuDNN line(s) skipped") != std::string::npos);
+  BOOST_TEST(cal.notes[1].find("1 configuration(s) with a forward or a backward rate alone") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(an_attention_sweep_that_is_not_one_is_refused_where_it_goes_wrong) {
@@ -331,7 +365,9 @@ BOOST_AUTO_TEST_CASE(an_attention_sweep_that_is_not_one_is_refused_where_it_goes
   refused(
       "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###\n"
       "Triton fwd: 95.00 TFLOPs/s, bwd: 60.00 TFLOPs/s, fwd + bwd: 67.20 TFLOPs/s\n",
-      "a.csv", "no Flash2 result");
+      "a.csv", "no Flash2, Fav2 or Fav3 result");
+  refused("### headdim = 128, causal = Maybe, seqlen = 8192 ###\nFav3 fwd: 0.431ms, 637.7 TFLOPS\n",
+          "a.csv:1:29", "expected causal = True or False");
 }
 
 BOOST_AUTO_TEST_CASE(calibrate_writes_a_cluster_from_microbenchmarks_alone) {

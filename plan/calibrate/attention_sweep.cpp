@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "plan/calibrate/csv_table.hpp"
 #include "plan/spec/doc.hpp"
@@ -23,11 +24,11 @@ const EnumNames<Precision> kSixteenBit = {{"bf16", Precision::Bf16}, {"fp16", Pr
 const EnumNames<bool> kCausal = {{"true", true}, {"false", false}};
 const std::vector<std::string> kColumns = {"kernel", "causal",     "head_dim",  "seq_len",
                                            "dtype",  "fwd_tflops", "bwd_tflops"};
-// flash-attention's benchmark prints a method's rates under its own name; the ones that are a kernel of
-// the device file. Its "Triton" is OpenAI's triton.ops.flash_attention, another kernel than the
-// flash_attn_triton.py that `triton` stands for.
-const std::map<std::string, FusedKernel, std::less<>> kBenchmarkMethods = {{"Flash2", FusedKernel::Flash2}};
-constexpr const char* kHeaderMark = "### causal=";
+// flash-attention's benchmarks print a method's rates under their own names; the ones that are a kernel
+// of the device file. Their "Triton" is OpenAI's kernel (triton.ops.flash_attention, the Triton
+// tutorial's), another than the flash_attn_triton.py that `triton` stands for; "CuDNN" is cuDNN's.
+const std::map<std::string, FusedKernel, std::less<>> kBenchmarkMethods = {
+    {"Flash2", FusedKernel::Flash2}, {"Fav2", FusedKernel::Flash2}, {"Fav3", FusedKernel::Flash3}};
 
 std::string label(FusedKernel kernel) {
   switch (kernel) {
@@ -83,91 +84,157 @@ void parse_csv(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) 
   });
 }
 
-// "### causal=True, headdim=128, batch_size=2, seqlen=8192 ###" (from column `offset` + 1 of its line):
-// the configuration the result lines below it measured.
-std::optional<AttentionSweepRow> parse_configuration(std::string_view line, int offset,
-                                                     const std::string& path, int number, Diagnostics& diag) {
-  AttentionSweepRow c;
-  std::map<std::string, LineField, std::less<>> values;
+// A configuration line of flash-attention's benchmarks: "### causal=True, headdim=128, batch_size=2,
+// seqlen=8192 ###" (benchmarks/benchmark_flash_attention.py), "### headdim = 128, causal = True, seqlen
+// = 8192 ###" (hopper/benchmark_attn.py) or, in the latter's earlier form, with "mode = 'fwd'" (then the
+// result lines under it are of that direction alone).
+struct Configuration {
+  bool causal = true;
+  int head_dim = 0, seq_len = 0;
+  std::optional<bool> forward_only;  // mode 'fwd' (true) or 'bwd' (false)
+};
+
+bool is_configuration(std::string_view line) {
+  const size_t at = line.find_first_not_of(" \t");
+  return at != std::string_view::npos && line.substr(at).starts_with("###") &&
+         line.find("causal") != std::string_view::npos;
+}
+
+std::optional<Configuration> parse_configuration(std::string_view line, const std::string& path, int number,
+                                                 Diagnostics& diag) {
+  std::map<std::string, LineField, std::less<>> values;  // key -> value, at its column
   for (const LineField& f : comma_fields(line)) {
-    std::string_view t = f.text;
-    int column = offset + f.column;
-    while (!t.empty() && (t.front() == '#' || t.front() == ' ')) t.remove_prefix(1), ++column;
-    while (!t.empty() && (t.back() == '#' || t.back() == ' ')) t.remove_suffix(1);
-    const size_t eq = t.find('=');
-    if (eq != std::string_view::npos)
-      values[std::string(t.substr(0, eq))] = {t.substr(eq + 1), column + int(eq) + 1};
+    const size_t eq = f.text.find('=');
+    if (eq == std::string_view::npos) continue;
+    auto trim = [](std::string_view t, std::string_view chars) {
+      while (!t.empty() && chars.find(t.front()) != std::string_view::npos) t.remove_prefix(1);
+      while (!t.empty() && chars.find(t.back()) != std::string_view::npos) t.remove_suffix(1);
+      return t;
+    };
+    const std::string_view value = f.text.substr(eq + 1), trimmed = trim(value, "# '\"");
+    const int column = f.column + int(eq) + 1 + int(value.find(trimmed.empty() ? value : trimmed));
+    values[std::string(trim(f.text.substr(0, eq), "# "))] = {trimmed, column};
   }
+  Configuration c;
   bool ok = true;
-  auto number_of = [&](const char* key, int& v) {
-    auto it = values.find(key);
-    if (it == values.end() || !parse_field(it->second.text, v) || v <= 0) {
-      diag.error({path, number, it == values.end() ? 1 : it->second.column},
-                 std::string("expected ") + key +
-                     "=N, a positive whole number, in the benchmark's configuration line");
+  auto field = [&](const char* key, const char* expected, auto parse) {
+    const auto it = values.find(key);
+    if (it == values.end() || !parse(it->second.text)) {
+      diag.error(
+          {path, number, it == values.end() ? 1 : it->second.column},
+          std::string("expected ") + key + " = " + expected + " in the benchmark's configuration line");
       ok = false;
     }
   };
-  number_of("headdim", c.head_dim);
-  number_of("seqlen", c.seq_len);
-  auto causal = values.find("causal");
-  if (causal == values.end() || (causal->second.text != "True" && causal->second.text != "False")) {
-    diag.error({path, number, causal == values.end() ? 1 : causal->second.column},
-               "expected causal=True or causal=False in the benchmark's configuration line");
-    ok = false;
-  } else {
-    c.causal = causal->second.text == "True";
-  }
+  auto whole_number = [](int& v) { return [&v](std::string_view t) { return parse_field(t, v) && v > 0; }; };
+  field("headdim", "a positive whole number", whole_number(c.head_dim));
+  field("seqlen", "a positive whole number", whole_number(c.seq_len));
+  field("causal", "True or False", [&](std::string_view t) {
+    c.causal = t == "True";
+    return t == "True" || t == "False";
+  });
+  if (values.contains("mode"))
+    field("mode", "'fwd' or 'bwd'", [&](std::string_view t) {
+      c.forward_only = t == "fwd";
+      return t == "fwd" || t == "bwd";
+    });
   if (!ok) return std::nullopt;
   return c;
 }
 
+// A result line: "<method> fwd: X TFLOPs/s, bwd: Y TFLOPs/s, fwd + bwd: Z TFLOPs/s" (both directions),
+// "<method> fwd: T ms, X TFLOPS" (one) or, under a mode, "<method>: T ms, X TFLOPS".
+struct Result {
+  std::string method;
+  std::optional<LineField> forward, backward;  // the rate's text
+};
+
+std::optional<Result> result_of(const std::vector<LineField>& t, const std::optional<Configuration>& mode) {
+  if (t.size() >= 6 && t[1].text == "fwd:" && t[4].text == "bwd:")
+    return Result{std::string(t[0].text), t[2], t[5]};
+  if (t.size() < 4 || t.back().text != "TFLOPS") return std::nullopt;
+  const LineField& rate = t[t.size() - 2];
+  if (t[1].text == "fwd:" || t[1].text == "bwd:") {
+    Result r{std::string(t[0].text), {}, {}};
+    (t[1].text == "fwd:" ? r.forward : r.backward) = rate;
+    return r;
+  }
+  if (mode && mode->forward_only && t[0].text.ends_with(':')) {
+    Result r{std::string(t[0].text.substr(0, t[0].text.size() - 1)), {}, {}};
+    (*mode->forward_only ? r.forward : r.backward) = rate;
+    return r;
+  }
+  return std::nullopt;
+}
+
 void parse_benchmark(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) {
-  std::optional<AttentionSweepRow> configuration;
-  std::map<std::string, int> others;  // skipped methods' result lines
+  std::optional<Configuration> configuration;
+  // A kernel's rates by configuration, gathered over the lines (one script prints the directions apart).
+  struct Rates {
+    std::optional<double> forward, backward;
+    int line = 0;
+  };
+  std::map<std::tuple<std::string, bool, int, int>, Rates> measured;  // (method, causal, head dim, length)
+  std::map<std::string, int> others;                                  // other methods' result lines
   int not_run = 0;
   for_each_line(text, [&](std::string_view line, int number) {
-    const size_t mark = line.find(kHeaderMark);
-    if (mark != std::string_view::npos) {
-      configuration = parse_configuration(line.substr(mark), int(mark), sweep.path, number, diag);
+    if (is_configuration(line)) {
+      configuration = parse_configuration(line, sweep.path, number, diag);
       return;
     }
-    // "<method> fwd: X TFLOPs/s, bwd: Y TFLOPs/s, fwd + bwd: Z TFLOPs/s"
-    const std::vector<LineField> t = whitespace_fields(line);
-    if (t.size() < 6 || t[1].text != "fwd:" || t[4].text != "bwd:") return;
+    const std::optional<Result> result = result_of(whitespace_fields(line), configuration);
+    if (!result) return;
     if (!configuration) {
       diag.error({sweep.path, number, 1},
-                 "a result line before any '### causal=..., headdim=..., seqlen=... ###' line");
+                 "a result line before any '### ... causal ..., headdim ..., seqlen "
+                 "... ###' configuration line");
       return;
     }
-    double fwd = 0, bwd = 0;
-    bool ok = true;
-    for (auto [field, value] : {std::pair{&t[2], &fwd}, {&t[5], &bwd}})
-      if (!parse_field(field->text, *value) || *value < 0) {
-        diag.error({sweep.path, number, field->column},
-                   "expected a rate in TFLOP/s, got '" + std::string(field->text) + "'");
-        ok = false;
-      }
-    const auto method = kBenchmarkMethods.find(t[0].text);
-    if (!ok) return;
-    if (method == kBenchmarkMethods.end()) {
-      ++others[std::string(t[0].text)];
-    } else if (fwd == 0 || bwd == 0) {
-      ++not_run;  // the benchmark prints 0.00 for a configuration that did not run (out of memory)
-    } else {
-      AttentionSweepRow row = *configuration;
-      row.kernel = method->second, row.line = number;
-      row.forward_flops_per_s = fwd * 1e12, row.backward_flops_per_s = bwd * 1e12;
-      sweep.rows.push_back(row);
+    const auto kernel = kBenchmarkMethods.find(result->method);
+    if (kernel == kBenchmarkMethods.end()) {
+      ++others[result->method];
+      return;
+    }
+    Rates& rates =
+        measured[{result->method, configuration->causal, configuration->head_dim, configuration->seq_len}];
+    rates.line = number;
+    for (auto [field, into] :
+         {std::pair{&result->forward, &rates.forward}, {&result->backward, &rates.backward}}) {
+      if (!*field) continue;
+      double v = 0;
+      if (!parse_field((*field)->text, v) || v < 0)
+        diag.error({sweep.path, number, (*field)->column},
+                   "expected a rate in TFLOP/s, got '" + std::string((*field)->text) + "'");
+      else
+        *into = v;
     }
   });
+  int one_direction = 0;
+  for (const auto& [key, rates] : measured) {
+    const auto& [method, causal, head_dim, length] = key;
+    if (!rates.forward || !rates.backward) {
+      ++one_direction;
+    } else if (*rates.forward == 0 || *rates.backward == 0) {
+      ++not_run;  // the benchmarks print 0.00 for a configuration that did not run (out of memory)
+    } else {
+      AttentionSweepRow row;
+      row.kernel = kBenchmarkMethods.find(method)->second, row.causal = causal;
+      row.head_dim = head_dim, row.seq_len = length, row.line = rates.line;
+      row.forward_flops_per_s = *rates.forward * 1e12, row.backward_flops_per_s = *rates.backward * 1e12;
+      sweep.rows.push_back(row);
+    }
+  }
   for (const auto& [method, lines] : others)
     sweep.skipped.push_back(std::to_string(lines) + " " + method +
-                            " line(s) skipped: not a kernel of the device file (" + method +
-                            (method == "Triton" ? ": OpenAI's triton.ops kernel" : "") + ")");
+                            " line(s) skipped: not a kernel of the device file" +
+                            (method == "Triton" ? " (OpenAI's triton.ops kernel)" : ""));
   if (not_run > 0)
     sweep.skipped.push_back(std::to_string(not_run) +
-                            " line(s) of 0.00 TFLOP/s skipped: configurations that did not run");
+                            " configuration(s) of 0.00 TFLOP/s skipped: they did not run");
+  if (one_direction > 0)
+    sweep.skipped.push_back(
+        std::to_string(one_direction) +
+        " configuration(s) with a forward or a backward rate alone skipped: the figures need both");
 }
 
 // The rows of one kernel at one head size, as shares of the peak summed by mask and key length.
@@ -196,7 +263,8 @@ AttentionSweep parse_attention_sweep(std::string_view text, const std::string& p
   AttentionSweep sweep;
   sweep.path = path;
   Diagnostics diag;
-  const bool benchmark = text.find(kHeaderMark) != std::string_view::npos;
+  bool benchmark = false;
+  for_each_line(text, [&](std::string_view line, int) { benchmark |= is_configuration(line); });
   sweep.form = benchmark ? "flash-attention benchmark" : "CSV";
   if (benchmark)
     parse_benchmark(text, sweep, diag);
@@ -204,8 +272,10 @@ AttentionSweep parse_attention_sweep(std::string_view text, const std::string& p
     parse_csv(text, sweep, diag);
   diag.throw_if_errors();
   if (sweep.rows.empty())
-    throw InputError(Location{path}, benchmark ? "no Flash2 result with a rate: nothing the device file holds"
-                                               : "no measured kernel below the header");
+    throw InputError(Location{path}, benchmark
+                                         ? "no Flash2, Fav2 or Fav3 result with both rates: nothing the "
+                                           "device file holds"
+                                         : "no measured kernel below the header");
   return sweep;
 }
 

@@ -10,14 +10,22 @@
 //     kernel,causal,head_dim,seq_len,dtype,fwd_tflops,bwd_tflops
 //     triton,true,128,8192,bf16,95.1,70.3
 //
-//   flash-attention's own benchmark output (benchmarks/benchmark_flash_attention.py), as it prints it:
+//   flash-attention's own benchmarks' output, as they print it: benchmarks/benchmark_flash_attention.py
 //
 //     ### causal=True, headdim=128, batch_size=2, seqlen=8192 ###
 //     Flash2 fwd: 187.12 TFLOPs/s, bwd: 176.48 TFLOPs/s, fwd + bwd: 179.37 TFLOPs/s
 //
-//   whose Flash2 lines are FlashAttention 2 (flash2); its other methods (Pytorch, Triton: OpenAI's
-//   triton.ops kernel, not flash_attn_triton.py; xformers) are no kernel of the device file and are
-//   skipped, as are lines of 0.00 (a configuration that did not run).
+//   and hopper/benchmark_attn.py (each direction on its own line; its earlier form put the direction in
+//   the configuration line, "### mode = 'fwd', ... ###", and the method alone before the rate)
+//
+//     ### headdim = 128, causal = True, seqlen = 8192 ###
+//     Fav3 fwd: 0.431ms, 637.7 TFLOPS
+//     Fav3 bwd: 1.277ms, 538.2 TFLOPS
+//
+//   whose Flash2 and Fav2 lines are FlashAttention 2 (flash2) and Fav3 lines FlashAttention 3 (flash3);
+//   their other methods (Pytorch; Triton: OpenAI's triton.ops kernel, not flash_attn_triton.py; CuDNN;
+//   xformers) are no kernel of the device file and are skipped, as are rates of 0.00 (a configuration
+//   that did not run) and a configuration with one direction measured.
 #pragma once
 
 #include <string>
