@@ -466,9 +466,12 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
 }
 
 // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
-// walked from the chunk's last layer as lowering walks it (learned positions left out: a bound).
+// walked from the chunk's last layer as lowering walks it, with its cap (learned positions left out: a
+// bound).
 BucketElements Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
-  const double bucket_elements = ctx_.req.bucket_size.value_or(Plan().bucket_size).value() / ctx_.grad_elem;
+  const double bucket_elements =
+      dp_bucket_elements(c % layout.pp, ctx_.s.training.dp_buckets,
+                         ctx_.req.bucket_size.value_or(Plan().bucket_size), ctx_.grad_elem);
   const ChunkMemory memory = costs_.chunk_memory(layout);
   const double layer_experts = costs_.expert_parameters(layout);
   BucketElements filled;
