@@ -46,17 +46,6 @@ std::optional<EfficiencySpec::FusedAttention>& figures_of(EfficiencySpec& e, Fus
   return kernel == FusedKernel::Flash3 ? e.flash3 : kernel == FusedKernel::Triton ? e.triton : e.flash2;
 }
 
-template <class E>
-bool read_choice(const CsvRow& cells, const std::string& column, const EnumNames<E>& names, E& value,
-                 Diagnostics& diag) {
-  const std::string_view text = cells.at(column).text;
-  for (const auto& [name, v] : names)
-    if (text == name) return value = v, true;
-  diag.error(cells.where(column), column + ": expected " + join(enum_choices(names)) + ", got '" +
-                                      std::string(text) + "'" + did_you_mean(text, enum_choices(names)));
-  return false;
-}
-
 bool whole(double v) {
   return v == double(int(v));
 }
@@ -66,9 +55,9 @@ void parse_csv(std::string_view text, AttentionSweep& sweep, Diagnostics& diag) 
     AttentionSweepRow row;
     row.line = cells.line();
     double head = 0, length = 0, fwd = 0, bwd = 0;
-    bool ok = read_choice(cells, "kernel", kKernels, row.kernel, diag);
-    ok &= read_choice(cells, "causal", kCausal, row.causal, diag);
-    ok &= read_choice(cells, "dtype", kSixteenBit, row.dtype, diag);
+    bool ok = cells.choice("kernel", kKernels, row.kernel);
+    ok &= cells.choice("causal", kCausal, row.causal);
+    ok &= cells.choice("dtype", kSixteenBit, row.dtype);
     ok &= cells.positive("head_dim", 1024, head);
     ok &= cells.positive("seq_len", 1 << 24, length);
     ok &= cells.positive("fwd_tflops", 1e5, fwd);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "plan/spec/diagnostics.hpp"
+#include "plan/spec/reader.hpp"
+#include "plan/spec/suggest.hpp"
 #include "plan/util/text_lines.hpp"
 
 namespace paratwin {
@@ -26,6 +28,16 @@ class CsvRow {
   Location where(const std::string& column) const { return {path_, line_, at(column).column}; }
   // The cell as a number in (0, most]; false, with the error reported, when it is not one.
   bool positive(const std::string& column, double most, double& value) const;
+  // The cell as one of `names`; false, with the error and the nearest name reported, when it is none.
+  template <class E>
+  bool choice(const std::string& column, const EnumNames<E>& names, E& value) const {
+    const std::string_view text = at(column).text;
+    for (const auto& [name, v] : names)
+      if (text == name) return value = v, true;
+    diag_.error(where(column), column + ": expected " + join(enum_choices(names)) + ", got '" +
+                                   std::string(text) + "'" + did_you_mean(text, enum_choices(names)));
+    return false;
+  }
 
  private:
   const std::string& path_;

@@ -2,7 +2,6 @@
 #include "plan/calibrate/gemm_sweep.hpp"
 
 #include <cmath>
-#include <map>
 #include <set>
 
 #include "plan/calibrate/csv_table.hpp"
@@ -79,16 +78,7 @@ GemmSweep parse_gemm_sweep(std::string_view text, const std::string& path) {
     ok &= cells.positive("k", 1 << 24, row.shape.k);
     ok &= cells.positive("tflops", 1e5, tflops);
     row.flops_per_s = tflops * 1e12;
-    const LineField& type = cells.at("dtype");
-    bool known = false;
-    for (const auto& [name, precision] : kSweepTypes)
-      if (type.text == name) row.dtype = precision, known = true;
-    if (!known) {
-      diag.error(cells.where("dtype"), "dtype: expected " + join(enum_choices(kSweepTypes)) + ", got '" +
-                                           std::string(type.text) + "'" +
-                                           did_you_mean(type.text, enum_choices(kSweepTypes)));
-      ok = false;
-    }
+    ok &= cells.choice("dtype", kSweepTypes, row.dtype);
     row.shape.fp8 = row.dtype == Precision::Fp8;
     if (ok) sweep.rows.push_back(row);
   });
