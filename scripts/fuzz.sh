@@ -12,8 +12,11 @@ shift $(( $# > 2 ? 2 : $# ))
 root=$(cd "$(dirname "$0")/.." && pwd)
 fuzz="$build/fuzz"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(model cluster scenario plan_file failure_trace profile sweep_results checkpoint token_file control nccl_tests gemm_sweep attention_sweep)
 [ -x "$fuzz/fuzz_model" ] || { echo "fuzz: no fuzz targets in $fuzz (needs clang and libfuzzer-14-dev)" >&2; exit 1; }
+# Every target built (tests/CMakeLists.txt's list) unless some are named.
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in "$fuzz"/fuzz_*; do [ -f "$f" ] && [ -x "$f" ] && targets+=("${f##*/fuzz_}"); done
+fi
 mkdir -p "$fuzz/crashes"
 status=0
 for target in "${targets[@]}"; do

@@ -20,8 +20,6 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ["model", "cluster", "scenario", "plan_file", "failure_trace", "profile", "sweep_results",
-           "checkpoint", "token_file", "control"]
 CATALOG = {"model": "models", "cluster": "topologies", "scenario": "scenarios"}
 ENV = dict(os.environ, PARATWIN_HOME=ROOT)
 
@@ -85,7 +83,12 @@ def minimize(build, target, cap):
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     cap = int(os.environ.get("CAP", "35"))
-    for target in sys.argv[2:] or TARGETS:
+    # Every target built (tests/CMakeLists.txt's list) unless some are named.
+    fuzz = os.path.join(build, "fuzz")
+    built = sorted(f[len("fuzz_"):] for f in os.listdir(fuzz) if f.startswith("fuzz_")
+                   and os.access(os.path.join(fuzz, f), os.X_OK) and os.path.isfile(os.path.join(fuzz, f))) \
+        if os.path.isdir(fuzz) else []
+    for target in sys.argv[2:] or built or ["model"]:
         if not os.access(os.path.join(build, "fuzz", f"fuzz_{target}"), os.X_OK):
             sys.exit(f"fuzz-corpus: no {build}/fuzz/fuzz_{target} (needs clang and libfuzzer-14-dev)")
         minimize(build, target, cap)

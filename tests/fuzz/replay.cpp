@@ -16,25 +16,11 @@
 #include <string_view>
 #include <vector>
 
-#define PARATWIN_FUZZ_TARGETS(X) \
-  X(model)                       \
-  X(cluster)                     \
-  X(scenario)                    \
-  X(plan_file)                   \
-  X(failure_trace)               \
-  X(profile)                     \
-  X(sweep_results)               \
-  X(checkpoint)                  \
-  X(token_file)                  \
-  X(control)                     \
-  X(nccl_tests)                  \
-  X(gemm_sweep)                  \
-  X(attention_sweep)
-
-#define PARATWIN_DECLARE(name) \
-  extern "C" int paratwin_fuzz_##name(const std::uint8_t* data, std::size_t size);
-PARATWIN_FUZZ_TARGETS(PARATWIN_DECLARE)
-#undef PARATWIN_DECLARE
+// Each target's entry point; fuzz_targets.inc (written by tests/CMakeLists.txt from its list of
+// targets) has an X(target) line for each.
+#define X(name) extern "C" int paratwin_fuzz_##name(const std::uint8_t* data, std::size_t size);
+#include "fuzz_targets.inc"
+#undef X
 
 namespace fs = std::filesystem;
 
@@ -47,9 +33,11 @@ struct Named {
   Target target;
 };
 
-#define PARATWIN_ENTRY(name) Named{#name, paratwin_fuzz_##name},
-constexpr Named kTargets[] = {PARATWIN_FUZZ_TARGETS(PARATWIN_ENTRY)};
-#undef PARATWIN_ENTRY
+constexpr Named kTargets[] = {
+#define X(name) Named{#name, paratwin_fuzz_##name},
+#include "fuzz_targets.inc"
+#undef X
+};
 
 // The files of each argument (a directory's, sorted, or the file itself).
 std::vector<fs::path> inputs_of(int argc, char** argv) {
