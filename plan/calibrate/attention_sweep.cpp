@@ -42,10 +42,6 @@ std::string label(FusedKernel kernel) {
   return "";
 }
 
-std::optional<EfficiencySpec::FusedAttention>& figures_of(EfficiencySpec& e, FusedKernel kernel) {
-  return kernel == FusedKernel::Flash3 ? e.flash3 : kernel == FusedKernel::Triton ? e.triton : e.flash2;
-}
-
 bool whole(double v) {
   return v == double(int(v));
 }
@@ -334,7 +330,7 @@ void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibrati
     if (other_heads > 0)
       cal.notes.push_back(name + ": " + std::to_string(other_heads) + " measurement(s) at head dims below " +
                           std::to_string(head) + " not used (the device file holds one head size's rates)");
-    figures_of(device.efficiency, kernel) = f;
+    cost::fused_figures(device.efficiency, kernel) = f;
     set_figure(cal,
                {"devices." + cal.device + ".efficiency." + name,
                 label(kernel) + " (head dim " + std::to_string(head) + ")",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <span>
+#include <utility>
 
 namespace paratwin::cost {
 
@@ -83,6 +84,11 @@ const std::optional<EfficiencySpec::FusedAttention>& fused_figures(const Efficie
       break;
   }
   return efficiency.flash2;
+}
+
+std::optional<EfficiencySpec::FusedAttention>& fused_figures(EfficiencySpec& efficiency, FusedKernel kernel) {
+  return const_cast<std::optional<EfficiencySpec::FusedAttention>&>(
+      fused_figures(std::as_const(efficiency), kernel));
 }
 
 int flash_kernel_head_dim(bool flash3, int head_dim) {

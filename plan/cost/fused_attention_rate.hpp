@@ -24,9 +24,11 @@ enum class FusedKernel { Flash2, Flash3, Triton };
 // figures, else 2. Unfused attention runs none (not to be asked).
 FusedKernel fused_kernel_of(AttentionKind kind, const EfficiencySpec& efficiency);
 
-// The device file's figures for `kernel` (efficiency.flash2, flash3 or triton); absent if it has none.
+// The device file's figures for `kernel` (efficiency.flash2, flash3 or triton); absent if it has none. The
+// second form for calibrate, which replaces them.
 const std::optional<EfficiencySpec::FusedAttention>& fused_figures(const EfficiencySpec& efficiency,
                                                                    FusedKernel kernel);
+std::optional<EfficiencySpec::FusedAttention>& fused_figures(EfficiencySpec& efficiency, FusedKernel kernel);
 
 // The head dimension a FlashAttention kernel computes a head of `head_dim` at: its kernels are compiled
 // for a few head sizes, and a head runs in the smallest that holds it, the rest padded (FA2: 32, 64,

@@ -32,12 +32,11 @@ double optimizer_step_bound(const SearchContext& ctx, double params, int pool, d
 
 // The units a rank's every-micro-batch DP collectives go in, at least: ZeRO 3's layers (one gather and
 // one reduce-scatter each), ZeRO 2's buckets (walked from each chunk's last layer as lowering closes them,
-// ir/buckets.cpp, without the head's and embedding's elements, which only close them sooner).
-int dp_units(const SearchContext& ctx, const ParallelLayout& layout, const Variant& v, const Ranges& ranges,
-             int r) {
+// ir/buckets.cpp, without the head's and embedding's elements, which only close them sooner), each
+// closing at `bucket_elements`.
+int dp_units(const ParallelLayout& layout, const Variant& v, const Ranges& ranges, int r,
+             double bucket_elements) {
   int units = 0;
-  const double bucket_elements = dp_bucket_elements(
-      r, ctx.s.training.dp_buckets, ctx.req.bucket_size.value_or(Plan().bucket_size), ctx.grad_elem);
   const std::vector<double>& prefix = layout.costs->params;
   for (int c = r; c < layout.pp * layout.v; c += layout.pp) {
     const auto [begin, end] = ranges[c];
@@ -359,13 +358,16 @@ RankTails Bounds::rank_tails(const ParallelLayout& layout, const Variant& v, con
   // most of them.
   std::vector<std::tuple<int, double, double, BucketElements, int, int>> worked_out;
   for (int r = 0; r < layout.pp; ++r) {
-    const int units = every_microbatch ? dp_units(ctx_, layout, v, ranges, r) : 1;
+    // Where lowering closes the rank's DP buckets (ir/buckets.hpp).
+    const double bucket_elements = dp_bucket_elements(
+        r, ctx_.s.training.dp_buckets, ctx_.req.bucket_size.value_or(Plan().bucket_size), ctx_.grad_elem);
+    const int units = every_microbatch ? dp_units(layout, v, ranges, r, bucket_elements) : 1;
     const double first_chunk = costs_.chunk_params(layout, r, ranges[r].first, ranges[r].second);
     // Reduced every micro-batch, the other chunks' buckets run during their own backward; ZeRO 3's
     // last one is a single layer's, left out.
     BucketElements tail;
     if (v.zero != 3 || v.topk) {
-      tail = last_bucket_elements(layout, r, ranges[r].first, ranges[r].second);
+      tail = last_bucket_elements(layout, r, ranges[r].first, ranges[r].second, bucket_elements);
       if (!every_microbatch) {
         tail.all += std::max(0.0, params[r] - first_chunk);
         tail.experts += std::max(0.0, experts[r] - chunk_experts(r));
@@ -466,12 +468,10 @@ void Bounds::last_microbatch_terms(const ParallelLayout& layout, const std::vect
 }
 
 // Elements of the DP bucket that lowering closes last in chunk c (the one holding its first layer),
-// walked from the chunk's last layer as lowering walks it, with its cap (learned positions left out: a
-// bound).
-BucketElements Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const {
-  const double bucket_elements =
-      dp_bucket_elements(c % layout.pp, ctx_.s.training.dp_buckets,
-                         ctx_.req.bucket_size.value_or(Plan().bucket_size), ctx_.grad_elem);
+// walked from the chunk's last layer as lowering walks it, buckets closing at `bucket_elements` (learned
+// positions left out: a bound).
+BucketElements Bounds::last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end,
+                                            double bucket_elements) const {
   const ChunkMemory memory = costs_.chunk_memory(layout);
   const double layer_experts = costs_.expert_parameters(layout);
   BucketElements filled;

@@ -87,7 +87,8 @@ class Bounds {
                                     const std::vector<double>& backward,
                                     const std::vector<double>& forward_prefixes,
                                     PartitionTerms::Costing& out);
-  BucketElements last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end) const;
+  BucketElements last_bucket_elements(const ParallelLayout& layout, int c, int begin, int end,
+                                      double bucket_elements) const;
 
   const SearchContext& ctx_;
   LayerCosts& costs_;
