@@ -12,6 +12,7 @@ corpus (tests/fuzz/corpus/TARGET) and keeps it small.
 
 Usage: scripts/fuzz_corpus.py BUILD [TARGET...]   (CAP=N in the environment, default 35)
 """
+import glob
 import os
 import re
 import shutil
@@ -83,13 +84,13 @@ def minimize(build, target, cap):
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     cap = int(os.environ.get("CAP", "35"))
-    # Every target built (tests/CMakeLists.txt's list) unless some are named.
     fuzz = os.path.join(build, "fuzz")
-    built = sorted(f[len("fuzz_"):] for f in os.listdir(fuzz) if f.startswith("fuzz_")
-                   and os.access(os.path.join(fuzz, f), os.X_OK) and os.path.isfile(os.path.join(fuzz, f))) \
-        if os.path.isdir(fuzz) else []
+    # Every target built (tests/CMakeLists.txt's list) unless some are named; with none built, model's
+    # absence is what the message below names.
+    built = sorted(os.path.basename(p)[len("fuzz_"):] for p in glob.glob(os.path.join(fuzz, "fuzz_*"))
+                   if os.path.isfile(p) and os.access(p, os.X_OK))
     for target in sys.argv[2:] or built or ["model"]:
-        if not os.access(os.path.join(build, "fuzz", f"fuzz_{target}"), os.X_OK):
+        if not os.access(os.path.join(fuzz, f"fuzz_{target}"), os.X_OK):
             sys.exit(f"fuzz-corpus: no {build}/fuzz/fuzz_{target} (needs clang and libfuzzer-14-dev)")
         minimize(build, target, cap)
 
