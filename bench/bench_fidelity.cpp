@@ -16,6 +16,7 @@
 #include "bench/fidelity_png.hpp"
 #include "bench/fidelity_set.hpp"
 #include "plan/io/atomic_file.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::fidelity;
@@ -316,7 +317,7 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
 
 int main(int argc, char** argv) {
   CLI::App app{"the twin's accuracy on published training runs", "bench_fidelity"};
-  std::string manifest_path = std::string(PARATWIN_SOURCE_DIR) + "/bench/fidelity/manifest.yaml";
+  std::string manifest_path = paratwin_test::source_dir() + "/bench/fidelity/manifest.yaml";
   std::string json_path, png_path;
   app.add_option("--manifest", manifest_path, "the validation set")->type_name("FILE");
   app.add_option("--json", json_path, "write every run, its prediction and the statistics as JSON")
@@ -324,7 +325,7 @@ int main(int argc, char** argv) {
   app.add_option("--png", png_path, "draw predicted against measured")->type_name("FILE");
   CLI11_PARSE(app, argc, argv);
   try {
-    const Catalog catalog(PARATWIN_SOURCE_DIR);
+    const Catalog catalog(paratwin_test::source_dir());
     const Manifest manifest = load_manifest(manifest_path);
     const std::vector<Outcome> outcomes = evaluate_checked(manifest, catalog);
     const std::vector<Outcome> held_out = evaluate_held_out(manifest, catalog);

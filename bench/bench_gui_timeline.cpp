@@ -12,6 +12,7 @@
 #include "gui/views/timeline_widget.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/report/trace.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::gui;
@@ -43,7 +44,7 @@ std::pair<double, size_t> paint(TimelineWidget& w) {
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   apply_style(app);
-  const Catalog catalog(PARATWIN_SOURCE_DIR);
+  const Catalog catalog(paratwin_test::source_dir());
   struct Config {
     const char* name;
     std::string yaml;

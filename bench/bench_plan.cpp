@@ -10,6 +10,7 @@
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
 #include "plan/spec/jobs.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
@@ -51,7 +52,7 @@ const char* kHeader = "| %-22s | %-30s | %8s | %6s | %6s | %12s | %7s | %7s | %s
 }  // namespace
 
 int main() {
-  const Catalog catalog(PARATWIN_SOURCE_DIR);
+  const Catalog catalog(paratwin_test::source_dir());
   std::printf("## Megatron-LM GPT family on dgx-a100-80g, plans of Narayanan et al. 2021 Table 1\n\n");
   std::printf("micro-batch 1, 1F1B, full recompute, no sequence parallelism, ZeRO 0 (as in 2021).\n\n");
   std::printf(kHeader, "model", "plan (tp x pp x dp, batch)", "iter s", "TF/GPU", "MFU", "mem GiB", "tasks",

@@ -8,13 +8,14 @@
 
 #include "plan/analytic/evaluate.hpp"
 #include "plan/search/optimizer.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 

@@ -4,15 +4,16 @@
 #include <string>
 
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 namespace paratwin::test {
 
 inline ModelSpec model(const std::string& name) {
-  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
+  return load_model_file(paratwin_test::source_dir() + "/models/" + name + ".yaml");
 }
 
 inline ClusterSpec cluster(const std::string& name) {
-  return load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/" + name + ".yaml");
+  return load_cluster_file(paratwin_test::source_dir() + "/topologies/" + name + ".yaml");
 }
 
 }  // namespace paratwin::test

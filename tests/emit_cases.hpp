@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plan/ir/plan.hpp"
+#include "source_tree.hpp"
 
 namespace paratwin_test {
 
@@ -70,10 +71,10 @@ inline const std::vector<Case> kMore = {
 };
 
 inline ScenarioSpec load(const Case& c) {
-  static const Catalog catalog(PARATWIN_SOURCE_DIR);
+  static const Catalog catalog(paratwin_test::source_dir());
   std::vector<Override> overrides;
   for (const auto& s : c.sets) overrides.push_back(paratwin::parse_override(s));
-  return paratwin::load_scenario(std::string(PARATWIN_SOURCE_DIR) + "/scenarios/" + c.scenario + ".yaml",
+  return paratwin::load_scenario(paratwin_test::source_dir() + "/scenarios/" + c.scenario + ".yaml",
                                  overrides, catalog);
 }
 

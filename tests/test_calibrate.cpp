@@ -16,6 +16,7 @@
 #include "plan/calibrate/fit.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/topology/rank_threads.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 namespace fs = std::filesystem;
@@ -23,8 +24,8 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
-const std::string kLocalCpu = PARATWIN_SOURCE_DIR "/topologies/local-cpu.yaml";
+const std::string kScenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
+const std::string kLocalCpu = paratwin_test::source_dir() + "/topologies/local-cpu.yaml";
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("paratwin-calibrate-" + std::to_string(::getpid()));
@@ -419,7 +420,7 @@ BOOST_AUTO_TEST_CASE(attention_and_optimizer_efficiencies_apply_to_their_own_wor
 
 namespace {
 
-const std::string kCpuHosts = PARATWIN_SOURCE_DIR "/topologies/cpu-hosts.yaml";
+const std::string kCpuHosts = paratwin_test::source_dir() + "/topologies/cpu-hosts.yaml";
 
 // A profile of 2 hosts x 2 data-parallel ranks on `machine` (cpu-hosts with its own figures), every
 // task measured at the cost model's time there, as `paratwin run --hosts a:2,b:2 --profile` writes it.

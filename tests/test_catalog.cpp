@@ -6,10 +6,11 @@
 #include "plan/spec/jobs.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/topology/job_placement.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
-static const Catalog catalog(PARATWIN_SOURCE_DIR);
+static const Catalog catalog(paratwin_test::source_dir());
 
 BOOST_AUTO_TEST_CASE(catalog_has_the_promised_entries) {
   const auto models = catalog.names(CatalogKind::Model);

@@ -24,6 +24,7 @@
 #include "plan/ir/program.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 namespace et = ChakraProtoMsg;
@@ -34,7 +35,7 @@ using paratwin_test::run_paratwin;
 
 namespace {
 
-const std::string kQuickstart = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+const std::string kQuickstart = paratwin_test::source_dir() + "/scenarios/quickstart.yaml";
 
 // The traces this process wrote go when it ends.
 struct RemoveTraces {

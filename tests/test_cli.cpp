@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using namespace paratwin_test;
@@ -51,7 +52,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-const std::string kSource = PARATWIN_SOURCE_DIR;
+const std::string kSource = paratwin_test::source_dir();
 
 }  // namespace
 
@@ -225,7 +226,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_with_status_2) {
 
 BOOST_AUTO_TEST_CASE(every_malformed_input_exits_2_with_its_expected_message) {
   std::vector<fs::path> files;
-  for (const auto& f : fs::directory_iterator(fs::path(PARATWIN_TEST_DIR) / "malformed"))
+  for (const auto& f : fs::directory_iterator(fs::path(paratwin_test::source_dir()) / "tests" / "malformed"))
     if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path());
   std::sort(files.begin(), files.end());
   BOOST_TEST(files.size() >= 40u);

@@ -5,11 +5,12 @@
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/cluster.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 static ClusterSpec catalog_cluster(const std::string& name) {
-  auto path = Catalog(PARATWIN_SOURCE_DIR).find(CatalogKind::Topology, name);
+  auto path = Catalog(paratwin_test::source_dir()).find(CatalogKind::Topology, name);
   BOOST_REQUIRE_MESSAGE(path, "catalog topology " << name);
   return load_cluster_file(*path);
 }
@@ -53,7 +54,7 @@ BOOST_AUTO_TEST_CASE(oversubscription_reads_as_a_ratio) {
 }
 
 BOOST_AUTO_TEST_CASE(nodes_at_the_top_resizes_a_one_pool_cluster) {
-  DocNode doc = load_yaml_file(*Catalog(PARATWIN_SOURCE_DIR).find(CatalogKind::Topology, "dgx-h100"));
+  DocNode doc = load_yaml_file(*Catalog(paratwin_test::source_dir()).find(CatalogKind::Topology, "dgx-h100"));
   doc.set("nodes", DocNode::scalar_node("2", {"t", 1, 1}), {"t", 1, 1});
   Diagnostics diag;
   const ClusterSpec c = parse_cluster(doc, "cluster", diag);

@@ -14,12 +14,13 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path source_dir = PARATWIN_SOURCE_DIR;
+const fs::path source_dir = paratwin_test::source_dir();
 
 std::vector<std::string> read_lines(const fs::path& file) {
   std::ifstream in(file);

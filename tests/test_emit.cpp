@@ -14,6 +14,7 @@
 #include "plan/cost/memory.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/report/import_deepspeed.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin_test;
@@ -102,7 +103,7 @@ std::vector<int> layout_layers(std::string layout) {
 
 std::string golden(const std::string& file, const std::string& text) {
   const char* update_golden = std::getenv("PARATWIN_UPDATE_GOLDEN");
-  const std::string path = std::string(PARATWIN_TEST_DIR) + "/golden/emit/" + file;
+  const std::string path = paratwin_test::source_dir() + "/tests/golden/emit/" + file;
   if (update_golden && *update_golden && std::string(update_golden) != "0") std::ofstream(path) << text;
   std::ifstream in(path);
   std::stringstream expected;
@@ -119,7 +120,7 @@ std::string deepspeed_text(const Plan& plan, const ScenarioSpec& s) {
     return text;
   } catch (const InputError& e) {
     std::string why = e.what();  // the scenario's path, made independent of the checkout
-    const std::string source = PARATWIN_SOURCE_DIR;
+    const std::string source = paratwin_test::source_dir();
     if (why.rfind(source, 0) == 0) why = "<source>" + why.substr(source.size());
     return "refused: " + why + "\n";
   }

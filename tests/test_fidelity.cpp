@@ -14,6 +14,7 @@
 #include "bench/fidelity_figure.hpp"
 #include "bench/fidelity_set.hpp"
 #include "plan/sweep/grid.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::fidelity;
@@ -22,11 +23,11 @@ namespace fs = std::filesystem;
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 
-const std::string kFidelityDir = std::string(PARATWIN_SOURCE_DIR) + "/bench/fidelity";
+const std::string kFidelityDir = paratwin_test::source_dir() + "/bench/fidelity";
 
 const Manifest& manifest() {
   static const Manifest m = load_manifest(kFidelityDir + "/manifest.yaml");

@@ -18,6 +18,7 @@
 #include "plan/spec/limits.hpp"
 #include "plan/spec/sweep_size.hpp"
 #include "plan/sweep/journal.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 
@@ -83,7 +84,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-const std::string kQuickstart = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+const std::string kQuickstart = paratwin_test::source_dir() + "/scenarios/quickstart.yaml";
 
 }  // namespace
 
@@ -369,7 +370,7 @@ BOOST_AUTO_TEST_CASE(a_program_too_large_to_lower_is_refused_before_it_is_made_n
   BOOST_TEST(message.find("PARATWIN_MAX_PROGRAM_TASKS") != std::string::npos);
   // The estimate bounds what lowering makes.
   const ScenarioSpec s =
-      load_scenario(std::string(PARATWIN_SOURCE_DIR) + "/scenarios/gpt3-175b-1024-a100.yaml", {}, catalog());
+      load_scenario(paratwin_test::source_dir() + "/scenarios/gpt3-175b-1024-a100.yaml", {}, catalog());
   const Plan p = complete_plan(s);
   const Program program = lower(p, s.model, s.cluster, s.training);
   BOOST_TEST(program.task_count() <=

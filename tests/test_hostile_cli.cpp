@@ -13,14 +13,15 @@
 #include <string>
 
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using namespace paratwin_test;
 
 namespace {
 
-const std::string kParatwin = std::string(PARATWIN_BIN_DIR) + "/paratwin";
-const std::string kQuickstart = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+const std::string kParatwin = paratwin_test::bin_dir() + "/paratwin";
+const std::string kQuickstart = paratwin_test::source_dir() + "/scenarios/quickstart.yaml";
 
 fs::path work(const std::string& name) {
   return test_dir("paratwin_hostile_") / name;
@@ -180,7 +181,7 @@ BOOST_AUTO_TEST_CASE(simulations_and_traces_too_large_are_refused_before_they_st
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.rfind("<--horizon>: error: a horizon of 10000 d would", 0) == 0, r.err);
   BOOST_TEST(r.err.find("PARATWIN_MAX_HORIZON_") != std::string::npos, r.err);
-  r = paratwin("simulate " + std::string(PARATWIN_SOURCE_DIR) +
+  r = paratwin("simulate " + paratwin_test::source_dir() +
                "/scenarios/gpt3-175b-1024-a100.yaml --iterations 1000 --all-ranks");
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("activities (2335 tasks on each of 1024 simulated ranks x 1000 iterations); fewer "

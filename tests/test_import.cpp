@@ -14,6 +14,7 @@
 #include "plan/report/import_megatron.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/jobs.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin_test;
@@ -49,7 +50,7 @@ std::vector<Named> every_fixed_plan() {
   std::vector<Named> out;
   for (const auto* cases : {&kGolden, &kMore, &kOverlaps})
     for (const Case& c : *cases) out.push_back({c.name, load(c)});
-  const Catalog catalog(PARATWIN_SOURCE_DIR);
+  const Catalog catalog(paratwin_test::source_dir());
   for (const auto& entry : catalog.list(CatalogKind::Scenario)) {
     if (holds_jobs(load_yaml_file(entry.path))) continue;  // several jobs: no one plan to emit
     ScenarioSpec s = load_scenario(entry.path, {}, catalog);
@@ -142,7 +143,7 @@ BOOST_AUTO_TEST_CASE(emitted_launches_import_back_to_the_same_plan) {
 
 // Written as a scenario on the same cluster and loaded, the import is the plan `paratwin plan` evaluates.
 BOOST_AUTO_TEST_CASE(imported_scenarios_load_to_the_imported_plan) {
-  const Catalog catalog(PARATWIN_SOURCE_DIR);
+  const Catalog catalog(paratwin_test::source_dir());
   int loaded = 0;
   for (const auto& [name, s] : every_fixed_plan()) {
     if (s.cluster.pools.size() != 1 || !catalog.find(CatalogKind::Topology, s.cluster.name)) continue;
@@ -352,7 +353,7 @@ BOOST_AUTO_TEST_CASE(deepspeed_configs_import_back_to_the_same_plan) {
 }
 
 BOOST_AUTO_TEST_CASE(deepspeed_keys_the_import_does_not_read_are_reported) {
-  const ModelSpec model = load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/gpt3-1.7b.yaml");
+  const ModelSpec model = load_model_file(paratwin_test::source_dir() + "/models/gpt3-1.7b.yaml");
   const ImportedLaunch l = import_deepspeed(
       R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
           "zero_optimization": {"stage": 2, "round_robin_gradients": true}, "flops_profiler": {"enabled": true},
@@ -395,7 +396,7 @@ BOOST_AUTO_TEST_CASE(deepspeed_keys_the_import_does_not_read_are_reported) {
 BOOST_AUTO_TEST_CASE(the_command_writes_a_scenario_that_plan_evaluates) {
   const auto dir = test_dir("paratwin-import-");
   const std::string scenario = (dir / "imported.yaml").string();
-  const std::string source = PARATWIN_SOURCE_DIR;
+  const std::string source = paratwin_test::source_dir();
   Result emitted = paratwin_test::paratwin("plan " + source + "/scenarios/quickstart.yaml --emit megatron");
   BOOST_TEST_REQUIRE(emitted.status == 0);
   std::ofstream((dir / "launch.sh").string()) << emitted.out;

@@ -6,13 +6,14 @@
 #include "plan/search/plan_jobs.hpp"
 #include "plan/spec/jobs.hpp"
 #include "plan/topology/job_placement.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 

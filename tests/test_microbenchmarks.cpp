@@ -15,6 +15,7 @@
 #include "plan/calibrate/gemm_sweep.hpp"
 #include "plan/calibrate/nccl_tests.hpp"
 #include "plan/spec/cluster.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using paratwin_test::run_paratwin;
@@ -22,8 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kDgxH100 = PARATWIN_SOURCE_DIR "/topologies/dgx-h100.yaml";
-const std::string kDgxA100 = PARATWIN_SOURCE_DIR "/topologies/dgx-a100-80g.yaml";
+const std::string kDgxH100 = paratwin_test::source_dir() + "/topologies/dgx-h100.yaml";
+const std::string kDgxA100 = paratwin_test::source_dir() + "/topologies/dgx-a100-80g.yaml";
 
 // nccl-tests' header for `ranks` ranks, `per_host` to a host; `group` writes the "Group" field of
 // nccl-tests 2.10 and later.
@@ -198,8 +199,8 @@ BOOST_AUTO_TEST_CASE(a_gemm_sweep_recovers_the_shares_and_the_tiles_fixed_cost) 
 BOOST_AUTO_TEST_CASE(the_500_w_h100s_gemm_shares_are_the_fit_of_its_measured_sweep) {
   // The catalog's figures for a part measured in public are what calibrate makes of the measurement
   // (topologies/sweeps/, issue 19's rule): change one without the other and this fails.
-  const std::string cluster = PARATWIN_SOURCE_DIR "/topologies/grand-teton-h100.yaml";
-  const std::string sweep = PARATWIN_SOURCE_DIR "/topologies/sweeps/grand-teton-h100-gemm.csv";
+  const std::string cluster = paratwin_test::source_dir() + "/topologies/grand-teton-h100.yaml";
+  const std::string sweep = paratwin_test::source_dir() + "/topologies/sweeps/grand-teton-h100-gemm.csv";
   std::ifstream in(sweep);
   const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Calibration cal = start_calibration(load_cluster_file(cluster), "");

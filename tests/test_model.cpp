@@ -5,11 +5,12 @@
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/model.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 static ModelSpec catalog_model(const std::string& name) {
-  auto path = Catalog(PARATWIN_SOURCE_DIR).find(CatalogKind::Model, name);
+  auto path = Catalog(paratwin_test::source_dir()).find(CatalogKind::Model, name);
   BOOST_REQUIRE_MESSAGE(path, "catalog model " << name);
   return load_model_file(*path);
 }

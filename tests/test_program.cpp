@@ -22,6 +22,7 @@
 #include "plan/report/report.hpp"
 #include "plan/topology/rank_groups.hpp"
 #include "program_run.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;
@@ -659,7 +660,7 @@ BOOST_AUTO_TEST_CASE(program_text_matches_golden_files) {
             "plan: {tp: 2, pp: 2, dp: 2, micro_batch: 4, schedule: " +
             schedule + ", virtual_stages: " + std::to_string(v) + ", sequence_parallel: true, zero: 1}\n");
     const std::string text = to_text(r.program);
-    const std::string path = std::string(PARATWIN_TEST_DIR) + "/golden/program-" + name + ".txt";
+    const std::string path = paratwin_test::source_dir() + "/tests/golden/program-" + name + ".txt";
     if (update) std::ofstream(path) << text;
     std::ifstream in(path);
     std::stringstream expected;

@@ -19,6 +19,7 @@
 #include "plan/report/emit.hpp"
 #include "plan/report/import_megatron.hpp"
 #include "plan/search/optimizer.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::cost;
@@ -39,7 +40,7 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& se
 }
 
 ModelSpec model(const std::string& name) {
-  return load_model_file(std::string(PARATWIN_SOURCE_DIR) + "/models/" + name + ".yaml");
+  return load_model_file(paratwin_test::source_dir() + "/models/" + name + ".yaml");
 }
 
 // A small dense Llama-like model (SwiGLU, GQA) on the test cluster whose communication is free.

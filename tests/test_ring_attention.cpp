@@ -11,6 +11,7 @@
 #include "plan/cost/ring_attention.hpp"
 #include "plan/ir/program.hpp"
 #include "plan/spec/cluster.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;
@@ -160,7 +161,7 @@ BOOST_AUTO_TEST_CASE(ring_keeps_the_pass_work_whole) {
 BOOST_AUTO_TEST_CASE(attention_costs_more_per_pair_as_the_blocks_shrink) {
   // The same sequence over more CP ranks: smaller blocks, more of them, a merge each; the merges and
   // launches do not shrink with the block, so each (query, key) pair costs more.
-  const ClusterSpec dgx = load_cluster_file(std::string(PARATWIN_SOURCE_DIR) + "/topologies/dgx-h100.yaml");
+  const ClusterSpec dgx = load_cluster_file(paratwin_test::source_dir() + "/topologies/dgx-h100.yaml");
   const DeviceSpec& h100 = dgx.device_of(dgx.pools.front());
   double previous = 0;
   for (int cp : {2, 4, 8, 16, 32}) {

@@ -12,6 +12,7 @@
 #include "plan/report/routing_cost.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
@@ -48,7 +49,7 @@ struct Run {
 
 // tiny-moe's shapes (4 experts, top 2) on 2 ranks, data and expert parallel, one micro-batch of 4.
 Run run(const std::string& moe) {
-  static const Catalog catalog(PARATWIN_SOURCE_DIR);
+  static const Catalog catalog(paratwin_test::source_dir());
   const std::string yaml = "model: " + kMoe + "moe: " + moe + "}\n" + kFastCluster +
                            "training: {global_batch: 8, seq_len: 64}\n"
                            "plan: {dp: 2, ep: 2, tp: 1, pp: 1, micro_batch: 4, recompute: none, zero: 0}\n";

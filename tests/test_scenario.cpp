@@ -8,11 +8,12 @@
 #include "plan/ir/plan.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/spec/summary.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 static const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 

@@ -6,13 +6,14 @@
 
 #include "fast_cluster.hpp"
 #include "plan/search/optimizer.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 namespace {
 
 ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  static const Catalog catalog(PARATWIN_SOURCE_DIR);
+  static const Catalog catalog(paratwin_test::source_dir());
   std::vector<Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_override(s));
   return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog);
@@ -226,7 +227,7 @@ BOOST_AUTO_TEST_CASE(bounds_hold_and_the_optimum_is_found_under_failures) {
 // since Megatron's linears reduce-scatter their input gradients beside the backward, tp 4 x pp 16 x
 // cp 8 leads both ways.)
 BOOST_AUTO_TEST_CASE(a_faster_plan_that_loses_to_failures_is_named) {
-  const std::string path = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/failures-16k-h100.yaml";
+  const std::string path = paratwin_test::source_dir() + "/scenarios/failures-16k-h100.yaml";
   const Override batch = parse_override("training.global_batch=1280");
   const SearchResult fastest = search_plans(
       load_scenario(path, {batch, parse_override("search.objective=iteration_time")}), {1, false});

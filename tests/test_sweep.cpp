@@ -7,13 +7,14 @@
 
 #include "plan/sweep/lines.hpp"
 #include "plan/sweep/results.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "plan/topology/cluster_sites.hpp"
 #include "plan/topology/link_names.hpp"
 #include "plan/topology/rank_order.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 
@@ -19,7 +20,7 @@ namespace {
 
 // A catalog cluster resized to `nodes`, as a scenario names it.
 ClusterSpec cluster(const std::string& name, int nodes) {
-  static const Catalog catalog(PARATWIN_SOURCE_DIR);
+  static const Catalog catalog(paratwin_test::source_dir());
   const std::string yaml = "model: tiny-gpt\ncluster: {from: " + name + ", nodes: " + std::to_string(nodes) +
                            "}\ntraining: {global_batch: 8}\n";
   return load_scenario(parse_yaml(yaml, "test.yaml"), {}, catalog).cluster;

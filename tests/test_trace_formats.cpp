@@ -15,6 +15,7 @@
 #include "plan/io/gzip_stream.hpp"
 #include "plan/io/protobuf_wire.hpp"
 #include "plan/report/perfetto_trace.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using paratwin::gunzip;
@@ -25,7 +26,7 @@ using paratwin_test::slurp;
 
 namespace {
 
-const std::string kSource = PARATWIN_SOURCE_DIR;
+const std::string kSource = paratwin_test::source_dir();
 
 // The tasks ("X" events) of a Chrome trace: start and duration in microseconds, in file order.
 std::vector<std::pair<double, double>> chrome_spans(const std::string& text) {

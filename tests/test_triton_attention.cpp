@@ -13,6 +13,7 @@
 #include "plan/cost/memory.hpp"
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::cost;
@@ -46,7 +47,7 @@ double seconds_per_flop(const ModelSpec& m, const DeviceSpec& d, int seq_len, At
 
 std::string error_of(const std::string& yaml) {
   try {
-    load_scenario(parse_yaml(yaml, "s.yaml"), {}, Catalog(PARATWIN_SOURCE_DIR));
+    load_scenario(parse_yaml(yaml, "s.yaml"), {}, Catalog(paratwin_test::source_dir()));
   } catch (const InputError& e) {
     return e.what();
   }
@@ -172,6 +173,6 @@ BOOST_AUTO_TEST_CASE(scenarios_that_cannot_run_the_triton_kernel_are_refused) {
   BOOST_TEST(bare.find("has no efficiency.triton") != std::string::npos);
   // The llm-foundry devices have them.
   const ScenarioSpec ok = load_scenario(parse_yaml("model: mpt-7b\n" + base + "triton}\n", "s.yaml"), {},
-                                        Catalog(PARATWIN_SOURCE_DIR));
+                                        Catalog(paratwin_test::source_dir()));
   BOOST_TEST((ok.training.attention == AttentionKind::Triton));
 }

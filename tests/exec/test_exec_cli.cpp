@@ -16,6 +16,7 @@
 
 #include "paratwin_process.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -29,7 +30,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+const std::string kScenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
 const std::string kSmall =
     " --set training.seq_len=32 --set training.global_batch=4 --set plan.micro_batch=1";
 
@@ -154,8 +155,8 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
   // Runs the MoE scenario with `flags`; its JSON report.
   const auto run_moe = [&](const std::string& flags, const std::string& report) {
     const Output out =
-        run_paratwin("run " + std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml " +
-                     flags + " --json " + (dir.path / report).string());
+        run_paratwin("run " + paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml " + flags +
+                     " --json " + (dir.path / report).string());
     BOOST_TEST_INFO(out.text);
     BOOST_TEST_REQUIRE(out.status == 0);
     return read_json(dir.path / report);
@@ -174,7 +175,7 @@ BOOST_AUTO_TEST_CASE(the_tiny_moe_scenario_trains_with_expert_parallelism) {
 // model's routing, and the twin plans with what was measured.
 BOOST_AUTO_TEST_CASE(the_tiny_moe_runs_measured_routing_round_trips_through_calibrate) {
   TempDir dir;
-  const std::string scenario = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml";
+  const std::string scenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml";
   const std::filesystem::path profile = dir.path / "p.json", model = dir.path / "m.yaml";
   const Output run = run_paratwin("run " + scenario + " --ranks 2 --steps 2 --profile " + profile.string());
   BOOST_TEST_INFO(run.text);
@@ -267,7 +268,7 @@ BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_exit_with_status_2) {
 // local node and stand in for the scenario's (dp 2, micro-batch 4) in the scenario's checks.
 BOOST_AUTO_TEST_CASE(the_optimizers_plan_for_a_larger_node_runs_from_its_file) {
   TempDir dir;
-  const std::string moe = std::string(PARATWIN_SOURCE_DIR) + "/scenarios/live-cpu-tiny-moe.yaml";
+  const std::string moe = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml";
   const std::string plan = (dir.path / "plan.yaml").string();
   const Output chosen =
       run_paratwin("plan " + moe + " --set plan=auto --set cluster.pools.local.gpus_per_node=4 -o " + plan);

@@ -17,6 +17,7 @@
 #include "exec/train/sharded_gradients.hpp"
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -28,7 +29,7 @@ namespace {
 // 8 sequences of 32 tokens per step: 4 micro-batches of 2 on one rank, 2 on each of two, 1 on each
 // of four. 12 KB buckets: one per layer, each all-reduced as soon as its layer's backward ends.
 ScenarioSpec scenario(int ranks, int zero = 0) {
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+  return load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml",
                             {parse_override("training.global_batch=8"), parse_override("training.seq_len=32"),
                              parse_override("plan.micro_batch=2"), parse_override("plan.bucket_size=200KB"),
                              parse_override("plan.zero=" + std::to_string(zero))},
@@ -38,7 +39,7 @@ ScenarioSpec scenario(int ranks, int zero = 0) {
 TrainOptions options(int64_t steps) {
   TrainOptions o;
   o.steps = steps;
-  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  o.data = paratwin_test::source_dir() + "/data/tiny-corpus.txt";
   return o;
 }
 

@@ -26,6 +26,7 @@
 #include "mpi_fixture.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/search/optimizer.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -69,13 +70,14 @@ ScenarioSpec scenario(const Layout& l) {
   sets.insert(sets.end(), l.extra.begin(), l.extra.end());
   std::vector<Override> overrides;
   for (const std::string& o : sets) overrides.push_back(parse_override(o));
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml", overrides, l.dp);
+  return load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml", overrides,
+                            l.dp);
 }
 
 TrainOptions options(int64_t steps) {
   TrainOptions o;
   o.steps = steps;
-  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  o.data = paratwin_test::source_dir() + "/data/tiny-corpus.txt";
   return o;
 }
 
@@ -350,7 +352,7 @@ BOOST_AUTO_TEST_CASE(every_plan_the_optimizer_can_emit_for_local_cpu_runs_live) 
   for (const char* path : {"live-cpu-tiny.yaml", "live-cpu-tiny-moe.yaml"})
     for (int cores : {2, 4}) {
       const ScenarioSpec s =
-          load_scenario(std::string(PARATWIN_SOURCE_DIR "/scenarios/") + path,
+          load_scenario((paratwin_test::source_dir() + "/scenarios/") + path,
                         {parse_override("plan=auto"),
                          parse_override("cluster.pools.local.gpus_per_node=" + std::to_string(cores))});
       const SearchResult r = search_plans(s, {.top = 1 << 20, .exhaustive = true});

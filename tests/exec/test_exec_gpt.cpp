@@ -10,6 +10,7 @@
 #include "exec/gpt/model.hpp"
 #include "exec/gpt/tensor_parallel.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -18,7 +19,7 @@ namespace tt = boost::test_tools;
 namespace {
 
 ModelSpec tiny_gpt() {
-  return load_model_file(PARATWIN_SOURCE_DIR "/models/tiny-gpt.yaml");
+  return load_model_file(paratwin_test::source_dir() + "/models/tiny-gpt.yaml");
 }
 
 ModelSpec llama_shaped() {
@@ -34,7 +35,7 @@ ModelSpec llama_shaped() {
 }
 
 ModelSpec tiny_moe() {
-  return load_model_file(PARATWIN_SOURCE_DIR "/models/tiny-moe.yaml");
+  return load_model_file(paratwin_test::source_dir() + "/models/tiny-moe.yaml");
 }
 
 // Mixtral's shape on a small scale, with dense and MoE layers alternating (every 2nd layer is MoE).

@@ -20,6 +20,7 @@
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
 #include "plan/analytic/evaluate.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -33,13 +34,13 @@ ScenarioSpec scenario(int ranks, const std::vector<std::string>& sets) {
   std::vector<Override> o{parse_override("training.global_batch=8"), parse_override("training.seq_len=32"),
                           parse_override("plan.micro_batch=2"), parse_override("plan.bucket_size=200KB")};
   for (const auto& s : sets) o.push_back(parse_override(s));
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml", o, ranks);
+  return load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml", o, ranks);
 }
 
 TrainOptions options(int64_t steps) {
   TrainOptions o;
   o.steps = steps;
-  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  o.data = paratwin_test::source_dir() + "/data/tiny-corpus.txt";
   return o;
 }
 

@@ -20,6 +20,7 @@
 #include "exec/run/live_run.hpp"
 #include "exec/train/trainer.hpp"
 #include "mpi_fixture.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -69,13 +70,13 @@ ScenarioSpec scenario(const Layout& l) {
   if (!l.overlap)
     for (const char* o : {"plan.overlap.dp=false", "plan.overlap.pp=false", "plan.overlap.tp=true"})
       sets.push_back(parse_override(o));
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml", sets, l.dp);
+  return load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml", sets, l.dp);
 }
 
 TrainOptions options(int64_t steps) {
   TrainOptions o;
   o.steps = steps;
-  o.data = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+  o.data = paratwin_test::source_dir() + "/data/tiny-corpus.txt";
   return o;
 }
 

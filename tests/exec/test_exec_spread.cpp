@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -31,7 +32,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+const std::string kScenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
 
 json run_json(const std::string& args, const fs::path& out) {
   const Output o = run_paratwin(args + " --json " + out.string());

@@ -19,6 +19,7 @@
 #include "exec/train/interpreter.hpp"
 #include "exec/train/trainer.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -26,12 +27,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCorpus = PARATWIN_SOURCE_DIR "/data/tiny-corpus.txt";
+const std::string kCorpus = paratwin_test::source_dir() + "/data/tiny-corpus.txt";
 
 // live-cpu-tiny on one rank, small enough for a unit test: 4 sequences of 32 tokens per step, in 2
 // micro-batches (gradient accumulation), DP buckets of one layer each.
 ScenarioSpec small_scenario() {
-  return load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+  return load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml",
                             {parse_override("training.global_batch=4"), parse_override("training.seq_len=32"),
                              parse_override("plan.micro_batch=2")},
                             1);
@@ -213,7 +214,7 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_checkpoints_are_rejected_with_a_reaso
 
 BOOST_AUTO_TEST_CASE(plans_the_cpu_backend_cannot_run_are_refused_with_a_reason) {
   ScenarioSpec s = load_scenario(
-      PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+      paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml",
       {parse_override("plan.dp=1"), parse_override("plan.cp=2"), parse_override("plan.micro_batch=4"),
        parse_override("training.global_batch=8"), parse_override("plan.recompute=full")});
   BOOST_TEST(s.cluster.gpus() == 2);
@@ -252,7 +253,7 @@ BOOST_AUTO_TEST_CASE(each_limit_of_the_cuda_backend_is_named_in_the_list_read_be
   for (const char* named : {"data parallelism only", "ZeRO 0-2", "offload the optimizer",
                             "offload activations", "compress gradients", "does not recompute"})
     BOOST_TEST(cuda.find(named) != std::string::npos);
-  const ScenarioSpec moe = load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml");
+  const ScenarioSpec moe = load_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml");
   std::string moe_limits;
   for (const auto& l : live_limitations(complete_plan(moe), moe.model, LiveBackend::Cuda))
     moe_limits += l + "\n";
@@ -306,7 +307,7 @@ BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_every_recompute_mode) {
 // Combined 1F1B runs live at pp 1 and under the interleaved schedule (test_exec_ep runs both); the CUDA
 // backend runs no MoE model.
 BOOST_AUTO_TEST_CASE(the_cpu_backend_runs_combined_1f1b_at_any_pp) {
-  const ScenarioSpec s = load_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny-moe.yaml");
+  const ScenarioSpec s = load_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny-moe.yaml");
   Plan p = complete_plan(s);
   p.overlap_ep = true;
   p.pp = 1;
@@ -357,7 +358,7 @@ class RecordingRunner final : public TaskRunner {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(gradient_buckets_start_while_the_backward_of_earlier_layers_runs) {
-  const ScenarioSpec s = load_live_scenario(PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+  const ScenarioSpec s = load_live_scenario(paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml",
                                             {parse_override("plan.bucket_size=200KB")}, 2);
   const Program p = lower(complete_plan(s), s.model, s.cluster, s.training);
   RecordingRunner runner;
@@ -386,7 +387,7 @@ BOOST_AUTO_TEST_CASE(gradient_buckets_start_while_the_backward_of_earlier_layers
 BOOST_AUTO_TEST_CASE(without_a_step_interval_checkpoints_follow_the_plans_checkpoint_interval) {
   // A 1 ms interval: every step is past it, so every step writes one (the last as the final one).
   const ScenarioSpec s = load_live_scenario(
-      PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml",
+      paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml",
       {parse_override("training.global_batch=2"), parse_override("training.seq_len=16"),
        parse_override("plan.micro_batch=2"), parse_override("plan.checkpoint_interval=1ms")},
       1);

@@ -16,6 +16,7 @@
 
 #include "exec/checkpoint/checkpoint.hpp"
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -31,7 +32,7 @@ int count(const std::string& text, const std::string& part) {
 
 // A tiny job whose global batch of 12 splits over 4 ranks (3 micro-batches each) and over 3 (4 each).
 std::string job(int steps) {
-  return " run " PARATWIN_SOURCE_DIR
+  return " run " + paratwin_test::source_dir() +
          "/scenarios/live-cpu-tiny.yaml --set training.seq_len=32 --set training.global_batch=12 "
          "--set plan.micro_batch=1 --ranks 4 --checkpoint-every 5 --steps " +
          std::to_string(steps);
@@ -102,9 +103,9 @@ BOOST_AUTO_TEST_CASE(random_kills_and_a_hang_are_recovered_and_the_run_ends_bit_
   BOOST_TEST(rel["predicted"]["failures"] == rel["failures"]);
   BOOST_TEST(rel["predicted"]["goodput"].get<double>() > 0);
   BOOST_TEST(rel["goodput"].get<double>() > 0);
-  const Output replay =
-      run_paratwin("simulate " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --failure-trace " +
-                   (s.dir / "trace.json").string() + " --json -");
+  const Output replay = run_paratwin("simulate " + paratwin_test::source_dir() +
+                                     "/scenarios/live-cpu-tiny.yaml --failure-trace " +
+                                     (s.dir / "trace.json").string() + " --json -");
   BOOST_TEST_REQUIRE(replay.status == 0);
   const json sim = json::parse(replay.text.substr(replay.text.find('{')));
   BOOST_TEST(sim["reliability"]["goodput"] == rel["predicted"]["goodput"]);
@@ -184,8 +185,8 @@ BOOST_AUTO_TEST_CASE(bad_fault_tolerance_flags_exit_with_status_2_before_any_ran
   const fs::path trace =
       fs::temp_directory_path() / ("paratwin-bad-trace-" + std::to_string(::getpid()) + ".json");
   std::ofstream(trace) << "{\"ranks\": 4}\n";
-  const Output sim = run_paratwin(
-      "simulate " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --failure-trace " + trace.string());
+  const Output sim = run_paratwin("simulate " + paratwin_test::source_dir() +
+                                  "/scenarios/live-cpu-tiny.yaml --failure-trace " + trace.string());
   fs::remove(trace);
   BOOST_TEST(sim.status == 2);
   BOOST_TEST(sim.text.find(trace.string()) != std::string::npos);

@@ -22,6 +22,7 @@
 #include "paratwin_process.hpp"
 #include "plan/spec/diagnostics.hpp"
 #include "raw_peer.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -36,7 +37,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-const std::string kScenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+const std::string kScenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
 const std::string kSmall =
     " --set training.seq_len=32 --set training.global_batch=4 --set plan.micro_batch=1";
 constexpr size_t kParameters = 64;
@@ -246,7 +247,7 @@ BOOST_AUTO_TEST_CASE(strangers_that_say_nothing_or_come_in_crowds_are_dropped) {
 
 BOOST_AUTO_TEST_CASE(a_foreign_connection_is_dropped_while_the_job_trains_on) {
   TempDir dir;
-  const std::string command = std::string(PARATWIN_BIN_DIR) + "/paratwin run " + kScenario + kSmall +
+  const std::string command = paratwin_test::bin_dir() + "/paratwin run " + kScenario + kSmall +
                               " --backend cpu --ranks 2 --steps 100 2>&1";
   std::fflush(nullptr);
   FILE* run = ::popen(command.c_str(), "r");

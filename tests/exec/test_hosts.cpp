@@ -17,6 +17,7 @@
 #include "exec/supervise/host_probe.hpp"
 #include "exec/supervise/hosts.hpp"
 #include "plan/spec/diagnostics.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::exec;
@@ -42,7 +43,7 @@ fs::path write_temp(const std::string& name, const std::string& text) {
 // tiny-gpt on cpu-hosts: `ranks` data-parallel replicas of tp x pp on `nodes` hosts.
 LiveRunSetup job(int ranks, int tp, int pp, int nodes) {
   LiveRunOptions o;
-  o.scenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+  o.scenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
   o.sets = {"cluster=cpu-hosts", "training.global_batch=8", "plan.micro_batch=1",
             "plan.tp=" + std::to_string(tp), "plan.pp=" + std::to_string(pp)};
   o.ranks = ranks;
@@ -121,7 +122,7 @@ BOOST_AUTO_TEST_CASE(the_plans_nodes_must_be_the_hosts_given) {
   // Processes that do not split evenly over the hosts, and a one-machine cluster on several hosts.
   BOOST_TEST(error_of([] { job(3, 1, 1, 2); }).find("do not split evenly over 2 hosts") != std::string::npos);
   LiveRunOptions local;
-  local.scenario = PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml";
+  local.scenario = paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml";
   local.ranks = 2;
   local.nodes = 2;
   BOOST_TEST(error_of([&] { prepare_live_run(local); }).find("cluster local-cpu describes one machine") !=

@@ -21,6 +21,7 @@
 
 #include "paratwin_process.hpp"
 #include "plan/calibrate/profile.hpp"
+#include "source_tree.hpp"
 
 using nlohmann::json;
 using namespace paratwin_test;
@@ -47,7 +48,7 @@ const std::string kHosts = " --hosts " + kHostA + ":2," + kHostB + ":2 ";
 
 // The tiny job on 4 processes: global batch 12, 10 steps.
 std::string job(const std::string& layout, int steps = 10) {
-  return " run " PARATWIN_SOURCE_DIR
+  return " run " + paratwin_test::source_dir() +
          "/scenarios/live-cpu-tiny.yaml --set cluster=cpu-hosts --set training.seq_len=32 "
          "--set training.global_batch=12 --set plan.micro_batch=1 --steps " +
          std::to_string(steps) + " " + layout;
@@ -87,7 +88,7 @@ std::set<int> ranks_on_host_b() {
 Output run_watching(const std::string& args, const std::function<void(const std::string&, pid_t)>& on_line) {
   // The shell says its process id, which paratwin then takes over.
   FILE* pipe =
-      ::popen(("echo $$; exec " + std::string(PARATWIN_BIN_DIR "/paratwin ") + args + " 2>&1").c_str(), "r");
+      ::popen(("echo $$; exec " + (paratwin_test::bin_dir() + "/paratwin ") + args + " 2>&1").c_str(), "r");
   Output out;
   char line[4096];
   pid_t pid = 0;
@@ -239,10 +240,10 @@ struct RateLimit {
 };
 
 double dp_comm_s(const std::string& cluster) {
-  const Output out =
-      run_paratwin(" plan " PARATWIN_SOURCE_DIR "/scenarios/live-cpu-tiny.yaml --set cluster=" + cluster +
-                   " --set cluster.pools.hosts.nodes=2 --set cluster.pools.hosts.gpus_per_node=1 "
-                   "--set plan.micro_batch=4 --set plan.bucket_size=1MiB --json -");
+  const Output out = run_paratwin(
+      " plan " + paratwin_test::source_dir() + "/scenarios/live-cpu-tiny.yaml --set cluster=" + cluster +
+      " --set cluster.pools.hosts.nodes=2 --set cluster.pools.hosts.gpus_per_node=1 "
+      "--set plan.micro_batch=4 --set plan.bucket_size=1MiB --json -");
   BOOST_TEST_INFO(out.text);
   BOOST_TEST_REQUIRE(out.status == 0);
   return json::parse(out.text)["breakdown"]["dp_comm_s"].get<double>();
@@ -260,7 +261,7 @@ BOOST_AUTO_TEST_CASE(calibrate_learns_the_link_between_hosts_and_the_twin_uses_i
   // 2 hosts x 1 rank: every data-parallel all-reduce (buckets of 1 MiB: two of them) crosses the link.
   const fs::path profile = kDir / "link.profile.json", calibrated = kDir / "link-cluster.yaml";
   const Output run =
-      run_paratwin(" run " PARATWIN_SOURCE_DIR
+      run_paratwin(" run " + paratwin_test::source_dir() +
                    "/scenarios/live-cpu-tiny.yaml --set cluster=cpu-hosts --set training.global_batch=8 "
                    "--set plan.micro_batch=4 --set plan.bucket_size=1MiB --ranks 2 --steps 5 --hosts " +
                    kHostA + ":1," + kHostB + ":1 --profile " + profile.string() + " --json " +

@@ -5,13 +5,14 @@
 #include <string_view>
 
 #include "plan/calibrate/nccl_tests.hpp"
+#include "plan/spec/catalog.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     const paratwin::NcclTestsRun run = paratwin::parse_nccl_tests(text, "all_reduce.out");
     static const paratwin::ClusterSpec cluster =
-        paratwin::load_cluster_file(PARATWIN_SOURCE_DIR "/topologies/dgx-h100.yaml");
+        paratwin::load_cluster_file(paratwin::Catalog::installed().root() + "/topologies/dgx-h100.yaml");
     paratwin::Calibration cal = paratwin::start_calibration(cluster, "");
     paratwin::apply_nccl_tests({run}, cal);
   } catch (const paratwin::InputError&) {

@@ -19,6 +19,7 @@
 #include "plan/report/perfetto_trace.hpp"
 #include "plan/report/trace.hpp"
 #include "plan/report/trace_file.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::gui;
@@ -382,7 +383,7 @@ class TestGuiModel : public QObject {
   void a_scenario_of_several_jobs_colours_links_by_the_job_on_their_nodes() {
     // scenarios/two-jobs.yaml: a on nodes 2-5, b on 6-9 (pods of four nodes), c packed into 12-15.
     Session session;
-    QVERIFY(session.open(QString(PARATWIN_SOURCE_DIR) + "/scenarios/two-jobs.yaml"));
+    QVERIFY(session.open(QString::fromStdString(paratwin_test::source_dir()) + "/scenarios/two-jobs.yaml"));
     QVERIFY(session.jobs().has_value());
     QVERIFY(!session.scenario().has_value());
     Topology t = build_topology(session.jobs()->cluster, 32);

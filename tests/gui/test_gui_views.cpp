@@ -32,6 +32,7 @@
 #include "gui/views/timeline_widget.hpp"
 #include "gui/views/topology_view.hpp"
 #include "gui/views/yaml_editor.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::gui;
@@ -63,8 +64,9 @@ class TestGuiViews : public QObject {
   void screenshot(QWidget* view, const QString& name) {
     window_->tabs()->setCurrentWidget(view);
     QCoreApplication::processEvents();
-    QDir().mkpath(PARATWIN_SCREENSHOT_DIR);
-    const QString path = QString(PARATWIN_SCREENSHOT_DIR) + "/" + name + ".png";
+    const QString dir = QString::fromStdString(paratwin_test::build_dir() + "/screenshots");
+    QDir().mkpath(dir);
+    const QString path = dir + "/" + name + ".png";
     const QImage image = window_->grab().toImage();
     QVERIFY(image.save(path));
     // The picture is not blank: a view that painted nothing would be one colour.
@@ -83,7 +85,7 @@ class TestGuiViews : public QObject {
 
  private slots:
   void initTestCase() {
-    qputenv("PARATWIN_BIN", PARATWIN_BIN_DIR "/paratwin");
+    qputenv("PARATWIN_BIN", QByteArray::fromStdString(paratwin_test::bin_dir() + "/paratwin"));
     window_ = new MainWindow;
     session_ = &window_->session();
     window_->resize(1440, 900);

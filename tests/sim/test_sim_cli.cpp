@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using namespace paratwin_test;
@@ -21,7 +22,7 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-const std::string kSource = PARATWIN_SOURCE_DIR;
+const std::string kSource = paratwin_test::source_dir();
 
 fs::path work_dir() {
   return test_dir("paratwin_sim_");

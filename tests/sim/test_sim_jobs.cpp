@@ -8,6 +8,7 @@
 #include "paratwin_process.hpp"
 #include "plan/search/plan_jobs.hpp"
 #include "sim/jobs.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 namespace tt = boost::test_tools;
@@ -15,7 +16,7 @@ namespace tt = boost::test_tools;
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 
@@ -89,8 +90,8 @@ BOOST_AUTO_TEST_CASE(jobs_whose_dp_traffic_crosses_one_oversubscribed_uplink_slo
 }
 
 BOOST_AUTO_TEST_CASE(simulate_on_the_command_line_reports_each_job_and_refuses_one_job_flags) {
-  const paratwin_test::Result ok =
-      paratwin_test::paratwin("simulate " PARATWIN_SOURCE_DIR "/scenarios/two-jobs.yaml --json -");
+  const paratwin_test::Result ok = paratwin_test::paratwin("simulate " + paratwin_test::source_dir() +
+                                                           "/scenarios/two-jobs.yaml --json -");
   BOOST_REQUIRE_MESSAGE(ok.status == 0, ok.err);
   const auto json = nlohmann::json::parse(ok.out);
   BOOST_TEST(json["jobs"].size() == 3u);
@@ -98,8 +99,8 @@ BOOST_AUTO_TEST_CASE(simulate_on_the_command_line_reports_each_job_and_refuses_o
   BOOST_TEST(json["jobs"][2]["slowdown"].get<double>() == 1.0, tt::tolerance(0.005));
   BOOST_TEST(json["jobs"][2]["placement"]["packed"].get<bool>());
   BOOST_TEST(json["shared_links"][0]["link"].get<std::string>() == "domain1-uplink");
-  const paratwin_test::Output refused =
-      paratwin_test::run_paratwin("simulate " PARATWIN_SOURCE_DIR "/scenarios/two-jobs.yaml --horizon 1d");
+  const paratwin_test::Output refused = paratwin_test::run_paratwin(
+      "simulate " + paratwin_test::source_dir() + "/scenarios/two-jobs.yaml --horizon 1d");
   BOOST_TEST(refused.status == 2);
   BOOST_TEST(refused.text.find("--horizon applies to a scenario of one job") != std::string::npos);
 }

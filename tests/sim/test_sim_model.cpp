@@ -10,6 +10,7 @@
 #include "plan/topology/rank_layout.hpp"
 #include "sim/flows.hpp"
 #include "sim/reliability.hpp"
+#include "source_tree.hpp"
 
 using namespace paratwin;
 using namespace paratwin::sim;
@@ -18,7 +19,7 @@ namespace tt = boost::test_tools;
 namespace {
 
 const Catalog& catalog() {
-  static const Catalog c(PARATWIN_SOURCE_DIR);
+  static const Catalog c(paratwin_test::source_dir());
   return c;
 }
 
@@ -298,7 +299,7 @@ BOOST_AUTO_TEST_CASE(a_shrunk_job_grows_back_at_the_first_checkpoint_after_the_r
 BOOST_AUTO_TEST_CASE(closed_form_goodput_agrees_with_the_replayed_horizon_on_the_catalog_failures) {
   for (const char* policy : {"shrink", "spares", "restart"}) {
     const ScenarioSpec s = load_scenario(
-        std::string(PARATWIN_SOURCE_DIR) + "/scenarios/failures-16k-h100.yaml",
+        paratwin_test::source_dir() + "/scenarios/failures-16k-h100.yaml",
         {parse_override("plan={tp: 4, pp: 16, dp: 64, cp: 4, micro_batch: 1, schedule: interleaved, "
                         "virtual_stages: 4, sequence_parallel: true, zero: 1}"),
          parse_override(std::string("elasticity.policy=") + policy), parse_override("elasticity.spares=16")});

@@ -14,6 +14,7 @@
 #include "paratwin_process.hpp"
 #include "plan/cost/time_noise.hpp"
 #include "plan/report/spread.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using namespace paratwin;
@@ -270,7 +271,7 @@ BOOST_AUTO_TEST_CASE(a_mistyped_variability_is_an_input_error_with_the_nearest_c
 }
 
 BOOST_AUTO_TEST_CASE(png_draws_the_spread_and_needs_one_to_draw) {
-  if (!fs::exists(PARATWIN_BIN_DIR "/paratwin-plot")) return;  // built only with Qt 6 Gui
+  if (!fs::exists(paratwin_test::bin_dir() + "/paratwin-plot")) return;  // built only with Qt 6 Gui
   const fs::path png = test_dir("paratwin_spread_") / "spread.png";
   const std::string s = tp2("picture", "variability: {kernels: {cv: 0.1}}\n");
   const Result drawn = paratwin_test::paratwin("simulate " + s + " --iterations 8 --png " + png.string());

@@ -8,11 +8,12 @@
 #include "plan/spec/catalog.hpp"
 #include "plan/spec/doc.hpp"
 #include "plan/spec/scenario.hpp"
+#include "source_tree.hpp"
 
 namespace paratwin_test {
 
 inline const paratwin::Catalog& catalog() {
-  static const paratwin::Catalog c(PARATWIN_SOURCE_DIR);
+  static const paratwin::Catalog c(paratwin_test::source_dir());
   return c;
 }
 

@@ -17,14 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "paratwin_process.hpp"
+#include "source_tree.hpp"
 
 namespace fs = std::filesystem;
 using namespace paratwin_test;
 
 namespace {
 
-const std::string kSweep = std::string(PARATWIN_TEST_DIR) + "/small-sweep.yaml";
-const std::string kParatwin = std::string(PARATWIN_BIN_DIR) + "/paratwin";
+const std::string kSweep = paratwin_test::source_dir() + "/tests/sweep/small-sweep.yaml";
+const std::string kParatwin = paratwin_test::bin_dir() + "/paratwin";
 
 fs::path work_dir() {
   return test_dir("paratwin_sweep_");
@@ -202,7 +203,7 @@ BOOST_AUTO_TEST_CASE(bad_sweep_input_exits_2_and_says_why) {
                         "is not a whole number of 8-GPU nodes (pool 'dgx'); the nearest cluster.gpus "
                         "that works is 96"),
       r.err);
-  r = paratwin("sweep " + std::string(PARATWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml");
+  r = paratwin("sweep " + paratwin_test::source_dir() + "/scenarios/quickstart.yaml");
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("error: nothing to sweep") != std::string::npos, r.err);
   r = paratwin("sweep " + kSweep + " --resume");
