@@ -63,8 +63,17 @@ BOOST_AUTO_TEST_CASE(dtensor_copies_the_whole_activation_around_each_sequence_pa
                       +[](LayerWork& w) { w.overlap_tp = true; }}) {
     LayerWork w = dtensor;
     change(w);
-    BOOST_TEST(sequence_shard_copies(m, w, 4).elementwise_bytes.value() == 0);
+    BOOST_TEST(sequence_shard_copies(m, w, 2, 2).elementwise_bytes.value() == 0);
   }
+  // torchao's float8 TP gathers float8 (forward: the inputs; backward: the output gradients, cast
+  // before their gather), so its gathers' concatenations move one byte an element, its scatters' two.
+  LayerWork float8 = dtensor;
+  float8.precision = Precision::Fp8;
+  float8.fp8_recipe = Fp8Recipe::TorchaoTensorwise;
+  BOOST_TEST(sequence_shard_copies(m, float8, 2, 2).elementwise_bytes.value() == 3 * copy,
+             tt::tolerance(1e-12));
+  BOOST_TEST(sequence_shard_copies(m, float8, 2, 0).elementwise_bytes.value() == copy, tt::tolerance(1e-12));
+  BOOST_TEST(sequence_shard_copies(m, float8, 2, 2).launches == 4);
 }
 
 BOOST_AUTO_TEST_CASE(dtensor_keeps_the_gathered_qkv_and_mlp_inputs_whole_without_recompute) {

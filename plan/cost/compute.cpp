@@ -10,6 +10,7 @@
 #include "plan/cost/eager_rotary.hpp"
 #include "plan/cost/fp8_casts.hpp"
 #include "plan/cost/fused_attention_rate.hpp"
+#include "plan/cost/layer_collectives.hpp"
 #include "plan/cost/megatron_eager_ops.hpp"
 #include "plan/cost/memory.hpp"
 #include "plan/cost/op_checkpoint.hpp"
@@ -287,7 +288,7 @@ KernelCost op_recompute_forward(const ModelSpec& m, const LayerWork& w, bool moe
   c += activation(m, w, sm, rows);
   c += fp8_casts_forward(fp8_op_recompute_linears(m, w, moe_layer), w);
   // The two all-gathers run again (their outputs are not kept; lowering repeats them).
-  c += sequence_shard_copies(m, w, 2);
+  c += sequence_shard_copies(m, w, 2, 0);
   return c;
 }
 
@@ -329,11 +330,14 @@ LayerRows layer_rows(const ModelSpec& m, const LayerWork& w, bool moe_layer) {
   return {s.tokens, s.sp_tokens, rows, experts_read, sm.t};
 }
 
-KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int collectives) {
+KernelCost sequence_shard_copies(const ModelSpec& m, const LayerWork& w, int all_gathers,
+                                 int reduce_scatters) {
   if (w.tensor_parallel != TensorParallelImpl::DTensor || !w.sequence_parallel || w.tp < 2 || w.overlap_tp)
     return {};
-  const Shape s = shape_of(w);
-  return memory_bound_kernels(collectives * 2 * s.e * s.tokens * m.hidden, collectives);
+  const LayerCollectiveBytes bytes = layer_collective_bytes(m, w);
+  return memory_bound_kernels(
+      2 * (all_gathers * bytes.tp_gather.value() + reduce_scatters * bytes.tp.value()),
+      all_gathers + reduce_scatters);
 }
 
 namespace {
@@ -374,7 +378,7 @@ KernelCost layer_forward_kernels(const ModelSpec& m, const LayerWork& w, bool mo
   c += gemm(rows, f / sm.t, h, s.e, experts_read);
   if (moe_layer) c += expert_bias(m, w, sm, rows, false);
   c += residual(s, h, m.dropout);
-  c += sequence_shard_copies(m, w, 4);
+  c += sequence_shard_copies(m, w, 2, 2);
   return c;
 }
 
@@ -451,14 +455,17 @@ KernelCost layer_backward(const ModelSpec& m, const LayerWork& w, bool moe_layer
     c += backward;
   };
   if (const KernelCost bias = alibi_bias(m, w); bias.launches > 0) c = without(c, backward_of(bias));
-  // The backward's collectives copy as the forward's did: four copies, not backward_of's eight.
-  c = without(c, sequence_shard_copies(m, w, 4));
+  // The backward's collectives copy as the forward's did: four copies, not backward_of's eight. Its
+  // scatters (the gathers' gradients) move 16 bits, its gathers (the scatters' gradients) what the
+  // forward's gathers move: torchao's Float8RowwiseParallel casts the output gradient to float8
+  // before the all-gather that is its reduce-scatter's backward.
+  c = without(c, sequence_shard_copies(m, w, 2, 2));
   if (w.overlap_tp && w.tp_overlap == TpOverlap::AsyncTp) {
     // AsyncTP fuses neither of the backward's reduce-scatters (the QKV and up projections' input
     // gradients, plan/cost/tp_overlap.hpp): they rearrange their input as without TP overlap.
     LayerWork unfused = w;
     unfused.overlap_tp = false;
-    c += sequence_shard_copies(m, unfused, 2);
+    c += sequence_shard_copies(m, unfused, 0, 2);
   }
   const double rotated = s.tokens * (double(m.heads) + m.kv_heads) * m.head_dim / s.t;  // queries and keys
   if (runs_unfused_megatron_rope(m, w))

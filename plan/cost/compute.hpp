@@ -310,17 +310,19 @@ LayerRows layer_rows(const ModelSpec& model, const LayerWork& work, bool moe_lay
 // passes equals the model's training FLOPs. `moe_layer` uses top_k experts (plus the router), its
 // experts' rows scaled by work.expert_load.
 KernelCost layer_forward(const ModelSpec& model, const LayerWork& work, bool moe_layer);
-// The copies PyTorch's functional collectives make around `collectives` of a layer's sequence-parallel
-// all-gathers and reduce-scatters under training.tensor_parallel dtensor ([b, s, h] sharded on the
-// sequence, dimension 1; NCCL gathers and scatters dimension 0): torch.cat of the all-gather output's
-// chunks along dimension 1, and of the reduce-scatter input's dimension-1 chunks before it
+// The copies PyTorch's functional collectives make around `all_gathers` and `reduce_scatters` of a
+// layer's sequence-parallel collectives under training.tensor_parallel dtensor ([b, s, h] sharded on
+// the sequence, dimension 1; NCCL gathers and scatters dimension 0): torch.cat of the all-gather
+// output's chunks along dimension 1, and of the reduce-scatter input's dimension-1 chunks before it
 // (torch/distributed/_functional_collectives.py, all_gather_tensor and reduce_scatter_tensor). Each
-// reads and writes the whole activation, b s/cp x h x e. A layer's pass runs four (its two
-// all-gathers and two reduce-scatters, forward or backward). Empty without sequence parallelism, under
-// megatron (sequence first: the shards are contiguous) and under TP overlap (AsyncTP's
-// fused_all_gather_matmul and fused_matmul_reduce_scatter take the dimension and write each piece in
-// place).
-KernelCost sequence_shard_copies(const ModelSpec& model, const LayerWork& work, int collectives);
+// reads and writes the whole activation, b s/cp x h, in the collective's dtype (layer_collective_bytes:
+// torchao's float8 TP gathers, and so concatenates, float8 data, forward and backward). A layer's pass
+// runs two of each (forward: the QKV and MLP inputs gathered, the output and down projections'
+// results scattered; backward: the reverse). Empty without sequence parallelism, under megatron
+// (sequence first: the shards are contiguous) and under TP overlap (AsyncTP's fused_all_gather_matmul
+// and fused_matmul_reduce_scatter take the dimension and write each piece in place).
+KernelCost sequence_shard_copies(const ModelSpec& model, const LayerWork& work, int all_gathers,
+                                 int reduce_scatters);
 // Backward: each GEMM becomes two (input gradient: m x n by n x k; weight gradient: k x m by m x n),
 // fused attention runs its backward kernel, memory-bound kernels move about twice the traffic; an MoE
 // layer's permutations move the gradients back as the forward moved the tokens (once their traffic);
