@@ -352,7 +352,7 @@ BOOST_AUTO_TEST_CASE(every_plan_the_optimizer_can_emit_for_local_cpu_runs_live) 
   for (const char* path : {"live-cpu-tiny.yaml", "live-cpu-tiny-moe.yaml"})
     for (int cores : {2, 4}) {
       const ScenarioSpec s =
-          load_scenario((paratwin_test::source_dir() + "/scenarios/") + path,
+          load_scenario(paratwin_test::source_dir() + "/scenarios/" + path,
                         {parse_override("plan=auto"),
                          parse_override("cluster.pools.local.gpus_per_node=" + std::to_string(cores))});
       const SearchResult r = search_plans(s, {.top = 1 << 20, .exhaustive = true});

@@ -88,7 +88,7 @@ std::set<int> ranks_on_host_b() {
 Output run_watching(const std::string& args, const std::function<void(const std::string&, pid_t)>& on_line) {
   // The shell says its process id, which paratwin then takes over.
   FILE* pipe =
-      ::popen(("echo $$; exec " + (paratwin_test::bin_dir() + "/paratwin ") + args + " 2>&1").c_str(), "r");
+      ::popen(("echo $$; exec " + paratwin_test::bin_dir() + "/paratwin " + args + " 2>&1").c_str(), "r");
   Output out;
   char line[4096];
   pid_t pid = 0;

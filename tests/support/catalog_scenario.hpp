@@ -13,7 +13,7 @@
 namespace paratwin_test {
 
 inline const paratwin::Catalog& catalog() {
-  static const paratwin::Catalog c(paratwin_test::source_dir());
+  static const paratwin::Catalog c(source_dir());
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
 #include "source_tree.hpp"
 
 namespace paratwin_test {
@@ -45,7 +46,7 @@ struct Output {
 
 // Runs `paratwin ARGS` from the build's bin/ and waits for it.
 inline Output run_paratwin(const std::string& args) {
-  const std::string command = (paratwin_test::bin_dir() + "/paratwin ") + args + " 2>&1";
+  const std::string command = bin_dir() + "/paratwin " + args + " 2>&1";
   Output out;
   FILE* pipe = ::popen(command.c_str(), "r");
   char buf[4096];
@@ -70,7 +71,7 @@ inline Result run_command(const std::string& command) {
 }
 
 inline Result paratwin(const std::string& args) {
-  return run_command((paratwin_test::bin_dir() + "/paratwin ") + args);
+  return run_command(bin_dir() + "/paratwin " + args);
 }
 
 }  // namespace paratwin_test
