@@ -6,18 +6,14 @@
 
 #include <malloc.h>
 
+#include "catalog_scenario.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/search/optimizer.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 ScenarioSpec load(const std::string& yaml) {
   return load_scenario(parse_yaml(yaml, "bench"), {}, catalog());

@@ -13,19 +13,16 @@
 
 #include "bench/fidelity_figure.hpp"
 #include "bench/fidelity_set.hpp"
+#include "catalog_scenario.hpp"
 #include "plan/sweep/grid.hpp"
 #include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 using namespace paratwin::fidelity;
 namespace fs = std::filesystem;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 const std::string kFidelityDir = paratwin_test::source_dir() + "/bench/fidelity";
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "catalog_scenario.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/report/report.hpp"
 #include "plan/spec/catalog.hpp"
@@ -21,14 +22,10 @@
 #include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 namespace fs = std::filesystem;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 // The message of the InputError `f` throws (fails when it throws none).
 template <class F>

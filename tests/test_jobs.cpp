@@ -3,19 +3,15 @@
 #define BOOST_TEST_MODULE jobs
 #include <boost/test/unit_test.hpp>
 
+#include "catalog_scenario.hpp"
 #include "plan/search/plan_jobs.hpp"
 #include "plan/spec/jobs.hpp"
 #include "plan/topology/job_placement.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 // 8 DGX A100 nodes in pods of two nodes, 4:1 above the pods; `jobs` is the jobs: list.
 std::string on_pods(const std::string& jobs) {

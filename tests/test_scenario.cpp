@@ -5,17 +5,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "catalog_scenario.hpp"
 #include "plan/ir/plan.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/spec/summary.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
-
-static const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
+using paratwin_test::catalog;
 
 static ScenarioSpec load(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   std::vector<Override> overrides;

@@ -5,18 +5,14 @@
 
 #include <cmath>
 
+#include "catalog_scenario.hpp"
 #include "plan/sweep/lines.hpp"
 #include "plan/sweep/results.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 ScenarioSpec load(const std::string& yaml) {
   return load_scenario(parse_yaml(yaml, "s.yaml"), {}, catalog());

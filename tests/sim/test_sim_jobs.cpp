@@ -5,20 +5,17 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
+#include "catalog_scenario.hpp"
 #include "paratwin_process.hpp"
 #include "plan/search/plan_jobs.hpp"
 #include "sim/jobs.hpp"
 #include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 namespace tt = boost::test_tools;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 // GPT 1.7B, TP 8 inside each node and DP 2 across two nodes; the gradient all-reduce after the backward
 // pass (not overlapped), so that the fabric's share of it shows in the iteration.

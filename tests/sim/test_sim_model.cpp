@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "catalog_scenario.hpp"
 #include "plan/reliability/expected_goodput.hpp"
 #include "plan/search/choose.hpp"
 #include "plan/topology/rank_layout.hpp"
@@ -13,15 +14,11 @@
 #include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::catalog;
 using namespace paratwin::sim;
 namespace tt = boost::test_tools;
 
 namespace {
-
-const Catalog& catalog() {
-  static const Catalog c(paratwin_test::source_dir());
-  return c;
-}
 
 ScenarioSpec scenario(const std::string& yaml) {
   return load_scenario(parse_yaml(yaml, "test.yaml"), {}, catalog());
