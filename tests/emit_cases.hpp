@@ -5,12 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "catalog_scenario.hpp"
 #include "plan/ir/plan.hpp"
-#include "source_tree.hpp"
 
 namespace paratwin_test {
 
-using paratwin::Catalog;
 using paratwin::Override;
 using paratwin::ScenarioSpec;
 
@@ -71,11 +70,10 @@ inline const std::vector<Case> kMore = {
 };
 
 inline ScenarioSpec load(const Case& c) {
-  static const Catalog catalog(paratwin_test::source_dir());
   std::vector<Override> overrides;
   for (const auto& s : c.sets) overrides.push_back(paratwin::parse_override(s));
   return paratwin::load_scenario(paratwin_test::source_dir() + "/scenarios/" + c.scenario + ".yaml",
-                                 overrides, catalog);
+                                 overrides, catalog());
 }
 
 }  // namespace paratwin_test

@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE routing
 #include <boost/test/unit_test.hpp>
 
+#include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/analytic/evaluate.hpp"
 #include "plan/calibrate/measured_routing.hpp"
@@ -10,9 +11,7 @@
 #include "plan/ir/program.hpp"
 #include "plan/report/report.hpp"
 #include "plan/report/routing_cost.hpp"
-#include "plan/spec/catalog.hpp"
 #include "plan/spec/scenario.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
 
@@ -49,11 +48,10 @@ struct Run {
 
 // tiny-moe's shapes (4 experts, top 2) on 2 ranks, data and expert parallel, one micro-batch of 4.
 Run run(const std::string& moe) {
-  static const Catalog catalog(paratwin_test::source_dir());
   const std::string yaml = "model: " + kMoe + "moe: " + moe + "}\n" + kFastCluster +
                            "training: {global_batch: 8, seq_len: 64}\n"
                            "plan: {dp: 2, ep: 2, tp: 1, pp: 1, micro_batch: 4, recompute: none, zero: 0}\n";
-  Run r{load_scenario(parse_yaml(yaml, "test.yaml"), {}, catalog), {}, {}, {}};
+  Run r{load_scenario(parse_yaml(yaml, "test.yaml"), {}, paratwin_test::catalog()), {}, {}, {}};
   const Plan plan = complete_plan(r.s);
   r.program = lower(plan, r.s.model, r.s.cluster, r.s.training);
   r.eval = evaluate(r.program, r.s.cluster, r.s.training);

@@ -4,20 +4,14 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "catalog_scenario.hpp"
 #include "fast_cluster.hpp"
 #include "plan/search/optimizer.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
+using paratwin_test::scenario;
 
 namespace {
-
-ScenarioSpec scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  static const Catalog catalog(paratwin_test::source_dir());
-  std::vector<Override> overrides;
-  for (const auto& s : sets) overrides.push_back(parse_override(s));
-  return load_scenario(parse_yaml(yaml, "test.yaml"), overrides, catalog);
-}
 
 const std::string kSmall =
     "model: {name: small, layers: 8, hidden: 512, heads: 8, vocab: 4096, seq_len: 512}\n"

@@ -7,12 +7,11 @@
 #include <string>
 #include <tuple>
 
-#include "plan/spec/catalog.hpp"
+#include "catalog_scenario.hpp"
 #include "plan/spec/scenario.hpp"
 #include "plan/topology/cluster_sites.hpp"
 #include "plan/topology/link_names.hpp"
 #include "plan/topology/rank_order.hpp"
-#include "source_tree.hpp"
 
 using namespace paratwin;
 
@@ -20,10 +19,9 @@ namespace {
 
 // A catalog cluster resized to `nodes`, as a scenario names it.
 ClusterSpec cluster(const std::string& name, int nodes) {
-  static const Catalog catalog(paratwin_test::source_dir());
   const std::string yaml = "model: tiny-gpt\ncluster: {from: " + name + ", nodes: " + std::to_string(nodes) +
                            "}\ntraining: {global_batch: 8}\n";
-  return load_scenario(parse_yaml(yaml, "test.yaml"), {}, catalog).cluster;
+  return load_scenario(parse_yaml(yaml, "test.yaml"), {}, paratwin_test::catalog()).cluster;
 }
 
 }  // namespace
