@@ -3,8 +3,9 @@
 // absolute error per source, per device, per kind of run and overall; the twin's peak memory against
 // the peaks sources published and against the configurations they report as out of memory; the runs
 // that are not expressible apart; the held-out runs, evaluated and reported apart; and the
-// test_fidelity guards. Markdown on standard output; --json and --png write the data and the picture.
-//   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE]
+// test_fidelity guards. Markdown on standard output; --json and --png write the data and the picture;
+// --simulate also runs every checked run through the simulator (minutes) and reports it beside.
+//   bench_fidelity [--manifest FILE] [--json FILE] [--png FILE] [--simulate]
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "bench/fidelity_figure.hpp"
 #include "bench/fidelity_png.hpp"
 #include "bench/fidelity_set.hpp"
+#include "bench/fidelity_simulated.hpp"
 #include "plan/io/atomic_file.hpp"
 #include "source_tree.hpp"
 
@@ -241,6 +243,48 @@ void print_held_out(const Manifest& m, const std::vector<Outcome>& held_out) {
   print_runs("held-out id", held_out);
 }
 
+// The simulator's iteration time of every checked run (in the order of `outcomes`), progress on
+// standard error.
+std::vector<double> simulate_checked(const Manifest& m, const Catalog& catalog) {
+  std::vector<double> simulated;
+  int total = 0;
+  for (const Run& r : m.runs) total += r.checked();
+  for (const Run& r : m.runs) {
+    if (!r.checked()) continue;
+    std::fprintf(stderr, "\rsimulating %d of %d: %-10s", int(simulated.size()) + 1, total, r.id.c_str());
+    simulated.push_back(simulated_iteration_time(r, catalog));
+  }
+  std::fprintf(stderr, "\n");
+  return simulated;
+}
+
+// The simulator beside the analytic evaluator: the same Program with contention on the links.
+void print_simulated(const std::vector<Outcome>& outcomes, const std::vector<double>& simulated) {
+  std::printf("\n## The simulator on the set (--simulate)\n\n");
+  std::printf("| id | measured s | analytic s | simulated s | simulated / analytic | error simulated |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  std::vector<Outcome> as_simulated = outcomes;
+  double low = 1e9, high = 0;
+  int contended = 0;  // runs the simulator finds more than 0.1% slower
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    as_simulated[i].predicted_s = simulated[i];
+    const double ratio = simulated[i] / o.predicted_s;
+    low = std::min(low, ratio);
+    high = std::max(high, ratio);
+    contended += ratio > 1.001;
+    std::printf("| %s | %s | %s | %s | %.3f | %s |\n", o.id.c_str(), seconds(o.measured_s).c_str(),
+                seconds(o.predicted_s).c_str(), seconds(simulated[i]).c_str(), ratio,
+                percent(as_simulated[i].error(), true).c_str());
+  }
+  std::printf("\n| evaluator | runs | mean abs | P90 abs | max abs | mean signed |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  stats_row("analytic", stats(outcomes));
+  stats_row("simulated", stats(as_simulated));
+  std::printf("\nsimulated / analytic: %.4f to %.4f; %d of %zu runs more than 0.1%% slower simulated\n", low,
+              high, contended, outcomes.size());
+}
+
 nlohmann::json stats_json(const Stats& s) {
   return {{"runs", s.runs},
           {"mean_abs", s.mean_abs},
@@ -249,9 +293,10 @@ nlohmann::json stats_json(const Stats& s) {
           {"mean_signed", s.mean_signed}};
 }
 
-nlohmann::json runs_json(const std::vector<Outcome>& outcomes) {
+// `simulated`: the simulator's times in the order of `outcomes`, or empty.
+nlohmann::json runs_json(const std::vector<Outcome>& outcomes, const std::vector<double>& simulated = {}) {
   nlohmann::json runs = nlohmann::json::array();
-  for (const Outcome& o : outcomes)
+  for (const Outcome& o : outcomes) {
     runs.push_back(
         {{"id", o.id},
          {"source", o.source},
@@ -272,11 +317,14 @@ nlohmann::json runs_json(const std::vector<Outcome>& outcomes) {
          {"error", o.error()},
          {"published_peak_gib", o.published_peak ? nlohmann::json(o.published_peak_gib()) : nlohmann::json()},
          {"report", paratwin::to_json(o.report)}});
+    if (!simulated.empty()) runs.back()["simulated_s"] = simulated[runs.size() - 1];
+  }
   return runs;
 }
 
 nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
-                       const std::vector<Outcome>& held_out, const std::vector<AnchorOutcome>& anchors) {
+                       const std::vector<Outcome>& held_out, const std::vector<AnchorOutcome>& anchors,
+                       const std::vector<double>& simulated) {
   nlohmann::json left_out = nlohmann::json::array(), out_of_memory = nlohmann::json::array();
   for (const AnchorOutcome& a : anchors)
     out_of_memory.push_back({{"id", a.id},
@@ -307,7 +355,7 @@ nlohmann::json to_json(const Manifest& m, const std::vector<Outcome>& outcomes,
             {"mean_ratio", peaks.mean},
             {"min_ratio", peaks.min},
             {"max_ratio", peaks.max}}},
-          {"runs", runs_json(outcomes)},
+          {"runs", runs_json(outcomes, simulated)},
           {"held_out", {{"overall", stats_json(stats(held_out))}, {"runs", runs_json(held_out)}}},
           {"not_expressible", left_out},
           {"out_of_memory", out_of_memory}};
@@ -319,10 +367,12 @@ int main(int argc, char** argv) {
   CLI::App app{"the twin's accuracy on published training runs", "bench_fidelity"};
   std::string manifest_path = paratwin_test::source_dir() + "/bench/fidelity/manifest.yaml";
   std::string json_path, png_path;
+  bool simulate = false;
   app.add_option("--manifest", manifest_path, "the validation set")->type_name("FILE");
   app.add_option("--json", json_path, "write every run, its prediction and the statistics as JSON")
       ->type_name("FILE");
   app.add_option("--png", png_path, "draw predicted against measured")->type_name("FILE");
+  app.add_flag("--simulate", simulate, "also simulate every checked run with SimGrid (minutes)");
   CLI11_PARSE(app, argc, argv);
   try {
     const Catalog catalog(paratwin_test::source_dir());
@@ -347,6 +397,9 @@ int main(int argc, char** argv) {
     print_memory(manifest, outcomes, anchors);
     print_not_expressible(manifest);
     print_held_out(manifest, held_out);
+    const std::vector<double> simulated =
+        simulate ? simulate_checked(manifest, catalog) : std::vector<double>{};
+    if (simulate) print_simulated(outcomes, simulated);
     const bool within =
         all.mean_abs <= manifest.guard.mean_abs_error && all.max_abs <= manifest.guard.max_abs_error;
     std::printf(
@@ -370,7 +423,8 @@ int main(int argc, char** argv) {
                 manifest.guard.max_peak_over_published,
                 peaks.max <= manifest.guard.max_peak_over_published ? "within" : "EXCEEDED");
     if (!json_path.empty())
-      write_file_atomically(json_path, to_json(manifest, outcomes, held_out, anchors).dump(2) + "\n");
+      write_file_atomically(json_path,
+                            to_json(manifest, outcomes, held_out, anchors, simulated).dump(2) + "\n");
     if (!png_path.empty()) {
       char time[160], memory[96] = "";
       std::snprintf(time, sizeof time,
