@@ -236,8 +236,8 @@ BOOST_AUTO_TEST_CASE(a_gemm_sweep_that_is_not_one_is_refused_cell_by_cell) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(an_attention_sweep_replaces_the_kernels_figures_by_key_length) {
-  // Two rows at 8192 keys average; the head-dim-64 row is not the head size the figures hold.
+BOOST_AUTO_TEST_CASE(an_attention_sweep_replaces_the_kernels_figures_by_key_length_and_head_size) {
+  // Two rows at 8192 keys average; the head-dim-64 row becomes the curve of that head size.
   const std::string csv =
       "# flash_attn_triton.py on an A100 (synthetic)\n"
       "kernel,causal,head_dim,seq_len,dtype,fwd_tflops,bwd_tflops\n"
@@ -265,10 +265,16 @@ BOOST_AUTO_TEST_CASE(an_attention_sweep_replaces_the_kernels_figures_by_key_leng
              boost::test_tools::tolerance(1e-9));
   BOOST_TEST(e.flash2->forward == flash2_before);  // another kernel's figures untouched
   BOOST_TEST(cal.figures.back().field == "devices.a100-sxm-80g.efficiency.triton");
-  BOOST_TEST(cal.figures.back().samples == 5);
-  BOOST_TEST_REQUIRE(cal.notes.size() == 2u);
-  BOOST_TEST(cal.notes[0].find("without a mask at 1024 keys not used") != std::string::npos);
-  BOOST_TEST(cal.notes[1].find("1 measurement(s) at head dims below 128") != std::string::npos);
+  BOOST_TEST(cal.figures.back().samples == 6);
+  BOOST_TEST(cal.figures.back().measured.find("head dims 64 by_head_dim") != std::string::npos);
+  BOOST_TEST_REQUIRE(cal.notes.size() == 1u);
+  BOOST_TEST(cal.notes[0].find("without a mask at 1024 keys, head dim 128, not used") != std::string::npos);
+  // Heads of 64 read their own curve, at every key length (it has one); other sizes the figures'.
+  BOOST_TEST(f.head_dim == 128);
+  BOOST_TEST_REQUIRE(f.by_head_dim.size() == 1u);
+  BOOST_TEST(cost::fused_rates_at(cost::fused_curve_for(f, 64), 8192).forward == 200.0 / 312,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(&cost::fused_curve_for(f, 96) == static_cast<const EfficiencySpec::FusedCurve*>(&f));
 }
 
 BOOST_AUTO_TEST_CASE(flash_attentions_benchmark_output_is_read_as_it_prints_it) {

@@ -176,3 +176,28 @@ BOOST_AUTO_TEST_CASE(scenarios_that_cannot_run_the_triton_kernel_are_refused) {
                                         Catalog(paratwin_test::source_dir()));
   BOOST_TEST((ok.training.attention == AttentionKind::Triton));
 }
+
+BOOST_AUTO_TEST_CASE(heads_of_64_run_at_the_head_dim_64_figures) {
+  // MPT-125M: 12 heads of 64; MPT-760M: 12 heads of 128. Per executed FLOP, in the FA2 paper's A100
+  // figure (4c against 4d): the Triton kernel at 64 runs 59/50 of its rate at 128 at 512 keys and the
+  // same at 16k (80/80); FlashAttention 2 at 64 runs 165/182 of 128's at 8k.
+  const ModelSpec small = model("mpt-125m"), wide = model("mpt-760m");
+  const ClusterSpec a100 = cluster("dgx-a100-80g");
+  const DeviceSpec& d = a100.device_of(a100.pools[0]);
+  auto ratio = [&](int s, AttentionKind kind) {
+    return seconds_per_flop(wide, d, s, kind) / seconds_per_flop(small, d, s, kind);
+  };
+  BOOST_TEST(ratio(512, AttentionKind::Triton) == 59.0 / 50, tt::tolerance(0.01));
+  BOOST_TEST(ratio(16384, AttentionKind::Triton) == 1.0, tt::tolerance(0.01));
+  BOOST_TEST(ratio(8192, AttentionKind::Flash2) == 165.0 / 182, tt::tolerance(0.005));
+  // On H100, FlashAttention 2 at 64 runs 273/308 of 128's at 8k (the paper's H100 figure), causal and
+  // (0.878) without a mask.
+  const ClusterSpec h100 = cluster("dgx-h100");
+  const auto& fa2 = *h100.device_of(h100.pools[0]).efficiency.flash2;
+  BOOST_TEST(fa2.head_dim == 128);
+  const EfficiencySpec::FusedRates at64 = fused_rates_at(fused_curve_for(fa2, 64), 8192);
+  BOOST_TEST(at64.forward / fa2.forward == 273.0 / 308, tt::tolerance(0.01));
+  BOOST_TEST(*at64.forward_full / *fa2.forward_full == 294.0 / 335, tt::tolerance(0.01));
+  // A size with no curve of its own (96: MPT-3B's 80-wide heads padded) takes the 128 figures.
+  BOOST_TEST(&fused_curve_for(fa2, 96) == static_cast<const EfficiencySpec::FusedCurve*>(&fa2));
+}

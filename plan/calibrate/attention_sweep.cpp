@@ -279,16 +279,9 @@ void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibrati
   }
   for (const auto& [kernel, rows] : by_kernel) {
     const std::string name = enum_name(kernel, kKernels);
-    int head = 0;
-    for (const auto& [r, path] : rows) head = std::max(head, r->head_dim);
-    Means means;
-    int used = 0, other_heads = 0;
+    std::map<int, Means> by_head;  // each head size's rows, as shares of the peak
     std::string peak_name;
     for (const auto& [r, path] : rows) {
-      if (r->head_dim != head) {
-        ++other_heads;
-        continue;
-      }
       auto peak = device.peak.find(r->dtype);
       if (peak == device.peak.end())
         peak = device.peak.find(r->dtype == Precision::Bf16 ? Precision::Fp16 : Precision::Bf16);
@@ -305,40 +298,60 @@ void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibrati
                          "a rate at " + format_number("%.3g", outside) + " of device " + cal.device + "'s " +
                              peak_name + " peak (" + to_string(peak->second) +
                              "): measured on another device? (--cluster, --pool)");
-      Means::Sum& sum = means.by[{r->causal, r->seq_len}];
+      Means::Sum& sum = by_head[r->head_dim].by[{r->causal, r->seq_len}];
       sum.forward += fwd, sum.backward += bwd, ++sum.rows;
-      ++used;
     }
-    std::set<int> causal, full;
-    for (const auto& [key, sum] : means.by) (key.first ? causal : full).insert(key.second);
+    // One head size's curve: the rates at its longest causal key length, the others by length; empty
+    // without a causal row.
+    auto curve_of = [&](int head, const Means& means, EfficiencySpec::FusedCurve& curve) {
+      std::set<int> causal, full;
+      for (const auto& [key, sum] : means.by) (key.first ? causal : full).insert(key.second);
+      if (causal.empty()) return std::set<int>{};
+      curve.seq_len = *causal.rbegin();
+      static_cast<EfficiencySpec::FusedRates&>(curve) = means.at(curve.seq_len);
+      for (int length : causal)
+        if (length != curve.seq_len) curve.by_seq_len[length] = means.at(length);
+      for (int length : full)
+        if (!causal.contains(length))
+          cal.notes.push_back(name + ": the rates without a mask at " + std::to_string(length) +
+                              " keys, head dim " + std::to_string(head) +
+                              ", not used (no causal measurement at that length)");
+      return causal;
+    };
+    // The largest head size measured carries the figures; the others are its by_head_dim.
+    const auto& [head, means] = *by_head.rbegin();
+    EfficiencySpec::FusedAttention f;
+    f.head_dim = head;
+    const std::set<int> causal = curve_of(head, means, f);
     if (causal.empty())
       throw InputError(Location{*rows.front().second},
                        name + ": no causal measurement at head dim " + std::to_string(head) +
                            ": the figures are a causal kernel's, with the non-causal rates beside them");
-    EfficiencySpec::FusedAttention f;
-    f.seq_len = *causal.rbegin();
-    static_cast<EfficiencySpec::FusedRates&>(f) = means.at(f.seq_len);
-    for (int length : causal)
-      if (length != f.seq_len) f.by_seq_len[length] = means.at(length);
-    int unmasked = 0;
-    for (int length : full)
-      if (causal.contains(length))
-        ++unmasked;
-      else
-        cal.notes.push_back(name + ": the rates without a mask at " + std::to_string(length) +
-                            " keys not used (no causal measurement at that length)");
-    if (other_heads > 0)
-      cal.notes.push_back(name + ": " + std::to_string(other_heads) + " measurement(s) at head dims below " +
-                          std::to_string(head) + " not used (the device file holds one head size's rates)");
+    int used = 0, unmasked = 0;
+    for (const auto& [key, sum] : means.by)
+      used += sum.rows, unmasked += !key.first && causal.contains(key.second);
+    std::string others;
+    for (const auto& [h, m] : by_head) {
+      if (h == head) continue;
+      EfficiencySpec::FusedCurve curve;
+      if (curve_of(h, m, curve).empty()) {
+        cal.notes.push_back(name + ": the rates at head dim " + std::to_string(h) +
+                            " not used (no causal measurement at that head size)");
+        continue;
+      }
+      f.by_head_dim[h] = curve;
+      for (const auto& [key, sum] : m.by) used += sum.rows;
+      others += (others.empty() ? "; head dims " : ", ") + std::to_string(h);
+    }
     cost::fused_figures(device.efficiency, kernel) = f;
-    set_figure(cal,
-               {"devices." + cal.device + ".efficiency." + name,
-                label(kernel) + " (head dim " + std::to_string(head) + ")",
-                format_number("%.3f", f.forward) + " forward, " + format_number("%.3f", f.backward) +
-                    " backward of the " + peak_name + " peak at " + std::to_string(f.seq_len) + " keys; " +
-                    std::to_string(causal.size()) + " key length(s) from " + std::to_string(*causal.begin()) +
-                    ", " + std::to_string(unmasked) + " without a mask too",
-                true, used, -1});
+    set_figure(cal, {"devices." + cal.device + ".efficiency." + name,
+                     label(kernel) + " (head dim " + std::to_string(head) + ")",
+                     format_number("%.3f", f.forward) + " forward, " + format_number("%.3f", f.backward) +
+                         " backward of the " + peak_name + " peak at " + std::to_string(f.seq_len) +
+                         " keys; " + std::to_string(causal.size()) + " key length(s) from " +
+                         std::to_string(*causal.begin()) + ", " + std::to_string(unmasked) +
+                         " without a mask too" + others + (others.empty() ? "" : " by_head_dim"),
+                     true, used, -1});
   }
 }
 

@@ -61,8 +61,9 @@ AttentionSweep load_attention_sweep(const std::string& path);
 // Replaces each measured kernel's figures on device `cal.device` of `cal.cluster` with the sweeps':
 // the rates at the longest causal key length measured and, by key length, the others (the non-causal
 // rows as forward_full and backward_full), each the mean of its rows as a share of the device's
-// 16-bit peak; of a kernel measured at several head dimensions, the largest (the device file holds
-// one head size's rates). Lists the figures in `cal.figures`, what went unused in `cal.notes`.
+// 16-bit peak. A kernel measured at several head dimensions: the largest carries the figures
+// (head_dim), each other one with a causal row its by_head_dim curve. Lists the figures in
+// `cal.figures`, what went unused in `cal.notes`.
 // Throws InputError when a rate is above the device's peak (the wrong --cluster or --pool?) or a
 // kernel has no causal row.
 void apply_attention_sweeps(const std::vector<AttentionSweep>& sweeps, Calibration& cal);

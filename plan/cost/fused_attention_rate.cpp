@@ -15,7 +15,7 @@ namespace {
 // the listed lengths' (which replace them at seq_len), in order of length. Walked in place: the
 // evaluator asks this of every attention task.
 template <class Rate>
-std::optional<double> interpolate(const EfficiencySpec::FusedAttention& kernel, double length, Rate rate) {
+std::optional<double> interpolate(const EfficiencySpec::FusedCurve& kernel, double length, Rate rate) {
   const std::optional<double> at_measured = rate(kernel);
   if (!at_measured) return std::nullopt;
   std::optional<std::pair<double, double>> below;
@@ -47,7 +47,13 @@ std::optional<double> interpolate(const EfficiencySpec::FusedAttention& kernel, 
 
 }  // namespace
 
-EfficiencySpec::FusedRates fused_rates_at(const EfficiencySpec::FusedAttention& kernel, double key_length) {
+const EfficiencySpec::FusedCurve& fused_curve_for(const EfficiencySpec::FusedAttention& kernel,
+                                                  int kernel_head_dim) {
+  const auto it = kernel.by_head_dim.find(kernel_head_dim);
+  return it != kernel.by_head_dim.end() ? it->second : kernel;
+}
+
+EfficiencySpec::FusedRates fused_rates_at(const EfficiencySpec::FusedCurve& kernel, double key_length) {
   EfficiencySpec::FusedRates r = kernel;
   if (kernel.by_seq_len.empty() || kernel.seq_len <= 0 || key_length <= 0) return r;
   using Rates = EfficiencySpec::FusedRates;

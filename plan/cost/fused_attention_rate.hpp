@@ -14,8 +14,13 @@ namespace paratwin::cost {
 // The rates at `key_length`: interpolated linearly in log(length) between the listed lengths, held
 // at the nearest listed length outside them. Each rate uses the lengths that list it; a non-causal
 // rate the figures at seq_len do not give stays absent (the causal one stands in for it, as ever).
-// A kernel with no by_seq_len, or a key length <= 0 (unknown), gets the figures at seq_len.
-EfficiencySpec::FusedRates fused_rates_at(const EfficiencySpec::FusedAttention& kernel, double key_length);
+// A curve with no by_seq_len, or a key length <= 0 (unknown), gives the figures at seq_len.
+EfficiencySpec::FusedRates fused_rates_at(const EfficiencySpec::FusedCurve& curve, double key_length);
+
+// The kernel's curve for heads the kernel computes at `kernel_head_dim` (fused_kernel_head_dim): its
+// by_head_dim entry of that size, else its own figures.
+const EfficiencySpec::FusedCurve& fused_curve_for(const EfficiencySpec::FusedAttention& kernel,
+                                                  int kernel_head_dim);
 
 // The fused kernels the device files measure.
 enum class FusedKernel { Flash2, Flash3, Triton };

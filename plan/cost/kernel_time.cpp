@@ -59,10 +59,11 @@ KernelTimes other_terms(const KernelCost& cost, const DeviceSpec& device, Precis
   if (cost.fused_attention_flops().value() > 0) {
     const FusedKernel kernel = fused_kernel_of(cost.fused_kernel, e);
     const auto& figures = fused_figures(e, kernel);
-    const EfficiencySpec::FusedRates rates = figures ? fused_rates_at(*figures, cost.fused_key_length)
-                                                     : EfficiencySpec::FusedRates{e.gemm, e.gemm, {}, {}};
-    const int d = cost.fused_head_dim;
-    const double padded = d > 0 ? double(fused_kernel_head_dim(kernel, d)) / d : 1;
+    const int d = cost.fused_head_dim, kernel_d = d > 0 ? fused_kernel_head_dim(kernel, d) : 0;
+    const EfficiencySpec::FusedRates rates =
+        figures ? fused_rates_at(fused_curve_for(*figures, kernel_d), cost.fused_key_length)
+                : EfficiencySpec::FusedRates{e.gemm, e.gemm, {}, {}};
+    const double padded = d > 0 ? double(kernel_d) / d : 1;
     const double peak = sixteen_bit_peak(device, precision);
     t.attention_s =
         padded *

@@ -128,12 +128,10 @@ bool read_fused_rates(MapReader& r, EfficiencySpec::FusedRates& f) {
   return r.read("backward", f.backward, 0.001, 1.0, true) && forward;
 }
 
-// efficiency.flash2 / flash3 / triton: the rates at seq_len and, optionally, by key length.
-std::optional<EfficiencySpec::FusedAttention> read_fused_attention(const DocNode& node,
-                                                                   const std::string& path, Diagnostics& diag,
-                                                                   FieldLocations* locations) {
-  MapReader r(node, path, diag, locations);
-  EfficiencySpec::FusedAttention f;
+// One curve of a fused attention kernel: the rates at seq_len and, optionally, by key length. False
+// when something is missing or out of range (reported).
+bool read_fused_curve(MapReader& r, EfficiencySpec::FusedCurve& f, Diagnostics& diag,
+                      FieldLocations* locations) {
   bool valid = read_fused_rates(r, f);
   const bool has_length = r.read("seq_len", f.seq_len, 16, 1 << 24);
   if (const DocNode* table = r.get("by_seq_len")) {
@@ -164,6 +162,48 @@ std::optional<EfficiencySpec::FusedAttention> read_fused_attention(const DocNode
         valid = false;
       } else {
         f.by_seq_len[int(*length)] = rates;
+      }
+    }
+  }
+  return valid;
+}
+
+// efficiency.flash2 / flash3 / triton: a curve for heads of head_dim and, optionally, by head size.
+std::optional<EfficiencySpec::FusedAttention> read_fused_attention(const DocNode& node,
+                                                                   const std::string& path, Diagnostics& diag,
+                                                                   FieldLocations* locations) {
+  MapReader r(node, path, diag, locations);
+  EfficiencySpec::FusedAttention f;
+  bool valid = read_fused_curve(r, f, diag, locations);
+  const bool has_head = r.read("head_dim", f.head_dim, 8, 1024);
+  if (const DocNode* table = r.get("by_head_dim")) {
+    if (!table->is_mapping() || table->entries.empty()) {
+      diag.error(table->location, r.field("by_head_dim") +
+                                      ": expected a mapping from head sizes to curves, e.g. "
+                                      "{64: {forward: 0.25, backward: 0.26, seq_len: 8192}}, found " +
+                                      describe(*table));
+      valid = false;
+    } else if (!has_head) {
+      diag.error(
+          table->location,
+          r.field("by_head_dim") + " needs head_dim: the head size the figures beside it were measured at");
+      valid = false;
+    }
+    for (const DocEntry& e : table->entries) {
+      const std::string where = r.field("by_head_dim") + "." + e.key;
+      const auto head = read_int(DocNode::scalar_node(e.key, e.key_location), where, diag, 8, 1024);
+      MapReader hr(e.value.front(), where, diag, locations);
+      EfficiencySpec::FusedCurve curve;
+      const bool read = read_fused_curve(hr, curve, diag, locations);
+      hr.finish();
+      if (!head || !read) {
+        valid = false;
+      } else if (*head == f.head_dim) {
+        diag.error(e.key_location,
+                   where + " repeats head_dim " + e.key + ": the figures beside by_head_dim are that size's");
+        valid = false;
+      } else {
+        f.by_head_dim[int(*head)] = curve;
       }
     }
   }

@@ -42,9 +42,18 @@ struct EfficiencySpec {
   // The kernel's rates rise with the key length (fewer block rows' prologues and epilogues, a smaller
   // share of masked diagonal blocks): the figures above hold at seq_len; by_seq_len lists the same
   // kernel's figures at other key lengths (plan/cost/fused_attention_rate.hpp interpolates them).
-  struct FusedAttention : FusedRates {
+  struct FusedCurve : FusedRates {
     int seq_len = 0;  // 0: the figures hold at every key length
     std::map<int, FusedRates> by_seq_len;
+  };
+  // The rates also differ by head size (a 64-wide head does half the math a tile of a 128-wide one
+  // does, against the same softmax and the same loads of the other operand): the curve above is for
+  // heads of head_dim; by_head_dim gives the same kernel's curve at other head sizes, each the size
+  // the kernel computes at (fused_kernel_head_dim). A head size with no curve of its own takes the
+  // one above.
+  struct FusedAttention : FusedCurve {
+    int head_dim = 0;  // 0: the figures hold at every head size
+    std::map<int, FusedCurve> by_head_dim;
   };
   std::optional<FusedAttention> flash2, flash3;
   // The Triton FlashAttention kernel (training.attention: triton), in the same convention.

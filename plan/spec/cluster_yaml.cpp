@@ -63,14 +63,28 @@ std::string fused_rates_text(const EfficiencySpec::FusedRates& r) {
          (r.backward_full ? ", backward_full: " + number(*r.backward_full) : "");
 }
 
-std::string fused_attention_text(const EfficiencySpec::FusedAttention& f) {
-  std::string s = "{" + fused_rates_text(f);
+// A curve's figures and key lengths, without the braces.
+std::string fused_curve_text(const EfficiencySpec::FusedCurve& f) {
+  std::string s = fused_rates_text(f);
   if (f.seq_len > 0) s += ", seq_len: " + std::to_string(f.seq_len);
   if (!f.by_seq_len.empty()) {
     s += ", by_seq_len: {";
     for (const auto& [length, rates] : f.by_seq_len)
       s += (length == f.by_seq_len.begin()->first ? "" : ", ") + std::to_string(length) + ": {" +
            fused_rates_text(rates) + "}";
+    s += "}";
+  }
+  return s;
+}
+
+std::string fused_attention_text(const EfficiencySpec::FusedAttention& f) {
+  std::string s = "{" + fused_curve_text(f);
+  if (f.head_dim > 0) s += ", head_dim: " + std::to_string(f.head_dim);
+  if (!f.by_head_dim.empty()) {
+    s += ", by_head_dim: {";
+    for (const auto& [head, curve] : f.by_head_dim)
+      s += (head == f.by_head_dim.begin()->first ? "" : ", ") + std::to_string(head) + ": {" +
+           fused_curve_text(curve) + "}";
     s += "}";
   }
   return s + "}";
