@@ -46,11 +46,11 @@ struct EfficiencySpec {
     int seq_len = 0;  // 0: the figures hold at every key length
     std::map<int, FusedRates> by_seq_len;
   };
-  // The rates also differ by head size (a 64-wide head does half the math a tile of a 128-wide one
-  // does, against the same softmax and the same loads of the other operand): the curve above is for
-  // heads of head_dim; by_head_dim gives the same kernel's curve at other head sizes, each the size
-  // the kernel computes at (fused_kernel_head_dim). A head size with no curve of its own takes the
-  // one above.
+  // The rates also differ by head size (a tile of 64-wide heads does half the math against the same
+  // softmax, which nets out differently by kernel: FlashAttention 2 slower, the Triton kernel faster
+  // at short keys): the curve above is for heads of head_dim; by_head_dim gives the same kernel's
+  // curve at other head sizes, each the size the kernel computes at (fused_kernel_head_dim). A head
+  // size with no curve of its own takes the one above.
   struct FusedAttention : FusedCurve {
     int head_dim = 0;  // 0: the figures hold at every head size
     std::map<int, FusedCurve> by_head_dim;
