@@ -198,6 +198,12 @@ BOOST_AUTO_TEST_CASE(heads_of_64_run_at_the_head_dim_64_figures) {
   const EfficiencySpec::FusedRates at64 = fused_rates_at(fused_curve_for(fa2, 64), 8192);
   BOOST_TEST(at64.forward / fa2.forward == 273.0 / 308, tt::tolerance(0.01));
   BOOST_TEST(*at64.forward_full / *fa2.forward_full == 294.0 / 335, tt::tolerance(0.01));
+  // FlashAttention 3 at 64: its forward 460/602 of 128's at 8k (the FA3 paper's H100 figure), its
+  // backward 431.7/531.6 (a PyTorch benchmark at 16k against PR 1791's 8k figure at 128).
+  const auto& fa3 = *h100.device_of(h100.pools[0]).efficiency.flash3;
+  const EfficiencySpec::FusedRates fa3_64 = fused_rates_at(fused_curve_for(fa3, 64), 8192);
+  BOOST_TEST(fa3_64.forward / fa3.forward == 460.0 / 602, tt::tolerance(0.01));
+  BOOST_TEST(fa3_64.backward / fa3.backward == 431.7 / 531.6, tt::tolerance(0.01));
   // A size with no curve of its own (96: MPT-3B's 80-wide heads padded) takes the 128 figures.
   BOOST_TEST(&fused_curve_for(fa2, 96) == static_cast<const EfficiencySpec::FusedCurve*>(&fa2));
 }
