@@ -189,9 +189,13 @@ BOOST_AUTO_TEST_CASE(the_gradient_buffer_is_zeroed_once_a_step) {
 BOOST_AUTO_TEST_CASE(a_copied_gradient_is_upcast_then_added_into_the_buffer) {
   // DeepSpeed's update_hp_grads, hp_grad.add_(lp.grad.to(fp32)): the upcast reads 2 and writes 4, the add
   // reads 4 + 4 and writes 4: 18 bytes a parameter a micro-batch, two kernels a tensor.
-  const KernelCost c = gradient_copy(1e9, 2, 4, 12);
+  const KernelCost c = gradient_copy(GradAccumulation::Copy, 1e9, 2, 4, 12);
   BOOST_TEST(c.elementwise_bytes.value() == 18e9, tt::tolerance(1e-12));
   BOOST_TEST(c.launches == 24);
+  // Megatron-LM's hook without the fusion, main_grad.add_(grad): reads 2 + 4, writes 4, one kernel.
+  const KernelCost hook = gradient_copy(GradAccumulation::Unfused, 1e9, 2, 4, 12);
+  BOOST_TEST(hook.elementwise_bytes.value() == 10e9, tt::tolerance(1e-12));
+  BOOST_TEST(hook.launches == 12);
   // A layer's tensors: GPT (fused QKV, GELU, biases, LayerNorm) 4 linears x 2 + 2 norms x 2; Llama
   // (separate projections, SwiGLU, no biases, RMSNorm) 7 + 2.
   BOOST_TEST(parameter_tensors_per_layer(model("gpt3-175b"), Projections::Fused) == 12);
@@ -205,8 +209,12 @@ BOOST_AUTO_TEST_CASE(a_copied_gradient_is_upcast_then_added_into_the_buffer) {
   BOOST_TEST(gradient_copy_bytes(t, 1) == 2);
   BOOST_TEST(gradient_copy_bytes(t, 3) == 0);
   BOOST_TEST(held_model_state_bytes(1e9, 8, 1, false, t).gradients.value() == 6e9, tt::tolerance(1e-12));
+  t.grad_accumulation = GradAccumulation::Unfused;  // added as it comes, nothing held
+  BOOST_TEST(gradient_add_bytes(t, 1) == 2);
+  BOOST_TEST(gradient_copy_bytes(t, 1) == 0);
   t.grad_accumulation = GradAccumulation::InPlace;
   BOOST_TEST(gradient_copy_bytes(t, 1) == 0);
+  BOOST_TEST(gradient_add_bytes(t, 1) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(the_losss_backward_holds_two_fp32_gradients_beside_its_saved_output) {

@@ -14,6 +14,7 @@
 #include "plan/cost/memory.hpp"
 #include "plan/report/emit.hpp"
 #include "plan/report/import_deepspeed.hpp"
+#include "plan/report/import_megatron.hpp"
 #include "source_tree.hpp"
 
 using namespace paratwin;
@@ -234,6 +235,17 @@ BOOST_AUTO_TEST_CASE(a_copied_gradient_accumulation_asks_deepspeed_for_its_bf16_
   const ImportedLaunch back = import_deepspeed(deepspeed_config(p, s).text, "ds.json", s.model);
   BOOST_TEST((back.training.grad_accumulation == GradAccumulation::Copy));
   BOOST_TEST(cost::gradient_copy_bytes(back.training, back.plan.zero) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_unfused_gradient_accumulation_emits_megatrons_flag_and_imports_back) {
+  const ScenarioSpec s = load(
+      Case{"", "quickstart",
+           with(kLlama, {"plan.zero=1", "training.grad_reduce=fp32", "training.grad_accumulation=unfused"})});
+  const Plan p = complete_plan(s);
+  const std::string text = megatron_launch(p, s).text;
+  BOOST_TEST(text.find("--no-gradient-accumulation-fusion") != std::string::npos);
+  const ImportedLaunch back = import_megatron(launch_script_words(text));
+  BOOST_TEST((back.training.grad_accumulation == GradAccumulation::Unfused));
 }
 
 BOOST_AUTO_TEST_CASE(deepspeed_refusals_name_the_combination_and_where_it_is_written) {

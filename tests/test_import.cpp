@@ -206,6 +206,24 @@ BOOST_AUTO_TEST_CASE(context_parallelism_imports_as_transformer_engines_ring) {
   BOOST_TEST(all.warnings.empty());
 }
 
+BOOST_AUTO_TEST_CASE(gradient_accumulation_without_the_fusion_imports_as_unfused) {
+  // --no-gradient-accumulation-fusion with bf16 (fp32 main_grad, Megatron-LM's default): unfused, and
+  // the written scenario and a launch emitted from it say so; with --grad-reduce-in-bf16 there is no
+  // fp32 buffer to add into, so nothing changes.
+  const std::vector<std::string> base = {
+      "--num-layers",          "2",   "--hidden-size", "64",
+      "--num-attention-heads", "4",   "--seq-length",  "128",
+      "--vocab-size",          "256", "--bf16",        "--no-gradient-accumulation-fusion"};
+  const ImportedLaunch l = import_megatron(base, 8);
+  BOOST_TEST((l.training.grad_accumulation == GradAccumulation::Unfused));
+  BOOST_TEST(l.warnings.empty());
+  BOOST_TEST(imported_scenario_yaml(l, "dgx-h100", "dgx", 8).find("grad_accumulation: unfused") !=
+             std::string::npos);
+  std::vector<std::string> reduced = base;
+  reduced.push_back("--grad-reduce-in-bf16");
+  BOOST_TEST((import_megatron(reduced, 8).training.grad_accumulation == GradAccumulation::InPlace));
+}
+
 BOOST_AUTO_TEST_CASE(uneven_first_and_last_stages_become_the_plans_stages) {
   const ImportedLaunch l =
       import_megatron({"--num-layers", "30", "--hidden-size", "64", "--num-attention-heads", "4",

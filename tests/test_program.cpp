@@ -342,6 +342,15 @@ BOOST_AUTO_TEST_CASE(deepspeeds_bf16_optimizer_copies_every_gradient_into_its_bu
   // Nothing to copy without a 16-bit precision and fp32 gradients.
   BOOST_CHECK_THROW(run(base, {"training.grad_reduce=bf16", "training.grad_accumulation=copy"}), InputError);
   BOOST_CHECK_THROW(run(base, {"training.grad_accumulation=copied"}), InputError);
+  // unfused (Megatron-LM's --no-gradient-accumulation-fusion): each gradient added by one kernel in the
+  // same backward, 10 bytes a parameter (read 2 + 4, write 4), and freed: no 16-bit gradients held.
+  const Run unfused = run(base, {"plan.zero=1", "training.grad_accumulation=unfused"});
+  BOOST_TEST(backward_bytes(unfused) - backward_bytes(in_place) == microbatches * (10 * params - 10 * table),
+             tt::tolerance(1e-9));
+  BOOST_TEST(unfused.program.roles[0].state.gradients.value() ==
+             in_place.program.roles[0].state.gradients.value());
+  BOOST_TEST(unfused.eval.iteration_time_s > in_place.eval.iteration_time_s);
+  BOOST_TEST(unfused.eval.iteration_time_s < copy.eval.iteration_time_s);
 }
 
 BOOST_AUTO_TEST_CASE(launch_blocking_pays_the_host_per_kernel_and_overlaps_nothing) {

@@ -570,8 +570,17 @@ KernelCost head_backward(const ModelSpec& m, const LayerWork& w) {
   return c;
 }
 
-KernelCost gradient_copy(double parameters, double element, double buffer, int tensors) {
-  return memory_bound_kernels((element + buffer + 3 * buffer) * parameters, 2 * tensors);
+KernelCost gradient_copy(GradAccumulation mode, double parameters, double element, double buffer,
+                         int tensors) {
+  switch (mode) {
+    case GradAccumulation::Copy:
+      return memory_bound_kernels((element + buffer + 3 * buffer) * parameters, 2 * tensors);
+    case GradAccumulation::Unfused:
+      return memory_bound_kernels((element + 2 * buffer) * parameters, tensors);
+    case GradAccumulation::InPlace:
+      break;
+  }
+  return {};
 }
 
 int parameter_tensors_per_layer(const ModelSpec& m, Projections projections) {

@@ -375,11 +375,14 @@ KernelCost embedding_backward(const ModelSpec& model, const LayerWork& work, dou
 KernelCost head_forward(const ModelSpec& model, const LayerWork& work);
 KernelCost head_backward(const ModelSpec& model, const LayerWork& work);
 
-// What training.grad_accumulation copy runs after a micro-batch's backward over `parameters` parameters of
-// `tensors` tensors: each 16-bit gradient of `element` bytes upcast to a temporary (read e, write 4)
-// and added into the buffer's `buffer`-byte element (read both, write one): DeepSpeed's BF16_Optimizer
-// update_hp_grads, hp_grad.add_(lp.grad.to(fp32)), two kernels a tensor.
-KernelCost gradient_copy(double parameters, double element, double buffer, int tensors);
+// What training.grad_accumulation copy or unfused runs with a micro-batch's backward over `parameters`
+// parameters of `tensors` tensors. copy: each 16-bit gradient of `element` bytes upcast to a temporary
+// (read e, write 4) and added into the buffer's `buffer`-byte element (read both, write one):
+// DeepSpeed's BF16_Optimizer update_hp_grads, hp_grad.add_(lp.grad.to(fp32)), two kernels a tensor.
+// unfused: Megatron-LM's hook, main_grad.add_(grad), one kernel a tensor that reads both and writes
+// the buffer's element. In place: nothing.
+KernelCost gradient_copy(GradAccumulation mode, double parameters, double element, double buffer,
+                         int tensors);
 // The parameter tensors of one dense transformer layer: its linears' weights (fused or separate
 // projections; SwiGLU's gate and up), their biases where the model has them, and its two norms' weights
 // (and a LayerNorm's biases).

@@ -24,7 +24,11 @@ double gradient_buffer_bytes(const TrainingSpec& training, int zero) {
 }
 
 double gradient_copy_bytes(const TrainingSpec& training, int zero) {
-  return training.grad_accumulation == GradAccumulation::Copy && gradient_buffer_bytes(training, zero) > 0
+  return training.grad_accumulation == GradAccumulation::Copy ? gradient_add_bytes(training, zero) : 0;
+}
+
+double gradient_add_bytes(const TrainingSpec& training, int zero) {
+  return training.grad_accumulation != GradAccumulation::InPlace && gradient_buffer_bytes(training, zero) > 0
              ? element_bytes(training.precision)
              : 0;
 }

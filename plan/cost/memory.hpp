@@ -30,6 +30,11 @@ double gradient_buffer_bytes(const TrainingSpec& training, int zero);
 // backward to the next): element_bytes of the training precision where there is a buffer, else 0.
 double gradient_copy_bytes(const TrainingSpec& training, int zero);
 
+// Bytes a parameter of the 16-bit gradient each micro-batch's backward adds into that buffer by a
+// kernel of its own (training.grad_accumulation copy or unfused; cost::gradient_copy): element_bytes
+// of the training precision where there is a buffer, else 0 (in place: the GEMMs accumulate).
+double gradient_add_bytes(const TrainingSpec& training, int zero);
+
 // Bytes of one weight in the data-parallel weight gathers: 1 under fp8 with training.fp8_param_gather,
 // else element_bytes of the training precision.
 double gathered_weight_bytes(const TrainingSpec& training);

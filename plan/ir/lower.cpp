@@ -81,10 +81,10 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
     k += (forward ? cost::layer_forward(m_, w, kind.moe) : cost::layer_backward(m_, w, kind.moe)) * layers;
   }
   const auto w = layer_work();
-  // Under grad_accumulation copy the embedding's gradient is added with every other parameter's
-  // (gradient_copy), not by a main_grad hook.
+  // Under grad_accumulation copy or unfused the embedding's gradient is added with every other
+  // parameter's (gradient_copy), not by a main_grad add of its own.
   const double hooked =
-      cost::gradient_copy_bytes(t_, p_.zero) > 0 ? 0 : cost::gradient_buffer_bytes(t_, p_.zero);
+      cost::gradient_add_bytes(t_, p_.zero) > 0 ? 0 : cost::gradient_buffer_bytes(t_, p_.zero);
   if (with_embedding) k += forward ? cost::embedding_forward(m_, w) : cost::embedding_backward(m_, w, hooked);
   if (with_head) k += forward ? cost::head_forward(m_, w) : cost::head_backward(m_, w);
   if (!forward) k += gradient_copy(begin, end);
@@ -92,11 +92,12 @@ cost::KernelCost RoleBuilder::layers_work(int begin, int end, bool forward, bool
 }
 
 cost::KernelCost RoleBuilder::gradient_copy(int begin, int end) const {
-  const double element = cost::gradient_copy_bytes(t_, p_.zero);
+  const double element = cost::gradient_add_bytes(t_, p_.zero);
   if (element == 0) return {};
   double parameters = 0;
   for (int layer = begin; layer < end; ++layer) parameters += unit_params_.at(layer);
-  return cost::gradient_copy(parameters, element, cost::gradient_buffer_bytes(t_, p_.zero),
+  return cost::gradient_copy(t_.grad_accumulation, parameters, element,
+                             cost::gradient_buffer_bytes(t_, p_.zero),
                              cost::parameter_tensors_per_layer(m_, t_.projections) * (end - begin));
 }
 

@@ -204,6 +204,9 @@ void precision_and_optimizer(Arguments& a, const Plan& p, const ScenarioSpec& s,
   if ((precision == Precision::Bf16 || precision == Precision::Fp8) && !fp32_grads)
     a.add("grad-reduce-in-bf16");
   if (precision == Precision::Fp16 && fp32_grads) a.add("accumulate-allreduce-grads-in-fp32");
+  if (s.training.grad_accumulation == GradAccumulation::Unfused &&
+      cost::gradient_add_bytes(s.training, p.zero) > 0)
+    a.add("no-gradient-accumulation-fusion");
   if (precision == Precision::Fp8 && s.training.fp8_param_gather) a.add("fp8-param-gather");
   // Dynamic tensorwise scaling is Megatron-LM's --fp8-recipe tensorwise (TE's current scaling); torchao's
   // comes out as the same scaling with Transformer Engine's kernels. Delayed is the default.

@@ -450,6 +450,9 @@ void read_training(Arguments& a, ImportedLaunch& out) {
   // Megatron-LM turns fp32 gradient accumulation and reduction on for bf16 itself.
   const bool in_bf16 = a.flag("grad-reduce-in-bf16"), in_fp32 = a.flag("accumulate-allreduce-grads-in-fp32");
   if ((bf16 && !in_bf16) || (fp16 && in_fp32)) t.grad_reduce = Precision::Fp32;
+  // Without the fusion each weight gradient is added into the fp32 main_grad by a hook of its own.
+  if (a.flag("no-gradient-accumulation-fusion") && t.grad_reduce == Precision::Fp32)
+    t.grad_accumulation = GradAccumulation::Unfused;
   t.fp8_param_gather = fp8 && a.flag("fp8-param-gather");
   // Megatron-LM's --fp8-recipe: delayed (its default) is Transformer Engine's DelayedScaling,
   // tensorwise its Float8CurrentScaling; the block-scaled recipes (mxfp8, blockwise) are not modelled.

@@ -47,7 +47,8 @@ const EnumNames<Fp8Recipe> kFp8RecipeNames = {{"te_delayed", Fp8Recipe::TeDelaye
 const EnumNames<FsdpCopies> kFsdpNames = {
     {"none", FsdpCopies::None}, {"fsdp1", FsdpCopies::Fsdp1}, {"fsdp2", FsdpCopies::Fsdp2}};
 const EnumNames<GradAccumulation> kGradAccumulationNames = {{"in_place", GradAccumulation::InPlace},
-                                                            {"copy", GradAccumulation::Copy}};
+                                                            {"copy", GradAccumulation::Copy},
+                                                            {"unfused", GradAccumulation::Unfused}};
 const EnumNames<Precision> kGradReduceNames = {
     {"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}};
 const EnumNames<Schedule> kScheduleNames = {
@@ -167,11 +168,13 @@ TrainingSpec parse_training(MapReader& top, const ModelSpec& model, FieldLocatio
   Precision grad_reduce{};
   if (r.read_enum("grad_reduce", grad_reduce, kGradReduceNames)) t.grad_reduce = grad_reduce;
   if (r.read_enum("grad_accumulation", t.grad_accumulation, kGradAccumulationNames) &&
-      t.grad_accumulation == GradAccumulation::Copy &&
+      t.grad_accumulation != GradAccumulation::InPlace &&
       (t.precision == Precision::Fp32 || t.precision == Precision::Tf32 || t.grad_reduce != Precision::Fp32))
-    top.diagnostics().error(node->find("grad_accumulation")->location,
-                            "training.grad_accumulation: copy adds 16-bit gradients into an fp32 buffer: it "
-                            "needs a 16-bit training.precision and training.grad_reduce: fp32");
+    top.diagnostics().error(
+        node->find("grad_accumulation")->location,
+        "training.grad_accumulation: " + enum_name(t.grad_accumulation, kGradAccumulationNames) +
+            " adds 16-bit gradients into an fp32 buffer: it needs a 16-bit "
+            "training.precision and training.grad_reduce: fp32");
   r.read("repeat_kv", t.repeat_kv);
   if (r.read("fp8_param_gather", t.fp8_param_gather) && t.fp8_param_gather && t.precision != Precision::Fp8)
     top.diagnostics().error(node->find("fp8_param_gather")->location,

@@ -128,8 +128,10 @@ extern const EnumNames<FsdpCopies> kFsdpNames;
 // the buffer after every micro-batch's backward, keeping the 16-bit gradients until the next backward
 // begins: DeepSpeed's BF16_Optimizer (update_hp_grads(clear_lp_grads=False) after each backward in its
 // pipeline engine, clear_lp_grads before the next), which DeepSpeed runs for bf16 with fp32 gradient
-// accumulation under ZeRO 0 and 1 (cost::gradient_copy).
-enum class GradAccumulation { InPlace, Copy };
+// accumulation under ZeRO 0 and 1 (cost::gradient_copy). unfused: Megatron-LM's
+// --no-gradient-accumulation-fusion: each weight gradient GEMM writes a 16-bit gradient, which the
+// parameter's backward hook adds into main_grad (one mixed-precision add_) and frees at once.
+enum class GradAccumulation { InPlace, Copy, Unfused };
 extern const EnumNames<GradAccumulation> kGradAccumulationNames;
 extern const EnumNames<OptimizerKind> kOptimizerNames;
 extern const EnumNames<CrossEntropy> kCrossEntropyNames;
